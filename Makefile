@@ -1,0 +1,114 @@
+# meshcast build. One static library (libmeshcast.a) holds every module the CLI, the tests and
+# the fuzzers share; the runtime is a separate library (libmeshcast_rt.a) that needs none of Z3,
+# igraph or libxml2, so a training repository can link it alone. CUDA parts build when nvcc exists.
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+SANITIZE ?=
+VERSION  := 0.1.0
+
+# Every target that compiles runs scripts/deps.sh first, which installs missing Debian packages.
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+PKGS      := igraph libxml-2.0 jansson libxxhash ompi-c
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) cmocka)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lm -lpthread
+
+CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wno-unused-parameter
+OPT      ?= -O2 -g
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -I. -DMC_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -MMD -MP
+LDFLAGS_ALL =
+
+ifneq ($(SANITIZE),)
+  ifneq ($(SANITIZE),address,undefined)
+    $(error SANITIZE must be address,undefined)
+  endif
+  OPT := -O1 -g
+  SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=$(SANITIZE) -fno-omit-frame-pointer
+  CFLAGS_ALL += $(SANFLAGS)
+  LDFLAGS_ALL += $(SANFLAGS)
+endif
+
+LIB_DIRS := util topo layout sched sim synth emit bench
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+RT_SRCS  := $(sort $(wildcard runtime/*.c))
+CLI_SRCS := $(sort $(wildcard cli/*.c))
+TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+RT_OBJS  := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+LIB     := $(BUILD)/libmeshcast.a
+RT_LIB  := $(BUILD)/libmeshcast_rt.a
+CLI_BIN := $(BUILD)/meshcast
+
+# Extra objects and link flags (CUDA, NCCL) come from the runtime's own fragment.
+RT_EXTRA_OBJS :=
+RT_EXTRA_LIBS :=
+-include runtime/runtime.mk
+
+.PHONY: all deps demo test check bench fuzz install clean build-all
+all: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+
+build-all: $(CLI_BIN) $(TEST_BINS)
+
+$(DEPS_STAMP): scripts/deps.sh
+	@scripts/deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(RT_LIB): $(RT_OBJS) $(RT_EXTRA_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLI_BIN): $(CLI_OBJS) $(LIB) $(RT_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(RT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
+
+demo: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@scripts/demo.sh $(CLI_BIN)
+
+test: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@tests/run.sh $(BUILD)
+
+# ASan + UBSan build in its own folder, running the same tests.
+check: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run.sh build-check
+
+bench: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	$(CLI_BIN) bench
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/meshcast
+	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/meshcast
+	install -m 644 $(LIB) $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 runtime/runtime.h $(DESTDIR)$(PREFIX)/include/meshcast/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' meshcast.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/meshcast.pc
+
+clean:
+	rm -rf build build-check build-fuzz
+
+-include $(LIB_OBJS:.o=.d) $(RT_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -1,0 +1,59 @@
+/* cli: the meshcast command. Each subcommand lives in its own file cli/cmd_<name>.c as
+ * int cmd_<name>(int argc, char **argv) (argv[0] is the subcommand's name) and returns the exit
+ * code: 0 ok, 1 invalid input, 2 usage error. Commands only parse arguments, call the library and
+ * print; the logic lives in the modules. */
+#ifndef MC_CLI_H
+#define MC_CLI_H
+
+#include <getopt.h>
+
+#include "layout/layout.h"
+#include "topo/topo.h"
+#include "util/util.h"
+
+int cmd_topo(int argc, char **argv);
+int cmd_task(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* Prints "meshcast: <message>" and returns the exit code for err's status. */
+int cli_fail(const mc_err_t *err);
+/* Prints "meshcast <cmd>: <message>" and a pointer to --help; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv holds -h or --help before any "--". */
+int cli_wants_help(int argc, char **argv);
+
+/* Loads a topology; prints its warnings to stderr unless quiet. */
+mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
+
+/* The task options shared by task, synth and bench: --mesh SPEC (repeatable) and
+ * --task-file FILE, plus the positional moves. Put CLI_TASK_LONG_OPTIONS in the long-option
+ * table, hand every option to cli_task_option(), then call cli_task_build(). */
+#define CLI_OPT_MESH 0x1001
+#define CLI_OPT_TASK_FILE 0x1002
+#define CLI_TASK_LONG_OPTIONS                                   \
+    {"mesh", required_argument, NULL, CLI_OPT_MESH},            \
+    {"task-file", required_argument, NULL, CLI_OPT_TASK_FILE}
+#define CLI_TASK_USAGE \
+    "  --mesh 'A={x:2,y:4}@0..7'   a mesh (repeatable)\n" \
+    "  --task-file FILE            meshes and moves from a task file (docs/task-format.md)\n" \
+    "  MOVE...                     moves, e.g. 'f32[1024,512] A[x,_] -> B[_,y]'\n"
+
+typedef struct cli_task_args {
+    const char *task_file;
+    int nmeshes;
+    const char *meshes[64];
+} cli_task_args_t;
+
+/* Returns 1 when opt was a task option (and records it), 0 otherwise, -1 on too many meshes. */
+int cli_task_option(cli_task_args_t *a, int opt, const char *arg);
+/* Builds, splits and checks the task against topo. Errors are MC_ERR_USAGE for bad notation on
+ * the command line, MC_ERR_PARSE/MC_ERR_INVALID for a bad task file. */
+mc_status_t cli_task_build(const cli_task_args_t *a, int nmoves, char **moves,
+                           const mc_topo_t *topo, mc_task_t **out, mc_err_t *err);
+
+#endif

@@ -1,0 +1,42 @@
+/* Helpers shared by the subcommands: error printing, usage errors, topology loading. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cli_fail(const mc_err_t *err)
+{
+    fprintf(stderr, "meshcast: %s\n", err->msg[0] ? err->msg : mc_status_str(err->status));
+    return mc_status_exit_code(err->status);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "meshcast %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nsee 'meshcast %s --help'\n", cmd);
+    return MC_EXIT_USAGE;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            return 0;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return 1;
+    }
+    return 0;
+}
+
+mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err)
+{
+    mc_status_t st = mc_topo_load(path, out, err);
+    if (st == MC_OK && !quiet)
+        for (int i = 0; i < (*out)->nwarnings; i++)
+            fprintf(stderr, "meshcast: warning: %s\n", (*out)->warnings[i]);
+    return st;
+}

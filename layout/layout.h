@@ -1,0 +1,155 @@
+/* layout: what moves. Meshes (named axes over global GPU ids), layouts (a tensor's dtype and
+ * shape, and per tensor dimension the mesh axes it is split over), tasks (one or more tensors
+ * moving together from a source layout to a destination layout), the pieces a task splits into,
+ * and the lower bounds on time and memory that every reported time is judged against.
+ *
+ * Notation (DESIGN.md section 3):
+ *   mesh    A={host:2,gpu:4}@0..7        B={x:4,y:2}@[8,9,10,11,12,13,14,15]   C={x:4,y:2}@<=[2,4]T(1,0)
+ *   layout  i32[1024,1024,512] A[host,_,_]     f32[10,64] A[gpu{4,2,2,2},_]    bf16[8,8] A[(host,gpu),_]
+ *   move    'i32[1024,1024,512] A[host,_,_] -> B[_,host,_]'   (the destination may omit dtype/shape)
+ *
+ * A piece is a maximal box of one tensor with one set of holders and one set of destinations;
+ * its bytes are the box's elements in row-major order, so a byte range of a piece is a range of
+ * that linearization. Pieces cover every destination tile exactly once. */
+#ifndef MC_LAYOUT_H
+#define MC_LAYOUT_H
+
+#include <stdint.h>
+
+#include "topo/topo.h"
+#include "util/util.h"
+
+#define MC_MAX_DIMS 8
+#define MC_MAX_AXES 8
+#define MC_NAME_MAX 32
+
+typedef enum {
+    MC_DT_F64, MC_DT_F32, MC_DT_F16, MC_DT_BF16, MC_DT_F8E4M3, MC_DT_F8E5M2,
+    MC_DT_I64, MC_DT_I32, MC_DT_I16, MC_DT_I8, MC_DT_U8, MC_DT_BOOL,
+    MC_DT__COUNT
+} mc_dtype_t;
+
+int mc_dtype_size(mc_dtype_t dt);
+const char *mc_dtype_name(mc_dtype_t dt);
+/* Returns 0 and sets *dt when name is a dtype. */
+int mc_dtype_parse(const char *name, mc_dtype_t *dt);
+
+typedef struct mc_mesh {
+    char name[MC_NAME_MAX];
+    int naxes;
+    char axis_names[MC_MAX_AXES][MC_NAME_MAX];
+    int axis_sizes[MC_MAX_AXES];
+    int ndevices;       /* product of axis sizes */
+    int *devices;       /* global GPU ids, row-major over the axes */
+} mc_mesh_t;
+
+typedef struct mc_dim_spec {
+    int naxes;
+    int axes[MC_MAX_AXES];  /* mesh axis indices, major to minor */
+    int64_t *sizes;         /* explicit shard sizes (one per shard) or NULL for the ceil rule */
+} mc_dim_spec_t;
+
+typedef struct mc_layout {
+    mc_dtype_t dtype;
+    int ndims;
+    int64_t shape[MC_MAX_DIMS];
+    int mesh;                       /* index into the task's meshes */
+    mc_dim_spec_t dims[MC_MAX_DIMS];
+} mc_layout_t;
+
+typedef struct mc_box {
+    int64_t lo[MC_MAX_DIMS], hi[MC_MAX_DIMS]; /* half-open per dimension */
+} mc_box_t;
+
+typedef struct mc_tensor_move {
+    char name[MC_NAME_MAX]; /* "t0", "t1", ... unless the task file names it */
+    mc_layout_t src, dst;
+} mc_tensor_move_t;
+
+typedef struct mc_piece {
+    int tensor;
+    mc_box_t box;
+    uint64_t bytes;
+    int nholders;
+    int *holders;   /* global GPU ids holding the box in the source layout, ascending */
+    int ndests;
+    int *dests;     /* global GPU ids needing it and not holding it, ascending */
+} mc_piece_t;
+
+typedef struct mc_local_copy {
+    int tensor;
+    int gpu;        /* copies box from its source shard into its destination shard */
+    mc_box_t box;
+    uint64_t bytes;
+} mc_local_copy_t;
+
+typedef struct mc_task {
+    int nmeshes;
+    mc_mesh_t *meshes;
+    int ntensors;
+    mc_tensor_move_t *tensors;
+    int npieces;            /* filled by mc_task_split, largest first, ties in a stable order */
+    mc_piece_t *pieces;
+    int ncopies;
+    mc_local_copy_t *copies;
+    int mesh_cap, tensor_cap;
+} mc_task_t;
+
+mc_task_t *mc_task_new(void);
+void mc_task_free(mc_task_t *task);
+
+/* Parse one mesh ("A={x:2,y:4}@0..7") or one move ("LAYOUT -> LAYOUT") into the task. Errors are
+ * MC_ERR_USAGE with a message that quotes the text and points at the column with a caret. */
+mc_status_t mc_task_add_mesh(mc_task_t *task, const char *text, mc_err_t *err);
+mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err);
+
+/* A task file (docs/task-format.md): meshes and moves, one per line, '#' comments. Errors name
+ * the file and line. mc_task_parse_text reads the same format from memory (name is used in
+ * messages); schedules embed their task in it. */
+mc_status_t mc_task_load(const char *path, mc_task_t **out, mc_err_t *err);
+mc_status_t mc_task_parse_text(const char *text, const char *name, mc_task_t **out, mc_err_t *err);
+/* The task in task-file form, canonical (same task, same text). Caller frees. */
+char *mc_task_to_text(const mc_task_t *task);
+
+/* Checks every device id against the topology's GPU count. */
+mc_status_t mc_task_check_topo(const mc_task_t *task, const mc_topo_t *topo, mc_err_t *err);
+
+/* Splits the task into pieces and local copies (idempotent). */
+mc_status_t mc_task_split(mc_task_t *task, mc_err_t *err);
+
+/* The tile a GPU holds in a layout; returns 0 (and an empty box) if the GPU is not in the mesh. */
+int mc_layout_tile(const mc_task_t *task, const mc_layout_t *layout, int gpu, mc_box_t *tile);
+uint64_t mc_box_elems(const mc_box_t *box, int ndims);
+/* Intersection; returns 0 when empty. */
+int mc_box_intersect(const mc_box_t *a, const mc_box_t *b, int ndims, mc_box_t *out);
+
+uint64_t mc_task_total_bytes(const mc_task_t *task);      /* sum of piece bytes x dests */
+uint64_t mc_task_need_bytes(const mc_task_t *task, int gpu);
+uint64_t mc_task_src_bytes(const mc_task_t *task, int gpu); /* source tiles it holds */
+uint64_t mc_task_dst_bytes(const mc_task_t *task, int gpu); /* destination tiles it must hold */
+/* Peak memory lower bound per GPU: max(source bytes, destination bytes). */
+uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu);
+
+typedef enum {
+    MC_BOUND_INGRESS,   /* a GPU's incoming links */
+    MC_BOUND_EGRESS,    /* a holder group's outgoing links (relaying allowed) */
+    MC_BOUND_HOST_CUT,  /* a host's NICs */
+    MC_BOUND_MESH_CUT,  /* the network links into the destination mesh's hosts */
+    MC_BOUND_LATENCY,   /* nothing but the per-message overhead */
+    MC_BOUND_NONE       /* nothing moves */
+} mc_bound_kind_t;
+
+const char *mc_bound_kind_str(mc_bound_kind_t k);
+
+typedef struct mc_bound {
+    double seconds;          /* the bound: max of the bandwidth terms plus the latency term */
+    mc_bound_kind_t binding; /* which term binds */
+    int where;               /* the GPU, host or holder-group's first GPU that binds; -1 if none */
+    double ingress_s, egress_s, host_cut_s, mesh_cut_s, latency_s;
+} mc_bound_t;
+
+/* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split). */
+mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                          mc_err_t *err);
+
+#endif

@@ -1,0 +1,80 @@
+/* sched: the schedule every part agrees on (DESIGN.md section 4). A schedule is made for one task
+ * and one topology (named by its fingerprint). It is a set of trees: each carries a byte range of
+ * one piece from a root GPU down GPU-level parent->child edges, in chunks pipelined down the tree;
+ * each edge follows the topology's route between its two GPUs. Trees are grouped into ordered
+ * phases; the trees of one phase share no link beyond its capacity. Local copies come from the
+ * task. The XML form is docs/schedule-format.md (schema: sched/schedule.rng). */
+#ifndef MC_SCHED_H
+#define MC_SCHED_H
+
+#include <stdint.h>
+
+#include "layout/layout.h"
+#include "topo/topo.h"
+#include "util/util.h"
+
+typedef struct mc_tree_edge {
+    int parent, child;      /* global GPU ids */
+    int nlinks;
+    int links[MC_ROUTE_MAX_LINKS]; /* the route's link ids in the schedule's topology */
+    int via_gpu;            /* PXN relay GPU of the route, -1 if none */
+} mc_tree_edge_t;
+
+typedef struct mc_tree {
+    int piece;              /* index into task->pieces */
+    uint64_t offset, bytes; /* byte range of the piece's row-major linearization */
+    int root;               /* GPU sending it: a holder, or a GPU that received it earlier */
+    int phase;              /* 0-based */
+    int nchunks;            /* >= 1: the range moves in this many equal chunks, pipelined */
+    int nedges;
+    mc_tree_edge_t *edges;  /* each parent appears (as root or child) before its children */
+    int edge_cap;
+} mc_tree_t;
+
+typedef struct mc_sched {
+    mc_task_t *task;        /* split; owned when owns_task (read from a file) */
+    int owns_task;
+    uint64_t topo_fingerprint;
+    char strategy[32];
+    char params[256];       /* "key=value key=value" as the strategy chose them */
+    int nphases;
+    int ntrees;
+    mc_tree_t *trees;
+    int tree_cap;
+    uint64_t mem_limit;     /* stated per-device peak memory bound in bytes, 0 when none */
+    uint64_t workspace;     /* per-device staging bytes the schedule needs beyond its shards */
+} mc_sched_t;
+
+/* A new, empty schedule for task (borrowed; must be split) on topo. */
+mc_sched_t *mc_sched_new(mc_task_t *task, const mc_topo_t *topo, const char *strategy);
+void mc_sched_free(mc_sched_t *s);
+
+/* Adds a tree with no edges; returns its index. */
+int mc_sched_add_tree(mc_sched_t *s, int piece, uint64_t offset, uint64_t bytes, int root,
+                      int phase, int nchunks);
+/* Adds the edge parent->child to tree ti with the topology's route between them. */
+mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int parent, int child,
+                              mc_err_t *err);
+
+/* Byte-for-byte deterministic XML; written atomically. */
+char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo);
+mc_status_t mc_sched_save(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
+                          mc_err_t *err);
+/* Reads a schedule. Routes are named by node names; with force, a schedule for another
+ * topology (fingerprint mismatch) is read anyway and links missing on topo become violations at
+ * validate time rather than read errors. */
+mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc_sched_t **out,
+                          mc_err_t *err);
+mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
+                                  const mc_topo_t *topo, int force, mc_sched_t **out,
+                                  mc_err_t *err);
+
+/* Peak bytes a GPU holds while the schedule runs: its source and destination shards (minus what
+ * they share) plus received data it only relays plus the workspace. */
+uint64_t mc_sched_peak_mem(const mc_sched_t *s, int gpu);
+
+/* Checks every rule of DESIGN.md section 4; appends one line per violation to out (may be NULL)
+ * and returns the number of violations. */
+int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out);
+
+#endif

@@ -1,0 +1,87 @@
+/* Tests for util/: status text, strict number parsing, atomic writes, growable buffers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+static void test_status(void **state)
+{
+    assert_string_equal(mc_status_str(MC_OK), "ok");
+    assert_int_equal(mc_status_exit_code(MC_OK), 0);
+    assert_int_equal(mc_status_exit_code(MC_ERR_USAGE), 2);
+    assert_int_equal(mc_status_exit_code(MC_ERR_PARSE), 1);
+    mc_err_t err = {0};
+    assert_int_equal(mc_err_set(&err, MC_ERR_PARSE, "%s:%d: expected %s", "f.xml", 3, "x"),
+                     MC_ERR_PARSE);
+    assert_string_equal(err.msg, "f.xml:3: expected x");
+}
+
+static void test_parse_numbers(void **state)
+{
+    int64_t i;
+    uint64_t u;
+    double d;
+    assert_int_equal(mc_parse_i64("0x10", &i), 0);
+    assert_int_equal(i, 16);
+    assert_int_equal(mc_parse_i64("12a", &i), -1);
+    assert_int_equal(mc_parse_i64("", &i), -1);
+    assert_int_equal(mc_parse_u64("-1", &u), -1);
+    assert_int_equal(mc_parse_u64("99999999999999999999999", &u), -1);
+    assert_int_equal(mc_parse_double("2.5e9", &d), 0);
+    assert_float_equal(d, 2.5e9, 1);
+    assert_int_equal(mc_parse_double("inf", &d), -1);
+}
+
+static void test_atomic_write(void **state)
+{
+    char dir[] = "/tmp/mc_util_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *path = mc_xasprintf("%s/out.txt", dir);
+    mc_err_t err = {0};
+    assert_int_equal(mc_write_file_atomic(path, "hello", 5, &err), MC_OK);
+    char *data;
+    size_t len;
+    assert_int_equal(mc_read_file(path, &data, &len, &err), MC_OK);
+    assert_int_equal(len, 5);
+    assert_string_equal(data, "hello");
+    free(data);
+    char *bad = mc_xasprintf("%s/missing/out.txt", dir);
+    assert_int_equal(mc_write_file_atomic(bad, "x", 1, &err), MC_ERR_IO);
+    assert_non_null(strstr(err.msg, "missing/out.txt"));
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(bad);
+}
+
+static void test_buf_and_format(void **state)
+{
+    mc_buf_t b = {0};
+    for (int i = 0; i < 1000; i++)
+        mc_buf_printf(&b, "%d,", i);
+    assert_int_equal(strncmp(b.data, "0,1,2,", 6), 0);
+    assert_int_equal(b.len, strlen(b.data));
+    mc_buf_free(&b);
+    char s[32];
+    assert_string_equal(mc_fmt_bytes(1u << 30, s, sizeof s), "1.00 GiB");
+    assert_string_equal(mc_fmt_bytes(12, s, sizeof s), "12 B");
+    assert_string_equal(mc_fmt_seconds(0.0025, s, sizeof s), "2.50 ms");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status),
+        cmocka_unit_test(test_parse_numbers),
+        cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_buf_and_format),
+    };
+    return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}

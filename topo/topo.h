@@ -1,0 +1,139 @@
+/* topo: the hardware graph meshcast plans on. A topology is a directed graph of GPUs, PCIe
+ * switches, CPUs, NVSwitches, NICs (and their network ports) and network switches, joined by
+ * directed links with a bandwidth (bytes/s per direction), a latency and a kind. It is loaded from
+ * NCCL topology XML (one host, or a multi-host NVLink dump) or from meshcast's cluster XML, and
+ * answers "which links does a transfer from GPU a to GPU b take", the way NCCL would route it.
+ *
+ * The structure is open for reading: nodes[] and links[] are indexed by node id and link id, and
+ * link ids are also the edge ids of the igraph graph. Build one with mc_topo_new(), add nodes and
+ * links, then mc_topo_finalize(); loaders do exactly that. */
+#ifndef MC_TOPO_H
+#define MC_TOPO_H
+
+#include <igraph.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+typedef enum {
+    MC_NODE_GPU,
+    MC_NODE_PCI,    /* PCIe switch or bridge */
+    MC_NODE_NVS,    /* one NVSwitch vertex per NVLink domain, as NCCL collapses them */
+    MC_NODE_CPU,    /* a NUMA node / root complex */
+    MC_NODE_NIC,    /* a NIC (PCI function); its ports are NET nodes */
+    MC_NODE_NET,    /* one network port (NCCL <net>) */
+    MC_NODE_SWITCH, /* a network switch (leaf, rail or spine) */
+    MC_NODE__COUNT
+} mc_node_kind_t;
+
+typedef enum {
+    MC_LINK_LOC, /* inside a device, "infinite" (NCCL LOC_BW) */
+    MC_LINK_NVL, /* NVLink, GPU to GPU or GPU to NVSwitch */
+    MC_LINK_C2C, /* NVLink-C2C, GPU to Grace CPU */
+    MC_LINK_PCI, /* PCIe */
+    MC_LINK_SYS, /* CPU to CPU (QPI, xGMI, ...) */
+    MC_LINK_NET, /* NIC port to network, switch to switch */
+    MC_LINK__COUNT
+} mc_link_kind_t;
+
+typedef struct mc_node {
+    mc_node_kind_t kind;
+    int host;       /* host index 0..nhosts-1; -1 for network switches */
+    int gpu;        /* global GPU index for GPUs, else -1 (set by mc_topo_finalize) */
+    int64_t busid;  /* NCCL bus id as an integer (hex digits concatenated), -1 if none */
+    int sm;         /* GPUs: compute capability x 10 */
+    int dev;        /* GPUs: NVML index in the host; NETs: plugin device index; else -1 */
+    int rail;       /* NETs and switches: rail index, -1 if unknown */
+    double bw;      /* NETs: port speed in bytes/s */
+    char name[64];  /* stable, unique label, e.g. "h0/GPU3", "h1/NET2", "rail5" */
+    int line;       /* source line it came from, 0 if built-in */
+} mc_node_t;
+
+typedef struct mc_link {
+    int src, dst;         /* node ids */
+    mc_link_kind_t kind;
+    double bw;            /* bytes/s, in this direction */
+    double latency;       /* seconds */
+    int count;            /* NVLink lanes bundled in this edge (1 otherwise) */
+} mc_link_t;
+
+typedef struct mc_topo {
+    char *source;         /* file it was loaded from, or a description */
+    int nhosts;
+    int nnodes, nlinks;
+    mc_node_t *nodes;
+    mc_link_t *links;
+    int ngpus;
+    int *gpu_node;        /* global GPU index -> node id (hosts in order, then dev) */
+    int nwarnings;
+    char **warnings;      /* what the loader assumed or found odd, one line each */
+    uint64_t fingerprint; /* stable hash of the normalized graph (mc_topo_finalize) */
+    igraph_t graph;       /* directed; edge id == link id */
+    int graph_ready;
+    int node_cap, link_cap, warn_cap;
+    struct mc_route_cache *route_cache; /* owned by topo_route.c */
+} mc_topo_t;
+
+/* Software overhead per message on a link kind (seconds), and the default hop latency. The
+ * simulator and the lower bounds both use these so that they agree (NCCL figures; see
+ * docs/topology-format.md). */
+double mc_topo_alpha(mc_link_kind_t kind);
+double mc_topo_default_latency(mc_link_kind_t kind);
+
+const char *mc_node_kind_str(mc_node_kind_t k);
+const char *mc_link_kind_str(mc_link_kind_t k);
+
+/* ---- building ---- */
+mc_topo_t *mc_topo_new(const char *source);
+/* Adds a node (copied from proto); returns its id. */
+int mc_topo_add_node(mc_topo_t *t, const mc_node_t *proto);
+/* Adds a directed link; a second link between the same two nodes of the same kind adds its
+ * bandwidth and count to the first (NCCL does the same). Returns the link id. */
+int mc_topo_add_link(mc_topo_t *t, int src, int dst, mc_link_kind_t kind, double bw,
+                     double latency, int count);
+/* Both directions with the same figures. */
+void mc_topo_add_link_pair(mc_topo_t *t, int a, int b, mc_link_kind_t kind, double bw,
+                           double latency, int count);
+void mc_topo_warn(mc_topo_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Numbers the GPUs (host by host, by dev inside a host), builds the igraph graph and the
+ * fingerprint. Fails on an empty or disconnected GPU set. */
+mc_status_t mc_topo_finalize(mc_topo_t *t, mc_err_t *err);
+void mc_topo_free(mc_topo_t *t);
+
+/* ---- loading ---- */
+/* Loads NCCL topology XML or cluster XML (told apart by the root element). */
+mc_status_t mc_topo_load(const char *path, mc_topo_t **out, mc_err_t *err);
+mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, mc_topo_t **out,
+                                mc_err_t *err);
+
+/* ---- queries ---- */
+int mc_topo_gpu_host(const mc_topo_t *t, int gpu);
+/* Node id of a node by its name, -1 if none. */
+int mc_topo_find_node(const mc_topo_t *t, const char *name);
+/* Link id from src to dst (any kind), -1 if none. */
+int mc_topo_find_link(const mc_topo_t *t, int src, int dst);
+
+/* Sum of the bandwidths of the links into / out of a GPU (bytes/s). */
+double mc_topo_gpu_ingress_bw(const mc_topo_t *t, int gpu);
+double mc_topo_gpu_egress_bw(const mc_topo_t *t, int gpu);
+/* Sum of a host's network port bandwidths towards the network (bytes/s); 0 for a single host
+ * with no network. */
+double mc_topo_host_net_bw(const mc_topo_t *t, int host);
+
+#define MC_ROUTE_MAX_LINKS 32
+
+typedef struct mc_route {
+    int src_gpu, dst_gpu;
+    int nlinks;
+    int links[MC_ROUTE_MAX_LINKS]; /* link ids in order from src to dst */
+    int via_gpu;                   /* GPU the data passes through (NCCL PXN), else -1 */
+    double bw;                     /* bottleneck bandwidth, bytes/s */
+    double latency;                /* sum of hop latencies, seconds */
+} mc_route_t;
+
+/* The links a transfer from GPU a to GPU b takes (DESIGN.md section 2). a == b gives an empty
+ * route. The result is cached inside t. */
+mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *route,
+                          mc_err_t *err);
+
+#endif

@@ -1,0 +1,24 @@
+/* Internals shared by the files of topo/: the NCCL XML reader that the cluster loader reuses
+ * for nodes given as NCCL files, and the route cache's cleanup. */
+#ifndef MC_TOPO_INTERNAL_H
+#define MC_TOPO_INTERNAL_H
+
+#include <libxml/tree.h>
+
+#include "topo/topo.h"
+
+/* Adds the hosts of one NCCL topology XML document (root <system>) to t, numbering them from
+ * host_base; *nhosts gets how many hosts it held (distinct host_hash values, at least 1). Node
+ * names are prefixed "h<host>/". Errors name the document's file and line. */
+mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int host_base,
+                            int *nhosts, mc_err_t *err);
+
+/* Parses a file or buffer with libxml2 without network access or entity expansion; errors
+ * carry file and line. */
+mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *doc,
+                        mc_err_t *err);
+
+/* Frees the routes topo_route.c cached inside t. */
+void mc_topo_route_cache_free(mc_topo_t *t);
+
+#endif

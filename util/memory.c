@@ -1,0 +1,94 @@
+/* Allocation helpers, growable arrays and the text buffer. */
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void *oom(size_t n)
+{
+    fprintf(stderr, "meshcast: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *mc_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+
+void *mc_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size);
+}
+
+void *mc_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+
+char *mc_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(mc_xmalloc(n), s, n);
+}
+
+char *mc_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = mc_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void mc_grow(void **arr, size_t elem, int *cap, int need)
+{
+    if (need <= *cap)
+        return;
+    int c = *cap ? *cap : 8;
+    while (c < need)
+        c *= 2;
+    *arr = mc_xrealloc(*arr, (size_t)c * elem);
+    *cap = c;
+}
+
+void mc_buf_append(mc_buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 256;
+        while (c < b->len + n + 1)
+            c *= 2;
+        b->data = mc_xrealloc(b->data, c);
+        b->cap = c;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void mc_buf_printf(mc_buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *tmp = mc_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    mc_buf_append(b, tmp, (size_t)n);
+    free(tmp);
+}
+
+void mc_buf_free(mc_buf_t *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

@@ -1,0 +1,99 @@
+/* util: the status codes, error reports, atomic file writing and small helpers every module
+ * shares. Errors travel as an mc_err_t filled at the failure site with "file:line: what was
+ * expected", so the CLI can print it as is and map the status to an exit code. */
+#ifndef MC_UTIL_H
+#define MC_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One status enum for the whole project: 0 is success, errors are negative. */
+#define MC_STATUS_MAP(X)                                              \
+    X(MC_OK, 0, "ok")                                                 \
+    X(MC_ERR_NOMEM, -1, "out of memory")                              \
+    X(MC_ERR_IO, -2, "input/output error")                            \
+    X(MC_ERR_PARSE, -3, "malformed input")                            \
+    X(MC_ERR_INVALID, -4, "invalid input")                            \
+    X(MC_ERR_USAGE, -5, "usage error")                                \
+    X(MC_ERR_UNSUPPORTED, -6, "not supported")                        \
+    X(MC_ERR_SOLVER, -7, "solver failure")                            \
+    X(MC_ERR_TIMEOUT, -8, "timed out")                                \
+    X(MC_ERR_RUNTIME, -9, "runtime failure")                          \
+    X(MC_ERR_INTERNAL, -10, "internal error")
+
+typedef enum {
+#define MC_STATUS_ENUM(name, value, text) name = value,
+    MC_STATUS_MAP(MC_STATUS_ENUM)
+#undef MC_STATUS_ENUM
+} mc_status_t;
+
+const char *mc_status_str(mc_status_t st);
+
+/* Exit codes of the meshcast command. */
+enum { MC_EXIT_OK = 0, MC_EXIT_INVALID = 1, MC_EXIT_USAGE = 2 };
+
+/* MC_ERR_USAGE maps to exit 2, every other error to 1. */
+int mc_status_exit_code(mc_status_t st);
+
+typedef struct mc_err {
+    mc_status_t status;
+    char msg[1024];
+} mc_err_t;
+
+/* Records status and message (printf-style) in err, which may be NULL; returns st. */
+mc_status_t mc_err_set(mc_err_t *err, mc_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+mc_status_t mc_err_setv(mc_err_t *err, mc_status_t st, const char *fmt, va_list ap);
+
+/* Runs call; on error stores the status in st and jumps to label. */
+#define MC_CHECK_GOTO(call, label, st)      \
+    do {                                    \
+        (st) = (call);                      \
+        if ((st) != MC_OK)                  \
+            goto label;                     \
+    } while (0)
+
+/* Allocation that never returns NULL: out of memory is not an input error, so it aborts with a
+ * message rather than threading a status through every helper. */
+void *mc_xmalloc(size_t n);
+void *mc_xcalloc(size_t n, size_t size);
+void *mc_xrealloc(void *p, size_t n);
+char *mc_xstrdup(const char *s);
+char *mc_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Grows *arr (element size elem) so that index need-1 fits, doubling *cap. */
+void mc_grow(void **arr, size_t elem, int *cap, int need);
+#define MC_GROW(arr, cap, need) mc_grow((void **)&(arr), sizeof(*(arr)), &(cap), (need))
+
+/* A growable text buffer. */
+typedef struct mc_buf {
+    char *data;
+    size_t len, cap;
+} mc_buf_t;
+void mc_buf_printf(mc_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mc_buf_append(mc_buf_t *b, const char *s, size_t n);
+void mc_buf_free(mc_buf_t *b);
+
+/* Writes data to path through a temporary file in the same folder and rename(), so a reader
+ * never sees a half-written file. */
+mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err);
+
+/* Reads a whole file (NUL-terminated). */
+mc_status_t mc_read_file(const char *path, char **data, size_t *len, mc_err_t *err);
+
+/* Strict number parsing: the whole string must be the number. Return 0 on success. */
+int mc_parse_i64(const char *s, int64_t *out);
+int mc_parse_u64(const char *s, uint64_t *out);
+int mc_parse_double(const char *s, double *out);
+
+/* Human-readable bytes ("1.00 GiB") into buf. */
+const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* Seconds as "12.3 ms" / "4.56 s" into buf. */
+const char *mc_fmt_seconds(double s, char *buf, size_t len);
+
+/* Monotonic wall-clock seconds, for reporting synthesis times. */
+double mc_now(void);
+
+#endif
