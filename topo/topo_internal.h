@@ -18,6 +18,11 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
 mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *doc,
                         mc_err_t *err);
 
+/* Builds t from a cluster XML document (root <cluster>, docs/topology-format.md), validated
+ * against topologies/schema/cluster.rng; nodes given as NCCL files are read with
+ * mc_nccl_xml_add. Does not call mc_topo_finalize. */
+mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, mc_err_t *err);
+
 /* Frees the routes topo_route.c cached inside t. */
 void mc_topo_route_cache_free(mc_topo_t *t);
 

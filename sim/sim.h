@@ -1,0 +1,33 @@
+/* sim: a deterministic, event-driven, flow-level simulator that times a schedule on a topology
+ * (DESIGN.md section 6). Every chunk on every tree edge is a flow along the edge's route; active
+ * flows share each link max-min fairly; relays store and forward per chunk; each message pays the
+ * largest alpha (mc_topo_alpha) of its route's link kinds plus the route's hop latencies. Phases run
+ * one after another. */
+#ifndef MC_SIM_H
+#define MC_SIM_H
+
+#include "sched/sched.h"
+#include "topo/topo.h"
+#include "util/util.h"
+
+typedef struct mc_sim_interval {
+    int link;
+    double t0, t1;     /* seconds */
+    double rate;       /* bytes/s the link carried over the interval (sum over flows) */
+} mc_sim_interval_t;
+
+typedef struct mc_sim_result {
+    double makespan_s;
+    int nlinks;
+    double *link_busy_s;   /* per link id: time with at least one active flow */
+    double *link_bytes;    /* per link id: bytes carried */
+    int nintervals;
+    mc_sim_interval_t *intervals; /* per-link timeline, ordered by link then time */
+    long nflows;           /* flows simulated */
+} mc_sim_result_t;
+
+mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                       mc_err_t *err);
+void mc_sim_result_free(mc_sim_result_t *res);
+
+#endif

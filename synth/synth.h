@@ -1,0 +1,53 @@
+/* synth: strategies that turn a task into a schedule (DESIGN.md section 5). Every strategy has the
+ * same signature and produces the same schedule type, so 'meshcast bench' can compare them in one
+ * run; mc_synth() runs one and validates its result before handing it back. */
+#ifndef MC_SYNTH_H
+#define MC_SYNTH_H
+
+#include <stdint.h>
+
+#include "layout/layout.h"
+#include "sched/sched.h"
+#include "topo/topo.h"
+#include "util/util.h"
+
+typedef struct mc_synth_opts {
+    double budget_s;        /* wall-clock budget for the optimizer (default 10) */
+    uint64_t rlimit;        /* Z3 resource limit; 0 = none. Set it for deterministic results */
+    uint64_t memory_limit;  /* per-device peak bytes; 0 = none */
+    uint64_t chunk_bytes;   /* pipeline chunk size; 0 = the strategy's default */
+    int progress;           /* print a progress line on stderr */
+} mc_synth_opts_t;
+
+#define MC_SYNTH_OPTS_DEFAULT {10.0, 0, 0, 0, 0}
+
+/* task must be split; the schedule borrows it. */
+typedef mc_status_t (*mc_synth_fn)(mc_task_t *task, const mc_topo_t *topo,
+                                   const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err);
+
+typedef struct mc_strategy {
+    const char *name;
+    const char *summary;
+    mc_synth_fn fn;
+} mc_strategy_t;
+
+/* The strategies built in, in bench order; *n gets their count. */
+const mc_strategy_t *mc_synth_strategies(int *n);
+const mc_strategy_t *mc_synth_find(const char *name);
+
+/* Runs a strategy and validates the result (an invalid schedule is an MC_ERR_INTERNAL error that
+ * lists the violations). */
+mc_status_t mc_synth(const char *strategy, mc_task_t *task, const mc_topo_t *topo,
+                     const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err);
+
+/* The strategies (one file each). */
+mc_status_t mc_synth_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *, mc_sched_t **,
+                         mc_err_t *);
+mc_status_t mc_synth_p2p_lb(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                            mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_alpa_bcast(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                                mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_meshcast(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                              mc_sched_t **, mc_err_t *);
+
+#endif
