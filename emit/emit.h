@@ -26,6 +26,36 @@ typedef struct mc_emit_plans {
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err);
 void mc_emit_plans_free(mc_emit_plans_t *p);
 
+/* What the generated files say about where they come from. */
+typedef struct mc_emit_meta {
+    const char *name;          /* prefix of every generated symbol: a C identifier */
+    const char *version;       /* meshcast's version */
+    const char *task_text;     /* the task in task-file form */
+    const char *strategy;
+    uint64_t topo_fingerprint;
+} mc_emit_meta_t;
+
+/* Whether name is a C identifier usable as a prefix. */
+int mc_emit_name_ok(const char *name);
+/* The generated header and CUDA source for plans; the same input gives the same bytes. */
+void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu);
+
+typedef struct mc_emit_file {
+    char *name;                /* file name inside the output folder */
+    mc_buf_t data;
+} mc_emit_file_t;
+
+/* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
+ * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, cuda_exec.cu). */
+mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
+                          int standalone, mc_emit_file_t **files, int *nfiles, mc_err_t *err);
+void mc_emit_files_free(mc_emit_file_t *files, int nfiles);
+/* Writes the files into dir (created if missing), each atomically. */
+mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err);
+/* Compares the files with those in dir; returns how many are missing or differ, naming each in
+ * report. */
+int mc_emit_stale(const char *dir, const mc_emit_file_t *files, int nfiles, mc_buf_t *report);
+
 /* Fills rank's SRC buffer with the pattern: every element's bytes derive from its tensor and its
  * global row-major index, so any misplaced byte shows. */
 void mc_emit_fill_src(const mc_task_t *task, int rank, void *buf);

@@ -12,6 +12,16 @@ typedef struct mc_emit_shards {
     uint64_t *src_bytes, *dst_bytes; /* bytes[SRC], bytes[DST] */
 } mc_emit_shards_t;
 
+/* The runtime sources, embedded at build time by runtime/embed.sh; ends with a NULL name. */
+struct mc_emit_rt_file {
+    const char *name;
+    const char *data;
+    size_t size;
+};
+extern const struct mc_emit_rt_file mc_emit_rt_files[];
+/* The embedded file called name. */
+const struct mc_emit_rt_file *mc_emit_rt_file(const char *name);
+
 /* Number of ranks a schedule needs: one more than the largest GPU id it names. */
 int mc_emit_nranks(const mc_sched_t *s);
 void mc_emit_shards_init(mc_emit_shards_t *sh, const mc_task_t *task, int nranks);
