@@ -538,7 +538,7 @@ out:
 }
 
 /* What a file without usable GPUs lacks, and how to get a full one. */
-static mc_status_t refuse_skeleton(mc_nccl_ctx_t *c, mc_err_t *err)
+static mc_status_t refuse_skeleton(mc_nccl_ctx_t *c, int line, mc_err_t *err)
 {
     static const char *how = "dump a full topology on the machine with NCCL_TOPO_DUMP_FILE=topo.xml "
                              "while any NCCL program runs (e.g. all_reduce_perf -g 8)";
@@ -551,11 +551,11 @@ static mc_status_t refuse_skeleton(mc_nccl_ctx_t *c, mc_err_t *err)
                           c->skeleton_gpus, mc_nccl_busid_str(c->skeleton_bus, b, sizeof b), how);
     if (c->bare_pci > 0)
         return mc_err_set(err, MC_ERR_UNSUPPORTED,
-                          "%s: skeleton topology: it lists only PCI bus ids (%d <pci> without "
-                          "class or <gpu>), no GPUs, NVLinks or NICs; %s", c->path, c->bare_pci,
-                          how);
-    return mc_err_set(err, MC_ERR_INVALID, "%s: no GPUs in the topology (expected <gpu> elements "
-                      "under <pci>); %s", c->path, how);
+                          "%s:%d: skeleton topology: it lists only PCI bus ids (%d <pci> without "
+                          "class or <gpu>), no GPUs, NVLinks or NICs; %s", c->path, line,
+                          c->bare_pci, how);
+    return mc_err_set(err, MC_ERR_INVALID, "%s:%d: no GPUs in the topology (expected <gpu> "
+                      "elements under <pci>); %s", c->path, line, how);
 }
 
 static mc_status_t check_root(xmlNodePtr root, const char *path, mc_err_t *err)
@@ -614,7 +614,7 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
     for (int i = c.first_node; i < t->nnodes; i++)
         ngpus += t->nodes[i].kind == MC_NODE_GPU;
     if (ngpus == 0 || c.skeleton_gpus > 0) {
-        st = refuse_skeleton(&c, err);
+        st = refuse_skeleton(&c, line_of(root), err);
         goto out;
     }
     if (c.classless > 0)
