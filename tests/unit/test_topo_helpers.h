@@ -52,7 +52,18 @@ static inline int count_nodes(const mc_topo_t *t, mc_node_kind_t kind)
     return n;
 }
 
-/* Bandwidth of the link between two named nodes, GB/s; -1 when there is none. */
+/* Bandwidth of the link of a kind between two named nodes, GB/s; -1 when there is none. */
+static inline double kind_link_gbps(const mc_topo_t *t, const char *a, const char *b,
+                                    mc_link_kind_t kind)
+{
+    int src = mc_topo_find_node(t, a), dst = mc_topo_find_node(t, b);
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].src == src && t->links[i].dst == dst && t->links[i].kind == kind)
+            return t->links[i].bw / 1e9;
+    return -1;
+}
+
+/* The same for the first link of any kind. */
 static inline double link_gbps(const mc_topo_t *t, const char *a, const char *b)
 {
     int l = mc_topo_find_link(t, mc_topo_find_node(t, a), mc_topo_find_node(t, b));

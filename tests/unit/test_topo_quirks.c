@@ -111,7 +111,8 @@ static void test_multi_host_nvlink(void **state)
     assert_string_equal(t->nodes[t->gpu_node[0]].name, "h0/GPU0");
     assert_int_equal(t->nodes[t->gpu_node[0]].busid, 0x901000);
     assert_string_equal(t->nodes[t->gpu_node[3]].name, "h1/GPU1");
-    assert_float_equal(link_gbps(t, "h1/GPU1", "h1/CPU0"), 223.56, 1e-9);
+    assert_float_equal(kind_link_gbps(t, "h1/GPU1", "h1/CPU0", MC_LINK_C2C), 223.56, 1e-9);
+    assert_float_equal(kind_link_gbps(t, "h1/GPU1", "h1/CPU0", MC_LINK_PCI), 48.0, 1e-9);
     mc_route_t r;
     mc_err_t err = {0};
     assert_int_equal(mc_topo_route(t, 0, 3, &r, &err), MC_OK);
@@ -160,7 +161,7 @@ static void test_rare_elements(void **state)
         PCI("0000:04:00.0", "0x060400", "8 GT/s", "16") "<pcilink target=\"0000:03:00.0\"/></pci>"
         PCI("0000:0a:00.0", "0x068000", "8 GT/s", "16") "</pci>"
         "</cpu><cpu numaid=\"1\" arch=\"ppc64\"/></system>");
-    assert_float_equal(link_gbps(t, "h0/GPU0", "h0/CPU0"), 60.0, 1e-9);
+    assert_float_equal(kind_link_gbps(t, "h0/GPU0", "h0/CPU0", MC_LINK_NVL), 60.0, 1e-9);
     assert_float_equal(link_gbps(t, "h0/GPU0", "h0/NVS"), 40.0, 1e-9);
     assert_true(has_warning(t, "NVLink target class 0x060400 is neither a GPU nor a CPU"));
     assert_float_equal(link_gbps(t, "h0/PCI/0000:03:00.0", "h0/PCI/0000:04:00.0"), 5000.0, 1e-9);
