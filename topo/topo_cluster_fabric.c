@@ -126,12 +126,18 @@ mc_status_t mc_cluster_fabric_build(mc_topo_t *t, xmlNodePtr network, const char
         add_switch(t, rails ? "rail" : leaves ? "leaf" : "switch", rails || leaves ? k : -1,
                    rails ? k : -1);
     down = mc_xcalloc((size_t)nleaf, sizeof(double));
+    int capped = 0;
     for (int i = 0; i < nports; i++) {
         int k = leaf_of(&ports[i], rails, (int)per_leaf);
         mc_node_t *net = &t->nodes[ports[i].node];
         if (rails)
             net->rail = k;
-        double link_bw = bw > 0 ? bw : net->bw;
+        /* A port cannot drive a link faster than itself. */
+        double link_bw = bw > 0 && bw < net->bw ? bw : net->bw;
+        if (bw > net->bw && !capped++)
+            mc_topo_warn(t, "%s:%ld: <%s bw> is faster than port %s (%.4g GB/s); its links run at "
+                         "the port's speed", path, xmlGetLineNo(level), kind, net->name,
+                         net->bw / 1e9);
         mc_cluster_link_pair(t, ports[i].node, leaf0 + k, MC_LINK_NET, link_bw, lat, 1);
         down[k] += link_bw;
     }

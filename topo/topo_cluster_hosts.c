@@ -109,7 +109,14 @@ mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path, 
     int64_t count = 1;
     double nic_bw = 0;
     int per = 1; /* hosts in one copy (an NCCL multi-node NVLink dump holds several) */
-    mc_topo_t *tmpl = mc_topo_new(type ? type : file);
+    mc_topo_t *tmpl = NULL;
+    if (!type == !file) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: <nodes> needs exactly one of type (a built-in "
+                        "node type: %s) and file (an NCCL topology file)", path, line,
+                        mc_node_type_names());
+        goto out;
+    }
+    tmpl = mc_topo_new(type ? type : file);
     MC_CHECK_GOTO(mc_cluster_attr_count(el, "count", path, MC_CLUSTER_MAX_HOSTS, &count, err), out,
                   st);
     MC_CHECK_GOTO(mc_cluster_attr_bw(el, "nic_bw", path, &nic_bw, err), out, st);

@@ -40,6 +40,9 @@ static void keep_first(void *data, xmlErrorPtr e)
         return;
     fe->seen = 1;
     fe->line = e->line;
+    /* Attribute errors come without a line but with the element they concern. */
+    if (fe->line <= 0 && e->node)
+        fe->line = (int)xmlGetLineNo((xmlNodePtr)e->node);
     snprintf(fe->msg, sizeof fe->msg, "%s", e->message ? e->message : "invalid");
     size_t n = strlen(fe->msg);
     while (n && (fe->msg[n - 1] == '\n' || fe->msg[n - 1] == ' '))
