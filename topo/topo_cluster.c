@@ -50,15 +50,17 @@ static char *reaches_network(const mc_topo_t *t)
     return seen;
 }
 
-static mc_status_t check_paths(const mc_topo_t *t, const char *path, mc_err_t *err)
+/* host_line[h]: the line of the <nodes> element host h comes from. */
+static mc_status_t check_paths(const mc_topo_t *t, const char *path, const int *host_line,
+                               mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     char *seen = reaches_network(t);
     for (int i = 0; i < t->nnodes; i++) {
         if (t->nodes[i].kind == MC_NODE_GPU && !seen[i]) {
-            st = mc_err_set(err, MC_ERR_INVALID, "%s: %s has no path to a network port linked to "
-                            "a switch (every host of a cluster needs a GPU -> NIC -> switch path)",
-                            path, t->nodes[i].name);
+            st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: %s has no path to a network port linked "
+                            "to a switch (every host of a cluster needs a GPU -> NIC -> switch "
+                            "path)", path, host_line[t->nodes[i].host], t->nodes[i].name);
             break;
         }
     }
@@ -69,16 +71,21 @@ static mc_status_t check_paths(const mc_topo_t *t, const char *path, mc_err_t *e
 mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, mc_err_t *err)
 {
     mc_status_t st;
-    int nhosts = 0;
+    int nhosts = 0, cap = 0, *host_line = NULL;
     xmlNodePtr network = NULL;
     MC_CHECK_GOTO(mc_cluster_validate(doc, path, err), out, st);
     for (xmlNodePtr c = xmlDocGetRootElement(doc)->children; c; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
-        if (!xmlStrcmp(c->name, BAD_CAST "nodes"))
+        if (!xmlStrcmp(c->name, BAD_CAST "nodes")) {
+            int first = nhosts;
             MC_CHECK_GOTO(mc_cluster_add_nodes(t, c, path, &nhosts, err), out, st);
-        else
+            MC_GROW(host_line, cap, nhosts);
+            for (int h = first; h < nhosts; h++)
+                host_line[h] = (int)xmlGetLineNo(c);
+        } else {
             network = c;
+        }
     }
     if (!network && nhosts > 1) {
         st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: %d hosts but no <network> joins them", path,
@@ -87,8 +94,9 @@ mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, 
     }
     if (network) {
         MC_CHECK_GOTO(mc_cluster_fabric_build(t, network, path, err), out, st);
-        MC_CHECK_GOTO(check_paths(t, path, err), out, st);
+        MC_CHECK_GOTO(check_paths(t, path, host_line, err), out, st);
     }
 out:
+    free(host_line);
     return st;
 }

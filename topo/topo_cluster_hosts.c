@@ -64,23 +64,18 @@ static char *resolve(const char *cluster_path, const char *file)
 
 static mc_status_t load_nccl(mc_topo_t *tmpl, const char *file, int *nhosts, mc_err_t *err)
 {
-    char *buf = NULL;
-    size_t len;
     xmlDocPtr doc = NULL;
     mc_status_t st;
-    MC_CHECK_GOTO(mc_read_file(file, &buf, &len, err), out, st);
-    MC_CHECK_GOTO(mc_xml_read(buf, len, file, &doc, err), out, st);
+    MC_CHECK_GOTO(mc_xml_read(NULL, 0, file, &doc, err), out, st); /* NULL: read the file */
     xmlNodePtr root = xmlDocGetRootElement(doc);
-    if (!root || xmlStrcmp(root->name, BAD_CAST "system")) {
-        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: expected an NCCL topology (root <system>), "
-                        "got <%s>", file, root ? root->line : 1,
-                        root ? (const char *)root->name : "nothing");
+    if (xmlStrcmp(root->name, BAD_CAST "system")) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: expected an NCCL topology (root <system>), "
+                        "got <%s>", file, xmlGetLineNo(root), (const char *)root->name);
         goto out;
     }
     st = mc_nccl_xml_add(tmpl, doc, file, 0, nhosts, err);
 out:
     xmlFreeDoc(doc);
-    free(buf);
     return st;
 }
 
