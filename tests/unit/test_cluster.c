@@ -2,29 +2,11 @@
  * GPU, port, switch and link counts and the bandwidths worked out by hand from the built-in node
  * types (topo/topo_nodes.c) and docs/topology-format.md; the embedded schema is the one in
  * topologies/schema/. Run from the repository root (tests/run.sh does). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo.h"
 #include "topo/topo_cluster.h"
-
-#define GB 1e9
-
-static mc_topo_t *load(const char *path)
-{
-    mc_topo_t *t = NULL;
-    mc_err_t err = {0};
-    mc_status_t st = mc_topo_load(path, &t, &err);
-    if (st != MC_OK)
-        fail_msg("%s: %s", path, err.msg);
-    return t;
-}
+#include "test_cluster.h"
 
 static int count_kind(const mc_topo_t *t, mc_node_kind_t kind)
 {
@@ -34,24 +16,9 @@ static int count_kind(const mc_topo_t *t, mc_node_kind_t kind)
     return n;
 }
 
-/* Bandwidth of the link between two named nodes (a -> b). */
 static double link_bw(const mc_topo_t *t, const char *a, const char *b)
 {
-    int x = mc_topo_find_node(t, a), y = mc_topo_find_node(t, b);
-    assert_true(x >= 0 && y >= 0);
-    int l = mc_topo_find_link(t, x, y);
-    assert_true(l >= 0);
-    return t->links[l].bw;
-}
-
-/* Sum of a GPU's outgoing NVLink bandwidth. */
-static double gpu_nvlink_bw(const mc_topo_t *t, int gpu)
-{
-    double bw = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].src == t->gpu_node[gpu] && t->links[i].kind == MC_LINK_NVL)
-            bw += t->links[i].bw;
-    return bw;
+    return named_link(t, a, b)->bw;
 }
 
 static void expect_shape(const mc_topo_t *t, int hosts, int gpus, int nets, int switches,

@@ -2,36 +2,9 @@
  * options (leaves, spines with oversubscription, per-link bandwidth and latency, port speed
  * overrides, mixed node types, a single host) and one test per kind of bad input, each expecting
  * exit status 1's error with the file, the line and what was expected. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <stdlib.h>
-#include <string.h>
 
-#include "topo/topo.h"
-
-#define GB 1e9
-#define DATA "tests/data/cluster/"
-
-static mc_topo_t *load(const char *path)
-{
-    mc_topo_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_topo_load(path, &t, &err) != MC_OK)
-        fail_msg("%s: %s", path, err.msg);
-    return t;
-}
-
-static const mc_link_t *link_of(const mc_topo_t *t, const char *a, const char *b)
-{
-    int l = mc_topo_find_link(t, mc_topo_find_node(t, a), mc_topo_find_node(t, b));
-    if (l < 0)
-        fail_msg("no link %s -> %s", a, b);
-    return &t->links[l];
-}
+#include "test_cluster.h"
 
 /* 6 DGX A100 in leaves of 2 hosts: 3 leaves of 16 ports at 25 GB/s (400 GB/s down each); 2
  * spines at 2:1, so each leaf-spine link is 400 / 2 / 2 = 100 GB/s. */
@@ -42,12 +15,12 @@ static void test_leaves_spines(void **state)
     assert_int_equal(t->ngpus, 48);
     assert_int_equal(mc_topo_find_node(t, "leaf3"), -1);
     assert_int_equal(mc_topo_find_node(t, "spine2"), -1);
-    assert_float_equal(link_of(t, "h0/NET7", "leaf0")->bw, 25 * GB, 1);
-    assert_float_equal(link_of(t, "h3/NET0", "leaf1")->bw, 25 * GB, 1);
-    assert_float_equal(link_of(t, "h5/NET4", "leaf2")->latency, 0.5e-6, 1e-12);
-    assert_float_equal(link_of(t, "leaf2", "spine1")->bw, 100 * GB, 1);
-    assert_float_equal(link_of(t, "spine0", "leaf1")->bw, 100 * GB, 1);
-    assert_float_equal(link_of(t, "spine0", "leaf1")->latency, 0.75e-6, 1e-12);
+    assert_float_equal(named_link(t, "h0/NET7", "leaf0")->bw, 25 * GB, 1);
+    assert_float_equal(named_link(t, "h3/NET0", "leaf1")->bw, 25 * GB, 1);
+    assert_float_equal(named_link(t, "h5/NET4", "leaf2")->latency, 0.5e-6, 1e-12);
+    assert_float_equal(named_link(t, "leaf2", "spine1")->bw, 100 * GB, 1);
+    assert_float_equal(named_link(t, "spine0", "leaf1")->bw, 100 * GB, 1);
+    assert_float_equal(named_link(t, "spine0", "leaf1")->latency, 0.75e-6, 1e-12);
     assert_int_equal(t->nodes[mc_topo_find_node(t, "leaf1")].host, -1);
     assert_int_equal(t->nodes[mc_topo_find_node(t, "leaf1")].kind, MC_NODE_SWITCH);
     mc_topo_free(t);
@@ -63,10 +36,10 @@ static void test_mixed_nic_bw(void **state)
     assert_int_equal(t->nodes[t->gpu_node[16]].sm, 70);
     assert_int_equal(mc_topo_gpu_host(t, 16), 2);
     assert_float_equal(t->nodes[mc_topo_find_node(t, "h1/NET3")].bw, 25 * GB, 1);
-    assert_float_equal(link_of(t, "h1/NIC3", "h1/NET3")->bw, 25 * GB, 1);
-    assert_float_equal(link_of(t, "h1/NET3", "switch")->bw, 20 * GB, 1);
-    assert_float_equal(link_of(t, "h2/NET0", "switch")->bw, 1.25 * GB, 1);
-    assert_float_equal(link_of(t, "switch", "h2/NET0")->latency, 2e-6, 1e-12);
+    assert_float_equal(named_link(t, "h1/NIC3", "h1/NET3")->bw, 25 * GB, 1);
+    assert_float_equal(named_link(t, "h1/NET3", "switch")->bw, 20 * GB, 1);
+    assert_float_equal(named_link(t, "h2/NET0", "switch")->bw, 1.25 * GB, 1);
+    assert_float_equal(named_link(t, "switch", "h2/NET0")->latency, 2e-6, 1e-12);
     assert_float_equal(mc_topo_host_net_bw(t, 0), 160 * GB, 1);
     assert_float_equal(mc_topo_host_net_bw(t, 2), 1.25 * GB, 1);
     assert_int_equal(t->nwarnings, 1);
@@ -119,18 +92,8 @@ static const bad_case_t bad_cases[] = {
 static void test_bad_input(void **state)
 {
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
-        const bad_case_t *c = &bad_cases[i];
-        char *path = mc_xasprintf(DATA "%s", c->file);
-        mc_topo_t *t = NULL;
-        mc_err_t err = {0};
-        mc_status_t st = mc_topo_load(path, &t, &err);
-        if (st == MC_OK)
-            fail_msg("%s loaded", path);
-        assert_null(t);
-        assert_int_equal(mc_status_exit_code(st), MC_EXIT_INVALID);
-        if (strncmp(err.msg, c->where, strlen(c->where)) || !strstr(err.msg, c->what[0]) ||
-            !strstr(err.msg, c->what[1]))
-            fail_msg("%s: unexpected message: %s", path, err.msg);
+        char *path = mc_xasprintf(DATA "%s", bad_cases[i].file);
+        expect_load_error(path, bad_cases[i].where, bad_cases[i].what[0], bad_cases[i].what[1]);
         free(path);
     }
 }
