@@ -59,6 +59,14 @@ static int ngpus_of(const mc_task_t *task, const mc_topo_t *topo)
     return n;
 }
 
+/* Per-host bytes in and out (mc_task_host_bytes) in new arrays. */
+static void host_bytes(const mc_task_t *task, const mc_topo_t *topo, uint64_t **in, uint64_t **out)
+{
+    *in = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
+    *out = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
+    mc_task_host_bytes(task, topo, *in, *out);
+}
+
 static void print_pieces(const mc_task_t *task, int limit)
 {
     char sz[32];
@@ -121,9 +129,8 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     if (needy > shown)
         printf("  ... %d more GPUs\n", needy - shown);
     if (topo) {
-        uint64_t *in = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
-        uint64_t *out = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
-        mc_task_host_bytes(task, topo, in, out);
+        uint64_t *in, *out;
+        host_bytes(task, topo, &in, &out);
         printf("bytes each host must receive from outside it (distinct):\n");
         for (int h = 0, n = 0; h < topo->nhosts; h++)
             if (in[h] && (limit == 0 || n++ < limit))
@@ -213,9 +220,8 @@ static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     json_object_set_new(root, "need_bytes", need);
     json_object_set_new(root, "peak_mem_bytes", mem);
     if (topo) {
-        uint64_t *in = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
-        uint64_t *out = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->nhosts);
-        mc_task_host_bytes(task, topo, in, out);
+        uint64_t *in, *out;
+        host_bytes(task, topo, &in, &out);
         json_t *hin = json_array(), *hout = json_array();
         for (int h = 0; h < topo->nhosts; h++) {
             json_array_append_new(hin, json_u64(in[h]));

@@ -151,7 +151,18 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, mc_bound
     return st;
 }
 
-/* Cuts around each host, both directions. */
+/* Both directions of the cut around a set of hosts: bytes in over the links entering it, bytes
+ * out over the links leaving it. */
+static mc_status_t cut(double *t, int *where, uint64_t in, uint64_t out, const char *set, int at,
+                       const char *what, const mc_topo_t *topo, mc_err_t *err)
+{
+    mc_status_t st = term(t, where, in, set_capacity(topo, set, 1), at, what, topo, err);
+    if (st == MC_OK)
+        st = term(t, where, out, set_capacity(topo, set, 0), at, what, topo, err);
+    return st;
+}
+
+/* Cuts around each host. */
 static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
                             int *where, mc_err_t *err)
 {
@@ -165,10 +176,7 @@ static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bou
         if (!in[h] && !out[h])
             continue;
         set[h] = 1;
-        st = term(&b->host_cut_s, where, in[h], set_capacity(topo, set, 1), h, "host", topo, err);
-        if (st == MC_OK)
-            st = term(&b->host_cut_s, where, out[h], set_capacity(topo, set, 0), h, "host", topo,
-                      err);
+        st = cut(&b->host_cut_s, where, in[h], out[h], set, h, "host", topo, err);
         set[h] = 0;
     }
     free(in);
@@ -205,11 +213,7 @@ static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bou
             in += any_need && !any_hold ? p->bytes : 0;
             out += all_hold && need_out ? p->bytes : 0;
         }
-        st = term(&b->mesh_cut_s, where, in, set_capacity(topo, set, 1), m, "the hosts of mesh",
-                  topo, err);
-        if (st == MC_OK)
-            st = term(&b->mesh_cut_s, where, out, set_capacity(topo, set, 0), m,
-                      "the hosts of mesh", topo, err);
+        st = cut(&b->mesh_cut_s, where, in, out, set, m, "the hosts of mesh", topo, err);
     }
     free(set);
     return st;

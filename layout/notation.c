@@ -50,6 +50,12 @@ static mc_status_t expect(cursor_t *c, char ch, const char *what)
     return MC_OK;
 }
 
+static mc_status_t expect_end(cursor_t *c, const char *what)
+{
+    skip_ws(c);
+    return *c->p ? fail_at(c, c->p, "expected the end of the %s", what) : MC_OK;
+}
+
 static int accept(cursor_t *c, char ch)
 {
     skip_ws(c);
@@ -305,11 +311,7 @@ mc_status_t mc_task_add_mesh(mc_task_t *task, const char *text, mc_err_t *err)
         for (int i = 0; i < m.ndevices; i++)
             m.devices[i] = i;
     }
-    skip_ws(&c);
-    if (*c.p) {
-        st = fail_at(&c, c.p, "expected the end of the mesh");
-        goto fail;
-    }
+    MC_CHECK_GOTO(expect_end(&c, "mesh"), fail, st);
     MC_GROW(task->meshes, task->mesh_cap, task->nmeshes + 1);
     task->meshes[task->nmeshes++] = m;
     return MC_OK;
@@ -511,11 +513,7 @@ mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
     }
     c.p += 2;
     MC_CHECK_GOTO(dst_layout(&c, task, &mv.src, &mv.dst), fail, st);
-    skip_ws(&c);
-    if (*c.p) {
-        st = fail_at(&c, c.p, "expected the end of the move");
-        goto fail;
-    }
+    MC_CHECK_GOTO(expect_end(&c, "move"), fail, st);
     MC_GROW(task->tensors, task->tensor_cap, task->ntensors + 1);
     task->tensors[task->ntensors++] = mv;
     return MC_OK;
