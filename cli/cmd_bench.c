@@ -13,7 +13,7 @@ static void usage(FILE *out)
     const mc_strategy_t *s = mc_synth_strategies(&n);
     fprintf(out,
             "usage: meshcast bench [--suite NAME[,NAME]] [--strategies a,b] [--cases PATTERN]\n"
-            "                      [--csv] [--svg OUT] [--dir DIR] [--budget S] [--rlimit N]\n"
+            "                      [--csv] [--svg OUT] [--dir DIR] [synthesis options]\n"
             "\n"
             "Runs benchmark suites: for every case and strategy, the bytes delivered, the lower\n"
             "bound, the simulated time, time/bound, algbw (GB/s = 1e9 B/s), synthesis time, peak\n"
@@ -31,7 +31,8 @@ static void usage(FILE *out)
             "  --csv                 CSV on stdout instead of the table\n"
             "  --svg OUT             also write a bar chart of time/bound to OUT\n"
             "  --dir DIR             folder of the case files (default bench)\n"
-            "  --budget S, --rlimit N  passed to the strategies (see meshcast synth)\n"
+            "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES\n"
+            "                        passed to every strategy (see meshcast synth --help)\n"
             "  --list                list the suites and their cases, run nothing\n"
             "\n"
             "exit status: 0 every schedule valid, 1 a strategy failed or made an invalid\n"
@@ -47,8 +48,8 @@ typedef struct bench_args {
 /* Returns -1 when parsing is done, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args_t *a)
 {
-    enum { OPT_SUITE = 0x2001, OPT_STRATS, OPT_CASES, OPT_CSV, OPT_SVG, OPT_DIR, OPT_BUDGET,
-           OPT_RLIMIT, OPT_LIST };
+    enum { OPT_SUITE = 0x2001, OPT_STRATS, OPT_CASES, OPT_CSV, OPT_SVG, OPT_DIR, OPT_SYNTH,
+           OPT_LIST };
     static const struct option longopts[] = {
         {"suite", required_argument, NULL, OPT_SUITE},
         {"strategies", required_argument, NULL, OPT_STRATS},
@@ -56,16 +57,19 @@ static int parse_args(int argc, char **argv, bench_args_t *a)
         {"csv", no_argument, NULL, OPT_CSV},
         {"svg", required_argument, NULL, OPT_SVG},
         {"dir", required_argument, NULL, OPT_DIR},
-        {"budget", required_argument, NULL, OPT_BUDGET},
-        {"rlimit", required_argument, NULL, OPT_RLIMIT},
+        {"budget", required_argument, NULL, OPT_SYNTH},
+        {"rlimit", required_argument, NULL, OPT_SYNTH},
+        {"memory-limit", required_argument, NULL, OPT_SYNTH},
+        {"chunk", required_argument, NULL, OPT_SYNTH},
         {"list", no_argument, NULL, OPT_LIST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int opt;
+    int opt, idx = 0;
+    mc_err_t err = {0};
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
         switch (opt) {
         case OPT_SUITE: a->suites = optarg; break;
         case OPT_STRATS: a->strategies = optarg; break;
@@ -75,13 +79,9 @@ static int parse_args(int argc, char **argv, bench_args_t *a)
         case OPT_DIR: a->dir = optarg; break;
         case OPT_LIST: a->list = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
-        case OPT_BUDGET:
-            if (mc_parse_double(optarg, &a->opts.budget_s) || a->opts.budget_s <= 0)
-                return cli_usage_error("bench", "--budget: expected seconds > 0, got '%s'", optarg);
-            break;
-        case OPT_RLIMIT:
-            if (mc_parse_u64(optarg, &a->opts.rlimit))
-                return cli_usage_error("bench", "--rlimit: expected an integer, got '%s'", optarg);
+        case OPT_SYNTH:
+            if (mc_synth_opts_set(&a->opts, longopts[idx].name, optarg, &err) != MC_OK)
+                return cli_usage_error("bench", "%s", err.msg);
             break;
         default:
             return cli_usage_error("bench", "unknown or incomplete option '%s'", argv[optind - 1]);

@@ -37,30 +37,6 @@ static void usage(FILE *out)
             CLI_TASK_USAGE);
 }
 
-/* A byte count with an optional 1024-based suffix (K, M, G, T, with or without "iB"). */
-static int parse_bytes(const char *text, uint64_t *out)
-{
-    static const char suffixes[] = "KMGT";
-    char *num = mc_xstrdup(text);
-    size_t len = strlen(num);
-    uint64_t mult = 1;
-    if (len > 2 && !strcmp(num + len - 2, "iB"))
-        num[len -= 2] = '\0';
-    const char *p = len ? strchr(suffixes, num[len - 1]) : NULL;
-    if (p && num[len - 1]) {
-        for (const char *q = suffixes; q <= p; q++)
-            mult *= 1024;
-        num[len - 1] = '\0';
-    }
-    uint64_t v;
-    int rc = mc_parse_u64(num, &v);
-    free(num);
-    if (rc || (v && mult > UINT64_MAX / v))
-        return -1;
-    *out = v * mult;
-    return 0;
-}
-
 typedef struct synth_args {
     const char *topo, *strategy, *output;
     int quiet;
@@ -71,24 +47,25 @@ typedef struct synth_args {
 /* Parses argv into a; returns -1 when done, else the exit code to return (0 for --help). */
 static int parse_args(int argc, char **argv, synth_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_STRATEGY, OPT_BUDGET, OPT_RLIMIT, OPT_MEM, OPT_CHUNK };
+    enum { OPT_TOPO = 0x2001, OPT_STRATEGY, OPT_SYNTH };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
-        {"budget", required_argument, NULL, OPT_BUDGET},
-        {"rlimit", required_argument, NULL, OPT_RLIMIT},
-        {"memory-limit", required_argument, NULL, OPT_MEM},
-        {"chunk", required_argument, NULL, OPT_CHUNK},
+        {"budget", required_argument, NULL, OPT_SYNTH},
+        {"rlimit", required_argument, NULL, OPT_SYNTH},
+        {"memory-limit", required_argument, NULL, OPT_SYNTH},
+        {"chunk", required_argument, NULL, OPT_SYNTH},
         {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         CLI_TASK_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    int opt;
+    int opt, idx = 0;
+    mc_err_t err = {0};
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "o:qh", longopts, &idx)) != -1) {
         int t = cli_task_option(&a->task, opt, optarg);
         if (t < 0)
             return cli_usage_error("synth", "too many --mesh options");
@@ -100,21 +77,9 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
         case 'o': a->output = optarg; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
-        case OPT_BUDGET:
-            if (mc_parse_double(optarg, &a->opts.budget_s) || a->opts.budget_s <= 0)
-                return cli_usage_error("synth", "--budget: expected seconds > 0, got '%s'", optarg);
-            break;
-        case OPT_RLIMIT:
-            if (mc_parse_u64(optarg, &a->opts.rlimit))
-                return cli_usage_error("synth", "--rlimit: expected an integer, got '%s'", optarg);
-            break;
-        case OPT_MEM:
-            if (parse_bytes(optarg, &a->opts.memory_limit))
-                return cli_usage_error("synth", "--memory-limit: expected bytes, got '%s'", optarg);
-            break;
-        case OPT_CHUNK:
-            if (parse_bytes(optarg, &a->opts.chunk_bytes) || !a->opts.chunk_bytes)
-                return cli_usage_error("synth", "--chunk: expected bytes > 0, got '%s'", optarg);
+        case OPT_SYNTH:
+            if (mc_synth_opts_set(&a->opts, longopts[idx].name, optarg, &err) != MC_OK)
+                return cli_usage_error("synth", "%s", err.msg);
             break;
         default:
             return cli_usage_error("synth", "unknown or incomplete option '%s'", argv[optind - 1]);
