@@ -58,39 +58,40 @@ static void test_case6_rounds(void **state)
     }
 }
 
-/* Four works, each servable by host 0 or 1, to four distinct receivers: a round holds two works
- * (one per sender), so two rounds, and each sender sends twice. */
-static void test_two_senders_share(void **state)
+/* Solves four works that hosts 0 and 1 can both serve; checks the round count and that each
+ * host sends two of them. */
+static void assert_split_evenly(int nworkers, const synth_lb_work_t *w, uint64_t seed,
+                                int expect_rounds)
 {
-    static const int s[] = {0, 1}, r2[] = {2}, r3[] = {3}, r4[] = {4}, r5[] = {5};
-    const synth_lb_work_t w[] = {{2, s, 1, r2, 7}, {2, s, 1, r3, 7}, {2, s, 1, r4, 7},
-                                 {2, s, 1, r5, 7}};
     int sender[4], round[4];
-    int n = synth_lb_greedy(6, 4, w, SYNTH_LB_TRIALS, 42, sender, round);
-    assert_int_equal(n, 2);
-    assert_rounds_disjoint(6, 4, w, sender, round, n);
+    int n = synth_lb_greedy(nworkers, 4, w, SYNTH_LB_TRIALS, seed, sender, round);
+    assert_int_equal(n, expect_rounds);
+    assert_rounds_disjoint(nworkers, 4, w, sender, round, n);
     int c0 = 0;
     for (int i = 0; i < 4; i++)
         c0 += sender[i] == 0;
     assert_int_equal(c0, 2);
 }
 
-/* Four works to the same receiver, servable by host 0 or 1: one work per round; after an odd
- * round the other sender has the lower load, and among 100 trials one picks it (weight 11 of 12)
- * with the smaller standard deviation, so the loads end 20/20. */
+/* Four works to four distinct receivers: a round holds two works (one per sender), so two
+ * rounds, and each sender sends twice. */
+static void test_two_senders_share(void **state)
+{
+    static const int s[] = {0, 1}, r2[] = {2}, r3[] = {3}, r4[] = {4}, r5[] = {5};
+    const synth_lb_work_t w[] = {{2, s, 1, r2, 7}, {2, s, 1, r3, 7}, {2, s, 1, r4, 7},
+                                 {2, s, 1, r5, 7}};
+    assert_split_evenly(6, w, 42, 2);
+}
+
+/* Four works to the same receiver: one work per round; after an odd round the other sender has
+ * the lower load, and among 100 trials one picks it (weight 11 of 12) with the smaller standard
+ * deviation, so the loads end 20/20. */
 static void test_loads_even_out(void **state)
 {
     static const int s[] = {0, 1}, r[] = {2};
     const synth_lb_work_t w[] = {{2, s, 1, r, 10}, {2, s, 1, r, 10}, {2, s, 1, r, 10},
                                  {2, s, 1, r, 10}};
-    int sender[4], round[4];
-    int n = synth_lb_greedy(3, 4, w, SYNTH_LB_TRIALS, 7, sender, round);
-    assert_int_equal(n, 4);
-    assert_rounds_disjoint(3, 4, w, sender, round, n);
-    int c0 = 0;
-    for (int i = 0; i < 4; i++)
-        c0 += sender[i] == 0;
-    assert_int_equal(c0, 2);
+    assert_split_evenly(3, w, 7, 4);
 }
 
 /* Same seed, same answer; the seed is what makes a random solver reproducible. */
