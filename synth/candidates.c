@@ -1,0 +1,242 @@
+/* The candidate trees of one piece (docs/synthesis.md, "Candidates"): from a few roots (a holder
+ * per holder host, then holders on other rails), one network crossing into each destination host
+ * (entering at the GPU on the root's rail, a relay if it needs nothing) followed by an NVLink chain
+ * or shortest-path tree inside the host; a chain across the destination hosts for replicated
+ * destinations; and the direct star. The optimizer picks among them and splits bytes over them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/synth_internal.h"
+
+/* Holder hosts tried as roots, and extra roots on other rails of the first one. */
+#define MC_ROOT_HOSTS 3
+#define MC_RAIL_ROOTS 3
+
+typedef struct gen {
+    mc_cands_t *cs;
+    const mc_task_t *task;
+    const mc_topo_t *topo;
+    int p;
+    const mc_piece_t *pc;
+    int no_relays;
+    int ndh;              /* destination hosts, ascending */
+    int *dh_host, *dh_first, *dh_count; /* their dests: pc->dests[first .. first+count) */
+    int *parent, *child;  /* edge buffers */
+    int ne;
+    int *seen;            /* per GPU: already in the tree being built */
+} gen_t;
+
+static int in_sorted(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+static int gpu_dev(const mc_topo_t *t, int g)
+{
+    return t->nodes[t->gpu_node[g]].dev;
+}
+
+static void edge(gen_t *g, int a, int b)
+{
+    if (g->seen[b])
+        return;
+    g->parent[g->ne] = a;
+    g->child[g->ne++] = b;
+    g->seen[b] = 1;
+}
+
+/* The GPU of host h on the same rail (dev) as gpu, or -1. */
+static int same_rail(const gen_t *g, int h, int gpu)
+{
+    int dev = gpu_dev(g->topo, gpu);
+    for (int i = 0; i < g->topo->ngpus; i++)
+        if (mc_topo_gpu_host(g->topo, i) == h && gpu_dev(g->topo, i) == dev)
+            return i;
+    return -1;
+}
+
+/* Where a tree from `from` enters destination host d: the destination on from's rail, else the
+ * GPU on that rail as a relay, else the host's first destination. */
+static int entry(const gen_t *g, int d, int from)
+{
+    const int *dst = g->pc->dests + g->dh_first[d];
+    int r = same_rail(g, g->dh_host[d], from);
+    for (int i = 0; i < g->dh_count[d]; i++)
+        if (dst[i] == r)
+            return r;
+    if (r >= 0 && !g->no_relays)
+        return r;
+    return dst[0];
+}
+
+/* Reaches the destinations of host d from src (already in the tree) by a chain in rail order
+ * starting after src, or by the host's shortest-path tree. */
+static mc_status_t fan_out(gen_t *g, int d, int src, int chain, mc_err_t *err)
+{
+    const int *dst = g->pc->dests + g->dh_first[d];
+    int n = g->dh_count[d];
+    if (chain) {
+        int last = src;
+        int sdev = gpu_dev(g->topo, src);
+        /* rail order after src's rail wraps around, so that two trees entering on different
+         * rails chain through the host in different orders */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < n; i++) {
+                int dv = gpu_dev(g->topo, dst[i]);
+                if ((pass == 0) != (dv > sdev) || g->seen[dst[i]])
+                    continue;
+                edge(g, last, dst[i]);
+                last = dst[i];
+            }
+        return MC_OK;
+    }
+    int *par = mc_xmalloc(sizeof(int) * (size_t)(g->topo->ngpus + 1));
+    int *chi = mc_xmalloc(sizeof(int) * (size_t)(g->topo->ngpus + 1));
+    int k = mc_cands_host_spt(g->topo, src, dst, n, par, chi, err);
+    for (int i = 0; i < k; i++)
+        edge(g, par[i], chi[i]);
+    free(par);
+    free(chi);
+    return k < 0 ? MC_ERR_INTERNAL : MC_OK;
+}
+
+enum { TREE_HOSTS, TREE_CHAIN, TREE_STAR };
+
+/* Builds one tree of the given shape from root and appends it when it reaches every
+ * destination (and, without relays allowed, passes through nothing else). */
+static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int rhost = mc_topo_gpu_host(g->topo, root);
+    memset(g->seen, 0, sizeof(int) * (size_t)g->topo->ngpus);
+    g->ne = 0;
+    g->seen[root] = 1;
+    int prev = root;
+    for (int d = 0; d < g->ndh; d++) {
+        if (shape == TREE_STAR) {
+            for (int i = 0; i < g->dh_count[d]; i++)
+                edge(g, root, g->pc->dests[g->dh_first[d] + i]);
+            continue;
+        }
+        int e = root;
+        if (g->dh_host[d] != rhost) {
+            e = entry(g, d, shape == TREE_CHAIN ? prev : root);
+            edge(g, shape == TREE_CHAIN ? prev : root, e);
+            prev = e;
+        }
+        MC_CHECK_GOTO(fan_out(g, d, e, chain, err), out, st);
+    }
+    for (int i = 0; i < g->pc->ndests; i++)
+        if (!g->seen[g->pc->dests[i]])
+            return MC_OK;
+    if (g->no_relays)
+        for (int e = 0; e < g->ne; e++)
+            if (!in_sorted(g->pc->dests, g->pc->ndests, g->child[e]))
+                return MC_OK;
+    st = mc_cands_push(g->cs, g->task, g->topo, g->p, root, g->ne, g->parent, g->child, err);
+out:
+    return st;
+}
+
+/* Holder hosts to root trees at: those that also hold destinations first, then the others
+ * starting at an offset that differs per piece, so that pieces leave through different hosts. */
+static int root_hosts(const gen_t *g, int *hosts)
+{
+    const mc_piece_t *pc = g->pc;
+    int nh = 0, *hh = mc_xmalloc(sizeof(int) * (size_t)(pc->nholders + 1));
+    for (int i = 0; i < pc->nholders; i++) {
+        int h = mc_topo_gpu_host(g->topo, pc->holders[i]);
+        if (!in_sorted(hh, nh, h))
+            hh[nh++] = h;
+    }
+    int n = 0;
+    for (int i = 0; i < nh; i++)
+        for (int d = 0; d < g->ndh; d++)
+            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS)
+                hosts[n++] = hh[i];
+    for (int j = 0; j < nh && n < MC_ROOT_HOSTS; j++) {
+        int h = hh[(j + g->p) % nh];
+        if (!in_sorted(hosts, n, h))
+            hosts[n++] = h;
+    }
+    free(hh);
+    return n;
+}
+
+/* The k-th holder on host h, counting from an offset that differs per piece (-1 if none). */
+static int holder_on(const gen_t *g, int h, int k)
+{
+    const mc_piece_t *pc = g->pc;
+    int n = 0;
+    for (int i = 0; i < pc->nholders; i++)
+        n += mc_topo_gpu_host(g->topo, pc->holders[i]) == h;
+    if (k >= n)
+        return -1;
+    int want = (k + g->p) % n;
+    for (int i = 0; i < pc->nholders; i++)
+        if (mc_topo_gpu_host(g->topo, pc->holders[i]) == h && want-- == 0)
+            return pc->holders[i];
+    return -1;
+}
+
+static void group_dests(gen_t *g)
+{
+    const mc_piece_t *pc = g->pc;
+    g->dh_host = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->dh_first = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->dh_count = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->ndh = 0;
+    for (int i = 0; i < pc->ndests; i++) {
+        int h = mc_topo_gpu_host(g->topo, pc->dests[i]);
+        if (g->ndh == 0 || g->dh_host[g->ndh - 1] != h) {
+            g->dh_host[g->ndh] = h;
+            g->dh_first[g->ndh] = i;
+            g->dh_count[g->ndh++] = 0;
+        }
+        g->dh_count[g->ndh - 1]++;
+    }
+}
+
+mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                               int p, int no_relays, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .pc = &task->pieces[p],
+               .no_relays = no_relays};
+    int first = cs->n;
+    group_dests(&g);
+    g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g.child = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g.seen = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
+    int hosts[MC_ROOT_HOSTS];
+    int nh = root_hosts(&g, hosts);
+    int remote = g.ndh - (nh > 0 && in_sorted(g.dh_host, g.ndh, hosts[0]));
+    for (int i = 0; i < nh && cs->n - first < MC_CAND_MAX; i++) {
+        int r = holder_on(&g, hosts[i], 0);
+        MC_CHECK_GOTO(build(&g, r, TREE_HOSTS, 1, err), out, st);
+        MC_CHECK_GOTO(build(&g, r, TREE_HOSTS, 0, err), out, st);
+        if (remote >= 2)
+            MC_CHECK_GOTO(build(&g, r, TREE_CHAIN, 1, err), out, st);
+        if (i == 0)
+            MC_CHECK_GOTO(build(&g, r, TREE_STAR, 0, err), out, st);
+    }
+    for (int k = 1; k <= MC_RAIL_ROOTS && nh > 0 && cs->n - first < MC_CAND_MAX; k++) {
+        int r = holder_on(&g, hosts[0], k);
+        if (r >= 0)
+            MC_CHECK_GOTO(build(&g, r, remote >= 2 ? TREE_CHAIN : TREE_HOSTS, 1, err), out, st);
+    }
+    if (cs->n == first)
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: no candidate tree reaches the %d "
+                        "destinations of piece %d", __FILE__, __LINE__, g.pc->ndests, p);
+out:
+    free(g.dh_host);
+    free(g.dh_first);
+    free(g.dh_count);
+    free(g.parent);
+    free(g.child);
+    free(g.seen);
+    return st;
+}
