@@ -1,16 +1,15 @@
-/* The candidate trees of one piece (docs/synthesis.md, "Candidates"): from a few roots (a holder
- * per holder host, then holders on other rails), one network crossing into each destination host
- * (entering at the GPU on the root's rail, a relay if it needs nothing) followed by an NVLink chain
- * or shortest-path tree inside the host; a chain across the destination hosts for replicated
- * destinations; and the direct star. The optimizer picks among them and splits bytes over them. */
+/* The candidate trees of one piece (docs/synthesis.md, "Candidates"): one tree per rail (entering
+ * every destination host at the GPU on that rail, a relay if it needs nothing, then an NVLink
+ * chain inside the host; across hosts as a chain when several destination hosts need the piece),
+ * the intra-host shortest-path tree and the direct star from the first holder, and trees rooted
+ * on other holder hosts. The optimizer picks among them and splits bytes over them. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "synth/synth_internal.h"
 
-/* Holder hosts tried as roots, and extra roots on other rails of the first one. */
+/* Holder hosts tried as roots. */
 #define MC_ROOT_HOSTS 3
-#define MC_RAIL_ROOTS 3
 
 typedef struct gen {
     mc_cands_t *cs;
@@ -19,6 +18,7 @@ typedef struct gen {
     int p;
     const mc_piece_t *pc;
     int no_relays;
+    int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
     int ndh;              /* destination hosts, ascending */
     int *dh_host, *dh_first, *dh_count; /* their dests: pc->dests[first .. first+count) */
     int *parent, *child;  /* edge buffers */
@@ -48,22 +48,22 @@ static void edge(gen_t *g, int a, int b)
     g->seen[b] = 1;
 }
 
-/* The GPU of host h on the same rail (dev) as gpu, or -1. */
-static int same_rail(const gen_t *g, int h, int gpu)
+/* The GPU of host h with the given dev (its rail), or -1. */
+static int on_rail(const mc_topo_t *t, int h, int dev)
 {
-    int dev = gpu_dev(g->topo, gpu);
-    for (int i = 0; i < g->topo->ngpus; i++)
-        if (mc_topo_gpu_host(g->topo, i) == h && gpu_dev(g->topo, i) == dev)
+    for (int i = 0; i < t->ngpus; i++)
+        if (mc_topo_gpu_host(t, i) == h && gpu_dev(t, i) == dev)
             return i;
     return -1;
 }
 
-/* Where a tree from `from` enters destination host d: the destination on from's rail, else the
- * GPU on that rail as a relay, else the host's first destination. */
+/* Where a tree from `from` enters destination host d: the destination on the tree's rail (from's
+ * unless the generator fixed one), else the GPU on that rail as a relay, else the host's first
+ * destination. */
 static int entry(const gen_t *g, int d, int from)
 {
     const int *dst = g->pc->dests + g->dh_first[d];
-    int r = same_rail(g, g->dh_host[d], from);
+    int r = on_rail(g->topo, g->dh_host[d], g->rail >= 0 ? g->rail : gpu_dev(g->topo, from));
     for (int i = 0; i < g->dh_count[d]; i++)
         if (dst[i] == r)
             return r;
@@ -205,7 +205,7 @@ mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_t
 {
     mc_status_t st = MC_OK;
     gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .pc = &task->pieces[p],
-               .no_relays = no_relays};
+               .no_relays = no_relays, .rail = -1};
     int first = cs->n;
     group_dests(&g);
     g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
@@ -213,20 +213,37 @@ mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_t
     g.seen = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
     int hosts[MC_ROOT_HOSTS];
     int nh = root_hosts(&g, hosts);
-    int remote = g.ndh - (nh > 0 && in_sorted(g.dh_host, g.ndh, hosts[0]));
-    for (int i = 0; i < nh && cs->n - first < MC_CAND_MAX; i++) {
+    if (nh == 0) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: piece %d has destinations but no holder",
+                        __FILE__, __LINE__, p);
+        goto out;
+    }
+    int remote = g.ndh - in_sorted(g.dh_host, g.ndh, hosts[0]);
+    int shape = remote >= 2 ? TREE_CHAIN : TREE_HOSTS;
+    int r0 = holder_on(&g, hosts[0], 0);
+    /* one tree per rail, so that the optimizer can stripe the piece over every NIC: rooted at
+     * the holder on that rail, or relayed by the route's PXN hop from the first holder */
+    int ndev = 0;
+    for (int i = 0; i < topo->ngpus; i++)
+        if (mc_topo_gpu_host(topo, i) == g.dh_host[0])
+            ndev++;
+    for (int k = 0; k < ndev; k++) {
+        int r = on_rail(topo, hosts[0], k);
+        g.rail = k;
+        MC_CHECK_GOTO(build(&g, r >= 0 && in_sorted(g.pc->holders, g.pc->nholders, r) ? r : r0,
+                            shape, 1, err),
+                      out, st);
+    }
+    g.rail = -1;
+    MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 0, err), out, st);
+    MC_CHECK_GOTO(build(&g, r0, TREE_STAR, 0, err), out, st);
+    if (remote >= 2)
+        MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 1, err), out, st);
+    for (int i = 1; i < nh && cs->n - first < MC_CAND_MAX; i++) {
         int r = holder_on(&g, hosts[i], 0);
         MC_CHECK_GOTO(build(&g, r, TREE_HOSTS, 1, err), out, st);
-        MC_CHECK_GOTO(build(&g, r, TREE_HOSTS, 0, err), out, st);
         if (remote >= 2)
             MC_CHECK_GOTO(build(&g, r, TREE_CHAIN, 1, err), out, st);
-        if (i == 0)
-            MC_CHECK_GOTO(build(&g, r, TREE_STAR, 0, err), out, st);
-    }
-    for (int k = 1; k <= MC_RAIL_ROOTS && nh > 0 && cs->n - first < MC_CAND_MAX; k++) {
-        int r = holder_on(&g, hosts[0], k);
-        if (r >= 0)
-            MC_CHECK_GOTO(build(&g, r, remote >= 2 ? TREE_CHAIN : TREE_HOSTS, 1, err), out, st);
     }
     if (cs->n == first)
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: no candidate tree reaches the %d "

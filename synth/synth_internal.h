@@ -34,7 +34,7 @@ typedef struct mc_cands {
 } mc_cands_t;
 
 /* Most candidates kept per piece. */
-#define MC_CAND_MAX 12
+#define MC_CAND_MAX 16
 
 /* Appends the candidate trees of piece p (at least one; each reaches every destination). With
  * no_relays, trees pass only through holders and destinations (a memory limit is set). */
@@ -71,7 +71,6 @@ typedef struct mc_plan {
     int ncands;
     mc_pcand_t *cands;    /* grouped by piece, pieces in order */
     int nlinks;
-    int *slots;           /* per link: trees that may use it in one phase */
 } mc_plan_t;
 
 /* A solution: units[c * nphases + k] units of candidate c run in phase k. */
@@ -83,9 +82,13 @@ typedef struct mc_plan_sol {
 
 void mc_plan_free(mc_plan_t *pl);
 void mc_plan_sol_free(mc_plan_sol_t *s);
-/* Phase time under the plan's cost model: the slowest tree, or the busiest shared link. */
+/* Phase time under the plan's cost model: the slowest tree, or the busiest link (trees of one
+ * phase share links at planned rates). */
 int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k);
-/* Checks a solution (units add up, link slots per phase respected) and fills est_ps. Returns 0
+/* A lower bound on any solution's estimate: a piece alone on its best tree, and the load on
+ * every link that all of a piece's candidates cross. */
+int64_t mc_plan_lower_ps(const mc_plan_t *pl);
+/* Checks a solution (every piece's units placed, none negative) and fills est_ps. Returns 0
  * when feasible. */
 int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s);
 /* Drops empty phases and orders the rest slowest first (phases are independent). */
@@ -96,14 +99,16 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {
-    int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model */
+    int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model,
+                           * 2 the seed meets the lower bound (Z3 not needed) */
     uint64_t rlimit_used;
     char reason[96];
 } mc_z3_stats_t;
 
-/* Z3_optimize over the plan with nphases phases, seeded by seed's makespan as an upper bound.
- * On success *out holds a feasible solution no worse than seed (or a copy of seed). rlimit 0 =
- * none; budget_s bounds the wall clock. */
+/* Z3_optimize over the plan with nphases phases (0: the seed's plus one), seeded by seed's
+ * makespan as an upper bound and the plan's lower bound. On success *out holds a feasible
+ * solution no worse than seed (or a copy of seed). rlimit 0 = none; budget_s bounds the wall
+ * clock. */
 mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int nphases,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err);

@@ -14,7 +14,6 @@ void mc_plan_free(mc_plan_t *pl)
     }
     free(pl->cands);
     free(pl->units);
-    free(pl->slots);
     memset(pl, 0, sizeof(*pl));
 }
 
@@ -57,7 +56,6 @@ int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s)
 {
     int bad = 0;
     int *sum = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
-    int *used = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int));
     for (int c = 0; c < pl->ncands; c++)
         for (int k = 0; k < s->nphases; k++) {
             int u = s->units[c * s->nphases + k];
@@ -69,20 +67,51 @@ int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s)
         if (sum[p] != pl->units[p])
             bad = 1;
     s->est_ps = 0;
-    for (int k = 0; k < s->nphases && !bad; k++) {
-        memset(used, 0, sizeof(int) * (size_t)pl->nlinks);
-        for (int c = 0; c < pl->ncands; c++) {
-            if (s->units[c * s->nphases + k] <= 0)
-                continue;
-            for (int i = 0; i < pl->cands[c].nlinks; i++)
-                if (++used[pl->cands[c].links[i]] > pl->slots[pl->cands[c].links[i]])
-                    bad = 1;
-        }
+    for (int k = 0; k < s->nphases && !bad; k++)
         s->est_ps += mc_plan_phase_ps(pl, s, k);
-    }
     free(sum);
-    free(used);
     return bad ? -1 : 0;
+}
+
+int64_t mc_plan_lower_ps(const mc_plan_t *pl)
+{
+    int64_t lb = 0;
+    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
+    int64_t *least = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->nlinks + 1));
+    int *users = mc_xmalloc(sizeof(int) * (size_t)(pl->nlinks + 1));
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int first = c, n = 0;
+        int64_t alone = -1;
+        for (int l = 0; l < pl->nlinks; l++)
+            users[l] = 0;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++, n++) {
+            const mc_pcand_t *pc = &pl->cands[c];
+            int64_t t = pl->units[p] * pc->unit_ps + pc->fixed_ps;
+            if (alone < 0 || t < alone)
+                alone = t;
+            for (int i = 0; i < pc->nlinks; i++) {
+                int l = pc->links[i];
+                if (!users[l] || pc->link_ps[i] < least[l])
+                    least[l] = pc->link_ps[i];
+                users[l]++;
+            }
+        }
+        if (alone > lb)
+            lb = alone;
+        /* a link every candidate of p crosses carries all of p's units */
+        for (int i = 0; n > 0 && i < pl->cands[first].nlinks; i++) {
+            int l = pl->cands[first].links[i];
+            if (users[l] == n)
+                load[l] += pl->units[p] * least[l];
+        }
+    }
+    for (int l = 0; l < pl->nlinks; l++)
+        if (load[l] > lb)
+            lb = load[l];
+    free(load);
+    free(least);
+    free(users);
+    return lb;
 }
 
 static int64_t *cmp_time; /* qsort has no context argument in C11 */
@@ -122,56 +151,55 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s)
     free(time);
 }
 
-/* Would candidate c fit into phase k next to what is there? */
-static int fits(const mc_plan_t *pl, const mc_plan_sol_t *s, int c, int k, int *used)
-{
-    memset(used, 0, sizeof(int) * (size_t)pl->nlinks);
-    for (int d = 0; d < pl->ncands; d++)
-        if (s->units[d * s->nphases + k] > 0)
-            for (int i = 0; i < pl->cands[d].nlinks; i++)
-                used[pl->cands[d].links[i]]++;
-    for (int i = 0; i < pl->cands[c].nlinks; i++)
-        if (used[pl->cands[c].links[i]] + 1 > pl->slots[pl->cands[c].links[i]])
-            return 0;
-    return 1;
-}
+/* Phases the greedy seed may open: trees share links at planned rates, so a new phase only pays
+ * when a tree's fixed cost is worth keeping apart. */
+#define MC_GREEDY_PHASES 4
 
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
 {
-    /* At most one phase per piece is ever needed: a new phase always fits. */
-    int K = pl->npieces > 0 ? pl->npieces : 1;
+    int K = pl->npieces < MC_GREEDY_PHASES ? pl->npieces : MC_GREEDY_PHASES;
+    if (K < 1)
+        K = 1;
     sol_init(pl, out, K);
-    int *used = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int));
+    int64_t *load = mc_xcalloc((size_t)K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
     int64_t *phase = mc_xcalloc((size_t)K, sizeof(int64_t));
     int nopen = 0;
-    int first = 0;
-    for (int p = 0; p < pl->npieces; p++) {
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
         int best_c = -1, best_k = -1;
-        int64_t best_inc = 0;
-        int c;
-        for (c = first; c < pl->ncands && pl->cands[c].piece == p; c++) {
+        int64_t best_inc = 0, best_t = 0;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
             const mc_pcand_t *pc = &pl->cands[c];
-            int64_t tc = pl->units[p] * pc->unit_ps + pc->fixed_ps;
             for (int k = 0; k <= nopen && k < K; k++) {
-                if (k < nopen && !fits(pl, out, c, k, used))
-                    continue;
-                int64_t inc = k < nopen ? (tc > phase[k] ? tc - phase[k] : 0) : tc;
-                if (best_c < 0 || inc < best_inc) {
+                /* the phase grows to this tree's time or to the links they share */
+                int64_t t = pl->units[p] * pc->unit_ps + pc->fixed_ps;
+                if (t < phase[k])
+                    t = phase[k];
+                for (int i = 0; i < pc->nlinks; i++) {
+                    int64_t l = load[(size_t)k * (size_t)pl->nlinks + (size_t)pc->links[i]] +
+                                pl->units[p] * pc->link_ps[i];
+                    if (l > t)
+                        t = l;
+                }
+                if (best_c < 0 || t - phase[k] < best_inc) {
                     best_c = c;
                     best_k = k;
-                    best_inc = inc;
+                    best_inc = t - phase[k];
+                    best_t = t;
                 }
             }
         }
-        first = c;
         if (best_c < 0)
             continue; /* a piece with no candidate: mc_plan_check reports it */
+        const mc_pcand_t *pc = &pl->cands[best_c];
         out->units[best_c * K + best_k] = pl->units[p];
+        for (int i = 0; i < pc->nlinks; i++)
+            load[(size_t)best_k * (size_t)pl->nlinks + (size_t)pc->links[i]] +=
+                pl->units[p] * pc->link_ps[i];
+        phase[best_k] = best_t;
         if (best_k == nopen)
             nopen++;
-        phase[best_k] = mc_plan_phase_ps(pl, out, best_k);
     }
-    free(used);
+    free(load);
     free(phase);
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);

@@ -93,12 +93,8 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
         }
     }
     pl->nlinks = nl;
-    /* one tree per link and phase: the phases stay link-disjoint (DESIGN.md section 4) */
-    pl->slots = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
-    for (int l = 0; l < nl; l++) {
-        pl->slots[l] = 1;
+    for (int l = 0; l < nl; l++)
         local[cp->link_ids[l]] = -1;
-    }
     cp->key = key.data ? key.data : mc_xstrdup("");
 }
 

@@ -1,6 +1,6 @@
 /* The Z3 model of the meshcast strategy (docs/synthesis.md, "The model"): integer units of each
- * piece per candidate tree and phase, link slots per phase as cardinality constraints, phase times
- * bounded below by every tree and every shared link, the sum of phase times minimized with
+ * piece per candidate tree and phase, phase times bounded below by every tree and by the load of
+ * every link the phase's trees share, the sum of phase times minimized with
  * Z3_optimize. The greedy seed's makespan bounds it from above, so any model Z3 returns, even when
  * stopped by rlimit or the clock, is at least as good as the seed. */
 #include <stdlib.h>
@@ -110,56 +110,60 @@ static void link_users(const mc_plan_t *pl, int **first, int **list)
     *list = lst;
 }
 
-/* Same users and slots as an earlier link: its constraints would repeat that link's. */
-static int same_as_earlier(const mc_plan_t *pl, const int *first, const int *list, int l)
+/* What candidate c costs per unit on link l. */
+static int64_t link_cost(const mc_plan_t *pl, int c, int l)
 {
-    int n = first[l + 1] - first[l];
-    for (int e = 0; e < l; e++)
-        if (first[e + 1] - first[e] == n && pl->slots[e] == pl->slots[l] &&
-            !memcmp(list + first[e], list + first[l], sizeof(int) * (size_t)n))
-            return 1;
+    const mc_pcand_t *pc = &pl->cands[c];
+    for (int j = 0; j < pc->nlinks; j++)
+        if (pc->links[j] == l)
+            return pc->link_ps[j];
     return 0;
 }
 
+/* Same users at the same costs as an earlier link: its constraint would repeat that one. */
+static int same_as_earlier(const mc_plan_t *pl, const int *first, const int *list, int l)
+{
+    int n = first[l + 1] - first[l];
+    for (int e = 0; e < l; e++) {
+        if (first[e + 1] - first[e] != n ||
+            memcmp(list + first[e], list + first[l], sizeof(int) * (size_t)n))
+            continue;
+        int same = 1;
+        for (int i = 0; i < n && same; i++)
+            same = link_cost(pl, list[first[l] + i], l) == link_cost(pl, list[first[e] + i], e);
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+/* Trees of one phase share links at planned rates: a phase lasts at least the load of each
+ * link it uses. A link only one candidate crosses is covered by that tree's own time. */
 static void add_links(z3m_t *m, const mc_plan_t *pl)
 {
     int K = m->K;
     int *first, *list;
     link_users(pl, &first, &list);
-    Z3_ast *ys = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands + 1));
     Z3_ast *loads = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands + 1));
     for (int l = 0; l < pl->nlinks; l++) {
         int n = first[l + 1] - first[l];
-        if (n <= pl->slots[l] && pl->slots[l] <= 1)
-            continue; /* never over its slots, and a lone tree's time bounds the phase already */
-        if (same_as_earlier(pl, first, list, l))
+        if (n < 2 || same_as_earlier(pl, first, list, l))
             continue;
         for (int k = 0; k < K; k++) {
             for (int i = 0; i < n; i++) {
                 int c = list[first[l] + i];
-                ys[i] = m->y[c * K + k];
-                const mc_pcand_t *pc = &pl->cands[c];
-                int64_t ps = 0;
-                for (int j = 0; j < pc->nlinks; j++)
-                    if (pc->links[j] == l)
-                        ps = pc->link_ps[j];
-                Z3_ast ax[2] = {num(m, ps), m->u[c * K + k]};
+                Z3_ast ax[2] = {num(m, link_cost(pl, c, l)), m->u[c * K + k]};
                 loads[i] = Z3_mk_mul(m->ctx, 2, ax);
             }
-            if (n > pl->slots[l])
-                Z3_optimize_assert(m->ctx, m->opt,
-                                   Z3_mk_atmost(m->ctx, (unsigned)n, ys, (unsigned)pl->slots[l]));
-            if (pl->slots[l] > 1)
-                assert_ge(m, m->T[k], Z3_mk_add(m->ctx, (unsigned)n, loads));
+            assert_ge(m, m->T[k], Z3_mk_add(m->ctx, (unsigned)n, loads));
         }
     }
-    free(ys);
     free(loads);
     free(first);
     free(list);
 }
 
-static void add_times(z3m_t *m, const mc_plan_t *pl, int64_t upper)
+static void add_times(z3m_t *m, const mc_plan_t *pl, int64_t upper, int64_t lower)
 {
     int K = m->K;
     for (int c = 0; c < pl->ncands; c++)
@@ -172,6 +176,8 @@ static void add_times(z3m_t *m, const mc_plan_t *pl, int64_t upper)
         assert_ge(m, m->T[k], m->T[k + 1]);
     Z3_ast total = Z3_mk_add(m->ctx, (unsigned)K, m->T);
     Z3_optimize_assert(m->ctx, m->opt, Z3_mk_le(m->ctx, total, num(m, upper)));
+    /* implied, but it lets the optimizer stop as soon as it meets the bound */
+    assert_ge(m, total, num(m, lower));
     Z3_optimize_minimize(m->ctx, m->opt, total);
 }
 
@@ -247,6 +253,13 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     m.K = nphases > 0 ? nphases : seed->nphases + MC_Z3_EXTRA_PHASES;
     if (m.K < 1)
         m.K = 1;
+    int64_t lower = mc_plan_lower_ps(pl);
+    if (seed->est_ps <= lower) {
+        stats->status = 2;
+        snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");
+        copy_sol(pl, seed, out);
+        return MC_OK;
+    }
     if ((int64_t)pl->ncands * m.K > MC_Z3_MAX_VARS) {
         snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees x %d phases)",
                  pl->ncands, m.K);
@@ -273,7 +286,7 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     add_vars(&m, pl);
     add_cover(&m, pl);
     add_links(&m, pl);
-    add_times(&m, pl, seed->est_ps);
+    add_times(&m, pl, seed->est_ps, lower);
     set_limits(&m, rlimit, budget_s);
     if (Z3_get_error_code(m.ctx) != Z3_OK) {
         st = mc_err_set(err, MC_ERR_SOLVER, "%s:%d: building the Z3 model failed: %s", __FILE__,
