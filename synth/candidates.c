@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/synth_internal.h"
+#include "synth/mc_meshcast.h"
 
 /* Holder hosts tried as roots. */
 #define MC_ROOT_HOSTS 3

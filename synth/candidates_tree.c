@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/synth_internal.h"
+#include "synth/mc_meshcast.h"
 
 void mc_cands_free(mc_cands_t *cs)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "synth/synth_internal.h"
+#include "synth/mc_meshcast.h"
 
 /* Pipeline chunk when the caller sets none, and most chunks per tree. */
 #define MC_CHUNK_DEFAULT (4ull << 20)

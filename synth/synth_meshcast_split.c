@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/synth_internal.h"
+#include "synth/mc_meshcast.h"
 
 /* Units a piece is split into: the granularity of byte splits between trees. */
 #define MC_PIECE_UNITS 32

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <z3.h>
 
-#include "synth/synth_internal.h"
+#include "synth/mc_meshcast.h"
 
 /* Most (candidate, phase) pairs handed to Z3; larger components keep the greedy plan. */
 #define MC_Z3_MAX_VARS 6000

@@ -2,8 +2,8 @@
  * plan the optimizer works on (pieces split into units, candidates with per-link costs), the
  * greedy seed, the Z3 model, and the split of a task into link-disjoint components. The plan layer
  * knows nothing of topologies so that the model can be tested on hand-made inputs. */
-#ifndef MC_SYNTH_INTERNAL_H
-#define MC_SYNTH_INTERNAL_H
+#ifndef MC_MESHCAST_H
+#define MC_MESHCAST_H
 
 #include <stdint.h>
 
