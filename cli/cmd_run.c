@@ -20,7 +20,7 @@ static void usage(FILE *out)
             "Executes a schedule on real buffers and checks every destination byte. Sources hold\n"
             "a pattern derived from each element's global index. Prints the time and the algorithm\n"
             "bandwidth (bytes delivered to destinations / time, GB = 1e9 B). Under mpirun, N must\n"
-            "be the number of ranks the schedule needs (its largest GPU id + 1); rank r is GPU r.\n"
+            "be the number of GPUs the schedule involves; rank r runs the r-th of them in GPU order.\n"
             "\n"
             "options:\n"
             "  --topo FILE          the topology the schedule was made for\n"
@@ -108,9 +108,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     return -1;
 }
 
-/* Host buffers for rank r: the source holds the pattern, the destination its complement. */
+/* Host buffers for a rank that runs GPU gpu: the source holds the pattern, the destination its
+ * complement. */
 static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const mc_rt_plan_t *p,
-                              mc_rt_buffers_t *b, mc_err_t *err)
+                              int gpu, mc_rt_buffers_t *b, mc_err_t *err)
 {
     memset(b, 0, sizeof *b);
     b->bytes[MC_RT_BUF_SRC] = p->src_bytes;
@@ -120,8 +121,8 @@ static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const 
         if (!(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
             return mc_err_set(err, MC_ERR_RUNTIME, "rank %d: cannot allocate %llu bytes of %s",
                               p->rank, (unsigned long long)b->bytes[i], mc_rt_buf_name(i));
-    mc_emit_fill_src(task, p->rank, b->buf[MC_RT_BUF_SRC]);
-    mc_emit_poison_dst(task, p->rank, b->buf[MC_RT_BUF_DST]);
+    mc_emit_fill_src(task, gpu, b->buf[MC_RT_BUF_SRC]);
+    mc_emit_poison_dst(task, gpu, b->buf[MC_RT_BUF_DST]);
     return MC_OK;
 }
 
@@ -160,7 +161,7 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
     uint64_t wrong = 0;
     double secs = 0;
     for (int r = 0; r < P->nranks; r++)
-        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], &b[r], &err), out, st);
+        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], P->gpus[r], &b[r], &err), out, st);
     if (a->gpu) {
         if (mc_rt_run_loopback_gpu(P->nranks, P->plans, b, &secs, &re) != MC_RT_OK) {
             st = rt_status(&re, &err);
@@ -178,7 +179,7 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
         int lines = 0;
         for (size_t i = 0; i < report.len; i++)
             lines += report.data[i] == '\n';
-        wrong += mc_emit_check_dst(task, r, b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
+        wrong += mc_emit_check_dst(task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
     }
     if (report.len)
         fputs(report.data, stdout);
@@ -210,11 +211,12 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
     if (size != P->nranks) {
         if (rank == 0)
             fprintf(stderr,
-                    "meshcast: %s: the schedule needs %d ranks (GPUs 0..%d), mpirun started %d\n",
-                    a->sched, P->nranks, P->nranks - 1, size);
+                    "meshcast: %s: the schedule needs %d ranks (one per GPU it involves), "
+                    "mpirun started %d\n",
+                    a->sched, P->nranks, size);
         return MC_EXIT_INVALID;
     }
-    if (alloc_bufs(a, task, &P->plans[rank], &b, &err) != MC_OK) {
+    if (alloc_bufs(a, task, &P->plans[rank], P->gpus[rank], &b, &err) != MC_OK) {
         cli_fail(&err);
         MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
     }
@@ -234,7 +236,7 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
             MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
         }
     }
-    wrong = mc_emit_check_dst(task, rank, b.buf[MC_RT_BUF_DST], &report, 5);
+    wrong = mc_emit_check_dst(task, P->gpus[rank], b.buf[MC_RT_BUF_DST], &report, 5);
     if (report.len)
         fputs(report.data, stdout);
     fflush(stdout);

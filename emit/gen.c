@@ -77,9 +77,12 @@ static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf
                   " * task:\n",
                   m->name, m->version, m->strategy, (unsigned long long)m->topo_fingerprint);
     comment_text(h, " *   ", m->task_text);
+    mc_buf_printf(h, " *\n * rank -> GPU:");
+    for (int r = 0; r < P->nranks; r++)
+        mc_buf_printf(h, "%s %d:%d", r && r % 10 == 0 ? "\n *  " : "", r, P->gpus[r]);
     mc_buf_printf(h,
-                  " *\n"
-                  " * Rank r is global GPU r and must be rank r of comm (%d ranks). src holds the\n"
+                  "\n *\n"
+                  " * Rank r of comm (%d ranks) runs the GPU listed above. src holds the\n"
                   " * rank's source tiles, one per tensor in task order, each row-major,\n"
                   " * concatenated; dst its destination tiles the same way; workspace at least\n"
                   " * %s_workspace_bytes(rank) bytes of device memory. %s_run only enqueues work\n"

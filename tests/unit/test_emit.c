@@ -30,6 +30,8 @@ static const mc_rt_op_t ops1[] = {{MC_RT_OP_RECV, 0, 0, 16, {0, 0}, {0, 0}},
 static const mc_rt_step_t steps0[] = {{0, 0, 1, 1, 0}};
 static const mc_rt_step_t steps1[] = {{0, 0, 0, 1, 1}};
 
+static int gpus[2] = {3, 7};
+
 static void plans(mc_emit_plans_t *P, mc_rt_plan_t p[2])
 {
     mc_rt_plan_t p0 = {0, 2, 64, 0, 16, 2, 2, 1, boxes0, ops0, steps0};
@@ -38,6 +40,7 @@ static void plans(mc_emit_plans_t *P, mc_rt_plan_t p[2])
     p[1] = p1;
     P->nranks = 2;
     P->plans = p;
+    P->gpus = gpus;
     P->nphase_steps = 1;
 }
 
@@ -62,6 +65,7 @@ static void test_header(void **state)
     assert_non_null(strstr(h.data, " * topology fingerprint: 00000000deadbeef\n"));
     assert_non_null(strstr(h.data, " *   A={x:2}@0..1\n *   i32[4,4] A[_,_] -> +/ B\n"));
     assert_non_null(strstr(h.data, "#define case_a_NRANKS 2\n"));
+    assert_non_null(strstr(h.data, " * rank -> GPU: 0:3 1:7\n"));
     assert_non_null(strstr(h.data, "int case_a_run(int rank, ncclComm_t comm, const void *src, "
                                    "void *dst, void *workspace,\n           cudaStream_t stream);"));
     assert_non_null(strstr(h.data, "size_t case_a_workspace_bytes(int rank);"));
