@@ -49,6 +49,35 @@ paper_small() {
   else cat; fi
 }
 
+# random_moves N SEED: N random moves between two 2x2 meshes, one per line as paper_small prints
+# them: dtypes of 1 to 8 bytes, 1 to 3 dimensions of uneven sizes, each dimension split over
+# nothing, one axis or both, on either side.
+random_moves() {
+  python3 - "$1" "$2" <<'PY'
+import random, sys
+rng = random.Random(int(sys.argv[2]))
+def layout(mesh, axes, nd):
+    dims = ["_"] * nd
+    free = list(axes)
+    rng.shuffle(free)
+    for d in range(nd):
+        k = rng.choice([0, 0, 1, 1, 2]) if free else 0
+        k = min(k, len(free))
+        if k == 1:
+            dims[d] = free.pop()
+        elif k == 2:
+            dims[d] = "(%s,%s)" % (free.pop(), free.pop())
+    return "%s[%s]" % (mesh, ",".join(dims))
+for i in range(int(sys.argv[1])):
+    nd = rng.randint(1, 3)
+    shape = [rng.choice([5, 6, 7, 8, 12]) for _ in range(nd)]
+    dt = rng.choice(["i8", "bf16", "f32", "f64"])
+    print("random%d;A={host:2,gpu:2}@[0,1,4,5];B={x:2,y:2}@[8,9,12,13];%s[%s] %s -> %s" % (
+        i, dt, ",".join(map(str, shape)), layout("A", ["host", "gpu"], nd),
+        layout("B", ["x", "y"], nd)))
+PY
+}
+
 # ranks_of SCHEDULE: the number of ranks `meshcast run` needs for it (the GPUs it involves).
 ranks_of() {
   "$MESHCAST" run -q --topo "$TOPO" --print-ranks "$1"

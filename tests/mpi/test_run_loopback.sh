@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # meshcast run --backend loopback on every case of the paper's suite (its meshes, small tensors)
-# with every strategy's schedule: every destination byte must arrive. Plus the errors of run.
+# and on random layouts, with every strategy's schedule: every destination byte must arrive.
+# Plus the errors of run: wrong bytes named, bad arguments, an undersized workspace.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$(dirname "$0")/lib_run.sh"
 
-while IFS=';' read -r name m1 m2 move; do
+while IFS=";" read -r -u 3 name m1 m2 move; do
   synth_all "$name" "$m1" "$m2" -- "$move"
   for f in "${SCHEDS[@]}"; do
     expect_exit 0 "$name $(basename "$f"): loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$f"
     expect_grep "$TMP/out" "loopback: [0-9]+ ranks, .* every destination byte correct" \
       "$name $(basename "$f"): summary"
   done
-done < <(paper_small)
+done 3< <(paper_small; random_moves 12 1)
 
 # A schedule whose trees do not deliver everything: drop every tree but the first.
 synth_all cut 'A={host:2,gpu:4}@0..7' 'B={host:2,gpu:4}@8..15' -- 'i32[48,24,16] A[host,_,_] -> B[host,_,_]'
