@@ -83,6 +83,21 @@ ranks_of() {
   "$MESHCAST" run -q --topo "$TOPO" --print-ranks "$1"
 }
 
+# mpi_cases: for every case line on fd 3 (as paper_small prints them), synthesizes every strategy
+# and runs all the schedules in one mpirun job of the ranks they need; every byte must arrive.
+mpi_cases() {
+  local name m1 m2 move n
+  while IFS=";" read -r -u 3 name m1 m2 move; do
+    synth_all "$name" "$m1" "$m2" -- "$move"
+    [ ${#SCHEDS[@]} -eq 0 ] && continue
+    n=$(ranks_of "${SCHEDS[0]}")
+    expect_exit 0 "$name ($move): mpirun -np $n" -- "${MPIRUN[@]}" -np "$n" "$MESHCAST" run -q \
+      --backend mpi --timeout 20 --topo "$TOPO" "${SCHEDS[@]}"
+    expect_true "$name: every schedule's bytes correct" -- \
+      test "$(grep -c "mpi: $n ranks, .* every destination byte correct" "$TMP/out")" -eq ${#SCHEDS[@]}
+  done
+}
+
 finish_skips() {
   echo "$_skipped skipped"
   finish

@@ -7,13 +7,5 @@ source "$(dirname "$0")/../cli/lib.sh"
 source "$(dirname "$0")/lib_run.sh"
 CASES=${CASES:-^case}
 
-while IFS=";" read -r -u 3 name m1 m2 move; do
-  synth_all "$name" "$m1" "$m2" -- "$move"
-  [ ${#SCHEDS[@]} -eq 0 ] && continue
-  n=$(ranks_of "${SCHEDS[0]}")
-  expect_exit 0 "$name: mpirun -np $n" -- "${MPIRUN[@]}" -np "$n" "$MESHCAST" run -q \
-    --backend mpi --timeout 20 --topo "$TOPO" "${SCHEDS[@]}"
-  expect_true "$name: every schedule's bytes correct" -- \
-    test "$(grep -c "mpi: $n ranks, .* every destination byte correct" "$TMP/out")" -eq ${#SCHEDS[@]}
-done 3< <(paper_small mpi | grep -E "$CASES")
+mpi_cases 3< <(paper_small mpi | grep -E "$CASES")
 finish_skips

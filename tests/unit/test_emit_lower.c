@@ -83,6 +83,15 @@ static uint64_t run(const mc_task_t *task, const mc_emit_plans_t *P)
     return wrong;
 }
 
+/* Every byte of the lowered schedule arrives; frees the case. */
+static void check_and_free(mc_task_t *task, mc_sched_t *s, mc_emit_plans_t *P)
+{
+    assert_int_equal(run(task, P), 0);
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 /* GPU 0 broadcasts a 4x6 i32 tensor (96 bytes) down the chain 0 -> 4 -> 5 -> 6 in 3 chunks of
  * 32 bytes. Every shard is the whole tensor, so nothing is staged: GPU 4 receives chunk c at step
  * c straight into its destination and forwards it from there at step c+1; the chain takes
@@ -127,10 +136,7 @@ static void test_chain(void **state)
     /* GPU 6 receives a's chunks at steps 2..4. */
     assert_int_equal(g6->steps[0].index, 1);
     assert_int_equal(g6->steps[g6->nsteps - 1].index, 4);
-    assert_int_equal(run(task, P), 0);
-    mc_emit_plans_free(P);
-    mc_sched_free(s);
-    mc_task_free(task);
+    check_and_free(task, s, P);
 }
 
 /* GPU 0 holds a 4x6 i32 tensor; GPUs 4 and 5 need columns 0..2 and 3..5 (48 bytes each, rows of
@@ -163,10 +169,7 @@ static void test_strided_relay(void **state)
     assert_int_equal(bx->ndims, 2);
     assert_int_equal(bx->extent[1], 12);
     assert_int_equal(bx->stride[0], 24);
-    assert_int_equal(run(task, P), 0);
-    mc_emit_plans_free(P);
-    mc_sched_free(s);
-    mc_task_free(task);
+    check_and_free(task, s, P);
 }
 
 /* Phase 0 brings the piece to GPU 4; in phase 1 GPU 4 roots a tree to GPU 5 from its own
@@ -186,10 +189,7 @@ static void test_root_from_earlier_phase(void **state)
     assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
     assert_int_equal(P->nphase_steps, 2);
     assert_int_equal(P->plans[2].steps[0].index, 1);
-    assert_int_equal(run(task, P), 0);
-    mc_emit_plans_free(P);
-    mc_sched_free(s);
-    mc_task_free(task);
+    check_and_free(task, s, P);
 }
 
 static void test_root_without_data(void **state)
