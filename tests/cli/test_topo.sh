@@ -36,6 +36,12 @@ expect_exit 0 "route --json" -- "$MESHCAST" topo route --json "$X/oci-bm-gpu4.8-
 expect_true "json route: GPU2 -> NVS -> GPU6 at 240" -- \
   json "[l['to'] for l in d['links']]==['h0/NVS','h0/GPU6'] and d['bw']==240 and d['via_gpu']==-1"
 
+# the shipped rail-optimized cluster: GPU 0 of host 0 sends to GPU 1 of host 1 through GPU 1 of
+# host 0, whose NIC is on rail 1 (PXN)
+expect_exit 0 "route PXN" -- "$MESHCAST" topo route --json "$ROOT/topologies/dgx-h100-x4.xml" 0 9
+expect_true "json route: NVLink to GPU 1, then rail 1" -- \
+  json "d['via_gpu']==1 and d['links'][1]['to']=='h0/GPU1' and any(l['to']=='rail1' for l in d['links'])"
+
 expect_exit 0 "dot" -- "$MESHCAST" topo dot "$X/pcie-rtx3090x8-1nic-topo.xml"
 expect_grep "$TMP/out" '^digraph topology \{' "DOT header"
 expect_grep "$TMP/out" '"h0/GPU0" -> "h0/PCI/0000:0c:00.0" \[label="PCI 24", dir=both\]' "a PCIe link drawn both ways"
