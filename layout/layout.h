@@ -146,12 +146,17 @@ typedef enum {
 
 const char *mc_bound_kind_str(mc_bound_kind_t k);
 
+/* Each term is bytes over the capacity of a resource (a GPU's incoming links, a holder group's
+ * outgoing links, the links into or out of a host or a mesh's hosts) plus the least message
+ * overhead (alpha) the traffic through that resource pays; the bound is the largest term. */
 typedef struct mc_bound {
-    double seconds;          /* the bound: max of the bandwidth terms plus the latency term */
-    mc_bound_kind_t binding; /* which term binds */
-    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds
-                              * (for latency: the GPU); -1 if none */
-    double ingress_s, egress_s, host_cut_s, mesh_cut_s, latency_s;
+    double seconds;          /* the bound: the binding term's bandwidth time plus latency_s */
+    mc_bound_kind_t binding; /* which term binds (latency when its alpha exceeds its bytes' time) */
+    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds;
+                              * -1 if none */
+    double ingress_s, egress_s, host_cut_s, mesh_cut_s; /* bandwidth time of each kind's largest
+                                                         * term */
+    double latency_s;        /* the binding term's alpha */
 } mc_bound_t;
 
 /* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split). */
