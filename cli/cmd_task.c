@@ -20,22 +20,30 @@ static const char usage_text[] =
     "  --limit N                   rows per table in text output (default 20, 0 = all)\n"
     CLI_TASK_USAGE
     "\n"
+    "GPU lists in the table: 0-3 is 0,1,2,3; 16-40/8 is 16,24,32,40; ...(N) ends a long list.\n"
+    "\n"
     "example:\n"
     "  meshcast task --topo topologies/aws-p3.8xlarge-x5.xml --mesh 'A={host:2,gpu:4}@0..7' \\\n"
     "      --mesh 'B={host:2,gpu:4}@8..15' 'i32[1024,1024,512] A[host,_,_] -> B[host,_,_]'\n";
 
-/* "0-3,8,10-11" for an ascending id list. */
+/* An ascending id list, arithmetic runs of three or more compressed: "0-3,8,16-40/8"; lists
+ * longer than a table cell end in "...(N)". */
 static void ids_text(mc_buf_t *b, const int *ids, int n)
 {
     mc_buf_append(b, "", 0);
-    for (int i = 0; i < n;) {
+    for (int i = 0; i < n && b->len <= 40;) {
         int j = i;
-        while (j + 1 < n && ids[j + 1] == ids[j] + 1)
+        int step = i + 1 < n ? ids[i + 1] - ids[i] : 1;
+        while (j + 1 < n && ids[j + 1] - ids[j] == step)
             j++;
+        if (j - i < 2)
+            j = i;
         mc_buf_printf(b, "%s%d", i ? "," : "", ids[i]);
         if (j > i)
-            mc_buf_printf(b, "%s%d", j == i + 1 ? "," : "-", ids[j]);
+            mc_buf_printf(b, step == 1 ? "-%d" : "-%d/%d", ids[j], step);
         i = j + 1;
+        if (i < n && b->len > 40)
+            mc_buf_printf(b, ",...(%d)", n);
     }
 }
 
@@ -132,10 +140,13 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
         uint64_t *in, *out;
         host_bytes(task, topo, &in, &out);
         printf("bytes each host must receive from outside it (distinct):\n");
-        for (int h = 0, n = 0; h < topo->nhosts; h++)
-            if (in[h] && (limit == 0 || n++ < limit))
+        int nin = 0;
+        for (int h = 0; h < topo->nhosts; h++)
+            if (in[h] && (limit == 0 || nin++ < limit))
                 printf("  host %-4d %14llu  %s\n", h, (unsigned long long)in[h],
                        mc_fmt_bytes(in[h], sz, sizeof(sz)));
+        if (limit && nin > limit)
+            printf("  ... %d more hosts\n", nin - limit);
         free(in);
         free(out);
         printf("lower bound: %s, bound by %s", mc_fmt_seconds(b->seconds, tm, sizeof(tm)),
