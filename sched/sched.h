@@ -26,6 +26,8 @@ typedef struct mc_tree {
     int root;               /* GPU sending it: a holder, or a GPU that received it earlier */
     int phase;              /* 0-based */
     int nchunks;            /* >= 1: the range moves in this many equal chunks, pipelined */
+    double rate;            /* planned bytes/s per edge, or 0: the tree owns its links in its
+                             * phase (see "Capacity" in docs/schedule-format.md) */
     int nedges;
     mc_tree_edge_t *edges;  /* each parent appears (as root or child) before its children */
     int edge_cap;
@@ -43,6 +45,9 @@ typedef struct mc_sched {
     int tree_cap;
     uint64_t mem_limit;     /* stated per-device peak memory bound in bytes, 0 when none */
     uint64_t workspace;     /* per-device staging bytes the schedule needs beyond its shards */
+    int nnotes;             /* problems found reading the file (with force: links this topology */
+    char **notes;           /* lacks); mc_sched_validate reports them as violations */
+    int note_cap;
 } mc_sched_t;
 
 /* A new, empty schedule for task (borrowed; must be split) on topo. */
@@ -55,6 +60,29 @@ int mc_sched_add_tree(mc_sched_t *s, int piece, uint64_t offset, uint64_t bytes,
 /* Adds the edge parent->child to tree ti with the topology's route between them. */
 mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int parent, int child,
                               mc_err_t *err);
+
+/* Adds the edge parent->child to tree ti along a route the caller chose (route->src_gpu is the
+ * parent, route->dst_gpu the child). */
+mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *route, mc_err_t *err);
+
+/* Chunk k of a tree: the range is cut into nchunks chunks of ceil(bytes / nchunks) bytes, the last
+ * one shorter; *off is relative to the tree's offset. */
+void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len);
+
+/* Sets every tree's rate to its max-min fair share of the links of its phase, so that trees that
+ * share links within a phase are within capacity (a tree whose edges cross one link k times loads
+ * it k times its rate). */
+void mc_sched_plan_rates(mc_sched_t *s, const mc_topo_t *topo);
+
+/* Weighted max-min fair sharing by progressive filling, shared by mc_sched_plan_rates and the
+ * simulator. Flow f uses links links[off[f]..off[f+1]) (ids below the nlinks given to new) with
+ * weights weight[...] (NULL: all 1); it gets rate[f] and loads each link weight x rate[f]; cap[l] is
+ * link l's capacity. Same input, same rates; a flow that uses no link gets HUGE_VAL. */
+typedef struct mc_sched_maxmin mc_sched_maxmin_t;
+mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks);
+void mc_sched_maxmin_free(mc_sched_maxmin_t *m);
+void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                           const double *weight, const double *cap, double *rate);
 
 /* Byte-for-byte deterministic XML; written atomically. */
 char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo);

@@ -1,0 +1,80 @@
+/* The schedule type: creating a schedule, adding trees and edges, chunk arithmetic, freeing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+mc_sched_t *mc_sched_new(mc_task_t *task, const mc_topo_t *topo, const char *strategy)
+{
+    mc_sched_t *s = mc_xcalloc(1, sizeof(*s));
+    s->task = task;
+    s->topo_fingerprint = topo ? topo->fingerprint : 0;
+    snprintf(s->strategy, sizeof s->strategy, "%s", strategy ? strategy : "");
+    return s;
+}
+
+void mc_sched_free(mc_sched_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->ntrees; i++)
+        free(s->trees[i].edges);
+    free(s->trees);
+    for (int i = 0; i < s->nnotes; i++)
+        free(s->notes[i]);
+    free(s->notes);
+    if (s->owns_task)
+        mc_task_free(s->task);
+    free(s);
+}
+
+int mc_sched_add_tree(mc_sched_t *s, int piece, uint64_t offset, uint64_t bytes, int root,
+                      int phase, int nchunks)
+{
+    MC_GROW(s->trees, s->tree_cap, s->ntrees + 1);
+    s->trees[s->ntrees] = (mc_tree_t){.piece = piece, .offset = offset, .bytes = bytes,
+                                      .root = root, .phase = phase, .nchunks = nchunks};
+    if (phase + 1 > s->nphases)
+        s->nphases = phase + 1;
+    return s->ntrees++;
+}
+
+mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *route, mc_err_t *err)
+{
+    if (ti < 0 || ti >= s->ntrees)
+        return mc_err_set(err, MC_ERR_INVALID, "schedule: no tree %d (it has %d)", ti, s->ntrees);
+    if (route->nlinks < 0 || route->nlinks > MC_ROUTE_MAX_LINKS)
+        return mc_err_set(err, MC_ERR_INVALID, "schedule: a route of %d links (at most %d)",
+                          route->nlinks, MC_ROUTE_MAX_LINKS);
+    mc_tree_t *t = &s->trees[ti];
+    MC_GROW(t->edges, t->edge_cap, t->nedges + 1);
+    mc_tree_edge_t *e = &t->edges[t->nedges++];
+    e->parent = route->src_gpu;
+    e->child = route->dst_gpu;
+    e->nlinks = route->nlinks;
+    memcpy(e->links, route->links, sizeof(int) * (size_t)route->nlinks);
+    e->via_gpu = route->via_gpu;
+    return MC_OK;
+}
+
+mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int parent, int child,
+                              mc_err_t *err)
+{
+    if (parent < 0 || parent >= topo->ngpus || child < 0 || child >= topo->ngpus)
+        return mc_err_set(err, MC_ERR_INVALID, "schedule: edge %d -> %d: the topology has GPUs 0..%d",
+                          parent, child, topo->ngpus - 1);
+    mc_route_t r;
+    mc_status_t st = mc_topo_route(topo, parent, child, &r, err);
+    if (st != MC_OK)
+        return st;
+    return mc_sched_add_edge_route(s, ti, &r, err);
+}
+
+void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len)
+{
+    uint64_t n = t->nchunks > 0 ? (uint64_t)t->nchunks : 1;
+    uint64_t size = (t->bytes + n - 1) / n;
+    uint64_t lo = size * (uint64_t)k;
+    *off = lo < t->bytes ? lo : t->bytes;
+    *len = lo < t->bytes ? (t->bytes - lo < size ? t->bytes - lo : size) : 0;
+}

@@ -1,0 +1,188 @@
+/* Weighted max-min fair rates by progressive filling: repeatedly find the link whose remaining
+ * capacity per unit of unfixed weight is smallest, fix its flows at that level, and charge them to
+ * their other links. A link's level never drops as flows are fixed elsewhere, so a heap with lazy
+ * re-keying finds the next bottleneck in O(log links). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sched/sched.h"
+
+struct mc_sched_maxmin {
+    int nlinks;
+    unsigned epoch;
+    unsigned *stamp;  /* per link: epoch it was last set up in */
+    double *cap_rem;  /* per link */
+    double *wsum;     /* per link: weight of its unfixed flows */
+    int *nunfixed;    /* per link */
+    int *lpos;        /* per link: fill position in ent[] */
+    int *used, *loff; /* links of this solve, and their slices of ent[] */
+    int *ent, ent_cap;/* flow ids per link */
+    char *fixed;
+    int fixed_cap;
+    struct heap_item {
+        double key;
+        int link;
+    } *heap;
+    int nheap, heap_cap;
+};
+
+mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
+{
+    mc_sched_maxmin_t *m = mc_xcalloc(1, sizeof(*m));
+    size_t n = (size_t)(nlinks > 0 ? nlinks : 1);
+    m->nlinks = nlinks;
+    m->stamp = mc_xcalloc(n, sizeof(*m->stamp));
+    m->cap_rem = mc_xcalloc(n, sizeof(double));
+    m->wsum = mc_xcalloc(n, sizeof(double));
+    m->nunfixed = mc_xcalloc(n, sizeof(int));
+    m->lpos = mc_xcalloc(n, sizeof(int));
+    m->used = mc_xcalloc(n, sizeof(int));
+    m->loff = mc_xcalloc(n + 1, sizeof(int));
+    return m;
+}
+
+void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
+{
+    if (!m)
+        return;
+    free(m->stamp);
+    free(m->cap_rem);
+    free(m->wsum);
+    free(m->nunfixed);
+    free(m->lpos);
+    free(m->used);
+    free(m->loff);
+    free(m->ent);
+    free(m->fixed);
+    free(m->heap);
+    free(m);
+}
+
+static int heap_less(const struct heap_item *a, const struct heap_item *b)
+{
+    return a->key < b->key || (a->key == b->key && a->link < b->link);
+}
+
+static void heap_push(mc_sched_maxmin_t *m, double key, int link)
+{
+    MC_GROW(m->heap, m->heap_cap, m->nheap + 1);
+    int i = m->nheap++;
+    m->heap[i] = (struct heap_item){key, link};
+    while (i > 0 && heap_less(&m->heap[i], &m->heap[(i - 1) / 2])) {
+        struct heap_item t = m->heap[i];
+        m->heap[i] = m->heap[(i - 1) / 2];
+        m->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static struct heap_item heap_pop(mc_sched_maxmin_t *m)
+{
+    struct heap_item top = m->heap[0];
+    m->heap[0] = m->heap[--m->nheap];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, s = i;
+        if (l < m->nheap && heap_less(&m->heap[l], &m->heap[s]))
+            s = l;
+        if (r < m->nheap && heap_less(&m->heap[r], &m->heap[s]))
+            s = r;
+        if (s == i)
+            break;
+        struct heap_item t = m->heap[i];
+        m->heap[i] = m->heap[s];
+        m->heap[s] = t;
+        i = s;
+    }
+    return top;
+}
+
+static double level(const mc_sched_maxmin_t *m, int l)
+{
+    return m->cap_rem[l] > 0 ? m->cap_rem[l] / m->wsum[l] : 0.0;
+}
+
+/* Sets up the per-link sums and the link -> flows index; returns how many links are used. */
+static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                       const double *weight, const double *cap)
+{
+    int nused = 0;
+    if (++m->epoch == 0) { /* wrapped: old stamps could collide */
+        for (int l = 0; l < m->nlinks; l++)
+            m->stamp[l] = 0;
+        m->epoch = 1;
+    }
+    for (int j = 0; j < off[nflows]; j++) {
+        int l = links[j];
+        if (m->stamp[l] != m->epoch) {
+            m->stamp[l] = m->epoch;
+            m->cap_rem[l] = cap[l];
+            m->wsum[l] = 0;
+            m->nunfixed[l] = 0;
+            m->used[nused++] = l;
+        }
+        m->wsum[l] += weight ? weight[j] : 1.0;
+        m->nunfixed[l]++;
+    }
+    m->loff[0] = 0;
+    for (int i = 0; i < nused; i++) {
+        m->lpos[m->used[i]] = m->loff[i];
+        m->loff[i + 1] = m->loff[i] + m->nunfixed[m->used[i]];
+    }
+    MC_GROW(m->ent, m->ent_cap, off[nflows]);
+    for (int f = 0; f < nflows; f++)
+        for (int j = off[f]; j < off[f + 1]; j++)
+            m->ent[m->lpos[links[j]]++] = f;
+    return nused;
+}
+
+/* Fixes the unfixed flows of link l at rate x and charges them to all their links. */
+static void fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const int *links,
+                     const double *weight, double *rate)
+{
+    for (int e = m->loff[i]; e < m->loff[i + 1]; e++) {
+        int f = m->ent[e];
+        if (m->fixed[f])
+            continue;
+        m->fixed[f] = 1;
+        rate[f] = x;
+        for (int j = off[f]; j < off[f + 1]; j++) {
+            int l2 = links[j];
+            double w = weight ? weight[j] : 1.0;
+            m->cap_rem[l2] -= w * x;
+            m->wsum[l2] -= w;
+            m->nunfixed[l2]--;
+        }
+    }
+}
+
+void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                           const double *weight, const double *cap, double *rate)
+{
+    int nused = index_links(m, nflows, off, links, weight, cap);
+    if (nflows > m->fixed_cap) {
+        m->fixed = mc_xrealloc(m->fixed, (size_t)nflows);
+        m->fixed_cap = nflows;
+    }
+    for (int f = 0; f < nflows; f++) {
+        m->fixed[f] = off[f + 1] == off[f];
+        rate[f] = HUGE_VAL;
+    }
+    /* used[] order becomes the local index; remember it through lpos for re-keyed links. */
+    m->nheap = 0;
+    for (int i = 0; i < nused; i++) {
+        m->lpos[m->used[i]] = i;
+        heap_push(m, level(m, m->used[i]), m->used[i]);
+    }
+    while (m->nheap > 0) {
+        struct heap_item it = heap_pop(m);
+        int l = it.link;
+        if (m->nunfixed[l] <= 0)
+            continue;
+        double x = level(m, l);
+        if (x > it.key) {
+            heap_push(m, x, l);
+            continue;
+        }
+        fix_link(m, m->lpos[l], x, off, links, weight, rate);
+    }
+}

@@ -1,0 +1,308 @@
+/* The checks of DESIGN.md section 4, one line per violation: every tree is well formed (its range
+ * lies in its piece, each edge's parent is already in the tree, each route is a path of existing
+ * links from the parent to the child); a tree's root holds its range when its phase starts; every
+ * destination receives every byte of its pieces exactly once; the trees of one phase stay within
+ * link capacity; memory stays within the stated bound. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched_internal.h"
+
+typedef struct vctx {
+    const mc_sched_t *s;
+    const mc_topo_t *topo;
+    mc_buf_t *out;
+    int n;
+} vctx_t;
+
+__attribute__((format(printf, 2, 3))) static void violation(vctx_t *v, const char *fmt, ...)
+{
+    v->n++;
+    if (!v->out)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *line = mc_xmalloc((size_t)len + 1);
+    va_start(ap, fmt);
+    vsnprintf(line, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    mc_buf_printf(v->out, "%s\n", line);
+    free(line);
+}
+
+static const char *node_name(const mc_topo_t *t, int node)
+{
+    return t->nodes[node].name;
+}
+
+/* A received range: GPU gpu gets [lo, hi) of piece in phase by tree. */
+typedef struct recv_rec {
+    int piece, gpu;
+    uint64_t lo, hi;
+    int phase, tree;
+} recv_rec_t;
+
+static int cmp_recv(const void *a, const void *b)
+{
+    const recv_rec_t *x = a, *y = b;
+    if (x->piece != y->piece)
+        return x->piece < y->piece ? -1 : 1;
+    if (x->gpu != y->gpu)
+        return x->gpu < y->gpu ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    if (x->phase != y->phase)
+        return x->phase < y->phase ? -1 : 1;
+    return (x->tree > y->tree) - (x->tree < y->tree);
+}
+
+/* The first record of (piece, gpu) in the sorted records, or n. */
+static int recv_first(const recv_rec_t *r, int n, int piece, int gpu)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (r[mid].piece < piece || (r[mid].piece == piece && r[mid].gpu < gpu))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int is_holder(const mc_piece_t *p, int gpu)
+{
+    for (int i = 0; i < p->nholders; i++)
+        if (p->holders[i] == gpu)
+            return 1;
+    return 0;
+}
+
+static void check_route(vctx_t *v, int ti, const mc_tree_edge_t *e)
+{
+    const mc_topo_t *t = v->topo;
+    if (e->nlinks < 1) {
+        violation(v, "tree %d, edge %d -> %d: the route has no links", ti, e->parent, e->child);
+        return;
+    }
+    int at = t->gpu_node[e->parent];
+    for (int j = 0; j < e->nlinks; j++) {
+        int l = e->links[j];
+        if (l < 0 || l >= t->nlinks)
+            return; /* reported when the file was read */
+        if (t->links[l].src != at) {
+            violation(v, "tree %d, edge %d -> %d: the route jumps from %s to %s", ti, e->parent,
+                      e->child, node_name(t, at), node_name(t, t->links[l].src));
+            return;
+        }
+        at = t->links[l].dst;
+    }
+    if (at != t->gpu_node[e->child])
+        violation(v, "tree %d, edge %d -> %d: the route ends at %s, not at GPU %d (%s)", ti,
+                  e->parent, e->child, node_name(t, at), e->child,
+                  node_name(t, t->gpu_node[e->child]));
+}
+
+/* Range, chunking and the shape of the tree; returns 0 when the tree is too broken to go on. */
+static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
+{
+    const mc_tree_t *tr = &v->s->trees[ti];
+    const mc_task_t *task = v->s->task;
+    int g = v->topo->ngpus;
+    if (tr->piece < 0 || tr->piece >= task->npieces) {
+        violation(v, "tree %d: piece %d does not exist (the task has %d)", ti, tr->piece,
+                  task->npieces);
+        return 0;
+    }
+    if (tr->root < 0 || tr->root >= g || tr->phase < 0) {
+        violation(v, "tree %d: root GPU %d or phase %d is out of range", ti, tr->root, tr->phase);
+        return 0;
+    }
+    const mc_piece_t *p = &task->pieces[tr->piece];
+    if (tr->bytes == 0 || tr->offset > p->bytes || tr->bytes > p->bytes - tr->offset)
+        violation(v, "tree %d: bytes [%" PRIu64 ", %" PRIu64 ") are not inside piece %d's %" PRIu64
+                  " bytes", ti, tr->offset, tr->offset + tr->bytes, tr->piece, p->bytes);
+    uint64_t off, len;
+    mc_tree_chunk(tr, tr->nchunks - 1, &off, &len);
+    if (tr->nchunks < 1 || len == 0)
+        violation(v, "tree %d: %" PRIu64 " bytes cannot be cut into %d non-empty chunks", ti,
+                  tr->bytes, tr->nchunks);
+    in_tree[tr->root] = 1;
+    for (int e = 0; e < tr->nedges; e++) {
+        const mc_tree_edge_t *ed = &tr->edges[e];
+        if (ed->parent < 0 || ed->parent >= g || ed->child < 0 || ed->child >= g) {
+            violation(v, "tree %d, edge %d -> %d: no such GPU", ti, ed->parent, ed->child);
+            continue;
+        }
+        if (!in_tree[ed->parent])
+            violation(v, "tree %d, edge %d -> %d: GPU %d is not in the tree yet (edges must come "
+                      "after the edge that reaches their parent)", ti, ed->parent, ed->child,
+                      ed->parent);
+        if (in_tree[ed->child])
+            violation(v, "tree %d, edge %d -> %d: GPU %d is already in the tree", ti, ed->parent,
+                      ed->child, ed->child);
+        in_tree[ed->child] = 1;
+        check_route(v, ti, ed);
+    }
+    in_tree[tr->root] = 0;
+    for (int e = 0; e < tr->nedges; e++)
+        if (tr->edges[e].child >= 0 && tr->edges[e].child < g)
+            in_tree[tr->edges[e].child] = 0;
+    return 1;
+}
+
+/* Does gpu hold [lo, hi) of piece before phase starts? */
+static int root_holds(const recv_rec_t *r, int n, const mc_piece_t *p, int piece, int gpu,
+                      uint64_t lo, uint64_t hi, int phase)
+{
+    if (is_holder(p, gpu))
+        return 1;
+    uint64_t cur = lo;
+    for (int i = recv_first(r, n, piece, gpu); i < n && r[i].piece == piece && r[i].gpu == gpu; i++)
+        if (r[i].phase < phase && r[i].lo <= cur && r[i].hi > cur)
+            cur = r[i].hi;
+    return cur >= hi;
+}
+
+/* Every destination of every piece gets each byte exactly once. */
+static void check_coverage(vctx_t *v, const recv_rec_t *r, int n)
+{
+    const mc_task_t *task = v->s->task;
+    for (int pi = 0; pi < task->npieces; pi++) {
+        const mc_piece_t *p = &task->pieces[pi];
+        for (int d = 0; d < p->ndests; d++) {
+            uint64_t cur = 0;
+            int i = recv_first(r, n, pi, p->dests[d]);
+            for (; i < n && r[i].piece == pi && r[i].gpu == p->dests[d]; i++) {
+                if (r[i].lo > cur)
+                    violation(v, "piece %d: GPU %d never receives bytes [%" PRIu64 ", %" PRIu64 ")",
+                              pi, p->dests[d], cur, r[i].lo);
+                else if (r[i].lo < cur)
+                    violation(v, "piece %d: GPU %d receives bytes [%" PRIu64 ", %" PRIu64
+                              ") more than once (again in tree %d)", pi, p->dests[d], r[i].lo,
+                              r[i].hi < cur ? r[i].hi : cur, r[i].tree);
+                if (r[i].hi > cur)
+                    cur = r[i].hi;
+            }
+            if (cur < p->bytes)
+                violation(v, "piece %d: GPU %d never receives bytes [%" PRIu64 ", %" PRIu64 ")", pi,
+                          p->dests[d], cur, p->bytes);
+        }
+    }
+}
+
+/* One crossing of a link by an edge of a tree; a tree crossing a link k times loads it k times
+ * its rate. */
+typedef struct link_use {
+    int phase, link, tree;
+} link_use_t;
+
+static int cmp_use(const void *a, const void *b)
+{
+    const link_use_t *x = a, *y = b;
+    if (x->phase != y->phase)
+        return x->phase < y->phase ? -1 : 1;
+    if (x->link != y->link)
+        return x->link < y->link ? -1 : 1;
+    return (x->tree > y->tree) - (x->tree < y->tree);
+}
+
+/* Trees of one phase must not share a link unless they all state rates that fit. */
+static void check_capacity(vctx_t *v)
+{
+    const mc_sched_t *s = v->s;
+    const mc_topo_t *t = v->topo;
+    link_use_t *u = NULL;
+    int n = 0, cap = 0;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; e < s->trees[ti].nedges; e++)
+            for (int j = 0; j < s->trees[ti].edges[e].nlinks; j++) {
+                int l = s->trees[ti].edges[e].links[j];
+                if (l < 0 || l >= t->nlinks)
+                    continue;
+                MC_GROW(u, cap, n + 1);
+                u[n++] = (link_use_t){s->trees[ti].phase, l, ti};
+            }
+    qsort(u, (size_t)n, sizeof(*u), cmp_use);
+    for (int i = 0; i < n;) {
+        int j = i, ntrees = 0, unrated = -1;
+        double load = 0;
+        for (; j < n && u[j].phase == u[i].phase && u[j].link == u[i].link; j++) {
+            if (j == i || u[j].tree != u[j - 1].tree)
+                ntrees++;
+            const mc_tree_t *tr = &s->trees[u[j].tree];
+            load += tr->rate;
+            if (!(tr->rate > 0) && unrated < 0)
+                unrated = u[j].tree;
+        }
+        const mc_link_t *l = &t->links[u[i].link];
+        if (ntrees > 1 && unrated >= 0)
+            violation(v, "phase %d: link %s -> %s is shared by %d trees and tree %d states no rate "
+                      "(trees %d and %d use it)", u[i].phase, node_name(t, l->src),
+                      node_name(t, l->dst), ntrees, unrated, u[i].tree, u[j - 1].tree);
+        else if (ntrees > 1 && load > l->bw * (1 + 1e-9))
+            violation(v, "phase %d: link %s -> %s is planned at %.6g GB/s, above its %.6g GB/s",
+                      u[i].phase, node_name(t, l->src), node_name(t, l->dst), load / 1e9,
+                      l->bw / 1e9);
+        i = j;
+    }
+    free(u);
+}
+
+static void check_memory(vctx_t *v)
+{
+    if (!v->s->mem_limit)
+        return;
+    int g = v->topo->ngpus;
+    uint64_t *relay = mc_xcalloc((size_t)g, sizeof(uint64_t));
+    mc_sched_relay_bytes(v->s, g, relay);
+    for (int gpu = 0; gpu < g; gpu++) {
+        uint64_t peak = mc_sched_shard_mem(v->s, gpu) + relay[gpu];
+        if (peak > v->s->mem_limit)
+            violation(v, "GPU %d: peak memory %" PRIu64 " bytes is above the stated bound of %" PRIu64,
+                      gpu, peak, v->s->mem_limit);
+    }
+    free(relay);
+}
+
+int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
+{
+    vctx_t v = {.s = s, .topo = topo, .out = out};
+    for (int i = 0; i < s->nnotes; i++)
+        violation(&v, "%s", s->notes[i]);
+    char *in_tree = mc_xcalloc((size_t)topo->ngpus, 1);
+    char *ok = mc_xcalloc((size_t)s->ntrees + 1, 1);
+    recv_rec_t *r = NULL;
+    int n = 0, cap = 0;
+    for (int ti = 0; ti < s->ntrees; ti++) {
+        const mc_tree_t *tr = &s->trees[ti];
+        ok[ti] = (char)check_tree_shape(&v, ti, in_tree);
+        for (int e = 0; ok[ti] && e < tr->nedges; e++) {
+            if (tr->edges[e].child < 0 || tr->edges[e].child >= topo->ngpus)
+                continue;
+            MC_GROW(r, cap, n + 1);
+            r[n++] = (recv_rec_t){tr->piece, tr->edges[e].child, tr->offset,
+                                  tr->offset + tr->bytes, tr->phase, ti};
+        }
+    }
+    qsort(r, (size_t)n, sizeof(*r), cmp_recv);
+    for (int ti = 0; ti < s->ntrees; ti++) {
+        const mc_tree_t *tr = &s->trees[ti];
+        if (ok[ti] && !root_holds(r, n, &s->task->pieces[tr->piece], tr->piece, tr->root,
+                                  tr->offset, tr->offset + tr->bytes, tr->phase))
+            violation(&v, "tree %d: root GPU %d does not hold bytes [%" PRIu64 ", %" PRIu64
+                      ") of piece %d when phase %d starts", ti, tr->root, tr->offset,
+                      tr->offset + tr->bytes, tr->piece, tr->phase);
+    }
+    check_coverage(&v, r, n);
+    check_capacity(&v);
+    check_memory(&v);
+    free(r);
+    free(ok);
+    free(in_tree);
+    return v.n;
+}

@@ -1,0 +1,366 @@
+/* Reads a schedule file: parses it without network or entities, validates it against the built-in
+ * schema, rebuilds the task from its text, checks that the task still splits into the pieces the
+ * file names, and resolves every route from node names to this topology's link ids. A link this
+ * topology lacks is not a read error: it becomes a note that validate reports as a violation, so
+ * that --force can check a schedule made for other hardware link by link. */
+#include <inttypes.h>
+#include <libxml/tree.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched_internal.h"
+#include "topo/topo_internal.h"
+
+/* Node names sorted for lookup, and each node's outgoing links. */
+typedef struct name_index {
+    const mc_topo_t *topo;
+    int *by_name;   /* node ids sorted by name */
+    int *out_off;   /* per node: slice of out_link */
+    int *out_link;
+} name_index_t;
+
+typedef struct reader {
+    const char *name;
+    const mc_topo_t *topo;
+    mc_sched_t *s;
+    name_index_t idx;
+    mc_err_t *err;
+} reader_t;
+
+static const mc_topo_t *cmp_topo; /* qsort has no context argument in C11 */
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(cmp_topo->nodes[*(const int *)a].name, cmp_topo->nodes[*(const int *)b].name);
+}
+
+static void index_build(name_index_t *x, const mc_topo_t *t)
+{
+    x->topo = t;
+    x->by_name = mc_xmalloc(sizeof(int) * (size_t)(t->nnodes + 1));
+    for (int i = 0; i < t->nnodes; i++)
+        x->by_name[i] = i;
+    cmp_topo = t;
+    qsort(x->by_name, (size_t)t->nnodes, sizeof(int), cmp_names);
+    x->out_off = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int));
+    x->out_link = mc_xmalloc(sizeof(int) * (size_t)(t->nlinks + 1));
+    for (int l = 0; l < t->nlinks; l++)
+        x->out_off[t->links[l].src + 1]++;
+    for (int i = 0; i < t->nnodes; i++)
+        x->out_off[i + 1] += x->out_off[i];
+    int *fill = mc_xmalloc(sizeof(int) * (size_t)(t->nnodes + 1));
+    memcpy(fill, x->out_off, sizeof(int) * (size_t)t->nnodes);
+    for (int l = 0; l < t->nlinks; l++)
+        x->out_link[fill[t->links[l].src]++] = l;
+    free(fill);
+}
+
+static void index_free(name_index_t *x)
+{
+    free(x->by_name);
+    free(x->out_off);
+    free(x->out_link);
+}
+
+static int index_node(const name_index_t *x, const char *name)
+{
+    int lo = 0, hi = x->topo->nnodes;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        int c = strcmp(x->topo->nodes[x->by_name[mid]].name, name);
+        if (c == 0)
+            return x->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static int index_link(const name_index_t *x, int src, int dst)
+{
+    for (int j = x->out_off[src]; j < x->out_off[src + 1]; j++)
+        if (x->topo->links[x->out_link[j]].dst == dst)
+            return x->out_link[j];
+    return -1;
+}
+
+static int line_of(xmlNodePtr n)
+{
+    return (int)xmlGetLineNo(n);
+}
+
+static int is_elem(xmlNodePtr n, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
+}
+
+/* The attribute's value (caller frees with free()), or NULL when absent. */
+static char *attr(xmlNodePtr n, const char *name)
+{
+    xmlChar *v = xmlGetProp(n, BAD_CAST name);
+    if (!v)
+        return NULL;
+    char *s = mc_xstrdup((const char *)v);
+    xmlFree(v);
+    return s;
+}
+
+static mc_status_t attr_u64(reader_t *r, xmlNodePtr n, const char *name, uint64_t *out)
+{
+    char *v = attr(n, name);
+    int bad = !v || mc_parse_u64(v, out) != 0;
+    free(v);
+    if (bad)
+        return mc_err_set(r->err, MC_ERR_PARSE, "%s:%d: expected a byte count in %s=\"\"", r->name,
+                          line_of(n), name);
+    return MC_OK;
+}
+
+/* An integer attribute in [lo, hi]. */
+static mc_status_t attr_int(reader_t *r, xmlNodePtr n, const char *name, int lo, int hi, int *out)
+{
+    char *v = attr(n, name);
+    int64_t x = 0;
+    int bad = !v || mc_parse_i64(v, &x) != 0 || x < lo || x > hi;
+    free(v);
+    if (bad)
+        return mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: expected %s between %d and %d", r->name,
+                          line_of(n), name, lo, hi);
+    *out = (int)x;
+    return MC_OK;
+}
+
+static void add_note(mc_sched_t *s, char *note)
+{
+    MC_GROW(s->notes, s->note_cap, s->nnotes + 1);
+    s->notes[s->nnotes++] = note;
+}
+
+/* Resolves the route "NAME NAME ..." into link ids; missing nodes or links become notes. */
+static void read_route(reader_t *r, xmlNodePtr n, const char *route, mc_route_t *rt, int ti)
+{
+    char *copy = mc_xstrdup(route), *save = NULL;
+    int prev = -1;
+    const char *prev_name = NULL;
+    rt->nlinks = 0;
+    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        int node = index_node(&r->idx, tok);
+        if (prev_name) {
+            int l = prev >= 0 && node >= 0 ? index_link(&r->idx, prev, node) : -1;
+            if (l < 0)
+                add_note(r->s, mc_xasprintf("%s:%d: tree %d, edge %d -> %d: link %s -> %s does not "
+                                            "exist on this topology",
+                                            r->name, line_of(n), ti, rt->src_gpu, rt->dst_gpu,
+                                            prev_name, tok));
+            if (rt->nlinks < MC_ROUTE_MAX_LINKS)
+                rt->links[rt->nlinks] = l;
+            rt->nlinks++;
+        }
+        prev = node;
+        prev_name = tok;
+    }
+    if (rt->nlinks > MC_ROUTE_MAX_LINKS) {
+        add_note(r->s, mc_xasprintf("%s:%d: tree %d: a route of %d links (at most %d)", r->name,
+                                    line_of(n), ti, rt->nlinks, MC_ROUTE_MAX_LINKS));
+        rt->nlinks = MC_ROUTE_MAX_LINKS;
+    }
+    free(copy);
+}
+
+static mc_status_t read_edge(reader_t *r, xmlNodePtr n, int ti)
+{
+    mc_status_t st;
+    int maxg = r->topo->ngpus - 1;
+    mc_route_t rt = {.via_gpu = -1};
+    MC_CHECK_GOTO(attr_int(r, n, "parent", 0, maxg, &rt.src_gpu), out, st);
+    MC_CHECK_GOTO(attr_int(r, n, "child", 0, maxg, &rt.dst_gpu), out, st);
+    char *via = attr(n, "via");
+    if (via) {
+        free(via);
+        MC_CHECK_GOTO(attr_int(r, n, "via", 0, maxg, &rt.via_gpu), out, st);
+    }
+    char *route = attr(n, "route");
+    read_route(r, n, route ? route : "", &rt, ti);
+    free(route);
+    st = mc_sched_add_edge_route(r->s, ti, &rt, r->err);
+out:
+    return st;
+}
+
+static mc_status_t read_tree(reader_t *r, xmlNodePtr n, int phase)
+{
+    mc_status_t st;
+    int piece, root, nchunks;
+    uint64_t offset, bytes;
+    MC_CHECK_GOTO(attr_int(r, n, "piece", 0, r->s->task->npieces - 1, &piece), out, st);
+    MC_CHECK_GOTO(attr_u64(r, n, "offset", &offset), out, st);
+    MC_CHECK_GOTO(attr_u64(r, n, "bytes", &bytes), out, st);
+    MC_CHECK_GOTO(attr_int(r, n, "root", 0, r->topo->ngpus - 1, &root), out, st);
+    MC_CHECK_GOTO(attr_int(r, n, "chunks", 1, 1 << 30, &nchunks), out, st);
+    int ti = mc_sched_add_tree(r->s, piece, offset, bytes, root, phase, nchunks);
+    char *rate = attr(n, "rate");
+    int bad = rate && (mc_parse_double(rate, &r->s->trees[ti].rate) != 0 || !(r->s->trees[ti].rate > 0));
+    free(rate);
+    if (bad) {
+        st = mc_err_set(r->err, MC_ERR_PARSE, "%s:%d: expected a positive rate in bytes/s",
+                        r->name, line_of(n));
+        goto out;
+    }
+    for (xmlNodePtr c = n->children; c; c = c->next)
+        if (is_elem(c, "edge"))
+            MC_CHECK_GOTO(read_edge(r, c, ti), out, st);
+out:
+    return st;
+}
+
+/* The <pieces> list must be the task's split: a schedule made by another version of the split
+ * would send the wrong boxes. */
+static mc_status_t check_pieces(reader_t *r, xmlNodePtr n)
+{
+    mc_status_t st = MC_OK;
+    const mc_task_t *task = r->s->task;
+    int i = 0;
+    for (xmlNodePtr c = n->children; c; c = c->next) {
+        if (!is_elem(c, "piece"))
+            continue;
+        if (i >= task->npieces)
+            return mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: the task splits into %d pieces, the "
+                              "schedule lists more", r->name, line_of(c), task->npieces);
+        const mc_piece_t *p = &task->pieces[i];
+        mc_buf_t want = {0};
+        mc_buf_printf(&want, "%d %d ", i, p->tensor);
+        for (int d = 0; d < task->tensors[p->tensor].src.ndims; d++)
+            mc_buf_printf(&want, "%s%" PRId64 ":%" PRId64, d ? "," : "", p->box.lo[d], p->box.hi[d]);
+        mc_buf_printf(&want, " %" PRIu64, p->bytes);
+        char *pn = attr(c, "n"), *pt = attr(c, "tensor"), *pb = attr(c, "box"), *py = attr(c, "bytes");
+        char *got = mc_xasprintf("%s %s %s %s", pn, pt, pb, py);
+        if (strcmp(got, want.data))
+            st = mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: piece \"%s\" (n tensor box bytes) differs "
+                            "from the task's split \"%s\"; synthesize the schedule again",
+                            r->name, line_of(c), got, want.data);
+        free(pn);
+        free(pt);
+        free(pb);
+        free(py);
+        free(got);
+        mc_buf_free(&want);
+        if (st != MC_OK)
+            return st;
+        i++;
+    }
+    if (i != task->npieces)
+        return mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: the schedule lists %d pieces, the task "
+                          "splits into %d", r->name, line_of(n), i, task->npieces);
+    return st;
+}
+
+static mc_status_t read_task(reader_t *r, xmlNodePtr n)
+{
+    mc_status_t st;
+    xmlChar *text = xmlNodeGetContent(n);
+    mc_task_t *task = NULL;
+    char *where = mc_xasprintf("%s (task at line %d)", r->name, line_of(n));
+    MC_CHECK_GOTO(mc_task_parse_text(text ? (const char *)text : "", where, &task, r->err), out, st);
+    r->s->task = task;
+    r->s->owns_task = 1;
+    MC_CHECK_GOTO(mc_task_check_topo(task, r->topo, r->err), out, st);
+    MC_CHECK_GOTO(mc_task_split(task, r->err), out, st);
+out:
+    if (st != MC_OK && task && !r->s->owns_task)
+        mc_task_free(task);
+    xmlFree(text);
+    free(where);
+    return st;
+}
+
+/* The schedule element's attributes. */
+static mc_status_t read_header(reader_t *r, xmlNodePtr root, int force)
+{
+    mc_status_t st;
+    mc_sched_t *s = r->s;
+    char *strategy = attr(root, "strategy"), *params = attr(root, "params");
+    char *fp = attr(root, "topology");
+    snprintf(s->strategy, sizeof s->strategy, "%s", strategy ? strategy : "");
+    snprintf(s->params, sizeof s->params, "%s", params ? params : "");
+    int bad = !fp || sscanf(fp, "%" SCNx64, &s->topo_fingerprint) != 1;
+    free(strategy);
+    free(params);
+    free(fp);
+    if (bad) {
+        st = mc_err_set(r->err, MC_ERR_PARSE, "%s:%d: expected topology=\"<16 hex digits>\"", r->name,
+                        line_of(root));
+        goto out;
+    }
+    if (s->topo_fingerprint != r->topo->fingerprint && !force) {
+        st = mc_err_set(r->err, MC_ERR_INVALID, "%s: made for topology %016" PRIx64 ", but %s is %016"
+                        PRIx64 "; use --force to check it link by link", r->name,
+                        s->topo_fingerprint, r->topo->source, r->topo->fingerprint);
+        goto out;
+    }
+    MC_CHECK_GOTO(attr_u64(r, root, "mem-limit", &s->mem_limit), out, st);
+    MC_CHECK_GOTO(attr_u64(r, root, "workspace", &s->workspace), out, st);
+out:
+    return st;
+}
+
+static mc_status_t read_doc(reader_t *r, xmlDocPtr doc, int force)
+{
+    mc_status_t st;
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    MC_CHECK_GOTO(mc_sched_schema_check(doc, r->name, r->err), out, st);
+    MC_CHECK_GOTO(read_header(r, root, force), out, st);
+    int phase = 0;
+    for (xmlNodePtr c = root->children; c; c = c->next) {
+        if (is_elem(c, "task"))
+            MC_CHECK_GOTO(read_task(r, c), out, st);
+        else if (is_elem(c, "pieces"))
+            MC_CHECK_GOTO(check_pieces(r, c), out, st);
+        else if (is_elem(c, "phase")) {
+            int n;
+            MC_CHECK_GOTO(attr_int(r, c, "n", phase, phase, &n), out, st);
+            for (xmlNodePtr t = c->children; t; t = t->next)
+                if (is_elem(t, "tree"))
+                    MC_CHECK_GOTO(read_tree(r, t, phase), out, st);
+            phase++;
+        }
+    }
+    if (phase > r->s->nphases)
+        r->s->nphases = phase;
+out:
+    return st;
+}
+
+mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
+                                  const mc_topo_t *topo, int force, mc_sched_t **out,
+                                  mc_err_t *err)
+{
+    mc_status_t st;
+    xmlDocPtr doc = NULL;
+    reader_t r = {.name = name, .topo = topo, .err = err};
+    *out = NULL;
+    r.s = mc_sched_new(NULL, topo, "");
+    index_build(&r.idx, topo);
+    MC_CHECK_GOTO(mc_xml_read(buf, len, name, &doc, err), out, st);
+    MC_CHECK_GOTO(read_doc(&r, doc, force), out, st);
+    *out = r.s;
+    r.s = NULL;
+out:
+    index_free(&r.idx);
+    mc_sched_free(r.s);
+    xmlFreeDoc(doc);
+    return st;
+}
+
+mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc_sched_t **out,
+                          mc_err_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    mc_status_t st = mc_read_file(path, &buf, &len, err);
+    if (st == MC_OK)
+        st = mc_sched_parse_memory(buf, len, path, topo, force, out, err);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,106 @@
+/* Writes a schedule as XML (docs/schedule-format.md). The text depends only on the schedule and
+ * the topology's node names: trees are listed phase by phase in the order they were added, numbers
+ * are printed in one fixed format, so the same schedule always gives the same bytes. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+/* Appends s with the five XML special characters escaped (safe in text and in attributes). */
+static void put_escaped(mc_buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': mc_buf_printf(b, "&amp;"); break;
+        case '<': mc_buf_printf(b, "&lt;"); break;
+        case '>': mc_buf_printf(b, "&gt;"); break;
+        case '"': mc_buf_printf(b, "&quot;"); break;
+        case '\'': mc_buf_printf(b, "&apos;"); break;
+        default: mc_buf_append(b, s, 1);
+        }
+    }
+}
+
+static void put_box(mc_buf_t *b, const mc_box_t *box, int ndims)
+{
+    for (int d = 0; d < ndims; d++)
+        mc_buf_printf(b, "%s%" PRId64 ":%" PRId64, d ? "," : "", box->lo[d], box->hi[d]);
+}
+
+/* The route as the names of the nodes it passes, from the parent GPU to the child GPU. */
+static void put_route(mc_buf_t *b, const mc_tree_edge_t *e, const mc_topo_t *topo)
+{
+    for (int j = 0; j < e->nlinks; j++) {
+        int l = e->links[j];
+        const char *name = l >= 0 && l < topo->nlinks ? topo->nodes[topo->links[l].src].name : "?";
+        put_escaped(b, name);
+        mc_buf_printf(b, " ");
+        if (j == e->nlinks - 1)
+            put_escaped(b, l >= 0 && l < topo->nlinks ? topo->nodes[topo->links[l].dst].name : "?");
+    }
+}
+
+static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo)
+{
+    mc_buf_printf(b, "    <tree piece=\"%d\" offset=\"%" PRIu64 "\" bytes=\"%" PRIu64
+                     "\" root=\"%d\" chunks=\"%d\"",
+                  t->piece, t->offset, t->bytes, t->root, t->nchunks);
+    if (t->rate > 0)
+        mc_buf_printf(b, " rate=\"%.17g\"", t->rate);
+    mc_buf_printf(b, t->nedges ? ">\n" : "/>\n");
+    for (int e = 0; e < t->nedges; e++) {
+        const mc_tree_edge_t *ed = &t->edges[e];
+        mc_buf_printf(b, "      <edge parent=\"%d\" child=\"%d\"", ed->parent, ed->child);
+        if (ed->via_gpu >= 0)
+            mc_buf_printf(b, " via=\"%d\"", ed->via_gpu);
+        mc_buf_printf(b, " route=\"");
+        put_route(b, ed, topo);
+        mc_buf_printf(b, "\"/>\n");
+    }
+    if (t->nedges)
+        mc_buf_printf(b, "    </tree>\n");
+}
+
+char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo)
+{
+    mc_buf_t b = {0};
+    mc_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<!-- meshcast schedule; format: docs/schedule-format.md -->\n"
+                      "<schedule version=\"1\" strategy=\"");
+    put_escaped(&b, s->strategy);
+    mc_buf_printf(&b, "\" params=\"");
+    put_escaped(&b, s->params);
+    mc_buf_printf(&b, "\" topology=\"%016" PRIx64 "\" mem-limit=\"%" PRIu64
+                      "\" workspace=\"%" PRIu64 "\">\n  <task>\n",
+                  s->topo_fingerprint, s->mem_limit, s->workspace);
+    char *task = mc_task_to_text(s->task);
+    put_escaped(&b, task);
+    free(task);
+    mc_buf_printf(&b, "%s  </task>\n  <pieces>\n", b.len && b.data[b.len - 1] == '\n' ? "" : "\n");
+    for (int p = 0; p < s->task->npieces; p++) {
+        const mc_piece_t *pc = &s->task->pieces[p];
+        mc_buf_printf(&b, "    <piece n=\"%d\" tensor=\"%d\" box=\"", p, pc->tensor);
+        put_box(&b, &pc->box, s->task->tensors[pc->tensor].src.ndims);
+        mc_buf_printf(&b, "\" bytes=\"%" PRIu64 "\"/>\n", pc->bytes);
+    }
+    mc_buf_printf(&b, "  </pieces>\n");
+    for (int p = 0; p < s->nphases; p++) {
+        mc_buf_printf(&b, "  <phase n=\"%d\">\n", p);
+        for (int t = 0; t < s->ntrees; t++)
+            if (s->trees[t].phase == p)
+                put_tree(&b, &s->trees[t], topo);
+        mc_buf_printf(&b, "  </phase>\n");
+    }
+    mc_buf_printf(&b, "</schedule>\n");
+    return b.data;
+}
+
+mc_status_t mc_sched_save(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
+                          mc_err_t *err)
+{
+    char *xml = mc_sched_to_xml(s, topo);
+    mc_status_t st = mc_write_file_atomic(path, xml, strlen(xml), err);
+    free(xml);
+    return st;
+}

@@ -1,0 +1,404 @@
+/* The flow-level simulator (DESIGN.md section 6). Phases run one after another. In a phase, every
+ * chunk k of every tree edge parent->child is a flow over the edge's route. It becomes ready when
+ * the parent holds chunk k (the root holds every chunk at the phase start; a relay holds it once
+ * its own incoming flow for chunk k has finished: store and forward per chunk) and the edge has
+ * finished chunk k-1 (one connection sends its chunks in order). A ready flow waits the message
+ * overhead (the largest mc_topo_alpha of its route's link kinds plus the route's hop latencies)
+ * and then moves its bytes at its max-min fair share of the links it crosses. Rates are recomputed
+ * at every flow start and end, only for the flows that share links, transitively, with the flows
+ * that changed, so link-disjoint trees cost nothing to each other. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "sim/sim_internal.h"
+
+typedef struct sim_flow {
+    int edge, chunk;
+    double bytes, remaining, rate, t_upd;
+    unsigned version;
+    int active;
+} sim_flow_t;
+
+typedef struct sim_edge {
+    const mc_tree_edge_t *e;
+    int tree;
+    int in_edge;            /* the edge that brings the parent its data, -1 from the root */
+    int child_off, nchild;  /* edges leaving the child, in children[] */
+    int nchunks, next, arrived, busy;
+    int flow_base;
+    double delay;           /* alpha + hop latencies, paid by every chunk */
+} sim_edge_t;
+
+typedef struct sim_link {
+    int *flows, n, cap;     /* active flows */
+    double rate, since;     /* current total rate and since when */
+} sim_link_t;
+
+typedef struct sim {
+    const mc_sched_t *s;
+    const mc_topo_t *topo;
+    mc_sim_result_t *res;
+    int interval_cap;
+    sim_link_t *links;
+    double *cap;
+    mc_sched_maxmin_t *mm;
+    sim_queue_t q;
+    /* one phase */
+    sim_edge_t *edges;
+    int nedges, edge_cap;
+    int *children, nchildren, children_cap;
+    sim_flow_t *flows;
+    int nflows, flow_cap;
+    /* rate recomputation scratch */
+    unsigned epoch;
+    unsigned *link_mark, *flow_mark;
+    int *touched, ntouched;
+    int *comp_links, *comp_flows, ncomp_links, ncomp_flows, comp_flow_cap;
+    int *off, *clinks, clink_cap;
+    double *rates;
+} sim_t;
+
+static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
+{
+    double alpha = 0, lat = 0;
+    for (int j = 0; j < e->nlinks; j++) {
+        const mc_link_t *l = &topo->links[e->links[j]];
+        double a = mc_topo_alpha(l->kind);
+        if (a > alpha)
+            alpha = a;
+        lat += l->latency;
+    }
+    return alpha + lat;
+}
+
+/* Adds the edges and flows of tree ti to the phase. */
+static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
+{
+    const mc_tree_t *tr = &sm->s->trees[ti];
+    const mc_topo_t *topo = sm->topo;
+    mc_status_t st = MC_OK;
+    int base = sm->nedges;
+    if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1)
+        return mc_err_set(err, MC_ERR_INVALID, "sim: tree %d has root %d and %d chunks", ti,
+                          tr->root, tr->nchunks);
+    for (int e = 0; e < tr->nedges; e++) {
+        const mc_tree_edge_t *ed = &tr->edges[e];
+        int bad = ed->nlinks < 1 || ed->parent < 0 || ed->parent >= topo->ngpus ||
+                  ed->child < 0 || ed->child >= topo->ngpus;
+        for (int j = 0; !bad && j < ed->nlinks; j++)
+            bad = ed->links[j] < 0 || ed->links[j] >= topo->nlinks;
+        int in = bad || ed->parent == tr->root ? -1 : edge_of[ed->parent];
+        if (bad || (ed->parent != tr->root && in < 0)) {
+            st = mc_err_set(err, MC_ERR_INVALID, "sim: tree %d, edge %d -> %d: %s; run meshcast "
+                            "validate", ti, ed->parent, ed->child,
+                            bad ? "its route is not on this topology" : "its parent never gets the data");
+            goto out;
+        }
+        MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
+        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .tree = ti, .in_edge = in,
+                                             .nchunks = tr->nchunks, .flow_base = sm->nflows,
+                                             .delay = edge_delay(topo, ed)};
+        edge_of[ed->child] = sm->nedges++;
+        MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
+        for (int k = 0; k < tr->nchunks; k++) {
+            uint64_t off, len;
+            mc_tree_chunk(tr, k, &off, &len);
+            sm->flows[sm->nflows++] = (sim_flow_t){.edge = sm->nedges - 1, .chunk = k,
+                                                   .bytes = (double)len};
+        }
+    }
+    /* children lists (edges whose parent is this edge's child), by counting */
+    int n = sm->nedges - base;
+    MC_GROW(sm->children, sm->children_cap, sm->nchildren + n);
+    for (int i = base; i < sm->nedges; i++)
+        sm->edges[i].nchild = 0;
+    for (int i = base; i < sm->nedges; i++)
+        if (sm->edges[i].in_edge >= 0)
+            sm->edges[sm->edges[i].in_edge].nchild++;
+    for (int i = base, at = sm->nchildren; i < sm->nedges; i++) {
+        sm->edges[i].child_off = at;
+        at += sm->edges[i].nchild;
+        sm->edges[i].nchild = 0;
+    }
+    for (int i = base; i < sm->nedges; i++) {
+        sim_edge_t *p = sm->edges[i].in_edge >= 0 ? &sm->edges[sm->edges[i].in_edge] : NULL;
+        if (p)
+            sm->children[p->child_off + p->nchild++] = i;
+    }
+    sm->nchildren += n;
+out:
+    for (int i = base; i < sm->nedges; i++)
+        edge_of[sm->edges[i].e->child] = -1;
+    return st;
+}
+
+static void touch_link(sim_t *sm, int l)
+{
+    if (sm->link_mark[l] == sm->epoch)
+        return;
+    sm->link_mark[l] = sm->epoch;
+    sm->touched[sm->ntouched++] = l;
+}
+
+/* Starts the next chunk of edge i if the edge is free and its parent holds that chunk. */
+static void try_start(sim_t *sm, int i, double now)
+{
+    sim_edge_t *e = &sm->edges[i];
+    if (e->busy || e->next >= e->nchunks)
+        return;
+    if (e->in_edge >= 0 && sm->edges[e->in_edge].arrived <= e->next)
+        return;
+    e->busy = 1;
+    sim_queue_push(&sm->q, now + e->delay, SIM_EV_ACTIVATE, e->flow_base + e->next++, 0);
+}
+
+static void link_add(sim_link_t *l, int f)
+{
+    MC_GROW(l->flows, l->cap, l->n + 1);
+    l->flows[l->n++] = f;
+}
+
+static void link_remove(sim_link_t *l, int f)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->flows[i] == f) {
+            memmove(&l->flows[i], &l->flows[i + 1], sizeof(int) * (size_t)(l->n - i - 1));
+            l->n--;
+            return;
+        }
+}
+
+/* Applies one event; returns 0 for a finish event that a later rate change superseded. */
+static int process(sim_t *sm, const sim_event_t *ev, double now)
+{
+    sim_flow_t *f = &sm->flows[ev->flow];
+    sim_edge_t *e = &sm->edges[f->edge];
+    if (ev->kind == SIM_EV_ACTIVATE) {
+        f->active = 1;
+        f->remaining = f->bytes;
+        f->rate = 0;
+        f->t_upd = now;
+        for (int j = 0; j < e->e->nlinks; j++) {
+            link_add(&sm->links[e->e->links[j]], ev->flow);
+            touch_link(sm, e->e->links[j]);
+        }
+        return 1;
+    }
+    if (!f->active || ev->version != f->version)
+        return 0;
+    f->active = 0;
+    f->remaining = 0;
+    for (int j = 0; j < e->e->nlinks; j++) {
+        link_remove(&sm->links[e->e->links[j]], ev->flow);
+        touch_link(sm, e->e->links[j]);
+    }
+    e->arrived++;
+    e->busy = 0;
+    try_start(sm, f->edge, now);
+    for (int c = 0; c < e->nchild; c++)
+        try_start(sm, sm->children[e->child_off + c], now);
+    return 1;
+}
+
+static void record(sim_t *sm, int l, double now, double rate)
+{
+    sim_link_t *sl = &sm->links[l];
+    if (fabs(rate - sl->rate) <= 1e-12 * (rate > sl->rate ? rate : sl->rate))
+        return; /* the same total summed in another order */
+    if (sl->rate > 0 && now > sl->since) {
+        mc_sim_result_t *r = sm->res;
+        MC_GROW(r->intervals, sm->interval_cap, r->nintervals + 1);
+        r->intervals[r->nintervals++] = (mc_sim_interval_t){l, sl->since, now, sl->rate};
+        r->link_busy_s[l] += now - sl->since;
+        r->link_bytes[l] += sl->rate * (now - sl->since);
+    }
+    sl->rate = rate;
+    sl->since = now;
+}
+
+/* The flows connected through shared links to the touched links, and those links. */
+static void collect_component(sim_t *sm)
+{
+    sm->ncomp_links = sm->ncomp_flows = 0;
+    for (int i = 0; i < sm->ntouched; i++)
+        sm->comp_links[sm->ncomp_links++] = sm->touched[i];
+    for (int i = 0; i < sm->ncomp_links; i++) {
+        sim_link_t *l = &sm->links[sm->comp_links[i]];
+        for (int k = 0; k < l->n; k++) {
+            int f = l->flows[k];
+            if (sm->flow_mark[f] == sm->epoch)
+                continue;
+            sm->flow_mark[f] = sm->epoch;
+            MC_GROW(sm->comp_flows, sm->comp_flow_cap, sm->ncomp_flows + 1);
+            sm->comp_flows[sm->ncomp_flows++] = f;
+            const mc_tree_edge_t *e = sm->edges[sm->flows[f].edge].e;
+            for (int j = 0; j < e->nlinks; j++)
+                if (sm->link_mark[e->links[j]] != sm->epoch) {
+                    sm->link_mark[e->links[j]] = sm->epoch;
+                    sm->comp_links[sm->ncomp_links++] = e->links[j];
+                }
+        }
+    }
+}
+
+/* New max-min rates for the component around the touched links; new finish events. */
+static void recompute(sim_t *sm, double now)
+{
+    collect_component(sm);
+    int n = sm->ncomp_flows;
+    MC_GROW(sm->off, sm->clink_cap, n + 1);
+    sm->rates = mc_xrealloc(sm->rates, sizeof(double) * (size_t)(n + 1));
+    int nl = 0;
+    for (int i = 0; i < n; i++)
+        nl += sm->edges[sm->flows[sm->comp_flows[i]].edge].e->nlinks;
+    sm->clinks = mc_xrealloc(sm->clinks, sizeof(int) * (size_t)(nl + 1));
+    sm->off[0] = 0;
+    for (int i = 0, at = 0; i < n; i++) {
+        const mc_tree_edge_t *e = sm->edges[sm->flows[sm->comp_flows[i]].edge].e;
+        memcpy(&sm->clinks[at], e->links, sizeof(int) * (size_t)e->nlinks);
+        at += e->nlinks;
+        sm->off[i + 1] = at;
+    }
+    mc_sched_maxmin_solve(sm->mm, n, sm->off, sm->clinks, NULL, sm->cap, sm->rates);
+    for (int i = 0; i < n; i++) {
+        sim_flow_t *f = &sm->flows[sm->comp_flows[i]];
+        f->remaining -= f->rate * (now - f->t_upd);
+        if (f->remaining < 0)
+            f->remaining = 0;
+        f->t_upd = now;
+        if (sm->rates[i] == f->rate)
+            continue;
+        f->rate = sm->rates[i];
+        f->version++;
+        sim_queue_push(&sm->q, now + f->remaining / f->rate, SIM_EV_FINISH, sm->comp_flows[i],
+                       f->version);
+    }
+    for (int i = 0; i < sm->ncomp_links; i++) {
+        sim_link_t *l = &sm->links[sm->comp_links[i]];
+        double total = 0;
+        for (int k = 0; k < l->n; k++)
+            total += sm->flows[l->flows[k]].rate;
+        record(sm, sm->comp_links[i], now, total);
+    }
+}
+
+/* Runs one phase from t0; returns its end time in *t_end. */
+static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, double *t_end,
+                             mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    sm->nedges = sm->nflows = sm->nchildren = 0;
+    for (int ti = 0; ti < sm->s->ntrees; ti++)
+        if (sm->s->trees[ti].phase == phase)
+            MC_CHECK_GOTO(build_tree(sm, ti, edge_of, err), out, st);
+    sm->flow_mark = mc_xrealloc(sm->flow_mark, sizeof(unsigned) * (size_t)(sm->nflows + 1));
+    memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
+    double now = t0, last = t0;
+    for (int i = 0; i < sm->nedges; i++)
+        if (sm->edges[i].in_edge < 0)
+            try_start(sm, i, now);
+    while (sm->q.n > 0) {
+        sim_event_t ev = sim_queue_pop(&sm->q);
+        now = ev.t;
+        sm->ntouched = 0;
+        if (++sm->epoch == 0) { /* wrapped: clear the marks */
+            memset(sm->link_mark, 0, sizeof(unsigned) * (size_t)sm->topo->nlinks);
+            memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
+            sm->epoch = 1;
+        }
+        if (process(sm, &ev, now))
+            last = now;
+        /* events at the same instant (up to rounding) share one rate computation */
+        while (sm->q.n > 0 && sm->q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
+            ev = sim_queue_pop(&sm->q);
+            if (process(sm, &ev, now))
+                last = now;
+        }
+        if (sm->ntouched)
+            recompute(sm, now);
+    }
+    for (int i = 0; i < sm->nedges; i++)
+        if (sm->edges[i].arrived < sm->edges[i].nchunks) {
+            st = mc_err_set(err, MC_ERR_INTERNAL, "sim: phase %d stalled on tree %d", phase,
+                            sm->edges[i].tree);
+            goto out;
+        }
+    sm->res->nflows += sm->nflows;
+    *t_end = last;
+out:
+    sim_queue_free(&sm->q);
+    return st;
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+    const mc_sim_interval_t *x = a, *y = b;
+    if (x->link != y->link)
+        return x->link < y->link ? -1 : 1;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+static void sim_free(sim_t *sm)
+{
+    for (int l = 0; sm->links && l < sm->topo->nlinks; l++)
+        free(sm->links[l].flows);
+    free(sm->links);
+    free(sm->cap);
+    mc_sched_maxmin_free(sm->mm);
+    sim_queue_free(&sm->q);
+    free(sm->edges);
+    free(sm->children);
+    free(sm->flows);
+    free(sm->link_mark);
+    free(sm->flow_mark);
+    free(sm->touched);
+    free(sm->comp_links);
+    free(sm->comp_flows);
+    free(sm->off);
+    free(sm->clinks);
+    free(sm->rates);
+}
+
+mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                       mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    size_t nl = (size_t)topo->nlinks + 1;
+    memset(res, 0, sizeof(*res));
+    res->nlinks = topo->nlinks;
+    res->link_busy_s = mc_xcalloc(nl, sizeof(double));
+    res->link_bytes = mc_xcalloc(nl, sizeof(double));
+    sim_t sm = {.s = s, .topo = topo, .res = res};
+    sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
+    sm.cap = mc_xcalloc(nl, sizeof(double));
+    for (int l = 0; l < topo->nlinks; l++)
+        sm.cap[l] = topo->links[l].bw;
+    sm.mm = mc_sched_maxmin_new(topo->nlinks);
+    sm.link_mark = mc_xcalloc(nl, sizeof(unsigned));
+    sm.touched = mc_xcalloc(nl, sizeof(int));
+    sm.comp_links = mc_xcalloc(nl, sizeof(int));
+    int *edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
+    for (int g = 0; g < topo->ngpus; g++)
+        edge_of[g] = -1;
+    double t = 0;
+    for (int p = 0; p < s->nphases; p++)
+        MC_CHECK_GOTO(run_phase(&sm, p, edge_of, t, &t, err), out, st);
+    res->makespan_s = t;
+    qsort(res->intervals, (size_t)res->nintervals, sizeof(*res->intervals), cmp_interval);
+out:
+    free(edge_of);
+    sim_free(&sm);
+    if (st != MC_OK)
+        mc_sim_result_free(res);
+    return st;
+}
+
+void mc_sim_result_free(mc_sim_result_t *res)
+{
+    free(res->link_busy_s);
+    free(res->link_bytes);
+    free(res->intervals);
+    memset(res, 0, sizeof(*res));
+}

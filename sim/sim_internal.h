@@ -1,0 +1,26 @@
+/* Internals of sim/: the event queue, ordered by time and then by insertion, so that runs are
+ * deterministic whatever the order in which equal times were computed. */
+#ifndef MC_SIM_INTERNAL_H
+#define MC_SIM_INTERNAL_H
+
+typedef enum { SIM_EV_ACTIVATE, SIM_EV_FINISH } sim_ev_kind_t;
+
+typedef struct sim_event {
+    double t;
+    long seq;
+    sim_ev_kind_t kind;
+    int flow;
+    unsigned version; /* FINISH: the flow's rate version it was computed for */
+} sim_event_t;
+
+typedef struct sim_queue {
+    sim_event_t *ev;
+    int n, cap;
+    long seq;
+} sim_queue_t;
+
+void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsigned version);
+sim_event_t sim_queue_pop(sim_queue_t *q);
+void sim_queue_free(sim_queue_t *q);
+
+#endif

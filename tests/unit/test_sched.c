@@ -1,0 +1,281 @@
+/* Tests for sched/: validate accepts a valid schedule and catches each way of breaking it, one
+ * violation each (a missing edge, a link shared in a phase, a root that does not hold the data yet,
+ * a destination left without some bytes, bytes received twice, an edge whose parent is not in the
+ * tree, a route that does not reach the child), planned rates, chunks, peak memory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "tests/unit/test_sched_fixture.h"
+
+static int setup(void **state)
+{
+    fixture_t *fx = calloc(1, sizeof(*fx));
+    fx_init(fx);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_free(*state);
+    free(*state);
+    return 0;
+}
+
+/* Validates s, expects exactly want violations and, when want > 0, that the report contains text. */
+static void expect_violations(mc_sched_t *s, const fixture_t *fx, int want, const char *text)
+{
+    mc_buf_t out = {0};
+    int n = mc_sched_validate(s, fx->topo, &out);
+    if (n != want || (text && (!out.data || !strstr(out.data, text))))
+        fail_msg("%d violations (want %d with \"%s\"):\n%s", n, want, text ? text : "",
+                 out.data ? out.data : "");
+    int lines = 0;
+    for (size_t i = 0; i < out.len; i++)
+        lines += out.data[i] == '\n';
+    assert_int_equal(lines, n);
+    mc_buf_free(&out);
+    mc_sched_free(s);
+}
+
+static void test_valid(void **state)
+{
+    fixture_t *fx = *state;
+    expect_violations(fx_valid(fx, 1), fx, 0, NULL);
+    expect_violations(fx_valid(fx, 4), fx, 0, NULL);
+}
+
+static void test_missing_edge(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[1].nedges = 0;
+    expect_violations(s, fx, 1, "GPU 3 never receives bytes [0, 2048)");
+}
+
+static void test_link_shared_in_phase(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    /* tree 1 now also starts at GPU0, so both trees cross GPU0 -> sw0 in phase 0 */
+    s->trees[1].nedges = 0;
+    s->trees[1].root = 0;
+    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    expect_violations(s, fx, 1, "phase 0: link h0/GPU0 -> sw0 is shared by 2 trees");
+}
+
+static void test_shared_link_in_other_phases_or_with_rates(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[1].nedges = 0;
+    s->trees[1].root = 0;
+    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    s->trees[1].phase = 1;
+    s->nphases = 2;
+    expect_violations(s, fx, 0, NULL);
+
+    /* same phase, planned rates: each gets half of GPU0 -> sw0 */
+    s = fx_valid(fx, 1);
+    s->trees[1].nedges = 0;
+    s->trees[1].root = 0;
+    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    mc_sched_plan_rates(s, fx->topo);
+    assert_float_equal(s->trees[0].rate, FX_BW / 2, 1);
+    assert_float_equal(s->trees[1].rate, FX_BW / 2, 1);
+    expect_violations(s, fx, 0, NULL);
+
+    s = fx_valid(fx, 1);
+    s->trees[1].nedges = 0;
+    s->trees[1].root = 0;
+    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    s->trees[0].rate = 60e9;
+    s->trees[1].rate = 50e9;
+    expect_violations(s, fx, 1, "planned at 110 GB/s, above its 100 GB/s");
+}
+
+/* A tree that crosses one link twice (GPU0 -> sw0 for both children) loads it twice its rate. */
+static void test_planned_rates_count_crossings(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    int a = mc_sched_add_tree(s, fx->piece_of[2], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 3}); /* GPU3 relays rows it does not need */
+    int b = mc_sched_add_tree(s, fx->piece_of[3], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, b, 3, (int[]){0, FX_SW, 3});
+    mc_sched_plan_rates(s, fx->topo);
+    /* GPU0 -> sw0 carries 2 r_a + r_b <= B and sw0 -> GPU3 carries r_a + r_b <= B: B/3 each */
+    assert_float_equal(s->trees[a].rate, FX_BW / 3, 1);
+    assert_float_equal(s->trees[b].rate, FX_BW / 3, 1);
+    expect_violations(s, fx, 0, NULL);
+}
+
+static void test_root_does_not_hold(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[1].nedges = 0;
+    s->trees[1].root = 2;
+    fx_edge(s, fx->topo, 1, 3, (int[]){2, FX_SW, 3});
+    expect_violations(s, fx, 1, "tree 1: root GPU 2 does not hold bytes [0, 2048)");
+}
+
+/* A GPU that received a range in an earlier phase may root a tree for it. */
+static void test_root_received_earlier(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    int p3 = fx->piece_of[3];
+    int a = mc_sched_add_tree(s, fx->piece_of[2], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
+    int r = mc_sched_add_tree(s, p3, 0, 2048, 1, 0, 1); /* GPU2 relays piece 3 ... */
+    fx_edge(s, fx->topo, r, 3, (int[]){1, FX_SW, 2});
+    int b = mc_sched_add_tree(s, p3, 0, 2048, 2, 1, 1); /* ... to GPU3 in phase 1 */
+    fx_edge(s, fx->topo, b, 3, (int[]){2, FX_SW, 3});
+    /* in phase 0 both trees enter GPU2 through sw0 -> GPU2: one violation */
+    expect_violations(s, fx, 1, "link sw0 -> h0/GPU2 is shared");
+
+    s = mc_sched_new(fx->task, fx->topo, "test");
+    a = mc_sched_add_tree(s, fx->piece_of[2], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
+    r = mc_sched_add_tree(s, p3, 0, 2048, 1, 1, 1);
+    fx_edge(s, fx->topo, r, 3, (int[]){1, FX_SW, 2});
+    b = mc_sched_add_tree(s, p3, 0, 2048, 2, 1, 1); /* same phase as its delivery: too early */
+    fx_edge(s, fx->topo, b, 3, (int[]){2, FX_SW, 3});
+    expect_violations(s, fx, 1, "tree 2: root GPU 2 does not hold");
+    s = mc_sched_new(fx->task, fx->topo, "test");
+    a = mc_sched_add_tree(s, fx->piece_of[2], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
+    r = mc_sched_add_tree(s, p3, 0, 2048, 1, 1, 1);
+    fx_edge(s, fx->topo, r, 3, (int[]){1, FX_SW, 2});
+    b = mc_sched_add_tree(s, p3, 0, 2048, 2, 2, 1);
+    fx_edge(s, fx->topo, b, 3, (int[]){2, FX_SW, 3});
+    expect_violations(s, fx, 0, NULL);
+}
+
+static void test_destination_short_of_bytes(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[0].bytes = 1024;
+    expect_violations(s, fx, 1, "GPU 2 never receives bytes [1024, 2048)");
+}
+
+static void test_bytes_received_twice(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    int t = mc_sched_add_tree(s, fx->piece_of[2], 1024, 1024, 0, 1, 1);
+    fx_edge(s, fx->topo, t, 3, (int[]){0, FX_SW, 2});
+    expect_violations(s, fx, 1, "GPU 2 receives bytes [1024, 2048) more than once");
+}
+
+static void test_parent_not_in_tree(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    int a = mc_sched_add_tree(s, fx->piece_of[3], 0, 2048, 0, 0, 1);
+    fx_edge(s, fx->topo, a, 3, (int[]){2, FX_SW, 3}); /* GPU2 has nothing of this tree yet */
+    fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
+    int b = mc_sched_add_tree(s, fx->piece_of[2], 0, 2048, 1, 0, 1);
+    fx_edge(s, fx->topo, b, 2, (int[]){1, 0});
+    fx_edge(s, fx->topo, b, 3, (int[]){0, FX_SW, 2});
+    /* tree 1 reaches GPU0 (a holder) over NVLink, then crosses GPU0 -> sw0 -> GPU2 as tree 0
+     * does: the parent violation and two shared links (GPU2 only relays tree 0's piece) */
+    mc_buf_t out = {0};
+    assert_int_equal(mc_sched_validate(s, fx->topo, &out), 3);
+    assert_non_null(strstr(out.data, "tree 0, edge 2 -> 3: GPU 2 is not in the tree yet"));
+    mc_buf_free(&out);
+    mc_sched_free(s);
+}
+
+static void test_route_does_not_reach_child(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[1].edges[0].child = 2; /* the route still ends at GPU3 */
+    s->trees[1].edges[0].nlinks = 1;
+    s->trees[1].nedges = 1;
+    mc_buf_t out = {0};
+    int n = mc_sched_validate(s, fx->topo, &out);
+    assert_non_null(strstr(out.data, "tree 1, edge 1 -> 2: the route ends at sw0, not at GPU 2"));
+    assert_non_null(strstr(out.data, "GPU 3 never receives"));
+    assert_int_equal(n, 2); /* GPU2 is not a destination of tree 1's piece: a relay, no repeat */
+    mc_buf_free(&out);
+    mc_sched_free(s);
+}
+
+static void test_bad_ranges(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    s->trees[0].piece = 7;
+    expect_violations(s, fx, 2, "tree 0: piece 7 does not exist");
+    s = fx_valid(fx, 1);
+    s->trees[0].nchunks = 4096; /* more chunks than bytes */
+    expect_violations(s, fx, 1, "2048 bytes cannot be cut into 4096 non-empty chunks");
+}
+
+static void test_chunks(void **state)
+{
+    mc_tree_t t = {.bytes = 10, .nchunks = 4};
+    uint64_t off, len, sum = 0;
+    for (int k = 0; k < 4; k++) {
+        mc_tree_chunk(&t, k, &off, &len);
+        assert_int_equal(off, 3 * k);
+        assert_int_equal(len, k < 3 ? 3 : 1);
+        sum += len;
+    }
+    assert_int_equal(sum, 10);
+}
+
+/* GPU0 holds the whole 4096-byte tensor and needs nothing: 4096. GPU2 needs 2048. A relay
+ * through GPU3 adds the 2048 bytes of rows 0-1 that GPU3 does not need. */
+static void test_peak_memory(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    assert_int_equal(mc_sched_peak_mem(s, 0), 4096);
+    assert_int_equal(mc_sched_peak_mem(s, 2), 2048);
+    assert_int_equal(mc_sched_peak_mem(s, 3), 2048);
+    s->trees[0].nedges = 0;
+    s->trees[1].phase = 1; /* keep tree 0's detour off tree 1's links */
+    s->nphases = 2;
+    fx_edge(s, fx->topo, 0, 2, (int[]){0, 1}); /* GPU0 -> GPU1 (a holder: relays it) */
+    fx_edge(s, fx->topo, 0, 3, (int[]){1, FX_SW, 3});
+    fx_edge(s, fx->topo, 0, 3, (int[]){3, FX_SW, 2});
+    assert_int_equal(mc_sched_peak_mem(s, 3), 4096);
+    assert_int_equal(mc_sched_peak_mem(s, 1), 4096 + 2048);
+    s->workspace = 100;
+    assert_int_equal(mc_sched_peak_mem(s, 2), 2148);
+    s->mem_limit = 4200;
+    /* GPU1: 4096 + 2048 + 100 = 6244; GPU3: 4096 + 100 = 4196 fits */
+    expect_violations(s, fx, 1, "GPU 1: peak memory 6244 bytes is above the stated bound of 4200");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_missing_edge),
+        cmocka_unit_test(test_link_shared_in_phase),
+        cmocka_unit_test(test_shared_link_in_other_phases_or_with_rates),
+        cmocka_unit_test(test_planned_rates_count_crossings),
+        cmocka_unit_test(test_root_does_not_hold),
+        cmocka_unit_test(test_root_received_earlier),
+        cmocka_unit_test(test_destination_short_of_bytes),
+        cmocka_unit_test(test_bytes_received_twice),
+        cmocka_unit_test(test_parent_not_in_tree),
+        cmocka_unit_test(test_route_does_not_reach_child),
+        cmocka_unit_test(test_bad_ranges),
+        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_peak_memory),
+    };
+    return cmocka_run_group_tests_name("sched", tests, setup, teardown);
+}

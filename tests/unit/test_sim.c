@@ -1,0 +1,272 @@
+/* Tests for sim/: the simulator against closed forms on hand-built topologies: one transfer, a
+ * pipelined chain, flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
+ * whose branches share the root's egress, phases in sequence, and repeatability. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define B 100e9  /* bytes/s of every link unless a test says otherwise */
+#define L 1e-6   /* latency of every link */
+
+/* ngpus GPUs on host 0 plus nswitch PCI switches named "sw<i>"; no links yet. */
+static mc_topo_t *topo_nodes(int ngpus, int nswitch)
+{
+    mc_topo_t *t = mc_topo_new("test");
+    for (int i = 0; i < ngpus; i++) {
+        mc_node_t n = {.kind = MC_NODE_GPU, .host = 0, .dev = i, .busid = -1, .rail = -1};
+        snprintf(n.name, sizeof n.name, "h0/GPU%d", i);
+        mc_topo_add_node(t, &n);
+    }
+    for (int i = 0; i < nswitch; i++) {
+        mc_node_t n = {.kind = MC_NODE_PCI, .host = 0, .dev = -1, .busid = -1, .rail = -1};
+        snprintf(n.name, sizeof n.name, "sw%d", i);
+        mc_topo_add_node(t, &n);
+    }
+    return t;
+}
+
+static void finalize(mc_topo_t *t)
+{
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
+}
+
+/* Adds edge a->b to tree ti along the given node ids. */
+static void edge(mc_sched_t *s, const mc_topo_t *t, int ti, int a, int b, int nnodes, const int *nodes)
+{
+    mc_route_t r = {.src_gpu = a, .dst_gpu = b, .via_gpu = -1, .nlinks = nnodes - 1};
+    for (int i = 0; i + 1 < nnodes; i++) {
+        r.links[i] = mc_topo_find_link(t, nodes[i], nodes[i + 1]);
+        assert_true(r.links[i] >= 0);
+    }
+    mc_err_t err = {0};
+    assert_int_equal(mc_sched_add_edge_route(s, ti, &r, &err), MC_OK);
+}
+
+static double run(const mc_sched_t *s, const mc_topo_t *t, mc_sim_result_t *res)
+{
+    mc_err_t err = {0};
+    assert_int_equal(mc_sim_run(s, t, res, &err), MC_OK);
+    return res->makespan_s;
+}
+
+static void assert_close(double got, double want)
+{
+    if (!(got >= want * (1 - 1e-9) && got <= want * (1 + 1e-9)))
+        fail_msg("got %.12g, want %.12g", got, want);
+}
+
+static void test_one_transfer(void **state)
+{
+    mc_topo_t *t = topo_nodes(2, 0);
+    mc_topo_add_link_pair(t, 0, 1, MC_LINK_NVL, B, L, 1);
+    finalize(t);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    int ti = mc_sched_add_tree(s, 0, 0, 1000000, 0, 0, 1);
+    edge(s, t, ti, 0, 1, 2, (int[]){0, 1});
+    mc_sim_result_t res;
+    /* alpha(NVLink) + one hop + 1 MB at 100 GB/s */
+    assert_close(run(s, t, &res), mc_topo_alpha(MC_LINK_NVL) + L + 1e6 / B);
+    int l = mc_topo_find_link(t, 0, 1);
+    assert_close(res.link_bytes[l], 1e6);
+    assert_close(res.link_busy_s[l], 1e6 / B);
+    assert_int_equal(res.nflows, 1);
+    assert_int_equal(res.nintervals, 1);
+    assert_close(res.intervals[0].rate, B);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* A chain of h hops with c chunks: (h + c - 1) steps of alpha + L + S/(cB). */
+static void test_pipelined_chain(void **state)
+{
+    const int h = 3, c = 4;
+    const double S = 8e6;
+    mc_topo_t *t = topo_nodes(h + 1, 0);
+    for (int i = 0; i < h; i++)
+        mc_topo_add_link_pair(t, i, i + 1, MC_LINK_NVL, B, L, 1);
+    finalize(t);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)S, 0, 0, c);
+    for (int i = 0; i < h; i++)
+        edge(s, t, ti, i, i + 1, 2, (int[]){i, i + 1});
+    mc_sim_result_t res;
+    double step = mc_topo_alpha(MC_LINK_NVL) + L + S / c / B;
+    assert_close(run(s, t, &res), (h + c - 1) * step);
+    assert_int_equal(res.nflows, h * c);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* GPUs 0..n-1 each send to GPU n through switch sw0 (node n+1); the sw0 -> GPU n link is shared. */
+static mc_topo_t *topo_incast(int n, const double *up_bw)
+{
+    mc_topo_t *t = topo_nodes(n + 1, 1);
+    int sw = n + 1;
+    for (int i = 0; i < n; i++)
+        mc_topo_add_link_pair(t, i, sw, MC_LINK_PCI, up_bw ? up_bw[i] : B, L, 1);
+    mc_topo_add_link_pair(t, sw, n, MC_LINK_PCI, B, L, 1);
+    finalize(t);
+    return t;
+}
+
+static mc_sched_t *incast(const mc_topo_t *t, int n, const double *bytes)
+{
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    for (int i = 0; i < n; i++) {
+        int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)bytes[i], i, 0, 1);
+        edge(s, t, ti, i, n, 3, (int[]){i, n + 1, n});
+    }
+    return s;
+}
+
+static void test_two_flows_share_a_link(void **state)
+{
+    mc_topo_t *t = topo_incast(2, NULL);
+    mc_sched_t *s = incast(t, 2, (double[]){1e6, 1e6});
+    mc_sim_result_t res;
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    /* each gets half of B: both finish after 2 MB / B */
+    assert_close(run(s, t, &res), t0 + 2e6 / B);
+    int shared = mc_topo_find_link(t, 3, 2);
+    assert_close(res.link_bytes[shared], 2e6);
+    assert_close(res.link_busy_s[shared], 2e6 / B);
+    for (int i = 0; i < 2; i++)
+        assert_close(res.link_busy_s[mc_topo_find_link(t, i, 3)], 2e6 / B);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
+ * for the last 1 MB. */
+static void test_three_flows_share_a_link(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t res;
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    assert_close(run(s, t, &res), t0 + 6e6 / B);
+    int sw = 4;
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 0, sw)], 3e6 / B);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 1, sw)], 5e6 / B);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 2, sw)], 6e6 / B);
+    /* the shared link runs at B throughout (3, 2 then 1 flows): one interval of constant rate */
+    int shared = mc_topo_find_link(t, sw, 3), n = 0;
+    for (int i = 0; i < res.nintervals; i++)
+        if (res.intervals[i].link == shared) {
+            assert_close(res.intervals[i].rate, B);
+            assert_close(res.intervals[i].t0, t0);
+            assert_close(res.intervals[i].t1, t0 + 6e6 / B);
+            n++;
+        }
+    assert_int_equal(n, 1);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* Max-min, not equal split: flow 0 is held to B/4 by its own first link, so flow 1 gets 3B/4 of
+ * the shared link; with 0.25 MB and 0.75 MB both end after 1 MB/B. */
+static void test_maxmin_unequal_bottlenecks(void **state)
+{
+    mc_topo_t *t = topo_incast(2, (double[]){B / 4, B});
+    mc_sched_t *s = incast(t, 2, (double[]){0.25e6, 0.75e6});
+    mc_sim_result_t res;
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    assert_close(run(s, t, &res), t0 + 1e6 / B);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 0, 3)], 1e6 / B);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 1, 3)], 1e6 / B);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* Root GPU 0 reaches GPUs 1 and 2 through sw0 (node 3): both branches cross GPU0 -> sw0, so each
+ * chunk step moves 2 chunks over it: c steps of alpha + 2L + 2 (S/c) / B. */
+static void test_tree_branches_share_root_egress(void **state)
+{
+    const int c = 2;
+    const double S = 4e6;
+    mc_topo_t *t = topo_nodes(3, 1);
+    for (int i = 0; i < 3; i++)
+        mc_topo_add_link_pair(t, i, 3, MC_LINK_PCI, B, L, 1);
+    finalize(t);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)S, 0, 0, c);
+    edge(s, t, ti, 0, 1, 3, (int[]){0, 3, 1});
+    edge(s, t, ti, 0, 2, 3, (int[]){0, 3, 2});
+    mc_sim_result_t res;
+    assert_close(run(s, t, &res), c * (mc_topo_alpha(MC_LINK_PCI) + 2 * L + 2 * (S / c) / B));
+    assert_close(res.link_bytes[mc_topo_find_link(t, 0, 3)], 2 * S);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* Two phases run one after the other, even on disjoint links. */
+static void test_phases_in_sequence(void **state)
+{
+    mc_topo_t *t = topo_nodes(4, 0);
+    mc_topo_add_link_pair(t, 0, 1, MC_LINK_NVL, B, L, 1);
+    mc_topo_add_link_pair(t, 2, 3, MC_LINK_NVL, B, L, 1);
+    finalize(t);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    edge(s, t, mc_sched_add_tree(s, 0, 0, 1000000, 0, 0, 1), 0, 1, 2, (int[]){0, 1});
+    edge(s, t, mc_sched_add_tree(s, 0, 0, 2000000, 2, 1, 1), 2, 3, 2, (int[]){2, 3});
+    mc_sim_result_t res;
+    double a = mc_topo_alpha(MC_LINK_NVL) + L;
+    assert_close(run(s, t, &res), (a + 1e6 / B) + (a + 2e6 / B));
+    /* the second phase's interval starts after the first phase ends */
+    int l = mc_topo_find_link(t, 2, 3);
+    for (int i = 0; i < res.nintervals; i++)
+        if (res.intervals[i].link == l)
+            assert_close(res.intervals[i].t0, (a + 1e6 / B) + a);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+static void test_repeatable_and_bad_route(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 1.5e6, 0.7e6});
+    mc_sim_result_t a, b;
+    run(s, t, &a);
+    run(s, t, &b);
+    assert_true(a.makespan_s == b.makespan_s);
+    assert_int_equal(a.nintervals, b.nintervals);
+    assert_memory_equal(a.intervals, b.intervals, sizeof(*a.intervals) * (size_t)a.nintervals);
+    mc_sim_result_free(&a);
+    mc_sim_result_free(&b);
+    s->trees[1].edges[0].links[0] = -1; /* a link this topology lacks (read with --force) */
+    mc_err_t err = {0};
+    assert_int_equal(mc_sim_run(s, t, &a, &err), MC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "tree 1"));
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_transfer),
+        cmocka_unit_test(test_pipelined_chain),
+        cmocka_unit_test(test_two_flows_share_a_link),
+        cmocka_unit_test(test_three_flows_share_a_link),
+        cmocka_unit_test(test_maxmin_unequal_bottlenecks),
+        cmocka_unit_test(test_tree_branches_share_root_egress),
+        cmocka_unit_test(test_phases_in_sequence),
+        cmocka_unit_test(test_repeatable_and_bad_route),
+    };
+    return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}
