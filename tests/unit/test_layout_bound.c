@@ -18,13 +18,6 @@
 
 #include "layout/layout.h"
 
-/* Until topo_route.c reaches this branch: weak, so the real route-cache cleanup wins. */
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t);
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t)
-{
-    (void)t;
-}
-
 #define NIC 1.25e9
 #define GIB 1073741824.0
 

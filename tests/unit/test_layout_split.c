@@ -12,13 +12,6 @@
 
 #include "layout/layout.h"
 
-/* Until topo_route.c reaches this branch: weak, so the real route-cache cleanup wins. */
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t);
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t)
-{
-    (void)t;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int rnd(int n) /* uniform-ish in [0, n) */
 {
