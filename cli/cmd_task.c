@@ -55,15 +55,22 @@ static void box_text(mc_buf_t *b, const mc_box_t *box, int nd)
     mc_buf_printf(b, "]");
 }
 
-static int ngpus_of(const mc_task_t *task, const mc_topo_t *topo)
+/* Bytes to receive and the peak-memory bound of every GPU (the topology's, or up to the largest
+ * id in the meshes without one), in new arrays; returns the GPU count. */
+static int gpu_figures(const mc_task_t *task, const mc_topo_t *topo, uint64_t **need,
+                       uint64_t **peak)
 {
-    if (topo)
-        return topo->ngpus;
     int n = 0;
-    for (int m = 0; m < task->nmeshes; m++)
+    if (topo)
+        n = topo->ngpus;
+    for (int m = 0; !topo && m < task->nmeshes; m++)
         for (int i = 0; i < task->meshes[m].ndevices; i++)
             if (task->meshes[m].devices[i] + 1 > n)
                 n = task->meshes[m].devices[i] + 1;
+    *need = mc_xmalloc(sizeof(uint64_t) * (size_t)n);
+    *peak = mc_xmalloc(sizeof(uint64_t) * (size_t)n);
+    mc_task_need_bytes_all(task, n, *need);
+    mc_task_peak_mem_bound_all(task, n, *peak);
     return n;
 }
 
@@ -114,13 +121,13 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     uint64_t total = mc_task_total_bytes(task);
     printf("bytes to move: %llu (%s)\n", (unsigned long long)total,
            mc_fmt_bytes(total, sz, sizeof(sz)));
-    int ngpus = ngpus_of(task, topo), shown = 0, needy = 0, peak_gpu = 0;
-    uint64_t peak = 0;
+    uint64_t *needs, *mems, peak = 0;
+    int ngpus = gpu_figures(task, topo, &needs, &mems), shown = 0, needy = 0, peak_gpu = 0;
     printf("bytes each GPU must receive:\n");
     for (int g = 0; g < ngpus; g++) {
-        uint64_t need = mc_task_need_bytes(task, g), mem = mc_task_peak_mem_bound(task, g);
-        if (mem > peak) {
-            peak = mem;
+        uint64_t need = needs[g];
+        if (mems[g] > peak) {
+            peak = mems[g];
             peak_gpu = g;
         }
         if (!need)
@@ -136,6 +143,8 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     }
     if (needy > shown)
         printf("  ... %d more GPUs\n", needy - shown);
+    free(needs);
+    free(mems);
     if (topo) {
         uint64_t *in, *out;
         host_bytes(task, topo, &in, &out);
@@ -224,10 +233,14 @@ static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     }
     json_object_set_new(root, "local_copies", copies);
     json_t *need = json_array(), *mem = json_array();
-    for (int g = 0; g < ngpus_of(task, topo); g++) {
-        json_array_append_new(need, json_u64(mc_task_need_bytes(task, g)));
-        json_array_append_new(mem, json_u64(mc_task_peak_mem_bound(task, g)));
+    uint64_t *needs, *mems;
+    int ngpus = gpu_figures(task, topo, &needs, &mems);
+    for (int g = 0; g < ngpus; g++) {
+        json_array_append_new(need, json_u64(needs[g]));
+        json_array_append_new(mem, json_u64(mems[g]));
     }
+    free(needs);
+    free(mems);
     json_object_set_new(root, "need_bytes", need);
     json_object_set_new(root, "peak_mem_bytes", mem);
     if (topo) {

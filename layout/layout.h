@@ -129,6 +129,9 @@ uint64_t mc_task_src_bytes(const mc_task_t *task, int gpu); /* source tiles it h
 uint64_t mc_task_dst_bytes(const mc_task_t *task, int gpu); /* destination tiles it must hold */
 /* Peak memory lower bound per GPU: max(source bytes, destination bytes). */
 uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu);
+/* need and peak-memory bound of every GPU 0..ngpus-1 in one pass (ids beyond are skipped). */
+void mc_task_need_bytes_all(const mc_task_t *task, int ngpus, uint64_t *need);
+void mc_task_peak_mem_bound_all(const mc_task_t *task, int ngpus, uint64_t *peak);
 
 /* Distinct bytes each host must receive (needed by a GPU inside it, held by none inside it) and
  * send (held only inside it, needed outside it); in and out hold topo->nhosts entries. Needs
