@@ -130,6 +130,11 @@ uint64_t mc_task_dst_bytes(const mc_task_t *task, int gpu); /* destination tiles
 /* Peak memory lower bound per GPU: max(source bytes, destination bytes). */
 uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu);
 
+/* Distinct bytes each host must receive (needed by a GPU inside it, held by none inside it) and
+ * send (held only inside it, needed outside it); in and out hold topo->nhosts entries. Needs
+ * mc_task_split and a task that passed mc_task_check_topo. */
+void mc_task_host_bytes(const mc_task_t *task, const mc_topo_t *topo, uint64_t *in, uint64_t *out);
+
 typedef enum {
     MC_BOUND_INGRESS,   /* a GPU's incoming links */
     MC_BOUND_EGRESS,    /* a holder group's outgoing links (relaying allowed) */
@@ -144,7 +149,8 @@ const char *mc_bound_kind_str(mc_bound_kind_t k);
 typedef struct mc_bound {
     double seconds;          /* the bound: max of the bandwidth terms plus the latency term */
     mc_bound_kind_t binding; /* which term binds */
-    int where;               /* the GPU, host or holder-group's first GPU that binds; -1 if none */
+    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds
+                              * (for latency: the GPU); -1 if none */
     double ingress_s, egress_s, host_cut_s, mesh_cut_s, latency_s;
 } mc_bound_t;
 

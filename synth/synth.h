@@ -21,6 +21,12 @@ typedef struct mc_synth_opts {
 
 #define MC_SYNTH_OPTS_DEFAULT {10.0, 0, 0, 0, 0}
 
+/* Sets one option from its command-line text: key is "budget" (seconds), "rlimit",
+ * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T). Bad values
+ * are MC_ERR_USAGE with a message naming the option. */
+mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *value,
+                              mc_err_t *err);
+
 /* task must be split; the schedule borrows it. */
 typedef mc_status_t (*mc_synth_fn)(mc_task_t *task, const mc_topo_t *topo,
                                    const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err);

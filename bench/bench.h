@@ -1,0 +1,71 @@
+/* bench: benchmark suites (case files, docs/bench-format.md) and the runner behind
+ * 'meshcast bench'. A suite is one file bench/NAME.cases; each case names a topology and holds a
+ * task in task-file form. The runner synthesizes every case with every strategy, validates and
+ * simulates the schedule, and reports one row per case and strategy. */
+#ifndef MC_BENCH_H
+#define MC_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "synth/synth.h"
+#include "util/util.h"
+
+typedef struct mc_bench_case {
+    char *name;
+    char *desc;         /* the rest of the 'case' line, may be empty */
+    char *topo_path;    /* resolved against the case file's folder */
+    char *task_text;    /* task-file text; lines outside the case are blank so that errors carry
+                         * the case file's line numbers */
+    int line;           /* line of the 'case' directive */
+} mc_bench_case_t;
+
+typedef struct mc_bench_suite {
+    char *name;
+    char *path;
+    int default_run;    /* run by 'meshcast bench' without --suite */
+    int ncases, case_cap;
+    mc_bench_case_t *cases;
+} mc_bench_suite_t;
+
+/* Reads a case file. Errors name the file and line (MC_ERR_PARSE). */
+mc_status_t mc_bench_suite_load(const char *path, mc_bench_suite_t **out, mc_err_t *err);
+void mc_bench_suite_free(mc_bench_suite_t *s);
+
+/* The case files in dir (*.cases), sorted by name; caller frees each string and the array. */
+mc_status_t mc_bench_list(const char *dir, char ***paths, int *n, mc_err_t *err);
+
+/* True when a case name matches a comma-separated list of shell patterns (NULL matches all). */
+int mc_bench_match(const char *patterns, const char *name);
+
+typedef struct mc_bench_row {
+    const char *suite, *cas, *strategy; /* borrowed from the suite and strategy table */
+    uint64_t bytes;         /* bytes delivered: piece bytes x destinations */
+    double lower_bound_s, sim_s, ratio, algbw_gbps, synth_s;
+    uint64_t peak_mem;      /* max over GPUs of mc_sched_peak_mem */
+    int nviolations;        /* mc_sched_validate's count; 0 = valid */
+    int failed;             /* the strategy or the simulator returned an error */
+    char error[1024];
+} mc_bench_row_t;
+
+typedef struct mc_bench_opts {
+    mc_synth_opts_t synth;
+    int nstrategies;
+    const mc_strategy_t **strategies;
+    const char *cases;      /* patterns, NULL for all */
+    FILE *progress;         /* a terminal to print a progress line on, or NULL */
+} mc_bench_opts_t;
+
+/* Runs the matching cases of a suite with every strategy, appending rows to *rows. A case that
+ * cannot be loaded (topology or task) is an error; a strategy that fails gives a failed row. */
+mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opts_t *opts,
+                               mc_bench_row_t **rows, int *nrows, int *cap, mc_err_t *err);
+
+/* Output. The geometric-mean rows (one per strategy, over its rows that did not fail) follow the
+ * case rows in the table and the CSV. */
+void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n);
+void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n);
+/* A grouped bar chart of time/bound per case and strategy, written atomically. */
+mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int n, mc_err_t *err);
+
+#endif

@@ -1,0 +1,103 @@
+/* The benchmark runner: for each case of a suite, loads its topology and task, computes the lower
+ * bound once, then for each strategy synthesizes (timed), validates, simulates and measures peak
+ * memory, giving one row per case and strategy. */
+#include <math.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "sim/sim.h"
+
+/* Synthesizes, checks and times one strategy on a loaded case into row. */
+static void run_strategy(const mc_strategy_t *strat, mc_task_t *task, const mc_topo_t *topo,
+                         const mc_bench_opts_t *opts, mc_bench_row_t *row)
+{
+    mc_sched_t *s = NULL;
+    mc_sim_result_t sim = {0};
+    mc_err_t err = {0};
+    double t0 = mc_now();
+    mc_status_t st = strat->fn(task, topo, &opts->synth, &s, &err);
+    row->synth_s = mc_now() - t0;
+    if (st == MC_OK) {
+        row->nviolations = mc_sched_validate(s, topo, NULL);
+        st = mc_sim_run(s, topo, &sim, &err);
+    }
+    if (st != MC_OK) {
+        row->failed = 1;
+        snprintf(row->error, sizeof(row->error), "%s", err.msg[0] ? err.msg : mc_status_str(st));
+        goto out;
+    }
+    row->sim_s = sim.makespan_s;
+    row->ratio = row->lower_bound_s > 0 ? sim.makespan_s / row->lower_bound_s : 1.0;
+    row->algbw_gbps = sim.makespan_s > 0 ? (double)row->bytes / sim.makespan_s / 1e9 : 0;
+    for (int g = 0; g < topo->ngpus; g++) {
+        uint64_t m = mc_sched_peak_mem(s, g);
+        if (m > row->peak_mem)
+            row->peak_mem = m;
+    }
+out:
+    mc_sim_result_free(&sim);
+    mc_sched_free(s);
+}
+
+static void progress(const mc_bench_opts_t *opts, const char *suite, const char *cas,
+                     const char *strategy)
+{
+    if (!opts->progress)
+        return;
+    fprintf(opts->progress, "\r\033[Kbench: %s/%s %s ...", suite, cas, strategy);
+    fflush(opts->progress);
+}
+
+/* Loads a case's topology and task (split, checked against the topology). Errors that do not
+ * already point into the case file get its line. */
+static mc_status_t load_case(const mc_bench_case_t *c, const char *suite_path, mc_topo_t **topo,
+                             mc_task_t **task, mc_err_t *err)
+{
+    mc_status_t st = mc_topo_load(c->topo_path, topo, err);
+    if (st == MC_OK)
+        st = mc_task_parse_text(c->task_text, suite_path, task, err);
+    if (st == MC_OK)
+        st = mc_task_check_topo(*task, *topo, err);
+    if (st == MC_OK)
+        st = mc_task_split(*task, err);
+    if (st != MC_OK && strncmp(err->msg, suite_path, strlen(suite_path))) {
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        mc_err_set(err, st, "%s:%d: case %s: %s", suite_path, c->line, c->name, msg);
+    }
+    return st;
+}
+
+mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opts_t *opts,
+                               mc_bench_row_t **rows, int *nrows, int *cap, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    for (int ci = 0; ci < suite->ncases && st == MC_OK; ci++) {
+        const mc_bench_case_t *c = &suite->cases[ci];
+        if (!mc_bench_match(opts->cases, c->name))
+            continue;
+        mc_topo_t *topo = NULL;
+        mc_task_t *task = NULL;
+        mc_bound_t bound;
+        st = load_case(c, suite->path, &topo, &task, err);
+        if (st == MC_OK)
+            st = mc_task_bound(task, topo, &bound, err);
+        for (int k = 0; k < opts->nstrategies && st == MC_OK; k++) {
+            progress(opts, suite->name, c->name, opts->strategies[k]->name);
+            MC_GROW(*rows, *cap, *nrows + 1);
+            mc_bench_row_t *row = &(*rows)[(*nrows)++];
+            *row = (mc_bench_row_t){.suite = suite->name, .cas = c->name,
+                                    .strategy = opts->strategies[k]->name,
+                                    .bytes = mc_task_total_bytes(task),
+                                    .lower_bound_s = bound.seconds};
+            run_strategy(opts->strategies[k], task, topo, opts, row);
+        }
+        mc_task_free(task);
+        mc_topo_free(topo);
+    }
+    if (opts->progress) {
+        fprintf(opts->progress, "\r\033[K");
+        fflush(opts->progress);
+    }
+    return st;
+}

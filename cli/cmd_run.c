@@ -1,0 +1,282 @@
+/* meshcast run: executes a schedule end to end on real buffers and checks every byte. Sources are
+ * filled with a pattern derived from each element's global index, destinations with its
+ * complement; after the run every destination byte must hold the pattern. Backends: loopback
+ * (every rank in this process, host memory or one GPU), mpi (one process per rank, under mpirun)
+ * and nccl (one GPU per rank, under mpirun). */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "emit/emit.h"
+#include "runtime/runtime.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: meshcast run --topo FILE [--backend loopback] [--gpu] [options] SCHEDULE\n"
+            "       mpirun -np N meshcast run --topo FILE --backend mpi|nccl [options] SCHEDULE\n"
+            "\n"
+            "Executes a schedule on real buffers and checks every destination byte. Sources hold\n"
+            "a pattern derived from each element's global index. Prints the time and the algorithm\n"
+            "bandwidth (bytes delivered to destinations / time, GB = 1e9 B). Under mpirun, N must\n"
+            "be the number of ranks the schedule needs (its largest GPU id + 1); rank r is GPU r.\n"
+            "\n"
+            "options:\n"
+            "  --topo FILE          the topology the schedule was made for\n"
+            "  --backend NAME       loopback (default), mpi or nccl\n"
+            "  --gpu                loopback on GPU 0: one buffer set per rank, device copies\n"
+            "  --timeout S          seconds any wait may take before the run fails (default 30)\n"
+            "  --workspace BYTES    give every rank this much workspace instead of what its plan\n"
+            "                       needs (a smaller one is refused)\n"
+            "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
+            "                       tests: the others must fail within --timeout)\n"
+            "  -q, --quiet          no topology warnings\n"
+            "\n"
+            "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
+            "2 usage error\n");
+}
+
+enum { BK_LOOPBACK, BK_MPI, BK_NCCL };
+
+typedef struct run_args {
+    const char *topo, *sched;
+    int backend, gpu, quiet, absent;
+    double timeout;
+    int64_t workspace; /* -1: the plan's */
+} run_args_t;
+
+static int parse_args(int argc, char **argv, run_args_t *a)
+{
+    enum { OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT };
+    static const struct option longopts[] = {
+        {"topo", required_argument, NULL, OPT_TOPO},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"gpu", no_argument, NULL, OPT_GPU},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"workspace", required_argument, NULL, OPT_WS},
+        {"absent-rank", required_argument, NULL, OPT_ABSENT},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    int64_t v;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_TOPO: a->topo = optarg; break;
+        case OPT_GPU: a->gpu = 1; break;
+        case 'q': a->quiet = 1; break;
+        case 'h': usage(stdout); return MC_EXIT_OK;
+        case OPT_BACKEND:
+            if (!strcmp(optarg, "loopback"))
+                a->backend = BK_LOOPBACK;
+            else if (!strcmp(optarg, "mpi"))
+                a->backend = BK_MPI;
+            else if (!strcmp(optarg, "nccl"))
+                a->backend = BK_NCCL;
+            else
+                return cli_usage_error("run", "--backend: expected loopback, mpi or nccl, got '%s'",
+                                       optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (mc_parse_double(optarg, &a->timeout) || a->timeout <= 0)
+                return cli_usage_error("run", "--timeout: expected seconds > 0, got '%s'", optarg);
+            break;
+        case OPT_WS:
+            if (mc_parse_i64(optarg, &a->workspace) || a->workspace < 0)
+                return cli_usage_error("run", "--workspace: expected bytes >= 0, got '%s'", optarg);
+            break;
+        case OPT_ABSENT:
+            if (mc_parse_i64(optarg, &v) || v < 0 || v > 1 << 20)
+                return cli_usage_error("run", "--absent-rank: expected a rank, got '%s'", optarg);
+            a->absent = (int)v;
+            break;
+        default:
+            return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("run", "expected one SCHEDULE file");
+    a->sched = argv[optind];
+    if (!a->topo)
+        return cli_usage_error("run", "--topo FILE is required");
+    if (a->gpu && a->backend != BK_LOOPBACK)
+        return cli_usage_error("run", "--gpu goes with --backend loopback");
+    return -1;
+}
+
+/* Host buffers for rank r: the source holds the pattern, the destination its complement. */
+static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const mc_rt_plan_t *p,
+                              mc_rt_buffers_t *b, mc_err_t *err)
+{
+    memset(b, 0, sizeof *b);
+    b->bytes[MC_RT_BUF_SRC] = p->src_bytes;
+    b->bytes[MC_RT_BUF_DST] = p->dst_bytes;
+    b->bytes[MC_RT_BUF_WS] = a->workspace >= 0 ? (uint64_t)a->workspace : p->ws_bytes;
+    for (int i = 0; i < MC_RT_NBUFS; i++)
+        if (!(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
+            return mc_err_set(err, MC_ERR_RUNTIME, "rank %d: cannot allocate %llu bytes of %s",
+                              p->rank, (unsigned long long)b->bytes[i], mc_rt_buf_name(i));
+    mc_emit_fill_src(task, p->rank, b->buf[MC_RT_BUF_SRC]);
+    mc_emit_poison_dst(task, p->rank, b->buf[MC_RT_BUF_DST]);
+    return MC_OK;
+}
+
+static void free_bufs(mc_rt_buffers_t *b)
+{
+    for (int i = 0; i < MC_RT_NBUFS; i++)
+        free(b->buf[i]);
+}
+
+static mc_status_t rt_status(const mc_rt_err_t *re, mc_err_t *err)
+{
+    return mc_err_set(err, re->status == MC_RT_ERR_INVALID ? MC_ERR_INVALID : MC_ERR_RUNTIME, "%s",
+                      re->msg);
+}
+
+static void summary(const char *backend, int nranks, const mc_task_t *task, double secs,
+                    uint64_t wrong)
+{
+    char b1[32], b2[32];
+    uint64_t bytes = mc_task_total_bytes(task);
+    printf("%s: %d ranks, %s delivered in %s, algbw %.3f GB/s, %s\n", backend, nranks,
+           mc_fmt_bytes(bytes, b1, sizeof b1), mc_fmt_seconds(secs, b2, sizeof b2),
+           secs > 0 ? bytes / secs / 1e9 : 0.0,
+           wrong ? "WRONG BYTES" : "every destination byte correct");
+    if (wrong)
+        printf("%llu wrong bytes\n", (unsigned long long)wrong);
+}
+
+static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
+{
+    mc_rt_buffers_t *b = mc_xcalloc(P->nranks, sizeof *b);
+    mc_err_t err = {0};
+    mc_rt_err_t re = {0};
+    mc_buf_t report = {0};
+    mc_status_t st = MC_OK;
+    uint64_t wrong = 0;
+    double secs = 0;
+    for (int r = 0; r < P->nranks; r++)
+        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], &b[r], &err), out, st);
+    if (a->gpu) {
+        if (mc_rt_run_loopback_gpu(P->nranks, P->plans, b, &secs, &re) != MC_RT_OK) {
+            st = rt_status(&re, &err);
+            goto out;
+        }
+    } else {
+        double t0 = mc_now();
+        if (mc_rt_run_loopback(P->nranks, P->plans, b, &re) != MC_RT_OK) {
+            st = rt_status(&re, &err);
+            goto out;
+        }
+        secs = mc_now() - t0;
+    }
+    for (int r = 0; r < P->nranks; r++) {
+        int lines = 0;
+        for (size_t i = 0; i < report.len; i++)
+            lines += report.data[i] == '\n';
+        wrong += mc_emit_check_dst(task, r, b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
+    }
+    if (report.len)
+        fputs(report.data, stdout);
+    summary(a->gpu ? "loopback (gpu)" : "loopback", P->nranks, task, secs, wrong);
+out:
+    for (int r = 0; r < P->nranks; r++)
+        free_bufs(&b[r]);
+    free(b);
+    mc_buf_free(&report);
+    if (st != MC_OK)
+        return cli_fail(&err);
+    return wrong ? MC_EXIT_INVALID : MC_EXIT_OK;
+}
+
+/* One rank under mpirun. Errors after communication started abort the job, since a peer may
+ * still wait on this rank. */
+static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
+{
+    int rank, size, rc = MC_EXIT_OK;
+    mc_err_t err = {0};
+    mc_rt_err_t re = {0};
+    mc_rt_buffers_t b;
+    mc_buf_t report = {0};
+    double secs = 0, maxsecs = 0;
+    memset(&b, 0, sizeof b);
+    uint64_t wrong = 0, total = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != P->nranks) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "meshcast: %s: the schedule needs %d ranks (GPUs 0..%d), mpirun started %d\n",
+                    a->sched, P->nranks, P->nranks - 1, size);
+        return MC_EXIT_INVALID;
+    }
+    if (alloc_bufs(a, task, &P->plans[rank], &b, &err) != MC_OK) {
+        cli_fail(&err);
+        MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != a->absent) {
+        int st;
+        double t0 = MPI_Wtime();
+        if (a->backend == BK_MPI) {
+            st = mc_rt_run_mpi(&P->plans[rank], MPI_COMM_WORLD, &b, a->timeout, &re);
+            secs = MPI_Wtime() - t0;
+        } else {
+            st = mc_rt_run_nccl_mpi(&P->plans[rank], MPI_COMM_WORLD, &b, a->timeout, &secs, &re);
+        }
+        if (st != MC_RT_OK) {
+            fprintf(stderr, "meshcast: %s\n", re.msg);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
+        }
+    }
+    wrong = mc_emit_check_dst(task, rank, b.buf[MC_RT_BUF_DST], &report, 5);
+    if (report.len)
+        fputs(report.data, stdout);
+    fflush(stdout);
+    MPI_Reduce(&wrong, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&secs, &maxsecs, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&total, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        summary(a->backend == BK_MPI ? "mpi" : "nccl", size, task, maxsecs, total);
+    rc = total ? MC_EXIT_INVALID : MC_EXIT_OK;
+    free_bufs(&b);
+    mc_buf_free(&report);
+    return rc;
+}
+
+static int run_mpi(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
+{
+    int provided, rc;
+    MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
+    rc = run_mpi_rank(a, task, P);
+    MPI_Finalize();
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_args_t a = {.backend = BK_LOOPBACK, .timeout = 30, .workspace = -1, .absent = -1};
+    mc_topo_t *topo = NULL;
+    mc_sched_t *s = NULL;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_status_t st;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
+    rc = a.backend == BK_LOOPBACK ? run_loopback(&a, s->task, P) : run_mpi(&a, s->task, P);
+out:
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    mc_topo_free(topo);
+    return st != MC_OK ? cli_fail(&err) : rc;
+}

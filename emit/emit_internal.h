@@ -1,0 +1,24 @@
+/* emit's internals: where each rank's tiles sit in its SRC and DST buffers. */
+#ifndef MC_EMIT_INTERNAL_H
+#define MC_EMIT_INTERNAL_H
+
+#include "emit/emit.h"
+
+typedef struct mc_emit_shards {
+    int nranks, ntensors;
+    uint64_t *off[2];        /* [MC_RT_BUF_SRC or DST][rank * ntensors + tensor]: tile offset */
+    mc_box_t *tile[2];       /* the same index: the tile (empty when the rank has none) */
+    uint64_t *bytes[2];      /* [buf][rank]: buffer size */
+    uint64_t *src_bytes, *dst_bytes; /* bytes[SRC], bytes[DST] */
+} mc_emit_shards_t;
+
+/* Number of ranks a schedule needs: one more than the largest GPU id it names. */
+int mc_emit_nranks(const mc_sched_t *s);
+void mc_emit_shards_init(mc_emit_shards_t *sh, const mc_task_t *task, int nranks);
+void mc_emit_shards_free(mc_emit_shards_t *sh);
+/* The box of buffer buf (SRC or DST) of gpu that holds region (global coordinates) of tensor k,
+ * its dimensions merged where they are contiguous. */
+void mc_emit_region_box(const mc_emit_shards_t *sh, const mc_task_t *task, int k, int gpu, int buf,
+                        const mc_box_t *region, mc_rt_box_t *out);
+
+#endif

@@ -1,0 +1,357 @@
+/* Lowering: a schedule becomes one runtime plan per rank. Phases run one after the other; inside
+ * a phase every tree moves chunk t-l over its edges of depth l at micro-step t, so a relay
+ * receives chunk c while it forwards chunk c-1 (two staging slots), a root packs one chunk per
+ * step (one slot) and a leaf unpacks what it just received (one slot). A node whose part of the
+ * piece is contiguous in its shard sends from or receives into the shard itself, without
+ * staging. Staging is reused from phase to phase, so the workspace is the largest phase's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit/emit.h"
+#include "emit/emit_internal.h"
+
+/* An op on its way into a plan: sorted by step, then stage (pre, comm, post), then order made. */
+typedef struct pending {
+    uint32_t step;
+    int stage;
+    uint32_t seq;
+    mc_rt_op_t op;
+} pending_t;
+
+typedef struct rank_build {
+    pending_t *ops;
+    int nops, ops_cap;
+    mc_rt_box_t *boxes;
+    int nboxes, boxes_cap;
+    uint64_t ws_phase; /* staging used by the current phase */
+    uint64_t ws_max;
+} rank_build_t;
+
+typedef struct lower {
+    const mc_sched_t *s;
+    const mc_task_t *t;
+    mc_emit_shards_t sh;
+    rank_build_t *rb;
+} lower_t;
+
+static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
+{
+    if (a->buf != b->buf || a->ndims != b->ndims || a->base != b->base)
+        return 0;
+    for (int d = 0; d < a->ndims; d++)
+        if (a->extent[d] != b->extent[d] || (d + 1 < a->ndims && a->stride[d] != b->stride[d]))
+            return 0;
+    return 1;
+}
+
+/* Index of box in the rank's table, added when new. */
+static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
+{
+    for (int i = 0; i < rb->nboxes; i++)
+        if (box_equal(&rb->boxes[i], box))
+            return i;
+    MC_GROW(rb->boxes, rb->boxes_cap, rb->nboxes + 1);
+    rb->boxes[rb->nboxes] = *box;
+    return rb->nboxes++;
+}
+
+static void add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_op_t *op)
+{
+    MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
+    pending_t *p = &rb->ops[rb->nops];
+    p->step = step;
+    p->stage = stage;
+    p->seq = (uint32_t)rb->nops;
+    p->op = *op;
+    rb->nops++;
+}
+
+enum { STAGE_PRE, STAGE_COMM, STAGE_POST };
+
+/* Where a node keeps the tree's bytes: a shard box (direct, when the tree's range is contiguous
+ * there) or staging slots of the workspace. */
+typedef struct place {
+    int box;          /* shard box index, or -1 when staged */
+    int shard_box;    /* the node's DST box of the piece when it is a destination, else -1 */
+    uint64_t ws_off;  /* first slot in the workspace */
+    int nslots;
+} place_t;
+
+static int is_in(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* A WS box that covers a slot: the whole workspace is one box, whose size is only known at the
+ * end, so slots refer to box -2 until then. */
+#define WS_BOX (-2)
+
+static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, int depth,
+                              int has_children, place_t *pl, mc_err_t *err)
+{
+    const mc_piece_t *pc = &L->t->pieces[tr->piece];
+    rank_build_t *rb = &L->rb[gpu];
+    mc_rt_box_t box;
+    int dest = is_in(pc->dests, pc->ndests, gpu);
+    int holder = is_in(pc->holders, pc->nholders, gpu);
+    memset(pl, 0, sizeof *pl);
+    pl->box = pl->shard_box = -1;
+    if (depth == 0 && !holder && !dest)
+        return mc_err_set(err, MC_ERR_UNSUPPORTED,
+                          "tree %d: root GPU %d neither holds piece %d nor is one of its "
+                          "destinations, so it has nothing to send",
+                          ti, gpu, tr->piece);
+    if (depth == 0 ? holder : dest) {
+        int sbox = depth == 0 && holder;
+        mc_emit_region_box(&L->sh, L->t, pc->tensor, gpu, sbox ? MC_RT_BUF_SRC : MC_RT_BUF_DST,
+                           &pc->box, &box);
+        int bi = intern_box(rb, &box);
+        if (depth > 0)
+            pl->shard_box = bi;
+        uint64_t run;
+        mc_rt_box_addr(&box, tr->offset, &run);
+        if (run >= tr->bytes) {
+            pl->box = bi;
+            return MC_OK;
+        }
+    }
+    /* Staged: a relay holds the chunk it forwards while the next one arrives. */
+    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
+    pl->nslots = depth > 0 && has_children && tr->nchunks > 1 ? 2 : 1;
+    pl->ws_off = rb->ws_phase;
+    rb->ws_phase += cb * pl->nslots;
+    return MC_OK;
+}
+
+static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
+{
+    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
+    mc_rt_ref_t r;
+    if (pl->box >= 0) {
+        r.box = pl->box;
+        r.off = tr->offset + c * cb;
+    } else {
+        r.box = WS_BOX;
+        r.off = pl->ws_off + (c % pl->nslots) * cb;
+    }
+    return r;
+}
+
+/* Depth of every GPU in the tree (-1 outside); edges list parents before children. */
+static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int nranks, int *depth, int *nkids,
+                               mc_err_t *err)
+{
+    for (int g = 0; g < nranks; g++)
+        depth[g] = -1, nkids[g] = 0;
+    depth[tr->root] = 0;
+    for (int e = 0; e < tr->nedges; e++) {
+        const mc_tree_edge_t *ed = &tr->edges[e];
+        if (depth[ed->parent] < 0 || depth[ed->child] >= 0)
+            return mc_err_set(err, MC_ERR_INVALID,
+                              "tree %d: edge %d->%d: the parent must be reached before the "
+                              "child, and the child only once",
+                              ti, ed->parent, ed->child);
+        depth[ed->child] = depth[ed->parent] + 1;
+        nkids[ed->parent]++;
+    }
+    return MC_OK;
+}
+
+/* Adds the ops of one tree starting at global step base; returns its number of steps. */
+static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int nranks, int *depth,
+                              int *nkids, place_t *pl, uint32_t *nsteps, mc_err_t *err)
+{
+    const mc_tree_t *tr = &L->s->trees[ti];
+    mc_status_t st;
+    int maxd = 0;
+    *nsteps = 0;
+    if (tr->bytes == 0 || tr->nedges == 0)
+        return MC_OK;
+    MC_CHECK_GOTO(tree_depths(tr, ti, nranks, depth, nkids, err), out, st);
+    for (int g = 0; g < nranks; g++)
+        if (depth[g] >= 0) {
+            maxd = depth[g] > maxd ? depth[g] : maxd;
+            MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
+        }
+    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
+    const mc_piece_t *pc = &L->t->pieces[tr->piece];
+    for (int c = 0; c < tr->nchunks; c++) {
+        uint64_t lo = c * cb, n = lo >= tr->bytes ? 0 : tr->bytes - lo < cb ? tr->bytes - lo : cb;
+        if (!n)
+            break;
+        /* The root packs the chunk right before it sends it. */
+        const place_t *rp = &pl[tr->root];
+        if (rp->box < 0) {
+            mc_rt_box_t sb;
+            int src = is_in(pc->holders, pc->nholders, tr->root);
+            mc_emit_region_box(&L->sh, L->t, pc->tensor, tr->root,
+                               src ? MC_RT_BUF_SRC : MC_RT_BUF_DST, &pc->box, &sb);
+            mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
+            op.src.box = intern_box(&L->rb[tr->root], &sb);
+            op.src.off = tr->offset + lo;
+            add_op(&L->rb[tr->root], base + c, STAGE_PRE, &op);
+        }
+        for (int e = 0; e < tr->nedges; e++) {
+            const mc_tree_edge_t *ed = &tr->edges[e];
+            uint32_t step = base + c + depth[ed->parent];
+            int tag = ti % 32768;
+            mc_rt_op_t snd = {MC_RT_OP_SEND, ed->child, tag, n, chunk_ref(&pl[ed->parent], tr, c),
+                              {0, 0}};
+            mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, tag, n, {0, 0},
+                              chunk_ref(&pl[ed->child], tr, c)};
+            add_op(&L->rb[ed->parent], step, STAGE_COMM, &snd);
+            add_op(&L->rb[ed->child], step, STAGE_COMM, &rcv);
+            if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
+                mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
+                                  {pl[ed->child].shard_box, tr->offset + lo}};
+                add_op(&L->rb[ed->child], step, STAGE_POST, &unp);
+            }
+        }
+    }
+    *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
+out:
+    return st;
+}
+
+static void lower_copies(lower_t *L)
+{
+    for (int i = 0; i < L->t->ncopies; i++) {
+        const mc_local_copy_t *cp = &L->t->copies[i];
+        mc_rt_box_t sb, db;
+        rank_build_t *rb = &L->rb[cp->gpu];
+        mc_emit_region_box(&L->sh, L->t, cp->tensor, cp->gpu, MC_RT_BUF_SRC, &cp->box, &sb);
+        mc_emit_region_box(&L->sh, L->t, cp->tensor, cp->gpu, MC_RT_BUF_DST, &cp->box, &db);
+        mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, cp->bytes, {intern_box(rb, &sb), 0},
+                         {intern_box(rb, &db), 0}};
+        add_op(rb, 0, STAGE_PRE, &op);
+    }
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+    const pending_t *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->stage != y->stage)
+        return x->stage - y->stage;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Turns a rank's pending ops into its plan. */
+static void finish_plan(rank_build_t *rb, int rank, int nranks, const mc_emit_shards_t *sh,
+                        mc_rt_plan_t *p)
+{
+    mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
+    mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
+    int ws_box = -1;
+    if (rb->ws_max) {
+        mc_rt_box_t wb = {MC_RT_BUF_WS, 1, 0, {rb->ws_max}, {0}};
+        ws_box = intern_box(rb, &wb);
+    }
+    qsort(rb->ops, rb->nops, sizeof *rb->ops, pending_cmp);
+    uint32_t nsteps = 0;
+    for (int i = 0; i < rb->nops; i++) {
+        mc_rt_op_t op = rb->ops[i].op;
+        if (op.kind != MC_RT_OP_RECV && op.src.box == WS_BOX)
+            op.src.box = ws_box;
+        if (op.kind != MC_RT_OP_SEND && op.dst.box == WS_BOX)
+            op.dst.box = ws_box;
+        ops[i] = op;
+        if (!nsteps || steps[nsteps - 1].index != rb->ops[i].step) {
+            steps[nsteps].index = rb->ops[i].step;
+            steps[nsteps].first = (uint32_t)i;
+            nsteps++;
+        }
+        mc_rt_step_t *s = &steps[nsteps - 1];
+        *(rb->ops[i].stage == STAGE_PRE ? &s->npre : rb->ops[i].stage == STAGE_COMM ? &s->ncomm
+                                                                                   : &s->npost) += 1;
+    }
+    p->rank = rank;
+    p->nranks = nranks;
+    p->src_bytes = sh->src_bytes[rank];
+    p->dst_bytes = sh->dst_bytes[rank];
+    p->ws_bytes = rb->ws_max;
+    p->nboxes = (uint32_t)rb->nboxes;
+    p->nops = (uint32_t)rb->nops;
+    p->nsteps = nsteps;
+    p->boxes = rb->boxes;
+    p->ops = ops;
+    p->steps = steps;
+    rb->boxes = NULL;
+}
+
+static void end_phase(lower_t *L, int nranks)
+{
+    for (int g = 0; g < nranks; g++) {
+        rank_build_t *rb = &L->rb[g];
+        rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
+        rb->ws_phase = 0;
+    }
+}
+
+mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    lower_t L = {s, s->task, {0}, NULL};
+    int nranks = mc_emit_nranks(s);
+    int *depth = mc_xcalloc(nranks, sizeof *depth), *nkids = mc_xcalloc(nranks, sizeof *nkids);
+    place_t *pl = mc_xcalloc(nranks, sizeof *pl);
+    mc_emit_plans_t *P = mc_xcalloc(1, sizeof *P);
+    *out = NULL;
+    mc_emit_shards_init(&L.sh, s->task, nranks);
+    L.rb = mc_xcalloc(nranks, sizeof *L.rb);
+    lower_copies(&L);
+    uint32_t base = 0;
+    for (int ph = 0; ph < s->nphases; ph++) {
+        uint32_t len = 0;
+        for (int ti = 0; ti < s->ntrees; ti++) {
+            uint32_t n;
+            if (s->trees[ti].phase != ph)
+                continue;
+            if (s->trees[ti].root < 0 || s->trees[ti].root >= nranks || s->trees[ti].nchunks < 1) {
+                st = mc_err_set(err, MC_ERR_INVALID, "tree %d: root %d or %d chunks out of range",
+                                ti, s->trees[ti].root, s->trees[ti].nchunks);
+                goto out;
+            }
+            MC_CHECK_GOTO(lower_tree(&L, ti, base, nranks, depth, nkids, pl, &n, err), out, st);
+            len = n > len ? n : len;
+        }
+        end_phase(&L, nranks);
+        base += len;
+    }
+    P->nranks = nranks;
+    P->nphase_steps = (int)base;
+    P->plans = mc_xcalloc(nranks, sizeof *P->plans);
+    for (int g = 0; g < nranks; g++)
+        finish_plan(&L.rb[g], g, nranks, &L.sh, &P->plans[g]);
+    *out = P;
+    P = NULL;
+out:
+    for (int g = 0; g < nranks; g++) {
+        free(L.rb[g].ops);
+        free(L.rb[g].boxes);
+    }
+    free(L.rb);
+    mc_emit_shards_free(&L.sh);
+    mc_emit_plans_free(P);
+    free(depth);
+    free(nkids);
+    free(pl);
+    return st;
+}
+
+void mc_emit_plans_free(mc_emit_plans_t *p)
+{
+    if (!p)
+        return;
+    for (int g = 0; p->plans && g < p->nranks; g++) {
+        free((void *)p->plans[g].boxes);
+        free((void *)p->plans[g].ops);
+        free((void *)p->plans[g].steps);
+    }
+    free(p->plans);
+    free(p);
+}

@@ -1,0 +1,296 @@
+/* Lower bounds on the time of any schedule for a task on a topology (array-redistribution.md
+ * section 5.3). Every term must stay a true lower bound, because the simulator is tested against
+ * it: capacities are summed generously (every link into or out of a set counts) and bytes are
+ * counted as the least that must cross (distinct bytes, relaying allowed). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout_internal.h"
+
+const char *mc_bound_kind_str(mc_bound_kind_t k)
+{
+    static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "latency", "none"};
+    return (unsigned)k <= MC_BOUND_NONE ? names[k] : "?";
+}
+
+static int gpu_host(const mc_topo_t *topo, int gpu)
+{
+    return mc_topo_gpu_host(topo, gpu);
+}
+
+/* Distinct hosts of a GPU list into hosts[] (stamp[] marks them with mark); returns the count. */
+static int hosts_of(const mc_topo_t *topo, const int *gpus, int n, int *stamp, int mark, int *hosts)
+{
+    int nh = 0;
+    for (int i = 0; i < n; i++) {
+        int h = gpu_host(topo, gpus[i]);
+        if (stamp[h] != mark) {
+            stamp[h] = mark;
+            hosts[nh++] = h;
+        }
+    }
+    return nh;
+}
+
+void mc_task_host_bytes(const mc_task_t *task, const mc_topo_t *topo, uint64_t *in, uint64_t *out)
+{
+    int nh = topo->nhosts;
+    int *hold = mc_xmalloc(sizeof(int) * (size_t)nh), *need = mc_xmalloc(sizeof(int) * (size_t)nh);
+    int *hold_stamp = mc_xmalloc(sizeof(int) * (size_t)nh);
+    int *need_stamp = mc_xmalloc(sizeof(int) * (size_t)nh);
+    for (int h = 0; h < nh; h++) {
+        in[h] = out[h] = 0;
+        hold_stamp[h] = need_stamp[h] = -1;
+    }
+    for (int i = 0; i < task->npieces; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        int nhold = hosts_of(topo, p->holders, p->nholders, hold_stamp, i, hold);
+        int nneed = hosts_of(topo, p->dests, p->ndests, need_stamp, i, need);
+        for (int j = 0; j < nneed; j++)
+            if (hold_stamp[need[j]] != i)
+                in[need[j]] += p->bytes;
+        /* Held by one host only: it must leave that host if any other host needs it. */
+        if (nhold == 1 && (nneed > 1 || (nneed == 1 && need[0] != hold[0])))
+            out[hold[0]] += p->bytes;
+    }
+    free(hold);
+    free(need);
+    free(hold_stamp);
+    free(need_stamp);
+}
+
+/* Capacity of the links entering (into != 0) or leaving a set of hosts; network switches are
+ * outside every set. */
+static double set_capacity(const mc_topo_t *topo, const char *in_set, int into)
+{
+    double bw = 0;
+    for (int i = 0; i < topo->nlinks; i++) {
+        const mc_link_t *l = &topo->links[i];
+        int hs = topo->nodes[l->src].host, hd = topo->nodes[l->dst].host;
+        int s_in = hs >= 0 && in_set[hs], d_in = hd >= 0 && in_set[hd];
+        if (into ? (d_in && !s_in) : (s_in && !d_in))
+            bw += l->bw;
+    }
+    return bw;
+}
+
+/* Keeps the larger of the current term and bytes/capacity; fails when bytes must cross a cut
+ * with no capacity at all. */
+static mc_status_t term(double *t, int *where, uint64_t bytes, double cap, int at,
+                        const char *what, const mc_topo_t *topo, mc_err_t *err)
+{
+    if (bytes == 0)
+        return MC_OK;
+    if (!(cap > 0))
+        return mc_err_set(err, MC_ERR_INVALID, "%s %d must pass %llu bytes but no link of %s "
+                          "can carry them", what, at, (unsigned long long)bytes, topo->source);
+    double s = (double)bytes / cap;
+    if (s > *t) {
+        *t = s;
+        *where = at;
+    }
+    return MC_OK;
+}
+
+static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
+                           int *where, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    uint64_t *need = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
+    for (int i = 0; i < task->npieces; i++)
+        for (int j = 0; j < task->pieces[i].ndests; j++)
+            need[task->pieces[i].dests[j]] += task->pieces[i].bytes;
+    for (int g = 0; g < topo->ngpus && st == MC_OK; g++)
+        if (need[g])
+            st = term(&b->ingress_s, where, need[g], mc_topo_gpu_ingress_bw(topo, g), g, "GPU",
+                      topo, err);
+    free(need);
+    return st;
+}
+
+static const mc_task_t *sort_task;
+static int cmp_holders(const void *a, const void *b)
+{
+    const mc_piece_t *x = &sort_task->pieces[*(const int *)a];
+    const mc_piece_t *y = &sort_task->pieces[*(const int *)b];
+    if (x->nholders != y->nholders)
+        return x->nholders - y->nholders;
+    return memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
+}
+
+/* Pieces with the same holder set form a group; each of their bytes must leave the group once
+ * (relays may fan it out afterwards). Pieces of different tensors with the same holders add. */
+static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
+                          int *where, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    for (int i = 0; i < task->npieces; i++)
+        order[i] = i;
+    double *out = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    for (int g = 0; g < topo->ngpus; g++)
+        out[g] = mc_topo_gpu_egress_bw(topo, g);
+    sort_task = task;
+    qsort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
+    for (int i = 0; i < task->npieces && st == MC_OK;) {
+        const mc_piece_t *p = &task->pieces[order[i]];
+        uint64_t bytes = 0;
+        int j = i;
+        for (; j < task->npieces && cmp_holders(&order[i], &order[j]) == 0; j++)
+            bytes += task->pieces[order[j]].bytes;
+        double cap = 0;
+        for (int h = 0; h < p->nholders; h++)
+            cap += out[p->holders[h]];
+        st = term(&b->egress_s, where, bytes, cap, p->holders[0], "holder group of GPU", topo,
+                  err);
+        i = j;
+    }
+    free(out);
+    free(order);
+    return st;
+}
+
+/* Both directions of the cut around a set of hosts: bytes in over the links entering it, bytes
+ * out over the links leaving it. */
+static mc_status_t cut(double *t, int *where, uint64_t in, uint64_t out, const char *set, int at,
+                       const char *what, const mc_topo_t *topo, mc_err_t *err)
+{
+    mc_status_t st = term(t, where, in, set_capacity(topo, set, 1), at, what, topo, err);
+    if (st == MC_OK)
+        st = term(t, where, out, set_capacity(topo, set, 0), at, what, topo, err);
+    return st;
+}
+
+/* Cuts around each host. */
+static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
+                            int *where, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int nh = topo->nhosts;
+    uint64_t *in = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
+    uint64_t *out = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
+    char *set = mc_xcalloc((size_t)nh, 1);
+    mc_task_host_bytes(task, topo, in, out);
+    for (int h = 0; h < nh && st == MC_OK; h++) {
+        if (!in[h] && !out[h])
+            continue;
+        set[h] = 1;
+        st = cut(&b->host_cut_s, where, in[h], out[h], set, h, "host", topo, err);
+        set[h] = 0;
+    }
+    free(in);
+    free(out);
+    free(set);
+    return st;
+}
+
+/* Cuts around the hosts of each mesh: bytes needed inside held by no host inside, and bytes held
+ * only inside needed outside. */
+static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
+                            int *where, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    char *set = mc_xmalloc((size_t)topo->nhosts);
+    for (int m = 0; m < task->nmeshes && st == MC_OK; m++) {
+        memset(set, 0, (size_t)topo->nhosts);
+        for (int i = 0; i < task->meshes[m].ndevices; i++)
+            set[gpu_host(topo, task->meshes[m].devices[i])] = 1;
+        uint64_t in = 0, out = 0;
+        for (int i = 0; i < task->npieces; i++) {
+            const mc_piece_t *p = &task->pieces[i];
+            int any_hold = 0, all_hold = 1, any_need = 0, need_out = 0;
+            for (int j = 0; j < p->nholders; j++) {
+                int inside = set[gpu_host(topo, p->holders[j])];
+                any_hold |= inside;
+                all_hold &= inside;
+            }
+            for (int j = 0; j < p->ndests; j++) {
+                int inside = set[gpu_host(topo, p->dests[j])];
+                any_need |= inside;
+                need_out |= !inside;
+            }
+            in += any_need && !any_hold ? p->bytes : 0;
+            out += all_hold && need_out ? p->bytes : 0;
+        }
+        st = cut(&b->mesh_cut_s, where, in, out, set, m, "the hosts of mesh", topo, err);
+    }
+    free(set);
+    return st;
+}
+
+/* Every destination of a piece receives it in at least one message over one of its incoming
+ * links, so it waits at least the cheapest alpha among them; when no holder shares its host the
+ * bytes also crossed between hosts, which costs at least the cheapest cross-host alpha. */
+static void latency(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b, int *where)
+{
+    double cross = INFINITY;
+    double *in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    for (int g = 0; g < topo->ngpus; g++)
+        in[g] = INFINITY;
+    for (int i = 0; i < topo->nlinks; i++) {
+        const mc_link_t *l = &topo->links[i];
+        if (l->kind == MC_LINK_LOC)
+            continue;
+        double a = mc_topo_alpha(l->kind);
+        if (topo->nodes[l->src].host != topo->nodes[l->dst].host && a < cross)
+            cross = a;
+        int g = topo->nodes[l->dst].gpu;
+        if (topo->nodes[l->dst].kind == MC_NODE_GPU && g >= 0 && a < in[g])
+            in[g] = a;
+    }
+    int *stamp = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
+    for (int h = 0; h < topo->nhosts; h++)
+        stamp[h] = -1;
+    for (int i = 0; i < task->npieces; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        for (int j = 0; j < p->nholders; j++)
+            stamp[gpu_host(topo, p->holders[j])] = i;
+        for (int j = 0; j < p->ndests; j++) {
+            int d = p->dests[j];
+            double a = isfinite(in[d]) ? in[d] : 0;
+            if (stamp[gpu_host(topo, d)] != i && isfinite(cross) && cross > a)
+                a = cross;
+            if (a > b->latency_s) {
+                b->latency_s = a;
+                *where = d;
+            }
+        }
+    }
+    free(stamp);
+    free(in);
+}
+
+mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                          mc_err_t *err)
+{
+    mc_bound_t b = {0};
+    b.binding = MC_BOUND_NONE;
+    b.where = -1;
+    int where[5] = {-1, -1, -1, -1, -1};
+    mc_status_t st;
+    MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
+    if (task->npieces == 0)
+        goto out;
+    MC_CHECK_GOTO(ingress(task, topo, &b, &where[MC_BOUND_INGRESS], err), out, st);
+    MC_CHECK_GOTO(egress(task, topo, &b, &where[MC_BOUND_EGRESS], err), out, st);
+    MC_CHECK_GOTO(host_cut(task, topo, &b, &where[MC_BOUND_HOST_CUT], err), out, st);
+    MC_CHECK_GOTO(mesh_cut(task, topo, &b, &where[MC_BOUND_MESH_CUT], err), out, st);
+    latency(task, topo, &b, &where[MC_BOUND_LATENCY]);
+    /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. */
+    const double terms[4] = {b.ingress_s, b.egress_s, b.host_cut_s, b.mesh_cut_s};
+    double bw = 0;
+    for (int k = 0; k < 4; k++)
+        if (terms[k] > bw) {
+            bw = terms[k];
+            b.binding = (mc_bound_kind_t)k;
+        }
+    if (b.latency_s > bw)
+        b.binding = MC_BOUND_LATENCY;
+    b.where = where[b.binding];
+    b.seconds = bw + b.latency_s;
+out:
+    if (st == MC_OK)
+        *bound = b;
+    return st;
+}

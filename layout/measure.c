@@ -1,0 +1,100 @@
+/* What a task asks of each device: bytes to receive, source and destination tile sizes, the
+ * peak-memory lower bound, and the check of its device ids against a topology. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout_internal.h"
+
+mc_status_t mc_task_check_topo(const mc_task_t *task, const mc_topo_t *topo, mc_err_t *err)
+{
+    for (int i = 0; i < task->nmeshes; i++) {
+        const mc_mesh_t *m = &task->meshes[i];
+        for (int p = 0; p < m->ndevices; p++) {
+            if (m->devices[p] < topo->ngpus)
+                continue;
+            /* Quote the mesh with its device list spelled out, caret under the bad id. */
+            mc_buf_t b = {0};
+            mc_buf_printf(&b, "%s={", m->name);
+            for (int a = 0; a < m->naxes; a++)
+                mc_buf_printf(&b, "%s%s:%d", a ? "," : "", m->axis_names[a], m->axis_sizes[a]);
+            mc_buf_printf(&b, "}@[");
+            size_t col = 0;
+            for (int q = 0; q < m->ndevices; q++) {
+                if (q == p)
+                    col = b.len;
+                mc_buf_printf(&b, "%s%d", q ? "," : "", m->devices[q]);
+            }
+            mc_buf_printf(&b, "]");
+            col += p > 0;
+            size_t from = col > 48 ? col - 48 : 0;
+            mc_status_t st = mc_err_set(
+                err, MC_ERR_USAGE,
+                "device %d of mesh %s is outside the topology %s (GPUs 0..%d)\n  %s%.72s\n  %*s^",
+                m->devices[p], m->name, topo->source, topo->ngpus - 1, from ? "..." : "",
+                b.data + from, (int)(col - from + (from ? 3 : 0)), "");
+            mc_buf_free(&b);
+            return st;
+        }
+    }
+    return MC_OK;
+}
+
+/* Binary search in an ascending id list. */
+static int contains(const int *sorted, int n, int x)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sorted[lo] == x;
+}
+
+uint64_t mc_task_total_bytes(const mc_task_t *task)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < task->npieces; i++)
+        total += task->pieces[i].bytes * (uint64_t)task->pieces[i].ndests;
+    return total;
+}
+
+uint64_t mc_task_need_bytes(const mc_task_t *task, int gpu)
+{
+    uint64_t need = 0;
+    for (int i = 0; i < task->npieces; i++)
+        if (contains(task->pieces[i].dests, task->pieces[i].ndests, gpu))
+            need += task->pieces[i].bytes;
+    return need;
+}
+
+/* Bytes of the tiles a GPU holds in the source (dst == 0) or destination layouts. */
+static uint64_t tile_bytes(const mc_task_t *task, int gpu, int dst)
+{
+    uint64_t bytes = 0;
+    for (int i = 0; i < task->ntensors; i++) {
+        const mc_layout_t *l = dst ? &task->tensors[i].dst : &task->tensors[i].src;
+        mc_box_t tile;
+        if (mc_layout_tile(task, l, gpu, &tile))
+            bytes += mc_layout_box_bytes(l, &tile);
+    }
+    return bytes;
+}
+
+uint64_t mc_task_src_bytes(const mc_task_t *task, int gpu)
+{
+    return tile_bytes(task, gpu, 0);
+}
+
+uint64_t mc_task_dst_bytes(const mc_task_t *task, int gpu)
+{
+    return tile_bytes(task, gpu, 1);
+}
+
+uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu)
+{
+    uint64_t s = mc_task_src_bytes(task, gpu), d = mc_task_dst_bytes(task, gpu);
+    return s > d ? s : d;
+}

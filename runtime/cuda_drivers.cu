@@ -1,0 +1,228 @@
+/* Drivers that run plans on a GPU from host buffers, for `meshcast run` and tests/gpu: the GPU
+ * loopback (every virtual rank's buffers on one device), the nccl backend bootstrapped through
+ * MPI, and the pack-kernel timing against cudaMemcpyAsync. */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#define CU(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t ce_ = (call);                                                             \
+        if (ce_ != cudaSuccess) {                                                             \
+            st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+                            cudaGetErrorString(ce_));                                         \
+            goto out;                                                                         \
+        }                                                                                     \
+    } while (0)
+
+static int need_gpu(mc_rt_err_t *err)
+{
+    return mc_rt_cuda_devices() > 0
+               ? MC_RT_OK
+               : mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED, "no CUDA device on this machine");
+}
+
+/* Device copies of host buffers (NULL host pointers leave the device buffer uninitialized). */
+static int to_device(const mc_rt_buffers_t *h, mc_rt_buffers_t *d, cudaStream_t stream,
+                     mc_rt_err_t *err)
+{
+    int st = MC_RT_OK;
+    memset(d, 0, sizeof *d);
+    for (int b = 0; b < MC_RT_NBUFS; b++) {
+        d->bytes[b] = h->bytes[b];
+        CU(cudaMalloc(&d->buf[b], h->bytes[b] ? h->bytes[b] : 1));
+        if (h->buf[b] && h->bytes[b])
+            CU(cudaMemcpyAsync(d->buf[b], h->buf[b], h->bytes[b], cudaMemcpyHostToDevice, stream));
+    }
+out:
+    return st;
+}
+
+static void free_device(mc_rt_buffers_t *d)
+{
+    for (int b = 0; b < MC_RT_NBUFS; b++)
+        cudaFree(d->buf[b]);
+}
+
+/* A stream and two events for timing, made and destroyed together. */
+typedef struct timing {
+    cudaStream_t stream;
+    cudaEvent_t e0, e1;
+} timing_t;
+
+static int timing_new(timing_t *t, mc_rt_err_t *err)
+{
+    int st = MC_RT_OK;
+    memset(t, 0, sizeof *t);
+    CU(cudaSetDevice(0));
+    CU(cudaStreamCreate(&t->stream));
+    CU(cudaEventCreate(&t->e0));
+    CU(cudaEventCreate(&t->e1));
+out:
+    return st;
+}
+
+static void timing_free(timing_t *t)
+{
+    if (t->e0)
+        cudaEventDestroy(t->e0);
+    if (t->e1)
+        cudaEventDestroy(t->e1);
+    if (t->stream)
+        cudaStreamDestroy(t->stream);
+}
+
+static int gpu_copy(void *ctx, const mc_rt_plan_t *plan, const mc_rt_op_t *op,
+                    const mc_rt_buffers_t *bufs, mc_rt_err_t *err)
+{
+    return mc_rt_copy_cuda(plan, (uint32_t)(op - plan->ops), bufs, *(cudaStream_t *)ctx, err);
+}
+
+static int gpu_move(void *ctx, void *dst, const void *src, uint64_t bytes, mc_rt_err_t *err)
+{
+    cudaError_t ce = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                     *(cudaStream_t *)ctx);
+    return ce == cudaSuccess ? MC_RT_OK
+                             : mc_rt_fail(err, MC_RT_ERR_RUNTIME, "loopback: CUDA: %s",
+                                          cudaGetErrorString(ce));
+}
+
+int mc_rt_run_loopback_gpu(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                           double *seconds, mc_rt_err_t *err)
+{
+    int st = need_gpu(err);
+    timing_t t;
+    float ms = 0;
+    mc_rt_buffers_t *dev = (mc_rt_buffers_t *)calloc(nranks > 0 ? nranks : 1, sizeof *dev);
+    mc_rt_mover_t mv = {gpu_copy, gpu_move, &t.stream};
+    memset(&t, 0, sizeof t);
+    if (st != MC_RT_OK || !dev || (st = timing_new(&t, err)) != MC_RT_OK)
+        goto out;
+    for (int r = 0; r < nranks; r++)
+        if ((st = to_device(&bufs[r], &dev[r], t.stream, err)) != MC_RT_OK)
+            goto out;
+    CU(cudaEventRecord(t.e0, t.stream));
+    if ((st = mc_rt_loopback_exec(nranks, plans, dev, &mv, err)) != MC_RT_OK)
+        goto out;
+    CU(cudaEventRecord(t.e1, t.stream));
+    CU(cudaStreamSynchronize(t.stream));
+    CU(cudaEventElapsedTime(&ms, t.e0, t.e1));
+    *seconds = ms * 1e-3;
+    for (int r = 0; r < nranks; r++)
+        CU(cudaMemcpy(bufs[r].buf[MC_RT_BUF_DST], dev[r].buf[MC_RT_BUF_DST],
+                      bufs[r].bytes[MC_RT_BUF_DST], cudaMemcpyDeviceToHost));
+out:
+    for (int r = 0; dev && r < nranks; r++)
+        free_device(&dev[r]);
+    free(dev);
+    timing_free(&t);
+    return st;
+}
+
+int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *kernel_s,
+                          double *memcpy_s, mc_rt_err_t *err)
+{
+    int st = need_gpu(err);
+    mc_rt_buffers_t h, d;
+    timing_t t;
+    const mc_rt_op_t *o = &plan->ops[op];
+    memset(&h, 0, sizeof h);
+    memset(&d, 0, sizeof d);
+    memset(&t, 0, sizeof t);
+    /* The baseline copies the op's bytes from SRC to WS, so both hold at least that much. */
+    h.bytes[MC_RT_BUF_SRC] = plan->src_bytes > o->bytes ? plan->src_bytes : o->bytes;
+    h.bytes[MC_RT_BUF_DST] = plan->dst_bytes;
+    h.bytes[MC_RT_BUF_WS] = plan->ws_bytes > o->bytes ? plan->ws_bytes : o->bytes;
+    *kernel_s = *memcpy_s = 1e30;
+    if (st != MC_RT_OK || (st = timing_new(&t, err)) != MC_RT_OK ||
+        (st = to_device(&h, &d, t.stream, err)) != MC_RT_OK)
+        goto out;
+    for (int i = 0; i <= iters; i++) { /* run 0 warms up */
+        float k = 0, m = 0;
+        CU(cudaEventRecord(t.e0, t.stream));
+        if ((st = mc_rt_copy_cuda(plan, op, &d, t.stream, err)) != MC_RT_OK)
+            goto out;
+        CU(cudaEventRecord(t.e1, t.stream));
+        CU(cudaEventSynchronize(t.e1));
+        CU(cudaEventElapsedTime(&k, t.e0, t.e1));
+        CU(cudaEventRecord(t.e0, t.stream));
+        CU(cudaMemcpyAsync(d.buf[MC_RT_BUF_WS], d.buf[MC_RT_BUF_SRC], o->bytes,
+                           cudaMemcpyDeviceToDevice, t.stream));
+        CU(cudaEventRecord(t.e1, t.stream));
+        CU(cudaEventSynchronize(t.e1));
+        CU(cudaEventElapsedTime(&m, t.e0, t.e1));
+        if (i > 0) {
+            *kernel_s = k * 1e-3 < *kernel_s ? k * 1e-3 : *kernel_s;
+            *memcpy_s = m * 1e-3 < *memcpy_s ? m * 1e-3 : *memcpy_s;
+        }
+    }
+out:
+    free_device(&d);
+    timing_free(&t);
+    return st;
+}
+
+/* The rank's index among the ranks on its host, to pick its GPU. */
+static int local_rank(MPI_Comm comm)
+{
+    MPI_Comm local;
+    int r = 0;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &r);
+    MPI_Comm_free(&local);
+    return r;
+}
+
+int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
+                       double timeout_s, double *seconds, mc_rt_err_t *err)
+{
+    int st = need_gpu(err), ok;
+    ncclUniqueId id;
+    ncclComm_t nc = NULL;
+    cudaStream_t stream = NULL;
+    mc_rt_buffers_t dev;
+    double t0;
+    memset(&dev, 0, sizeof dev);
+    /* Every rank must agree before any of them enters the collective NCCL init. */
+    ok = st == MC_RT_OK;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, comm);
+    if (!ok) {
+        st = st != MC_RT_OK ? st
+                            : mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED, "rank %d: another rank has no GPU",
+                                         plan->rank);
+        goto out;
+    }
+    CU(cudaSetDevice(local_rank(comm) % mc_rt_cuda_devices()));
+    if (plan->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+        memset(&id, 0, sizeof id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+    if (ncclCommInitRank(&nc, plan->nranks, id, plan->rank) != ncclSuccess) {
+        st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommInitRank failed", plan->rank);
+        nc = NULL;
+        goto out;
+    }
+    CU(cudaStreamCreate(&stream));
+    if ((st = to_device(bufs, &dev, stream, err)) != MC_RT_OK)
+        goto out;
+    CU(cudaStreamSynchronize(stream));
+    MPI_Barrier(comm);
+    t0 = MPI_Wtime();
+    if ((st = mc_rt_run_nccl(plan, nc, &dev, stream, NULL, err)) != MC_RT_OK ||
+        (st = mc_rt_cuda_wait(stream, nc, plan->rank, timeout_s, err)) != MC_RT_OK)
+        goto out;
+    *seconds = MPI_Wtime() - t0;
+    CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
+                  cudaMemcpyDeviceToHost));
+out:
+    free_device(&dev);
+    if (stream)
+        cudaStreamDestroy(stream);
+    if (nc)
+        ncclCommDestroy(nc);
+    return st;
+}

@@ -1,0 +1,192 @@
+/* Plans: box addressing, the well-formedness check every backend runs first, buffer size checks
+ * and the host copy between two strided boxes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+int mc_rt_fail(mc_rt_err_t *err, int status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+const char *mc_rt_buf_name(int buf)
+{
+    static const char *names[MC_RT_NBUFS] = {"source", "destination", "workspace"};
+    return buf >= 0 && buf < MC_RT_NBUFS ? names[buf] : "?";
+}
+
+uint64_t mc_rt_box_bytes(const mc_rt_box_t *box)
+{
+    uint64_t n = 1;
+    for (int d = 0; d < box->ndims; d++)
+        n *= box->extent[d];
+    return n;
+}
+
+uint64_t mc_rt_box_addr(const mc_rt_box_t *box, uint64_t lin, uint64_t *run)
+{
+    int in = box->ndims - 1;
+    uint64_t q = lin / box->extent[in], r = lin % box->extent[in];
+    uint64_t a = box->base + r;
+    for (int d = in - 1; d >= 0; d--) {
+        a += (q % box->extent[d]) * box->stride[d];
+        q /= box->extent[d];
+    }
+    if (run)
+        *run = box->extent[in] - r;
+    return a;
+}
+
+unsigned char *mc_rt_ref_ptr(const mc_rt_plan_t *plan, const mc_rt_ref_t *ref,
+                             const mc_rt_buffers_t *bufs)
+{
+    const mc_rt_box_t *b = &plan->boxes[ref->box];
+    return (unsigned char *)bufs->buf[b->buf] + mc_rt_box_addr(b, ref->off, NULL);
+}
+
+static uint64_t plan_buf_bytes(const mc_rt_plan_t *p, int buf)
+{
+    return buf == MC_RT_BUF_SRC ? p->src_bytes : buf == MC_RT_BUF_DST ? p->dst_bytes : p->ws_bytes;
+}
+
+static int check_box(const mc_rt_plan_t *p, uint32_t i, mc_rt_err_t *err)
+{
+    const mc_rt_box_t *b = &p->boxes[i];
+    if (b->buf < 0 || b->buf >= MC_RT_NBUFS || b->ndims < 1 || b->ndims > MC_RT_MAX_DIMS)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                          "rank %d: box %u: buffer %d or %d dimensions out of range", p->rank, i,
+                          b->buf, b->ndims);
+    uint64_t last = b->base + b->extent[b->ndims - 1];
+    for (int d = 0; d < b->ndims; d++) {
+        if (b->extent[d] == 0)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: box %u: dimension %d is empty",
+                              p->rank, i, d);
+        if (d < b->ndims - 1)
+            last += (b->extent[d] - 1) * b->stride[d];
+    }
+    if (last > plan_buf_bytes(p, b->buf))
+        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                          "rank %d: box %u ends at byte %llu of the %s buffer, which has %llu",
+                          p->rank, i, (unsigned long long)last, mc_rt_buf_name(b->buf),
+                          (unsigned long long)plan_buf_bytes(p, b->buf));
+    return MC_RT_OK;
+}
+
+static int check_ref(const mc_rt_plan_t *p, uint32_t i, const mc_rt_ref_t *ref, uint64_t bytes,
+                     int contiguous, mc_rt_err_t *err)
+{
+    if (ref->box < 0 || (uint32_t)ref->box >= p->nboxes)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u: box %d out of range", p->rank,
+                          i, ref->box);
+    const mc_rt_box_t *b = &p->boxes[ref->box];
+    if (ref->off > mc_rt_box_bytes(b) || bytes > mc_rt_box_bytes(b) - ref->off)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                          "rank %d: op %u: bytes %llu..%llu lie outside box %d", p->rank, i,
+                          (unsigned long long)ref->off,
+                          (unsigned long long)(ref->off + bytes), ref->box);
+    uint64_t run;
+    mc_rt_box_addr(b, ref->off, &run);
+    if (contiguous && bytes > run)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                          "rank %d: op %u: a send or receive must be contiguous, box %d is not",
+                          p->rank, i, ref->box);
+    return MC_RT_OK;
+}
+
+static int check_op(const mc_rt_plan_t *p, uint32_t i, int comm, mc_rt_err_t *err)
+{
+    const mc_rt_op_t *op = &p->ops[i];
+    int st;
+    if (!comm) {
+        if (op->kind != MC_RT_OP_COPY)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u: expected a copy",
+                              p->rank, i);
+        if ((st = check_ref(p, i, &op->src, op->bytes, 0, err)) != MC_RT_OK)
+            return st;
+        return check_ref(p, i, &op->dst, op->bytes, 0, err);
+    }
+    if (op->kind != MC_RT_OP_SEND && op->kind != MC_RT_OP_RECV)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u: expected a send or receive",
+                          p->rank, i);
+    if (op->peer < 0 || op->peer >= p->nranks)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u: peer %d is not a rank of %d",
+                          p->rank, i, op->peer, p->nranks);
+    return check_ref(p, i, op->kind == MC_RT_OP_SEND ? &op->src : &op->dst, op->bytes, 1, err);
+}
+
+int mc_rt_plan_check(const mc_rt_plan_t *p, mc_rt_err_t *err)
+{
+    int st;
+    if (p->rank < 0 || p->rank >= p->nranks)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "plan: rank %d is not a rank of %d", p->rank,
+                          p->nranks);
+    for (uint32_t i = 0; i < p->nboxes; i++)
+        if ((st = check_box(p, i, err)) != MC_RT_OK)
+            return st;
+    uint32_t next = 0;
+    for (uint32_t s = 0; s < p->nsteps; s++) {
+        const mc_rt_step_t *step = &p->steps[s];
+        if ((s > 0 && step->index <= p->steps[s - 1].index) || step->first != next)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                              "rank %d: step %u: steps must ascend and their ops follow in order",
+                              p->rank, step->index);
+        uint32_t n = step->npre + step->ncomm + step->npost;
+        if (n > p->nops - next)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: step %u: ops beyond the plan's %u",
+                              p->rank, step->index, p->nops);
+        for (uint32_t k = 0; k < n; k++) {
+            int comm = k >= step->npre && k < step->npre + step->ncomm;
+            if ((st = check_op(p, next + k, comm, err)) != MC_RT_OK)
+                return st;
+        }
+        next += n;
+    }
+    if (next != p->nops)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %u ops belong to no step", p->rank,
+                          p->nops - next);
+    return MC_RT_OK;
+}
+
+int mc_rt_buffers_check(const mc_rt_plan_t *p, const mc_rt_buffers_t *bufs, mc_rt_err_t *err)
+{
+    for (int b = 0; b < MC_RT_NBUFS; b++) {
+        uint64_t need = plan_buf_bytes(p, b);
+        int ok = b == MC_RT_BUF_WS ? bufs->bytes[b] >= need : bufs->bytes[b] == need;
+        if (!ok)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                              "rank %d: the %s buffer has %llu bytes, the plan needs %s%llu",
+                              p->rank, mc_rt_buf_name(b), (unsigned long long)bufs->bytes[b],
+                              b == MC_RT_BUF_WS ? "at least " : "", (unsigned long long)need);
+        if (need && !bufs->buf[b])
+            return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: the %s buffer is NULL", p->rank,
+                              mc_rt_buf_name(b));
+    }
+    return MC_RT_OK;
+}
+
+void mc_rt_copy_host(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_buffers_t *bufs)
+{
+    const mc_rt_box_t *sb = &plan->boxes[op->src.box], *db = &plan->boxes[op->dst.box];
+    const unsigned char *s = bufs->buf[sb->buf];
+    unsigned char *d = bufs->buf[db->buf];
+    uint64_t so = op->src.off, dof = op->dst.off, left = op->bytes;
+    while (left) {
+        uint64_t srun, drun;
+        uint64_t sa = mc_rt_box_addr(sb, so, &srun), da = mc_rt_box_addr(db, dof, &drun);
+        uint64_t n = left < srun ? left : srun;
+        n = n < drun ? n : drun;
+        memmove(d + da, s + sa, n);
+        so += n;
+        dof += n;
+        left -= n;
+    }
+}

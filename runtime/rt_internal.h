@@ -1,0 +1,35 @@
+/* Helpers shared by the runtime's backends; not installed. */
+#ifndef MC_RT_INTERNAL_H
+#define MC_RT_INTERNAL_H
+
+#include "runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Records status and a printf-style message in err (may be NULL); returns status. */
+int mc_rt_fail(mc_rt_err_t *err, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Contiguous address of a SEND's source or a RECV's destination in bufs. */
+unsigned char *mc_rt_ref_ptr(const mc_rt_plan_t *plan, const mc_rt_ref_t *ref,
+                             const mc_rt_buffers_t *bufs);
+
+/* How the loopback stepping moves bytes: copy runs a COPY op, move a send's bytes into the
+ * matching receive. Host memory or one GPU. */
+typedef struct mc_rt_mover {
+    int (*copy)(void *ctx, const mc_rt_plan_t *plan, const mc_rt_op_t *op,
+                const mc_rt_buffers_t *bufs, mc_rt_err_t *err);
+    int (*move)(void *ctx, void *dst, const void *src, uint64_t bytes, mc_rt_err_t *err);
+    void *ctx;
+} mc_rt_mover_t;
+
+int mc_rt_loopback_exec(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                        const mc_rt_mover_t *mv, mc_rt_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

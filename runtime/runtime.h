@@ -1,0 +1,170 @@
+/* runtime: executes one rank's part of a resharding schedule on real buffers. It knows nothing of
+ * topologies, tasks or schedules: it runs a per-rank **plan**, plain data that emit/ lowers a
+ * schedule into and that generated code carries as static tables.
+ *
+ * Buffers. Every rank has three: SRC (its source shards, one per tensor in task order, each tile
+ * row-major, concatenated), DST (its destination shards, the same way) and WS (a workspace of
+ * plan->ws_bytes for staging). A box is a strided region of one buffer: a contiguous run of
+ * extent[ndims-1] bytes repeated over the outer dimensions at byte strides. A reference (box, off)
+ * means the box's bytes from position off of its row-major linearization on.
+ *
+ * Steps. A plan is a list of micro-steps numbered the same on every rank. A step first runs its
+ * copies (packs into staging, local copies), then posts all its sends and receives at once and
+ * waits for them once, then runs its copies out of staging (unpacks). A tree of the schedule
+ * becomes micro-steps: at step t the edges at depth l move chunk t-l, so a relay never forwards
+ * what it has not received. A send and its receive sit in the same step on both ranks, in the
+ * same order, with the same tag.
+ *
+ * Backends: loopback (every rank in this process, host memory), mpi (host memory, declared when
+ * <mpi.h> is included first), nccl and the GPU loopback (declared when <nccl.h> is included
+ * first; built only where nvcc exists). Waits are bounded: a missing peer ends the run with an
+ * error that names the rank and the step. */
+#ifndef MC_RUNTIME_H
+#define MC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MC_RT_MAX_DIMS 8
+
+/* Status codes: the same values as meshcast's mc_status_t, so callers can pass them on. */
+enum {
+    MC_RT_OK = 0,
+    MC_RT_ERR_INVALID = -4,
+    MC_RT_ERR_UNSUPPORTED = -6,
+    MC_RT_ERR_TIMEOUT = -8,
+    MC_RT_ERR_RUNTIME = -9
+};
+
+typedef struct mc_rt_err {
+    int status;
+    char msg[512];
+} mc_rt_err_t;
+
+enum { MC_RT_BUF_SRC = 0, MC_RT_BUF_DST = 1, MC_RT_BUF_WS = 2, MC_RT_NBUFS = 3 };
+
+typedef struct mc_rt_box {
+    int32_t buf;                      /* MC_RT_BUF_* */
+    int32_t ndims;                    /* 1..MC_RT_MAX_DIMS, outermost first */
+    uint64_t base;                    /* byte offset of the first byte in the buffer */
+    uint64_t extent[MC_RT_MAX_DIMS];  /* innermost: bytes of one contiguous run; others: counts */
+    uint64_t stride[MC_RT_MAX_DIMS];  /* byte strides of the outer dimensions; innermost unused */
+} mc_rt_box_t;
+
+typedef struct mc_rt_ref {
+    int32_t box;    /* index into plan->boxes */
+    uint64_t off;   /* position in the box's linearization */
+} mc_rt_ref_t;
+
+enum { MC_RT_OP_COPY = 0, MC_RT_OP_SEND = 1, MC_RT_OP_RECV = 2 };
+
+typedef struct mc_rt_op {
+    int32_t kind;       /* MC_RT_OP_* */
+    int32_t peer;       /* SEND, RECV: the other rank */
+    int32_t tag;        /* SEND, RECV: the tree it belongs to; equal on both sides */
+    uint64_t bytes;
+    mc_rt_ref_t src;    /* COPY, SEND (SEND: must be contiguous) */
+    mc_rt_ref_t dst;    /* COPY, RECV (RECV: must be contiguous) */
+} mc_rt_op_t;
+
+typedef struct mc_rt_step {
+    uint32_t index;     /* global micro-step number; steps with nothing for this rank are absent */
+    uint32_t first;     /* ops[first .. first+npre) copies, then ncomm sends/recvs, then npost copies */
+    uint32_t npre, ncomm, npost;
+} mc_rt_step_t;
+
+typedef struct mc_rt_plan {
+    int32_t rank, nranks;
+    uint64_t src_bytes, dst_bytes, ws_bytes;  /* exact sizes the buffers must have */
+    uint32_t nboxes, nops, nsteps;
+    const mc_rt_box_t *boxes;
+    const mc_rt_op_t *ops;
+    const mc_rt_step_t *steps;                /* ascending index */
+} mc_rt_plan_t;
+
+typedef struct mc_rt_buffers {
+    void *buf[MC_RT_NBUFS];    /* SRC (only read), DST, WS */
+    uint64_t bytes[MC_RT_NBUFS];
+} mc_rt_buffers_t;
+
+const char *mc_rt_buf_name(int buf);
+
+/* Number of bytes a box covers. */
+uint64_t mc_rt_box_bytes(const mc_rt_box_t *box);
+/* Byte offset in the box's buffer of linear position lin; *run gets how many bytes from there on
+ * are contiguous in the buffer and still inside the box's current run. */
+uint64_t mc_rt_box_addr(const mc_rt_box_t *box, uint64_t lin, uint64_t *run);
+
+/* Checks that the plan is well formed: boxes inside buffers, references inside boxes, sends and
+ * receives contiguous, peers in range, steps ascending and ops covered exactly once. */
+int mc_rt_plan_check(const mc_rt_plan_t *plan, mc_rt_err_t *err);
+/* Checks that the buffers have the sizes the plan needs (a workspace may be larger). */
+int mc_rt_buffers_check(const mc_rt_plan_t *plan, const mc_rt_buffers_t *bufs, mc_rt_err_t *err);
+
+/* Runs a COPY op on host memory. */
+void mc_rt_copy_host(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_buffers_t *bufs);
+
+/* Runs every rank's plan in this process on host buffers (bufs[r] for rank r), step by step;
+ * a receive with no matching send (or the reverse) is an error naming both ranks and the step. */
+int mc_rt_run_loopback(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                       mc_rt_err_t *err);
+
+#ifdef MPI_VERSION
+/* Runs this rank's plan with MPI point-to-point on host buffers; the plan's rank and nranks must
+ * be comm's. Every wait polls with a deadline of timeout_s seconds. */
+int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
+                  double timeout_s, mc_rt_err_t *err);
+#endif
+
+/* ---- CUDA (libmeshcast_rt built with nvcc; otherwise these return MC_RT_ERR_UNSUPPORTED) ---- */
+
+/* Number of CUDA devices, 0 when there is none or no driver; -1 when built without CUDA. */
+int mc_rt_cuda_devices(void);
+
+/* Every rank's plan on one GPU (device 0): the host buffers are copied to one device buffer set
+ * per virtual rank, the plans run with the pack kernels and device-to-device copies, and the
+ * destination buffers come back. *seconds gets the device time of the run alone. */
+int mc_rt_run_loopback_gpu(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                           double *seconds, mc_rt_err_t *err);
+
+/* Times op (a COPY of plan) on device buffers of the plan's sizes with the pack kernel, and a
+ * cudaMemcpyAsync of the same bytes, each the best of iters runs (seconds). */
+int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *kernel_s,
+                          double *memcpy_s, mc_rt_err_t *err);
+
+#ifdef MPI_VERSION
+/* The nccl backend driven from host buffers: picks this rank's GPU (local rank modulo the
+ * devices), shares the NCCL unique id through comm, copies the buffers in, runs and waits with
+ * a deadline of timeout_s, and copies the destination back. *seconds: the run alone. */
+int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
+                       double timeout_s, double *seconds, mc_rt_err_t *err);
+#endif
+
+#ifdef NCCL_MAJOR
+/* Runs a COPY op (plan->ops[op]) on device buffers; generated code passes its own, specialized
+ * to the schedule's boxes, to mc_rt_run_nccl. */
+typedef int (*mc_rt_cuda_copy_fn)(const mc_rt_plan_t *plan, uint32_t op,
+                                  const mc_rt_buffers_t *bufs, cudaStream_t stream,
+                                  mc_rt_err_t *err);
+/* The generic pack kernel, for any box. */
+int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
+                    cudaStream_t stream, mc_rt_err_t *err);
+/* Enqueues this rank's plan on stream: per step the packs, one ncclGroupStart/End holding the
+ * step's ncclSend/ncclRecv, then the unpacks. Device buffers; copy NULL means mc_rt_copy_cuda.
+ * Returns without waiting for the stream. */
+int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
+                   cudaStream_t stream, mc_rt_cuda_copy_fn copy, mc_rt_err_t *err);
+/* Waits for stream until timeout_s; on timeout aborts comm (may be NULL) and names the rank. */
+int mc_rt_cuda_wait(cudaStream_t stream, ncclComm_t comm, int rank, double timeout_s,
+                    mc_rt_err_t *err);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

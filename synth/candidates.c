@@ -1,0 +1,259 @@
+/* The candidate trees of one piece (docs/synthesis.md, "Candidates"): one tree per rail (entering
+ * every destination host at the GPU on that rail, a relay if it needs nothing, then an NVLink
+ * chain inside the host; across hosts as a chain when several destination hosts need the piece),
+ * the intra-host shortest-path tree and the direct star from the first holder, and trees rooted
+ * on other holder hosts. The optimizer picks among them and splits bytes over them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+/* Holder hosts tried as roots. */
+#define MC_ROOT_HOSTS 3
+
+typedef struct gen {
+    mc_cands_t *cs;
+    const mc_task_t *task;
+    const mc_topo_t *topo;
+    int p;
+    const mc_piece_t *pc;
+    int no_relays;
+    int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
+    int ndh;              /* destination hosts, ascending */
+    int *dh_host, *dh_first, *dh_count; /* their dests: pc->dests[first .. first+count) */
+    int *parent, *child;  /* edge buffers */
+    int ne;
+    int *seen;            /* per GPU: already in the tree being built */
+} gen_t;
+
+static int in_sorted(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+static int gpu_dev(const mc_topo_t *t, int g)
+{
+    return t->nodes[t->gpu_node[g]].dev;
+}
+
+static void edge(gen_t *g, int a, int b)
+{
+    if (g->seen[b])
+        return;
+    g->parent[g->ne] = a;
+    g->child[g->ne++] = b;
+    g->seen[b] = 1;
+}
+
+/* The GPU of host h with the given dev (its rail), or -1. */
+static int on_rail(const mc_topo_t *t, int h, int dev)
+{
+    for (int i = 0; i < t->ngpus; i++)
+        if (mc_topo_gpu_host(t, i) == h && gpu_dev(t, i) == dev)
+            return i;
+    return -1;
+}
+
+/* Where a tree from `from` enters destination host d: the destination on the tree's rail (from's
+ * unless the generator fixed one), else the GPU on that rail as a relay, else the host's first
+ * destination. */
+static int entry(const gen_t *g, int d, int from)
+{
+    const int *dst = g->pc->dests + g->dh_first[d];
+    int r = on_rail(g->topo, g->dh_host[d], g->rail >= 0 ? g->rail : gpu_dev(g->topo, from));
+    for (int i = 0; i < g->dh_count[d]; i++)
+        if (dst[i] == r)
+            return r;
+    if (r >= 0 && !g->no_relays)
+        return r;
+    return dst[0];
+}
+
+/* Reaches the destinations of host d from src (already in the tree) by a chain in rail order
+ * starting after src, or by the host's shortest-path tree. */
+static mc_status_t fan_out(gen_t *g, int d, int src, int chain, mc_err_t *err)
+{
+    const int *dst = g->pc->dests + g->dh_first[d];
+    int n = g->dh_count[d];
+    if (chain) {
+        int last = src;
+        int sdev = gpu_dev(g->topo, src);
+        /* rail order after src's rail wraps around, so that two trees entering on different
+         * rails chain through the host in different orders */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < n; i++) {
+                int dv = gpu_dev(g->topo, dst[i]);
+                if ((pass == 0) != (dv > sdev) || g->seen[dst[i]])
+                    continue;
+                edge(g, last, dst[i]);
+                last = dst[i];
+            }
+        return MC_OK;
+    }
+    int *par = mc_xmalloc(sizeof(int) * (size_t)(g->topo->ngpus + 1));
+    int *chi = mc_xmalloc(sizeof(int) * (size_t)(g->topo->ngpus + 1));
+    int k = mc_cands_host_spt(g->topo, src, dst, n, par, chi, err);
+    for (int i = 0; i < k; i++)
+        edge(g, par[i], chi[i]);
+    free(par);
+    free(chi);
+    return k < 0 ? MC_ERR_INTERNAL : MC_OK;
+}
+
+enum { TREE_HOSTS, TREE_CHAIN, TREE_STAR };
+
+/* Builds one tree of the given shape from root and appends it when it reaches every
+ * destination (and, without relays allowed, passes through nothing else). */
+static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int rhost = mc_topo_gpu_host(g->topo, root);
+    memset(g->seen, 0, sizeof(int) * (size_t)g->topo->ngpus);
+    g->ne = 0;
+    g->seen[root] = 1;
+    int prev = root;
+    for (int d = 0; d < g->ndh; d++) {
+        if (shape == TREE_STAR) {
+            for (int i = 0; i < g->dh_count[d]; i++)
+                edge(g, root, g->pc->dests[g->dh_first[d] + i]);
+            continue;
+        }
+        int e = root;
+        if (g->dh_host[d] != rhost) {
+            e = entry(g, d, shape == TREE_CHAIN ? prev : root);
+            edge(g, shape == TREE_CHAIN ? prev : root, e);
+            prev = e;
+        }
+        MC_CHECK_GOTO(fan_out(g, d, e, chain, err), out, st);
+    }
+    for (int i = 0; i < g->pc->ndests; i++)
+        if (!g->seen[g->pc->dests[i]])
+            return MC_OK;
+    if (g->no_relays)
+        for (int e = 0; e < g->ne; e++)
+            if (!in_sorted(g->pc->dests, g->pc->ndests, g->child[e]))
+                return MC_OK;
+    st = mc_cands_push(g->cs, g->task, g->topo, g->p, root, g->ne, g->parent, g->child, err);
+out:
+    return st;
+}
+
+/* Holder hosts to root trees at: those that also hold destinations first, then the others
+ * starting at an offset that differs per piece, so that pieces leave through different hosts. */
+static int root_hosts(const gen_t *g, int *hosts)
+{
+    const mc_piece_t *pc = g->pc;
+    int nh = 0, *hh = mc_xmalloc(sizeof(int) * (size_t)(pc->nholders + 1));
+    for (int i = 0; i < pc->nholders; i++) {
+        int h = mc_topo_gpu_host(g->topo, pc->holders[i]);
+        if (!in_sorted(hh, nh, h))
+            hh[nh++] = h;
+    }
+    int n = 0;
+    for (int i = 0; i < nh; i++)
+        for (int d = 0; d < g->ndh; d++)
+            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS)
+                hosts[n++] = hh[i];
+    for (int j = 0; j < nh && n < MC_ROOT_HOSTS; j++) {
+        int h = hh[(j + g->p) % nh];
+        if (!in_sorted(hosts, n, h))
+            hosts[n++] = h;
+    }
+    free(hh);
+    return n;
+}
+
+/* The k-th holder on host h, counting from an offset that differs per piece (-1 if none). */
+static int holder_on(const gen_t *g, int h, int k)
+{
+    const mc_piece_t *pc = g->pc;
+    int n = 0;
+    for (int i = 0; i < pc->nholders; i++)
+        n += mc_topo_gpu_host(g->topo, pc->holders[i]) == h;
+    if (k >= n)
+        return -1;
+    int want = (k + g->p) % n;
+    for (int i = 0; i < pc->nholders; i++)
+        if (mc_topo_gpu_host(g->topo, pc->holders[i]) == h && want-- == 0)
+            return pc->holders[i];
+    return -1;
+}
+
+static void group_dests(gen_t *g)
+{
+    const mc_piece_t *pc = g->pc;
+    g->dh_host = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->dh_first = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->dh_count = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
+    g->ndh = 0;
+    for (int i = 0; i < pc->ndests; i++) {
+        int h = mc_topo_gpu_host(g->topo, pc->dests[i]);
+        if (g->ndh == 0 || g->dh_host[g->ndh - 1] != h) {
+            g->dh_host[g->ndh] = h;
+            g->dh_first[g->ndh] = i;
+            g->dh_count[g->ndh++] = 0;
+        }
+        g->dh_count[g->ndh - 1]++;
+    }
+}
+
+mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                               int p, int no_relays, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .pc = &task->pieces[p],
+               .no_relays = no_relays, .rail = -1};
+    int first = cs->n;
+    group_dests(&g);
+    g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g.child = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g.seen = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
+    int hosts[MC_ROOT_HOSTS];
+    int nh = root_hosts(&g, hosts);
+    if (nh == 0) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: piece %d has destinations but no holder",
+                        __FILE__, __LINE__, p);
+        goto out;
+    }
+    int remote = g.ndh - in_sorted(g.dh_host, g.ndh, hosts[0]);
+    int shape = remote >= 2 ? TREE_CHAIN : TREE_HOSTS;
+    int r0 = holder_on(&g, hosts[0], 0);
+    /* one tree per rail, so that the optimizer can stripe the piece over every NIC: rooted at
+     * the holder on that rail, or relayed by the route's PXN hop from the first holder */
+    int ndev = 0;
+    for (int i = 0; i < topo->ngpus; i++)
+        if (mc_topo_gpu_host(topo, i) == g.dh_host[0])
+            ndev++;
+    for (int k = 0; k < ndev; k++) {
+        int r = on_rail(topo, hosts[0], k);
+        g.rail = k;
+        MC_CHECK_GOTO(build(&g, r >= 0 && in_sorted(g.pc->holders, g.pc->nholders, r) ? r : r0,
+                            shape, 1, err),
+                      out, st);
+    }
+    g.rail = -1;
+    MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 0, err), out, st);
+    MC_CHECK_GOTO(build(&g, r0, TREE_STAR, 0, err), out, st);
+    if (remote >= 2)
+        MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 1, err), out, st);
+    for (int i = 1; i < nh && cs->n - first < MC_CAND_MAX; i++) {
+        int r = holder_on(&g, hosts[i], 0);
+        MC_CHECK_GOTO(build(&g, r, TREE_HOSTS, 1, err), out, st);
+        if (remote >= 2)
+            MC_CHECK_GOTO(build(&g, r, TREE_CHAIN, 1, err), out, st);
+    }
+    if (cs->n == first)
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: no candidate tree reaches the %d "
+                        "destinations of piece %d", __FILE__, __LINE__, g.pc->ndests, p);
+out:
+    free(g.dh_host);
+    free(g.dh_first);
+    free(g.dh_count);
+    free(g.parent);
+    free(g.child);
+    free(g.seen);
+    return st;
+}

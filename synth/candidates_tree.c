@@ -1,0 +1,199 @@
+/* One candidate tree of the meshcast strategy: a set of GPU edges from a root, turned into what
+ * the optimizer needs (the topology links its routes cross and how often, its pipelined rate, its
+ * hop overhead), and the intra-host shortest-path trees the generators use (igraph Dijkstra). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+void mc_cands_free(mc_cands_t *cs)
+{
+    for (int i = 0; i < cs->n; i++) {
+        free(cs->c[i].parent);
+        free(cs->c[i].child);
+        free(cs->c[i].links);
+        free(cs->c[i].mult);
+    }
+    free(cs->c);
+    memset(cs, 0, sizeof(*cs));
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int in_list(const int *v, int n, int x)
+{
+    return bsearch(&x, v, (size_t)n, sizeof(int), cmp_int) != NULL;
+}
+
+/* Same edge set as an earlier candidate of the same piece? */
+static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *parent,
+                     const int *child)
+{
+    for (int i = cs->n - 1; i >= 0 && cs->c[i].piece == p; i--) {
+        const mc_cand_t *c = &cs->c[i];
+        if (c->root != root || c->nedges != n)
+            continue;
+        int same = 1;
+        for (int e = 0; e < n && same; e++)
+            same = c->parent[e] == parent[e] && c->child[e] == child[e];
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+static double route_hop_s(const mc_topo_t *topo, const mc_route_t *r)
+{
+    double alpha = 0;
+    for (int i = 0; i < r->nlinks; i++) {
+        double a = mc_topo_alpha(topo->links[r->links[i]].kind);
+        if (a > alpha)
+            alpha = a;
+    }
+    return alpha + r->latency;
+}
+
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
+                          int root, int nedges, const int *parent, const int *child,
+                          mc_err_t *err)
+{
+    if (nedges <= 0 || duplicate(cs, p, root, nedges, parent, child))
+        return MC_OK;
+    const mc_piece_t *pc = &task->pieces[p];
+    mc_status_t st = MC_OK;
+    int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
+    int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
+    int nall = 0, maxdepth = 0, relays = 0;
+    double hop = 0;
+    for (int e = 0; e < nedges; e++) {
+        mc_route_t r;
+        MC_CHECK_GOTO(mc_topo_route(topo, parent[e], child[e], &r, err), out, st);
+        memcpy(all + nall, r.links, sizeof(int) * (size_t)r.nlinks);
+        nall += r.nlinks;
+        double h = route_hop_s(topo, &r);
+        if (h > hop)
+            hop = h;
+        depth[child[e]] = depth[parent[e]] + 1;
+        if (depth[child[e]] > maxdepth)
+            maxdepth = depth[child[e]];
+        if (!in_list(pc->dests, pc->ndests, child[e]) &&
+            !in_list(pc->holders, pc->nholders, child[e]))
+            relays++;
+    }
+    qsort(all, (size_t)nall, sizeof(int), cmp_int);
+
+    MC_GROW(cs->c, cs->cap, cs->n + 1);
+    mc_cand_t *c = &cs->c[cs->n++];
+    memset(c, 0, sizeof(*c));
+    c->piece = p;
+    c->root = root;
+    c->nedges = nedges;
+    c->parent = mc_xmalloc(sizeof(int) * (size_t)nedges);
+    c->child = mc_xmalloc(sizeof(int) * (size_t)nedges);
+    memcpy(c->parent, parent, sizeof(int) * (size_t)nedges);
+    memcpy(c->child, child, sizeof(int) * (size_t)nedges);
+    c->depth = maxdepth;
+    c->hop_s = hop;
+    c->relays = relays;
+    c->links = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
+    c->mult = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
+    for (int i = 0; i < nall; i++) {
+        if (c->nlinks && c->links[c->nlinks - 1] == all[i]) {
+            c->mult[c->nlinks - 1]++;
+            continue;
+        }
+        c->links[c->nlinks] = all[i];
+        c->mult[c->nlinks++] = 1;
+    }
+    for (int i = 0; i < c->nlinks; i++) {
+        double s = c->mult[i] / topo->links[c->links[i]].bw;
+        if (s > c->sec_per_byte)
+            c->sec_per_byte = s;
+    }
+out:
+    free(all);
+    free(depth);
+    return st;
+}
+
+/* Weights of the complete GPU graph of one host: 1/bw of each route, plus a little per hop so
+ * that among equal rates the tree with fewer relays wins. */
+static mc_status_t host_graph(const mc_topo_t *topo, int g0, int n, igraph_t *g,
+                              igraph_vector_t *w, mc_err_t *err)
+{
+    igraph_vector_int_t edges;
+    igraph_vector_int_init(&edges, 0);
+    igraph_vector_init(w, 0);
+    mc_status_t st = MC_OK;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            if (a == b)
+                continue;
+            mc_route_t r;
+            MC_CHECK_GOTO(mc_topo_route(topo, g0 + a, g0 + b, &r, err), out, st);
+            igraph_vector_int_push_back(&edges, a);
+            igraph_vector_int_push_back(&edges, b);
+            igraph_vector_push_back(w, 1.0 / r.bw + 1e-15 * (1 + r.nlinks));
+        }
+    if (igraph_create(g, &edges, n, IGRAPH_DIRECTED) != IGRAPH_SUCCESS)
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: igraph could not build a host graph",
+                        __FILE__, __LINE__);
+out:
+    igraph_vector_int_destroy(&edges);
+    if (st != MC_OK)
+        igraph_vector_destroy(w);
+    return st;
+}
+
+int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
+                      int *child, mc_err_t *err)
+{
+    int host = mc_topo_gpu_host(topo, src);
+    int g0 = src, g1 = src;
+    while (g0 > 0 && mc_topo_gpu_host(topo, g0 - 1) == host)
+        g0--;
+    while (g1 + 1 < topo->ngpus && mc_topo_gpu_host(topo, g1 + 1) == host)
+        g1++;
+    int n = g1 - g0 + 1;
+    igraph_t g;
+    igraph_vector_t w;
+    igraph_vector_int_t par;
+    if (host_graph(topo, g0, n, &g, &w, err) != MC_OK)
+        return -1;
+    igraph_vector_int_init(&par, 0);
+    int ne = -1;
+    int *keep = mc_xcalloc((size_t)n, sizeof(int));
+    int *depth = mc_xcalloc((size_t)n, sizeof(int));
+    if (igraph_get_shortest_paths_dijkstra(&g, NULL, NULL, src - g0, igraph_vss_all(), &w,
+                                           IGRAPH_OUT, &par, NULL) != IGRAPH_SUCCESS) {
+        mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: igraph Dijkstra failed", __FILE__, __LINE__);
+        goto out;
+    }
+    /* keep every GPU on the way from src to a wanted one: those not wanted are relays */
+    for (int i = 0; i < nwant; i++)
+        for (int v = want[i] - g0; v != src - g0 && v >= 0 && !keep[v];
+             v = (int)VECTOR(par)[v])
+            keep[v] = 1;
+    for (int v = 0; v < n; v++)
+        for (int u = v; keep[v] && u != src - g0 && u >= 0; u = (int)VECTOR(par)[u])
+            depth[v]++;
+    /* parents before children: by depth, then by GPU id */
+    ne = 0;
+    for (int d = 1; d <= n; d++)
+        for (int v = 0; v < n; v++)
+            if (keep[v] && depth[v] == d) {
+                parent[ne] = g0 + (int)VECTOR(par)[v];
+                child[ne++] = g0 + v;
+            }
+out:
+    free(keep);
+    free(depth);
+    igraph_vector_int_destroy(&par);
+    igraph_vector_destroy(&w);
+    igraph_destroy(&g);
+    return ne;
+}

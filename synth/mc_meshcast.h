@@ -1,0 +1,139 @@
+/* Internals of the meshcast strategy (docs/synthesis.md): candidate trees per piece, the abstract
+ * plan the optimizer works on (pieces split into units, candidates with per-link costs), the
+ * greedy seed, the Z3 model, and the split of a task into link-disjoint components. The plan layer
+ * knows nothing of topologies so that the model can be tested on hand-made inputs. */
+#ifndef MC_MESHCAST_H
+#define MC_MESHCAST_H
+
+#include <stdint.h>
+
+#include "layout/layout.h"
+#include "synth/synth.h"
+#include "topo/topo.h"
+#include "util/util.h"
+
+/* ---- candidate trees (candidates*.c) ---- */
+
+typedef struct mc_cand {
+    int piece;
+    int root;
+    int nedges;
+    int *parent, *child;  /* GPU edges, each parent reached before its children */
+    int depth;            /* edges on the longest root-to-leaf path */
+    int nlinks;
+    int *links;           /* topology link ids the tree's routes use, ascending */
+    int *mult;            /* how many tree edges cross each of them */
+    double sec_per_byte;  /* max over links of mult / bw: the pipelined tree's rate */
+    double hop_s;         /* largest alpha + route latency of one edge */
+    int relays;           /* GPUs in the tree that neither hold nor need the piece */
+} mc_cand_t;
+
+typedef struct mc_cands {
+    int n, cap;
+    mc_cand_t *c;
+} mc_cands_t;
+
+/* Most candidates kept per piece. */
+#define MC_CAND_MAX 16
+
+/* Appends the candidate trees of piece p (at least one; each reaches every destination). With
+ * no_relays, trees pass only through holders and destinations (a memory limit is set). */
+mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                               int p, int no_relays, mc_err_t *err);
+void mc_cands_free(mc_cands_t *cs);
+
+/* Builds a GPU tree from edges (used by the generators); computes links, multiplicities and
+ * rates from the topology's routes. Returns MC_OK and appends to cs, or drops a duplicate. */
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
+                          int root, int nedges, const int *parent, const int *child,
+                          mc_err_t *err);
+
+/* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
+ * route) from src to every GPU in want[0..nwant): appends the edges to parent/child (sized by the
+ * caller for the host's GPU count) and returns how many it appended, or -1 on error. */
+int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
+                      int *child, mc_err_t *err);
+
+/* ---- the abstract plan (synth_meshcast_plan.c) ---- */
+
+typedef struct mc_pcand {
+    int piece;            /* plan-local piece index */
+    int64_t unit_ps;      /* picoseconds per unit on its bottleneck link */
+    int64_t fixed_ps;     /* per-use cost: hop overheads and pipeline fill */
+    int nlinks;
+    int *links;           /* plan-local link ids */
+    int64_t *link_ps;     /* picoseconds per unit on each of its links */
+} mc_pcand_t;
+
+typedef struct mc_plan {
+    int npieces;
+    int *units;           /* per piece: the units its bytes are split into */
+    int ncands;
+    mc_pcand_t *cands;    /* grouped by piece, pieces in order */
+    int nlinks;
+} mc_plan_t;
+
+/* A solution: units[c * nphases + k] units of candidate c run in phase k. */
+typedef struct mc_plan_sol {
+    int nphases;
+    int *units;
+    int64_t est_ps;       /* estimated makespan: sum over phases of the phase time */
+} mc_plan_sol_t;
+
+void mc_plan_free(mc_plan_t *pl);
+void mc_plan_sol_free(mc_plan_sol_t *s);
+/* Phase time under the plan's cost model: the slowest tree, or the busiest link (trees of one
+ * phase share links at planned rates). */
+int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k);
+/* A lower bound on any solution's estimate: a piece alone on its best tree, and the load on
+ * every link that all of a piece's candidates cross. */
+int64_t mc_plan_lower_ps(const mc_plan_t *pl);
+/* Checks a solution (every piece's units placed, none negative) and fills est_ps. Returns 0
+ * when feasible. */
+int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s);
+/* Drops empty phases and orders the rest slowest first (phases are independent). */
+void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
+
+/* Greedy seed and fallback: each piece whole on the candidate and phase that grow the estimate
+ * least, largest pieces first. Always feasible. */
+void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
+
+typedef struct mc_z3_stats {
+    int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model,
+                           * 2 the seed meets the lower bound (Z3 not needed) */
+    uint64_t rlimit_used;
+    char reason[96];
+} mc_z3_stats_t;
+
+/* Z3_optimize over the plan with nphases phases (0: the seed's plus one), seeded by seed's
+ * makespan as an upper bound and the plan's lower bound. On success *out holds a feasible
+ * solution no worse than seed (or a copy of seed). rlimit 0 = none; budget_s bounds the wall
+ * clock. */
+mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int nphases,
+                             uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
+                             mc_z3_stats_t *stats, mc_err_t *err);
+
+/* ---- components (synth_meshcast_split.c) ---- */
+
+typedef struct mc_comp {
+    int npieces;
+    int *pieces;          /* task piece ids, ascending */
+    int *cand_ids;        /* plan candidate -> index in the candidate list */
+    mc_plan_t plan;
+    int *link_ids;        /* plan-local link -> topology link */
+    char *key;            /* canonical text of the plan: equal keys, equal models */
+    int same_as;          /* index of an earlier component with the same key, else -1 */
+    mc_plan_sol_t sol;
+} mc_comp_t;
+
+/* Groups the pieces into components whose candidates share no link, and builds each one's plan
+ * (units of unit_bytes per piece). */
+void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands_t *cs,
+                    const int *piece_first, const int *piece_count, uint64_t chunk_bytes,
+                    mc_comp_t **out, int *ncomps);
+void mc_comps_free(mc_comp_t *comps, int n);
+
+/* Units a piece is split into for the optimizer, and the bytes of one unit. */
+int mc_piece_units(uint64_t bytes, uint64_t *unit_bytes);
+
+#endif

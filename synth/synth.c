@@ -1,0 +1,88 @@
+/* The strategy table (in the order 'meshcast bench' compares them) and mc_synth(), which runs one
+ * strategy and refuses to hand back a schedule that does not validate. */
+#include <string.h>
+
+#include "synth/synth.h"
+
+/* The Z3 synthesizer lives on another branch until it is merged; a NULL entry is skipped. */
+#pragma weak mc_synth_meshcast
+
+static const mc_strategy_t all_strategies[] = {
+    {"p2p", "Alpa send/recv: every destination pulls each piece from its first holder, all at once",
+     mc_synth_p2p},
+    {"p2p-lb", "Alpa send/recv with its default least-loaded sender choice", mc_synth_p2p_lb},
+    {"alpa-bcast",
+     "Alpa broadcast: one NCCL ring broadcast per piece, host-level load balance, greedy rounds",
+     mc_synth_alpa_bcast},
+    {"meshcast", "Z3 synthesizer: link-disjoint multicast trees", mc_synth_meshcast},
+};
+
+#define NALL ((int)(sizeof(all_strategies) / sizeof(all_strategies[0])))
+
+/* The built-in ones, present entries only, in table order. */
+static mc_strategy_t present[NALL];
+static int npresent = -1;
+
+const mc_strategy_t *mc_synth_strategies(int *n)
+{
+    if (npresent < 0) {
+        int k = 0;
+        for (int i = 0; i < NALL; i++)
+            if (all_strategies[i].fn)
+                present[k++] = all_strategies[i];
+        npresent = k;
+    }
+    *n = npresent;
+    return present;
+}
+
+const mc_strategy_t *mc_synth_find(const char *name)
+{
+    int n;
+    const mc_strategy_t *s = mc_synth_strategies(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s[i].name, name))
+            return &s[i];
+    return NULL;
+}
+
+/* "p2p, p2p-lb, ..." for messages. */
+static void strategy_names(mc_buf_t *b)
+{
+    int n;
+    const mc_strategy_t *s = mc_synth_strategies(&n);
+    for (int i = 0; i < n; i++)
+        mc_buf_printf(b, "%s%s", i ? ", " : "", s[i].name);
+}
+
+mc_status_t mc_synth(const char *strategy, mc_task_t *task, const mc_topo_t *topo,
+                     const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
+{
+    mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
+    mc_buf_t msg = {0};
+    mc_sched_t *s = NULL;
+    mc_status_t st = MC_OK;
+    const mc_strategy_t *strat = mc_synth_find(strategy);
+    *out = NULL;
+    if (!strat) {
+        strategy_names(&msg);
+        st = mc_err_set(err, MC_ERR_USAGE, "unknown strategy '%s': expected one of %s", strategy,
+                        msg.data ? msg.data : "(none)");
+        goto out;
+    }
+    MC_CHECK_GOTO(strat->fn(task, topo, opts ? opts : &defaults, &s, err), out, st);
+    int nbad = mc_sched_validate(s, topo, &msg);
+    if (nbad) {
+        st = mc_err_set(err, MC_ERR_INTERNAL,
+                        "strategy %s made a schedule with %d violation%s:\n%.*s", strategy, nbad,
+                        nbad == 1 ? "" : "s", (int)(msg.len && msg.data[msg.len - 1] == '\n'
+                                                         ? msg.len - 1 : msg.len),
+                        msg.data ? msg.data : "");
+        mc_sched_free(s);
+        goto out;
+    }
+    *out = s;
+out:
+    mc_buf_free(&msg);
+    return st;
+}

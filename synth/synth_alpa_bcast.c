@@ -1,0 +1,200 @@
+/* The paper's broadcast baseline (Alpa resharding_mode="broadcast" with
+ * resharding_loadbalance_mode="loadbalance_order" and the greedy solver, "Ours" in the paper's
+ * figures): one broadcast per piece from one holder to all of the piece's destinations; the
+ * sender host and the rounds come from Alpa's host-level randomized greedy solver, solved afresh
+ * for every tensor; each round is a phase; each broadcast runs as NCCL's pipelined ring broadcast
+ * (synth_ring.c), one chain per NIC the group's hosts can drive. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/synth_internal.h"
+
+#define BCAST_SEED 0x5eed
+#define BCAST_MAX_CHAINS 32
+
+/* Distinct worker ids (index of the host in hosts[]) of gpus, ascending, into out; returns the
+ * count. */
+static int worker_ids(const mc_topo_t *topo, const int *hosts, int nhosts, const int *gpus, int n,
+                      int *out)
+{
+    int k = 0;
+    for (int w = 0; w < nhosts; w++)
+        for (int i = 0; i < n; i++)
+            if (mc_topo_gpu_host(topo, gpus[i]) == hosts[w]) {
+                out[k++] = w;
+                break;
+            }
+    return k;
+}
+
+/* Sorted distinct hosts of the tensor's two meshes (Alpa's workers). */
+static int tensor_hosts(const mc_task_t *task, const mc_topo_t *topo, int tensor, int *hosts)
+{
+    int n = 0;
+    const int meshes[2] = {task->tensors[tensor].src.mesh, task->tensors[tensor].dst.mesh};
+    for (int m = 0; m < 2; m++) {
+        const mc_mesh_t *mesh = &task->meshes[meshes[m]];
+        for (int i = 0; i < mesh->ndevices; i++) {
+            int h = mc_topo_gpu_host(topo, mesh->devices[i]), j = 0;
+            while (j < n && hosts[j] < h)
+                j++;
+            if (j < n && hosts[j] == h)
+                continue;
+            memmove(hosts + j + 1, hosts + j, sizeof(int) * (size_t)(n - j));
+            hosts[j] = h;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Element count of the whole source tile the piece is cut from: Alpa's work duration
+ * (src_tileslice.tile_size, not the slice's size). */
+static double source_tile_elems(const mc_task_t *task, int piece, int holder)
+{
+    const mc_layout_t *src = &task->tensors[task->pieces[piece].tensor].src;
+    mc_box_t tile;
+    mc_layout_tile(task, src, holder, &tile);
+    return (double)mc_box_elems(&tile, src->ndims);
+}
+
+/* The destinations of a piece in the destination mesh's order (the communicator's ranks). */
+static void dests_in_mesh_order(const mc_task_t *task, int piece, int *out)
+{
+    const mc_piece_t *p = &task->pieces[piece];
+    const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
+    int n = 0;
+    for (int i = 0; i < mesh->ndevices; i++)
+        for (int d = 0; d < p->ndests; d++)
+            if (p->dests[d] == mesh->devices[i])
+                out[n++] = p->dests[d];
+}
+
+typedef struct bcast_ctx {
+    mc_task_t *task;
+    const mc_topo_t *topo;
+    const mc_synth_opts_t *opts;
+    mc_sched_t *s;
+    synth_ring_t *ring;
+    int *order, *dests;
+} bcast_ctx_t;
+
+/* Emits the broadcast of one piece from sender in the given phase, its bytes split over the
+ * ring's chains on element boundaries. */
+static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int phase, mc_err_t *err)
+{
+    const mc_piece_t *p = &c->task->pieces[piece];
+    dests_in_mesh_order(c->task, piece, c->dests);
+    int nchains = synth_ring_plan(c->ring, sender, c->dests, p->ndests, BCAST_MAX_CHAINS,
+                                  c->order);
+    uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype);
+    uint64_t elems = p->bytes / esize, offset = 0;
+    for (int k = 0; k < nchains; k++) {
+        uint64_t part = (elems / (uint64_t)nchains + ((uint64_t)k < elems % (uint64_t)nchains)) *
+                        esize;
+        if (k == nchains - 1)
+            part = p->bytes - offset;
+        if (!part)
+            continue;
+        mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
+                                         c->order + (size_t)k * (size_t)(p->ndests + 1),
+                                         p->ndests + 1, c->opts->chunk_bytes, err);
+        if (st != MC_OK)
+            return st;
+        offset += part;
+    }
+    return MC_OK;
+}
+
+/* Solves one tensor's broadcasts and emits them from phase `base` on; returns the rounds used
+ * in *nrounds. */
+static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *units, int nunits,
+                                int base, int *nrounds, mc_err_t *err)
+{
+    mc_task_t *task = c->task;
+    mc_status_t st = MC_OK;
+    int ngpus = c->topo->ngpus;
+    int *hosts = mc_xmalloc(sizeof(int) * (size_t)(ngpus ? ngpus : 1));
+    int nhosts = tensor_hosts(task, c->topo, tensor, hosts);
+    synth_lb_work_t *works = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(*works));
+    int *ids = mc_xmalloc(sizeof(int) * 2 * (size_t)(nunits ? nunits : 1) * (size_t)nhosts);
+    int *holders_of = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int));
+    int **holders = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int *));
+    int *sender = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
+    int *round = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
+    int nw = 0;
+    for (int u = 0; u < nunits; u++) {
+        if (units[u].tensor != tensor)
+            continue;
+        const mc_piece_t *p = &task->pieces[units[u].piece];
+        int *snd = ids + (size_t)nw * 2 * (size_t)nhosts, *rcv = snd + nhosts;
+        holders[nw] = synth_holders_in_mesh_order(task, units[u].piece);
+        holders_of[nw] = units[u].piece;
+        works[nw].senders = snd;
+        works[nw].nsenders = worker_ids(c->topo, hosts, nhosts, holders[nw], p->nholders, snd);
+        works[nw].receivers = rcv;
+        works[nw].nreceivers = worker_ids(c->topo, hosts, nhosts, p->dests, p->ndests, rcv);
+        works[nw].duration = source_tile_elems(task, units[u].piece, holders[nw][0]);
+        nw++;
+    }
+    *nrounds = synth_lb_greedy(nhosts, nw, works, SYNTH_LB_TRIALS, BCAST_SEED, sender, round);
+    for (int w = 0; w < nw; w++) {
+        const mc_piece_t *p = &task->pieces[holders_of[w]];
+        int dev = -1;
+        /* Alpa maps the chosen host back to the first replica on it. */
+        for (int h = 0; h < p->nholders && dev < 0 && sender[w] >= 0; h++)
+            if (mc_topo_gpu_host(c->topo, holders[w][h]) == hosts[sender[w]])
+                dev = holders[w][h];
+        if (dev < 0) {
+            st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: no sender host found for piece %d",
+                            __FILE__, __LINE__, holders_of[w]);
+            goto out;
+        }
+        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dev, base + round[w], err), out, st);
+    }
+out:
+    for (int w = 0; w < nw; w++)
+        free(holders[w]);
+    free(holders);
+    free(holders_of);
+    free(hosts);
+    free(works);
+    free(ids);
+    free(sender);
+    free(round);
+    return st;
+}
+
+mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
+                                const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int nunits = 0, maxd = 1, phases = 0;
+    synth_unit_t *units = synth_naive_order(task, 0, &nunits);
+    for (int p = 0; p < task->npieces; p++)
+        if (task->pieces[p].ndests + 1 > maxd)
+            maxd = task->pieces[p].ndests + 1;
+    bcast_ctx_t c = {task, topo, opts, mc_sched_new(task, topo, "alpa-bcast"),
+                     synth_ring_new(topo),
+                     mc_xmalloc(sizeof(int) * (size_t)maxd * BCAST_MAX_CHAINS),
+                     mc_xmalloc(sizeof(int) * (size_t)maxd)};
+    c.s->mem_limit = opts->memory_limit;
+    for (int t = 0; t < task->ntensors; t++) {
+        int nrounds = 0;
+        MC_CHECK_GOTO(bcast_tensor(&c, t, units, nunits, phases, &nrounds, err), out, st);
+        phases += nrounds;
+    }
+    c.s->nphases = phases;
+    snprintf(c.s->params, sizeof(c.s->params),
+             "balance=host-greedy trials=%d seed=%d order=rounds ring=nccl chunks=%s",
+             SYNTH_LB_TRIALS, BCAST_SEED, opts->chunk_bytes ? "fixed" : "best-pipelined");
+    *out = c.s;
+    c.s = NULL;
+out:
+    mc_sched_free(c.s);
+    synth_ring_free(c.ring);
+    free(c.order);
+    free(c.dests);
+    free(units);
+    return st;
+}

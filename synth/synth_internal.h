@@ -1,0 +1,86 @@
+/* Helpers the baseline strategies share: Alpa's naive task order, mesh-order holder choice,
+ * NCCL-style chunk counts, host-level load balancing and ring chains. Internal to synth/. */
+#ifndef MC_SYNTH_INTERNAL_H
+#define MC_SYNTH_INTERNAL_H
+
+#include <stdint.h>
+
+#include "synth/synth.h"
+
+/* ---- synth_order.c: Alpa's unit tasks in the order Alpa submits them ---- */
+
+/* One (piece, destination) send, or one piece broadcast (dest = -1). */
+typedef struct synth_unit {
+    int piece;
+    int dest;
+    /* sort key: tensor, destination tile, destination's rank in its mesh, source slice */
+    int tensor;
+    int64_t tile_lo[MC_MAX_DIMS];
+    int dest_rank;
+    int64_t piece_lo[MC_MAX_DIMS];
+} synth_unit_t;
+
+/* Alpa's generate_naive_order: per tensor, per destination tile, per destination replica (send/recv
+ * only, per_dest != 0), per source slice. Returns a new array of *n units. */
+synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n);
+
+/* Position of gpu in the mesh's device list, or -1. */
+int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
+/* The holders of a piece in the order Alpa lists replicas: the source mesh's device order. The
+ * result has task->pieces[piece].nholders entries; caller frees. */
+int *synth_holders_in_mesh_order(const mc_task_t *task, int piece);
+/* Elements of a piece (Alpa counts loads in elements, not bytes). */
+uint64_t synth_piece_elems(const mc_task_t *task, int piece);
+
+/* ---- synth_chunks.c: how many chunks a pipelined chain should use ---- */
+
+/* NCCL's Simple-protocol step (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8): a ring cannot pipeline in
+ * pieces finer than this. */
+#define SYNTH_NCCL_STEP_BYTES (512u * 1024u)
+/* Bound on chunks per tree so the simulator stays fast. */
+#define SYNTH_MAX_CHUNKS 4096
+
+/* The chunk count that minimizes the modelled time of tree ti (a chain) moving its bytes, between
+ * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS); chunk_bytes != 0 forces
+ * ceil(bytes / chunk_bytes) instead. */
+int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes);
+/* ceil(bytes / chunk_bytes) clamped to [1, SYNTH_MAX_CHUNKS]. */
+int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes);
+
+/* ---- synth_lb.c: Alpa's randomized greedy load balancing into rounds ---- */
+
+typedef struct synth_lb_work {
+    int nsenders;
+    const int *senders;    /* candidate sender workers (hosts), ascending */
+    int nreceivers;
+    const int *receivers;  /* receiver workers, ascending */
+    double duration;
+} synth_lb_work_t;
+
+#define SYNTH_LB_TRIALS 100
+
+/* LoadBalancingTaskSolverGreedyAlgo: builds rounds of works that share no worker, each the best
+ * of `trials` random trials (most works, then the smallest standard deviation of the workers'
+ * loads). Fills sender[w] and round[w]; returns the number of rounds. Deterministic for a seed. */
+int synth_lb_greedy(int nworkers, int nworks, const synth_lb_work_t *works, int trials,
+                    uint64_t seed, int *sender, int *round);
+
+/* ---- synth_ring.c: the chains an NCCL ring broadcast runs ---- */
+
+typedef struct synth_ring synth_ring_t;
+
+synth_ring_t *synth_ring_new(const mc_topo_t *topo);
+void synth_ring_free(synth_ring_t *r);
+
+/* Plans the ring broadcast of root to dests (global GPU ids, in communicator rank order) as
+ * nchains chains (one per NCCL channel / NIC); chain k's GPUs in order go to
+ * order[k * (ndests + 1) ...]. Returns the number of chains (>= 1, <= max_chains). */
+int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
+                    int *order);
+
+/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1]. */
+mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
+                            uint64_t bytes, int phase, const int *gpus, int n,
+                            uint64_t chunk_bytes, mc_err_t *err);
+
+#endif

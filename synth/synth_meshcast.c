@@ -1,0 +1,220 @@
+/* The meshcast strategy (DESIGN.md section 5, docs/synthesis.md): candidate multicast trees per
+ * piece, components solved once per symmetry class (greedy seed, then Z3_optimize under the rlimit
+ * and the time budget), the solutions decoded into a schedule whose phases are link-disjoint. The
+ * schedule is validated here and states in its params how far its simulated time is from the
+ * lower bound. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "synth/mc_meshcast.h"
+
+/* Pipeline chunk when the caller sets none, and most chunks per tree. */
+#define MC_CHUNK_DEFAULT (4ull << 20)
+#define MC_CHUNKS_MAX 256
+
+typedef struct run {
+    mc_task_t *task;
+    const mc_topo_t *topo;
+    const mc_synth_opts_t *opts;
+    uint64_t chunk;
+    mc_cands_t cs;
+    int *piece_first, *piece_count;
+    mc_comp_t *comps;
+    int ncomps, nunique, nz3_optimal, nz3_stopped;
+    uint64_t rlimit_used;
+} run_t;
+
+static mc_status_t gen_cands(run_t *r, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int np = r->task->npieces;
+    r->piece_first = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
+    r->piece_count = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
+    for (int p = 0; p < np; p++) {
+        r->piece_first[p] = r->cs.n;
+        if (r->task->pieces[p].ndests > 0)
+            MC_CHECK_GOTO(mc_cands_add_piece(&r->cs, r->task, r->topo, p,
+                                             r->opts->memory_limit != 0, err),
+                          out, st);
+        r->piece_count[p] = r->cs.n - r->piece_first[p];
+    }
+out:
+    return st;
+}
+
+static void progress(const run_t *r, int i, const mc_comp_t *cp, const mc_plan_sol_t *seed)
+{
+    if (!r->opts->progress)
+        return;
+    char a[32], b[32];
+    fprintf(stderr, "\rmeshcast: z3 component %d/%d: best %s (greedy %s)   ", i + 1, r->ncomps,
+            mc_fmt_seconds((double)cp->sol.est_ps * 1e-12, a, sizeof a),
+            mc_fmt_seconds((double)seed->est_ps * 1e-12, b, sizeof b));
+}
+
+/* Solves every component that is not a copy of an earlier one; the rlimit and the time left are
+ * shared equally among those still to solve. */
+static mc_status_t solve(run_t *r, mc_err_t *err)
+{
+    double t0 = mc_now();
+    int left = 0;
+    for (int i = 0; i < r->ncomps; i++)
+        left += r->comps[i].same_as < 0;
+    r->nunique = left;
+    for (int i = 0; i < r->ncomps; i++) {
+        mc_comp_t *cp = &r->comps[i];
+        if (cp->same_as >= 0)
+            continue;
+        mc_plan_sol_t seed = {0};
+        mc_plan_greedy(&cp->plan, &seed);
+        double budget = (r->opts->budget_s - (mc_now() - t0)) / left;
+        uint64_t rl = r->opts->rlimit ? r->opts->rlimit / (uint64_t)r->nunique : 0;
+        mc_z3_stats_t zs;
+        mc_status_t st = MC_OK;
+        if (budget > 0.001 && cp->plan.npieces > 0)
+            st = mc_plan_solve_z3(&cp->plan, &seed, 0, rl, budget, &cp->sol, &zs, err);
+        else
+            mc_plan_solve_z3(&cp->plan, &seed, 0, 1, 0.001, &cp->sol, &zs, NULL);
+        if (st != MC_OK) {
+            mc_plan_sol_free(&seed);
+            return st;
+        }
+        r->nz3_optimal += zs.status == 1;
+        r->nz3_stopped += zs.status == 0;
+        r->rlimit_used += zs.rlimit_used;
+        progress(r, i, cp, &seed);
+        mc_plan_sol_free(&seed);
+        left--;
+    }
+    if (r->opts->progress)
+        fprintf(stderr, "\n");
+    return MC_OK;
+}
+
+static int tree_chunks(const run_t *r, const mc_cand_t *c, uint64_t bytes)
+{
+    if (c->depth <= 1)
+        return 1; /* nothing to pipeline: one message */
+    uint64_t n = (bytes + r->chunk - 1) / r->chunk;
+    return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
+}
+
+/* Writes one component's solution (its own, or its symmetry class's) into the schedule. */
+static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc_plan_sol_t *sol,
+                          mc_err_t *err)
+{
+    const mc_plan_t *pl = &cp->plan;
+    int *done = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
+    mc_status_t st = MC_OK;
+    for (int k = 0; k < sol->nphases; k++)
+        for (int c = 0; c < pl->ncands; c++) {
+            int u = sol->units[c * sol->nphases + k];
+            if (u <= 0)
+                continue;
+            int lp = pl->cands[c].piece;
+            const mc_piece_t *pc = &r->task->pieces[cp->pieces[lp]];
+            const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
+            uint64_t ub;
+            mc_piece_units(pc->bytes, &ub);
+            uint64_t off = (uint64_t)done[lp] * ub;
+            uint64_t len = (uint64_t)u * ub;
+            if (off + len > pc->bytes)
+                len = pc->bytes - off;
+            done[lp] += u;
+            int t = mc_sched_add_tree(s, cp->pieces[lp], off, len, cand->root, k,
+                                      tree_chunks(r, cand, len));
+            for (int e = 0; e < cand->nedges; e++)
+                MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
+                                                err),
+                              out, st);
+        }
+out:
+    free(done);
+    return st;
+}
+
+static mc_status_t assemble(run_t *r, mc_sched_t **out, mc_err_t *err)
+{
+    mc_sched_t *s = mc_sched_new(r->task, r->topo, "meshcast");
+    mc_status_t st = MC_OK;
+    int nphases = 0;
+    s->mem_limit = r->opts->memory_limit;
+    for (int i = 0; i < r->ncomps; i++) {
+        const mc_comp_t *cp = &r->comps[i];
+        const mc_plan_sol_t *sol = cp->same_as >= 0 ? &r->comps[cp->same_as].sol : &cp->sol;
+        MC_CHECK_GOTO(decode(r, s, cp, sol, err), out, st);
+        if (sol->nphases > nphases)
+            nphases = sol->nphases;
+    }
+    s->nphases = nphases;
+out:
+    if (st != MC_OK)
+        mc_sched_free(s);
+    else
+        *out = s;
+    return st;
+}
+
+/* Validates the schedule and records in its params the simulated time, the bound and the gap. */
+static mc_status_t certify(run_t *r, mc_sched_t *s, double synth_s, mc_err_t *err)
+{
+    mc_buf_t v = {0};
+    mc_status_t st = MC_OK;
+    mc_sim_result_t sim = {0};
+    mc_bound_t b = {0};
+    int bad = mc_sched_validate(s, r->topo, &v);
+    if (bad) {
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
+                        __FILE__, __LINE__, bad, v.data ? v.data : "");
+        goto out;
+    }
+    MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
+    MC_CHECK_GOTO(mc_sim_run(s, r->topo, &sim, err), out, st);
+    double gap = b.seconds > 0 ? (sim.makespan_s / b.seconds - 1) * 100 : 0;
+    snprintf(s->params, sizeof s->params,
+             "sim_s=%.6g bound_s=%.6g gap=%.2f%% z3_optimal=%d/%d components=%d rlimit_used=%llu "
+             "chunk=%llu synth_s=%.3f",
+             sim.makespan_s, b.seconds, gap, r->nz3_optimal, r->nunique, r->ncomps,
+             (unsigned long long)r->rlimit_used, (unsigned long long)r->chunk, synth_s);
+    if (r->opts->progress) {
+        char a[32], c[32];
+        fprintf(stderr, "meshcast: %s simulated, bound %s, gap %.1f%%\n",
+                mc_fmt_seconds(sim.makespan_s, a, sizeof a),
+                mc_fmt_seconds(b.seconds, c, sizeof c), gap);
+    }
+out:
+    mc_sim_result_free(&sim);
+    mc_buf_free(&v);
+    return st;
+}
+
+mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
+                              const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
+{
+    mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
+    double t0 = mc_now();
+    run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults};
+    r.chunk = r.opts->chunk_bytes ? r.opts->chunk_bytes : MC_CHUNK_DEFAULT;
+    mc_sched_t *s = NULL;
+    mc_status_t st = MC_OK;
+    *out = NULL;
+    MC_CHECK_GOTO(mc_task_split(task, err), out, st);
+    MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
+    MC_CHECK_GOTO(gen_cands(&r, err), out, st);
+    mc_comps_build(task, topo, &r.cs, r.piece_first, r.piece_count, r.chunk, &r.comps,
+                   &r.ncomps);
+    MC_CHECK_GOTO(solve(&r, err), out, st);
+    MC_CHECK_GOTO(assemble(&r, &s, err), out, st);
+    MC_CHECK_GOTO(certify(&r, s, mc_now() - t0, err), out, st);
+    *out = s;
+    s = NULL;
+out:
+    mc_sched_free(s);
+    mc_comps_free(r.comps, r.ncomps);
+    mc_cands_free(&r.cs);
+    free(r.piece_first);
+    free(r.piece_count);
+    return st;
+}

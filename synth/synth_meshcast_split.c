@@ -1,0 +1,161 @@
+/* Splits a task into components for the meshcast strategy (docs/synthesis.md, "Scale"): pieces
+ * whose candidate trees share a link belong together; components share no link, so each is solved
+ * alone and their phases run side by side. Each component's plan gets a canonical text key: two
+ * components with the same key are the same model (symmetric hosts, identical pieces of other
+ * tensors), so Z3 solves it once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+/* Units a piece is split into: the granularity of byte splits between trees. */
+#define MC_PIECE_UNITS 32
+
+int mc_piece_units(uint64_t bytes, uint64_t *unit_bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    uint64_t u = (bytes + MC_PIECE_UNITS - 1) / MC_PIECE_UNITS;
+    *unit_bytes = u;
+    return (int)((bytes + u - 1) / u);
+}
+
+static int find(int *up, int x)
+{
+    while (up[x] != x)
+        x = up[x] = up[up[x]];
+    return x;
+}
+
+static void join(int *up, int a, int b)
+{
+    a = find(up, a);
+    b = find(up, b);
+    if (a != b)
+        up[a > b ? a : b] = a < b ? a : b;
+}
+
+static int64_t to_ps(double s)
+{
+    double ps = s * 1e12;
+    return (int64_t)ps + (ps > (double)(int64_t)ps);
+}
+
+/* Fills comp's plan from its pieces' candidates; link ids become plan-local in order of first
+ * use, which is what makes the key independent of where in the cluster the component sits. */
+static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *topo,
+                       const mc_cands_t *cs, const int *piece_first, const int *piece_count,
+                       uint64_t chunk_bytes, int *local)
+{
+    mc_plan_t *pl = &cp->plan;
+    mc_buf_t key = {0};
+    pl->npieces = cp->npieces;
+    pl->units = mc_xmalloc(sizeof(int) * (size_t)cp->npieces);
+    int total = 0;
+    for (int i = 0; i < cp->npieces; i++)
+        total += piece_count[cp->pieces[i]];
+    pl->cands = mc_xcalloc((size_t)total + 1, sizeof(mc_pcand_t));
+    cp->cand_ids = mc_xmalloc(sizeof(int) * (size_t)(total + 1));
+    int nl = 0, cap = 0;
+    cp->link_ids = NULL;
+    for (int i = 0; i < cp->npieces; i++) {
+        const mc_piece_t *pc = &task->pieces[cp->pieces[i]];
+        uint64_t ub;
+        pl->units[i] = mc_piece_units(pc->bytes, &ub);
+        uint64_t chunk = chunk_bytes < pc->bytes ? chunk_bytes : pc->bytes;
+        mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
+        for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
+            int gc = piece_first[cp->pieces[i]] + j;
+            const mc_cand_t *c = &cs->c[gc];
+            mc_pcand_t *q = &pl->cands[pl->ncands];
+            cp->cand_ids[pl->ncands++] = gc;
+            q->piece = i;
+            q->fixed_ps = to_ps(c->depth * c->hop_s +
+                                (c->depth - 1) * (double)chunk * c->sec_per_byte);
+            q->nlinks = c->nlinks;
+            q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
+            q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
+            mc_buf_printf(&key, "C%lld", (long long)q->fixed_ps);
+            for (int k = 0; k < c->nlinks; k++) {
+                int l = c->links[k];
+                if (local[l] < 0) {
+                    MC_GROW(cp->link_ids, cap, nl + 1);
+                    cp->link_ids[nl] = l;
+                    local[l] = nl++;
+                }
+                q->links[k] = local[l];
+                q->link_ps[k] = to_ps(c->mult[k] * (double)ub / topo->links[l].bw);
+                if (q->link_ps[k] > q->unit_ps)
+                    q->unit_ps = q->link_ps[k];
+                mc_buf_printf(&key, ",%d:%lld", q->links[k], (long long)q->link_ps[k]);
+            }
+            mc_buf_printf(&key, ";");
+        }
+    }
+    pl->nlinks = nl;
+    for (int l = 0; l < nl; l++)
+        local[cp->link_ids[l]] = -1;
+    cp->key = key.data ? key.data : mc_xstrdup("");
+}
+
+void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands_t *cs,
+                    const int *piece_first, const int *piece_count, uint64_t chunk_bytes,
+                    mc_comp_t **out, int *ncomps)
+{
+    int np = task->npieces;
+    int *up = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
+    int *owner = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
+    for (int p = 0; p < np; p++)
+        up[p] = p;
+    for (int l = 0; l < topo->nlinks; l++)
+        owner[l] = -1;
+    for (int c = 0; c < cs->n; c++)
+        for (int k = 0; k < cs->c[c].nlinks; k++) {
+            int l = cs->c[c].links[k];
+            if (owner[l] < 0)
+                owner[l] = cs->c[c].piece;
+            else
+                join(up, owner[l], cs->c[c].piece);
+        }
+    int n = 0;
+    int *comp_of = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
+    mc_comp_t *comps = mc_xcalloc((size_t)np + 1, sizeof(mc_comp_t));
+    for (int p = 0; p < np; p++) {
+        int r = find(up, p);
+        if (r == p) {
+            comp_of[p] = n;
+            comps[n].pieces = mc_xmalloc(sizeof(int) * (size_t)np);
+            comps[n++].same_as = -1;
+        } else {
+            comp_of[p] = comp_of[r];
+        }
+        mc_comp_t *cp = &comps[comp_of[p]];
+        cp->pieces[cp->npieces++] = p;
+    }
+    for (int l = 0; l < topo->nlinks; l++)
+        owner[l] = -1; /* reused as the plan-local link numbering */
+    for (int i = 0; i < n; i++) {
+        build_plan(&comps[i], task, topo, cs, piece_first, piece_count, chunk_bytes, owner);
+        for (int j = 0; j < i && comps[i].same_as < 0; j++)
+            if (comps[j].same_as < 0 && !strcmp(comps[i].key, comps[j].key))
+                comps[i].same_as = j;
+    }
+    free(up);
+    free(owner);
+    free(comp_of);
+    *out = comps;
+    *ncomps = n;
+}
+
+void mc_comps_free(mc_comp_t *comps, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(comps[i].pieces);
+        free(comps[i].cand_ids);
+        free(comps[i].link_ids);
+        free(comps[i].key);
+        mc_plan_free(&comps[i].plan);
+        mc_plan_sol_free(&comps[i].sol);
+    }
+    free(comps);
+}

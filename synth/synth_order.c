@@ -1,0 +1,103 @@
+/* Alpa's unit tasks and the order it submits them in (ReshardingTaskSpec.generate_naive_order),
+ * expressed over meshcast's pieces: a piece is Alpa's (destination tile, source slice) pair. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/synth_internal.h"
+
+int synth_mesh_rank(const mc_mesh_t *mesh, int gpu)
+{
+    for (int i = 0; i < mesh->ndevices; i++)
+        if (mesh->devices[i] == gpu)
+            return i;
+    return -1;
+}
+
+int *synth_holders_in_mesh_order(const mc_task_t *task, int piece)
+{
+    const mc_piece_t *p = &task->pieces[piece];
+    const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].src.mesh];
+    int *out = mc_xmalloc(sizeof(int) * (size_t)p->nholders);
+    int n = 0;
+    for (int i = 0; i < mesh->ndevices && n < p->nholders; i++)
+        for (int h = 0; h < p->nholders; h++)
+            if (p->holders[h] == mesh->devices[i]) {
+                out[n++] = p->holders[h];
+                break;
+            }
+    /* A holder outside the mesh cannot happen for a split task; keep the list complete anyway. */
+    for (int h = 0; h < p->nholders && n < p->nholders; h++)
+        if (synth_mesh_rank(mesh, p->holders[h]) < 0)
+            out[n++] = p->holders[h];
+    return out;
+}
+
+uint64_t synth_piece_elems(const mc_task_t *task, int piece)
+{
+    const mc_piece_t *p = &task->pieces[piece];
+    return p->bytes / (uint64_t)mc_dtype_size(task->tensors[p->tensor].src.dtype);
+}
+
+static int cmp_lo(const int64_t *a, const int64_t *b)
+{
+    for (int d = 0; d < MC_MAX_DIMS; d++)
+        if (a[d] != b[d])
+            return a[d] < b[d] ? -1 : 1;
+    return 0;
+}
+
+static int cmp_unit(const void *pa, const void *pb)
+{
+    const synth_unit_t *a = pa, *b = pb;
+    int c;
+    if (a->tensor != b->tensor)
+        return a->tensor < b->tensor ? -1 : 1;
+    if ((c = cmp_lo(a->tile_lo, b->tile_lo)))
+        return c;
+    if (a->dest_rank != b->dest_rank)
+        return a->dest_rank < b->dest_rank ? -1 : 1;
+    if ((c = cmp_lo(a->piece_lo, b->piece_lo)))
+        return c;
+    return a->piece < b->piece ? -1 : a->piece > b->piece;
+}
+
+static void fill_unit(const mc_task_t *task, int piece, int dest, synth_unit_t *u)
+{
+    const mc_piece_t *p = &task->pieces[piece];
+    const mc_layout_t *dst = &task->tensors[p->tensor].dst;
+    mc_box_t tile;
+    memset(u, 0, sizeof(*u));
+    u->piece = piece;
+    u->dest = dest;
+    u->tensor = p->tensor;
+    /* Every destination of a piece holds the same destination tile, so the first names it. */
+    mc_layout_tile(task, dst, p->dests[0], &tile);
+    for (int d = 0; d < dst->ndims; d++) {
+        u->tile_lo[d] = tile.lo[d];
+        u->piece_lo[d] = p->box.lo[d];
+    }
+    u->dest_rank = dest < 0 ? 0 : synth_mesh_rank(&task->meshes[dst->mesh], dest);
+}
+
+synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n)
+{
+    int count = 0;
+    for (int p = 0; p < task->npieces; p++)
+        count += per_dest ? task->pieces[p].ndests : task->pieces[p].ndests > 0;
+    synth_unit_t *units = mc_xcalloc((size_t)(count ? count : 1), sizeof(*units));
+    int k = 0;
+    for (int p = 0; p < task->npieces; p++) {
+        const mc_piece_t *pc = &task->pieces[p];
+        if (!pc->ndests)
+            continue;
+        if (!per_dest) {
+            fill_unit(task, p, -1, &units[k++]);
+            continue;
+        }
+        for (int d = 0; d < pc->ndests; d++)
+            fill_unit(task, p, pc->dests[d], &units[k++]);
+    }
+    qsort(units, (size_t)count, sizeof(*units), cmp_unit);
+    *n = count;
+    return units;
+}

@@ -1,0 +1,164 @@
+/* The chains an NCCL ring broadcast runs. Alpa creates one communicator per broadcast with the
+ * sender as rank 0 and the receivers as ranks 1..k; NCCL's ring keeps the ranks of a node together
+ * and visits nodes in rank order, and a broadcast moves data along the ring from the root to the
+ * root's predecessor, pipelined in chunks. NCCL runs several channels, each its own ring, and
+ * spreads them over the NICs a node's GPUs are close to; so a broadcast becomes one chain per NIC
+ * that every host in the group can drive, each entering a host at a GPU next to a different NIC,
+ * and the bytes are split over the chains. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/synth_internal.h"
+
+struct synth_ring {
+    const mc_topo_t *topo;
+    int *local_net;  /* per GPU: the nearest network port of its own host (node id), -1 if none */
+    int *out_start, *out_links; /* outgoing links per node, CSR */
+};
+
+/* Breadth-first search from a GPU over directed links; the first network port of the GPU's own
+ * host reached is the NIC NCCL would pick for it (PIX/PXB before SYS, NVLink detours cost hops). */
+static int nearest_net(const synth_ring_t *r, int gpu, int *dist, int *queue)
+{
+    const mc_topo_t *t = r->topo;
+    int src = t->gpu_node[gpu], host = t->nodes[src].host, head = 0, tail = 0, best = -1;
+    for (int i = 0; i < t->nnodes; i++)
+        dist[i] = -1;
+    dist[src] = 0;
+    queue[tail++] = src;
+    while (head < tail) {
+        int u = queue[head++];
+        if (best >= 0 && dist[u] > dist[best])
+            break;
+        if (t->nodes[u].kind == MC_NODE_NET && t->nodes[u].host == host &&
+            (best < 0 || u < best))
+            best = u;
+        for (int k = r->out_start[u]; k < r->out_start[u + 1]; k++) {
+            int v = t->links[r->out_links[k]].dst;
+            if (dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                queue[tail++] = v;
+            }
+        }
+    }
+    return best;
+}
+
+synth_ring_t *synth_ring_new(const mc_topo_t *topo)
+{
+    synth_ring_t *r = mc_xcalloc(1, sizeof(*r));
+    int n = topo->nnodes;
+    r->topo = topo;
+    r->out_start = mc_xcalloc((size_t)n + 1, sizeof(int));
+    r->out_links = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks ? topo->nlinks : 1));
+    for (int l = 0; l < topo->nlinks; l++)
+        r->out_start[topo->links[l].src + 1]++;
+    for (int i = 0; i < n; i++)
+        r->out_start[i + 1] += r->out_start[i];
+    int *fill = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    memcpy(fill, r->out_start, sizeof(int) * (size_t)n);
+    for (int l = 0; l < topo->nlinks; l++)
+        r->out_links[fill[topo->links[l].src]++] = l;
+    int *dist = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *queue = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    r->local_net = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus ? topo->ngpus : 1));
+    for (int g = 0; g < topo->ngpus; g++)
+        r->local_net[g] = nearest_net(r, g, dist, queue);
+    free(fill);
+    free(dist);
+    free(queue);
+    return r;
+}
+
+void synth_ring_free(synth_ring_t *r)
+{
+    if (!r)
+        return;
+    free(r->local_net);
+    free(r->out_start);
+    free(r->out_links);
+    free(r);
+}
+
+/* The group's GPUs on one host, in rank order, and the positions of the GPUs that bring a NIC
+ * no earlier GPU of the host brought (where chains may enter). */
+typedef struct host_run {
+    int host;
+    int n, *gpus;
+    int nentries, *entries;
+} host_run_t;
+
+static int collect_hosts(const synth_ring_t *r, const int *group, int ngroup, host_run_t *runs)
+{
+    const mc_topo_t *t = r->topo;
+    int nruns = 0;
+    for (int i = 0; i < ngroup; i++) {
+        int h = mc_topo_gpu_host(t, group[i]), k = 0;
+        while (k < nruns && runs[k].host != h)
+            k++;
+        if (k == nruns) {
+            runs[k].host = h;
+            runs[k].n = runs[k].nentries = 0;
+            nruns++;
+        }
+        host_run_t *run = &runs[k];
+        int net = r->local_net[group[i]], fresh = net >= 0;
+        for (int j = 0; j < run->nentries && fresh; j++)
+            fresh = r->local_net[run->gpus[run->entries[j]]] != net;
+        if (fresh)
+            run->entries[run->nentries++] = run->n;
+        run->gpus[run->n++] = group[i];
+    }
+    return nruns;
+}
+
+int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
+                    int *order)
+{
+    int ngroup = ndests + 1;
+    int *group = mc_xmalloc(sizeof(int) * (size_t)ngroup);
+    host_run_t *runs = mc_xcalloc((size_t)ngroup, sizeof(*runs));
+    int *store = mc_xmalloc(sizeof(int) * 2 * (size_t)ngroup * (size_t)ngroup);
+    group[0] = root;
+    memcpy(group + 1, dests, sizeof(int) * (size_t)ndests);
+    for (int i = 0; i < ngroup; i++) {
+        runs[i].gpus = store + 2 * (size_t)i * (size_t)ngroup;
+        runs[i].entries = runs[i].gpus + ngroup;
+    }
+    int nruns = collect_hosts(r, group, ngroup, runs);
+    /* Inside one host NCCL's rings ride NVLink, not NICs: one chain. */
+    int nchains = nruns > 1 ? max_chains : 1;
+    for (int h = 0; h < nruns && nruns > 1; h++)
+        if (runs[h].nentries < nchains)
+            nchains = runs[h].nentries;
+    if (nchains < 1)
+        nchains = 1;
+    for (int c = 0; c < nchains; c++) {
+        int *o = order + (size_t)c * (size_t)ngroup, k = 0;
+        for (int h = 0; h < nruns; h++) {
+            /* The root's host starts at the root; every other host at chain c's entry GPU. */
+            int start = h == 0 ? 0 : runs[h].entries[c % (runs[h].nentries ? runs[h].nentries : 1)];
+            if (!runs[h].nentries)
+                start = 0;
+            for (int j = 0; j < runs[h].n; j++)
+                o[k++] = runs[h].gpus[(start + j) % runs[h].n];
+        }
+    }
+    free(group);
+    free(runs);
+    free(store);
+    return nchains;
+}
+
+mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
+                            uint64_t bytes, int phase, const int *gpus, int n,
+                            uint64_t chunk_bytes, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int ti = mc_sched_add_tree(s, piece, offset, bytes, gpus[0], phase, 1);
+    for (int i = 1; i < n; i++)
+        MC_CHECK_GOTO(mc_sched_add_edge(s, topo, ti, gpus[i - 1], gpus[i], err), out, st);
+    s->trees[ti].nchunks = synth_chain_chunks(s, topo, ti, chunk_bytes);
+out:
+    return st;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Command-line tests for 'meshcast bench': exit codes, suite and case selection, the exact CSV
+# header, the geometric-mean rows, the SVG, case-file errors with line numbers, and the suite's
+# invariant: every baseline schedule of every paper case validates and never beats the bound.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid'
+
+expect_exit 0 "help" -- "$MESHCAST" bench --help
+expect_grep "$TMP/out" '^usage: meshcast bench' "help text"
+expect_exit 2 "unknown suite" -- "$MESHCAST" bench --suite nosuch
+expect_exit 2 "unknown strategy" -- "$MESHCAST" bench --suite paper --strategies p2p,nope
+expect_exit 2 "stray argument" -- "$MESHCAST" bench extra
+expect_exit 2 "no matching case" -- "$MESHCAST" bench --suite paper --cases 'zzz*'
+expect_exit 0 "list" -- "$MESHCAST" bench --suite paper --list
+expect_grep "$TMP/out" '^paper .*16 cases' "paper suite has 16 cases"
+expect_grep "$TMP/out" 'case8-same-as-case7' "case 8 kept and named as the duplicate"
+
+# Case 1 with two strategies: exact header, two rows, two geomean rows. 2 x 4 GPUs x 1 GiB = 8 GiB
+# delivered; bound 2^30 / 1.25e9 = 0.859 s; p2p 4x the bound, alpa-bcast near it.
+expect_exit 0 "case1 csv" -- "$MESHCAST" bench --suite paper --cases case1 \
+  --strategies p2p,alpa-bcast --csv --svg "$TMP/chart.svg"
+expect_true "csv header" -- test "$(head -1 "$TMP/out")" = "$header"
+expect_true "four rows" -- test "$(wc -l < "$TMP/out")" -eq 5
+expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.85[89][0-9]*,3\.4[4-7][0-9]*,4\.0[0-3]?[0-9]*,.*,yes$' "p2p row"
+expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.85[89][0-9]*,0\.8[5-9][0-9]*,1\.0[0-4]?[0-9]*,.*,yes$' "alpa-bcast row"
+expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
+expect_grep "$TMP/chart.svg" '<svg' "svg written"
+expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"
+
+# The table form carries the same figures.
+expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p
+expect_grep "$TMP/out" '^suite +case +strategy +bytes +bound +sim +time/lb' "table header"
+expect_grep "$TMP/out" '^all +geomean +p2p ' "table geomean row"
+
+# Case-file errors name the file and line.
+printf 'suite bad\ncase x\nmesh A={x:1}@0\n' > "$TMP/bad.cases"
+expect_exit 1 "case before topology" -- "$MESHCAST" bench --suite "$TMP/bad.cases"
+expect_grep "$TMP/err" 'bad\.cases:2: .*topology' "error names file and line"
+printf 'topology %s/topologies/aws-p3.8xlarge-x5.xml\ncase x\nmesh A={x:1}@0\nmesh B={x:1}@1\nmove f32[8] A[_] -> C[_]\n' "$ROOT" > "$TMP/bad2.cases"
+expect_exit 1 "bad task line" -- "$MESHCAST" bench --suite "$TMP/bad2.cases"
+expect_grep "$TMP/err" 'bad2\.cases:5:' "task error carries the case file's line"
+
+# The invariant over the whole paper suite for the baselines.
+expect_exit 0 "paper suite, baselines" -- "$MESHCAST" bench --suite paper \
+  --strategies p2p,p2p-lb,alpa-bcast --csv
+expect_true "48 rows" -- test "$(grep -c '^paper,' "$TMP/out")" -eq 48
+expect_true "every schedule valid" -- test "$(grep '^paper,' "$TMP/out" | grep -vc ',yes$')" -eq 0
+expect_true "never below the bound" -- awk -F, '/^paper,/ && $7 < 1 - 1e-9 {exit 1}' "$TMP/out"
+finish

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Command-line tests for 'meshcast synth': exit codes, the one-line summary, atomic output that
+# 'meshcast validate' accepts, and the paper's case 1 with figures derived from its cluster
+# (one 1.25e9 B/s NIC per host: p2p pushes 4 GiB through a source NIC, alpa-bcast 1 GiB).
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+topo=topologies/aws-p3.8xlarge-x5.xml
+A='A={host:2,gpu:4}@0..7'
+B='B={host:2,gpu:4}@8..15'
+move='i32[1024,1024,512] A[host,_,_] -> B[host,_,_]'
+
+expect_exit 0 "help" -- "$MESHCAST" synth --help
+expect_grep "$TMP/out" '^usage: meshcast synth' "help text"
+expect_grep "$TMP/out" 'alpa-bcast' "help lists the strategies"
+expect_exit 2 "no topology" -- "$MESHCAST" synth --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
+expect_exit 2 "no output" -- "$MESHCAST" synth --topo $topo --mesh "$A" --mesh "$B" "$move"
+expect_exit 2 "unknown strategy" -- "$MESHCAST" synth --topo $topo --strategy nope \
+  --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
+expect_grep "$TMP/err" "unknown strategy 'nope'.*p2p-lb" "unknown strategy names the known ones"
+expect_true "nothing written on failure" -- test ! -e "$TMP/s.xml"
+expect_exit 2 "bad chunk" -- "$MESHCAST" synth --topo $topo --strategy p2p --chunk 0 \
+  --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
+expect_exit 2 "bad memory limit" -- "$MESHCAST" synth --topo $topo --strategy p2p \
+  --memory-limit lots --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
+expect_exit 2 "bad notation" -- "$MESHCAST" synth --topo $topo --strategy p2p \
+  --mesh "$A" --mesh "$B" 'i32[1024] A[nope] -> B[_]' -o "$TMP/s.xml"
+expect_exit 1 "missing topology file" -- "$MESHCAST" synth --topo "$TMP/none.xml" \
+  --strategy p2p --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
+
+# p2p: 8 single-edge trees in one phase; GPU 0 and GPU 4 each push 4 x 1 GiB through their
+# host's NIC: 4 * 2^30 / 1.25e9 = 3.44 s against a bound of 2^30 / 1.25e9 = 859 ms: ratio 4.00.
+expect_exit 0 "p2p case1" -- "$MESHCAST" synth --topo $topo --strategy p2p \
+  --mesh "$A" --mesh "$B" "$move" -o "$TMP/p2p.xml"
+expect_grep "$TMP/out" '^p2p: 8 trees, 1 phase, simulated 3\.4[4-7] s, lower bound 859.* ratio 4\.0[0-3]' "p2p summary"
+expect_exit 0 "p2p schedule validates" -- "$MESHCAST" validate --topo $topo "$TMP/p2p.xml"
+
+# alpa-bcast: one round of two ring chains (host 0 -> host 2, host 1 -> host 3), 1 GiB per NIC.
+expect_exit 0 "alpa-bcast case1" -- "$MESHCAST" synth --topo $topo --strategy alpa-bcast \
+  --mesh "$A" --mesh "$B" "$move" -o "$TMP/bc.xml"
+expect_grep "$TMP/out" '^alpa-bcast: 2 trees, 1 phase, .* ratio 1\.0[0-4]' "alpa-bcast summary"
+expect_exit 0 "alpa-bcast schedule validates" -- "$MESHCAST" validate --topo $topo "$TMP/bc.xml"
+
+# A task file works the same; a forced chunk size is honoured (1 GiB / 256 MiB = 4 chunks).
+printf 'mesh %s\nmesh %s\nmove %s\n' "$A" "$B" "$move" > "$TMP/case1.task"
+expect_exit 0 "task file and --chunk" -- "$MESHCAST" synth --topo $topo --strategy alpa-bcast \
+  --task-file "$TMP/case1.task" --chunk 256M -o "$TMP/bc4.xml"
+expect_grep "$TMP/bc4.xml" 'chunks="4"' "forced chunk count"
+
+# A memory bound below the shards themselves cannot hold: the schedule is refused, not written.
+expect_exit 1 "memory limit too small" -- "$MESHCAST" synth --topo $topo --strategy p2p \
+  --memory-limit 1K --mesh "$A" --mesh "$B" "$move" -o "$TMP/mem.xml"
+expect_grep "$TMP/err" 'peak memory' "memory violation named"
+expect_true "nothing written when invalid" -- test ! -e "$TMP/mem.xml"
+finish

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Command-line tests of 'meshcast task': the paper's case 1 on its cluster (text and JSON, with
+# the figures derived by hand in tests/unit/test_layout_bound.c), task files, and every kind of
+# malformed input with its exit code.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+P3=topologies/aws-p3.8xlarge-x5.xml
+A='A={host:2,gpu:4}@0..7'
+B='B={host:2,gpu:4}@8..15'
+CASE1='i32[1024,1024,512] A[host,_,_] -> B[host,_,_]'
+
+expect_exit 0 "help" -- "$MESHCAST" task --help
+expect_grep "$TMP/out" '^usage: meshcast task' "help text"
+
+# Case 1: two 1 GiB pieces, 8 GiB in all (each of 8 destination GPUs gets 1 GiB); each source
+# host must push 1 GiB through its 1.25e9 B/s NIC: 0.859 s plus the 14 us network alpha.
+expect_exit 0 "case 1" -- "$MESHCAST" task --topo "$P3" --mesh "$A" --mesh "$B" "$CASE1"
+expect_grep "$TMP/out" '^pieces: 2 ' "case 1 has two pieces"
+expect_grep "$TMP/out" '^ +0 +t0 +\[0:512,0:1024,0:512\] +1\.00 GiB +0-3 +8-11$' "case 1 first piece"
+expect_grep "$TMP/out" '^bytes to move: 8589934592 ' "case 1 total bytes"
+expect_grep "$TMP/out" '^  GPU 12 +host 3 +1073741824 ' "case 1 GPU 12 needs 1 GiB"
+expect_grep "$TMP/out" '^  host 2 +1073741824 ' "case 1 host 2 needs 1 GiB"
+expect_grep "$TMP/out" '^lower bound: 859\.01 ms, bound by host-cut \(host 0\)$' "case 1 bound"
+expect_grep "$TMP/out" '^peak memory bound: 1\.00 GiB' "case 1 memory bound"
+
+expect_exit 0 "case 1 json" -- "$MESHCAST" task --json --topo "$P3" --mesh "$A" --mesh "$B" "$CASE1"
+cp "$TMP/out" "$TMP/case1.json"
+expect_true "case 1 json figures" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["bytes_total"] == 8589934592
+assert len(j["pieces"]) == 2 and j["npieces"] == 2
+assert j["pieces"][0]["holders"] == [0, 1, 2, 3] and j["pieces"][0]["dests"] == [8, 9, 10, 11]
+assert j["bound"] == "host-cut" and j["bound_where"] == 0
+assert abs(j["lower_bound_s"] - (2**30 / 1.25e9 + 14e-6)) < 1e-9
+assert len(j["need_bytes"]) == 20
+assert j["need_bytes"][:8] == [0] * 8 and j["need_bytes"][8:16] == [2**30] * 8
+assert j["host_need_bytes"] == [0, 0, 2**30, 2**30, 0]
+' "$TMP/case1.json"
+
+# Case 6 from a task file: 2 -> 3 hosts; a source host must send 1,069,547,520 bytes.
+expect_exit 0 "case 6 task file" -- "$MESHCAST" task --topo "$P3" --task-file tests/data/tasks/paper-case6.task
+expect_grep "$TMP/out" '^pieces: 4 ' "case 6 has four pieces"
+expect_grep "$TMP/out" '^  host 3 +713031680 ' "case 6 middle host needs 1024 rows"
+expect_grep "$TMP/out" '^lower bound: 855\.65 ms, bound by host-cut \(host 0\)$' "case 6 bound"
+
+# Without a topology: pieces and needs only; JSON says there is no bound.
+expect_exit 0 "no topology" -- "$MESHCAST" task --json --mesh 'A={g:4}' 'u8[5] A[g] -> A[_]'
+cp "$TMP/out" "$TMP/ag.json"
+expect_true "all-gather of 5 bytes over 2,2,1,0" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["need_bytes"] == [3, 3, 4, 5] and j["bytes_total"] == 15
+assert j["lower_bound_s"] is None and j["bound"] is None
+assert [c["gpu"] for c in j["local_copies"]] == [0, 1, 2]
+' "$TMP/ag.json"
+
+# Long tables are truncated with a count.
+expect_exit 0 "limit" -- "$MESHCAST" task --limit 3 --mesh 'A={x:8}' 'f32[64] A[x] -> A[_]'
+expect_grep "$TMP/out" '^pieces: 8 ' "eight pieces"
+expect_grep "$TMP/out" '^  \.\.\. 5 more pieces' "truncated piece table"
+
+# Malformed notation: exit 2, the message points at the column.
+bad() { # description expected-message move [meshes...]
+  local desc=$1 msg=$2 move=$3; shift 3
+  local args=()
+  for m in "$@"; do args+=(--mesh "$m"); done
+  expect_exit 2 "$desc" -- "$MESHCAST" task --topo "$P3" "${args[@]}" "$move"
+  expect_grep "$TMP/err" "$msg" "$desc: message"
+  expect_grep "$TMP/err" '^ +\^$' "$desc: caret"
+}
+bad "unknown axis" "unknown axis 'hots'" 'i32[8,8] A[hots,_] -> B[_,gpu]' "$A" "$B"
+bad "axis used twice" "axis host is used twice" 'i32[8,8] A[host,host] -> B[_,gpu]' "$A" "$B"
+bad "mesh size vs devices" "the mesh has 8 devices but 0..6 gives 7" 'i32[8] A[_] -> A[_]' 'A={host:2,gpu:4}@0..6'
+bad "device outside topology" "device 20 of mesh B is outside the topology" 'i32[8] A[host] -> B[_]' "$A" 'B={x:8}@16..23'
+bad "overflow" "overflows 64-bit byte counts" 'f64[4294967296,4294967296] A[_,_] -> B[_,_]' "$A" "$B"
+bad "bad dtype" "unknown dtype 'f33'" 'f33[8] A[_] -> B[_]' "$A" "$B"
+bad "shape mismatch" "shape does not match" 'f32[8,8] A[host,_] -> f32[8,9] B[host,_]' "$A" "$B"
+bad "explicit sizes" "sum to 9, expected" 'f32[10] A[gpu{4,2,2,1}] -> B[_]' "$A" "$B"
+expect_exit 2 "no move" -- "$MESHCAST" task --mesh "$A"
+expect_exit 2 "unknown option" -- "$MESHCAST" task --bogus "$CASE1"
+expect_exit 2 "bad limit" -- "$MESHCAST" task --limit -1 --mesh "$A" 'u8[8] A[host] -> A[_]'
+
+# Task-file errors: exit 1, file and line.
+expect_exit 1 "task file error" -- "$MESHCAST" task --task-file tests/data/tasks/bad-axis.task
+expect_grep "$TMP/err" 'tests/data/tasks/bad-axis\.task:5: unknown axis .gpus.' "task file line"
+expect_exit 1 "missing task file" -- "$MESHCAST" task --task-file tests/data/tasks/none.task
+
+finish

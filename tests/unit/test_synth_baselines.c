@@ -1,0 +1,237 @@
+/* Tests for the baseline strategies on the paper's cluster (5 hosts x 4 V100, one 1.25e9 B/s NIC
+ * per host): who sends what to whom, the phases, the ring chains, and simulated times derived by
+ * hand from the NIC bandwidth. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "synth/synth.h"
+
+#define PAPER_TOPO "topologies/aws-p3.8xlarge-x5.xml"
+#define NIC_BW 1.25e9
+#define GIB 1073741824.0
+
+typedef struct fixture {
+    mc_topo_t *topo;
+    mc_task_t *task;
+    mc_sched_t *s;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = mc_xcalloc(1, sizeof(*f));
+    mc_err_t err = {0};
+    if (mc_topo_load(PAPER_TOPO, &f->topo, &err) != MC_OK) {
+        print_error("%s\n", err.msg);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_free(f->s);
+    mc_task_free(f->task);
+    mc_topo_free(f->topo);
+    free(f);
+    return 0;
+}
+
+/* Builds and splits a task, runs a strategy through mc_synth (which validates). */
+static void synth(fixture_t *f, const char *strategy, const char *text)
+{
+    mc_err_t err = {0};
+    mc_sched_free(f->s);
+    mc_task_free(f->task);
+    f->s = NULL;
+    f->task = NULL;
+    assert_int_equal(mc_task_parse_text(text, "test", &f->task, &err), MC_OK);
+    assert_int_equal(mc_task_split(f->task, &err), MC_OK);
+    mc_status_t st = mc_synth(strategy, f->task, f->topo, NULL, &f->s, &err);
+    if (st != MC_OK)
+        print_error("%s\n", err.msg);
+    assert_int_equal(st, MC_OK);
+    assert_int_equal(mc_sched_validate(f->s, f->topo, NULL), 0);
+}
+
+static double simulate(fixture_t *f)
+{
+    mc_sim_result_t r = {0};
+    mc_err_t err = {0};
+    assert_int_equal(mc_sim_run(f->s, f->topo, &r, &err), MC_OK);
+    double t = r.makespan_s;
+    mc_sim_result_free(&r);
+    mc_bound_t b;
+    assert_int_equal(mc_task_bound(f->task, f->topo, &b, &err), MC_OK);
+    assert_true(t >= b.seconds * (1 - 1e-9));
+    return t;
+}
+
+/* The tree whose (single) edge ends at dest. */
+static const mc_tree_t *tree_to(const mc_sched_t *s, int dest)
+{
+    for (int i = 0; i < s->ntrees; i++)
+        if (s->trees[i].nedges == 1 && s->trees[i].edges[0].child == dest)
+            return &s->trees[i];
+    fail_msg("no tree reaches GPU %d", dest);
+    return NULL;
+}
+
+static const char case1[] = "mesh A={host:2,gpu:4}@0..7\n"
+                            "mesh B={host:2,gpu:4}@8..15\n"
+                            "move i32[1024,1024,512] A[host,_,_] -> B[host,_,_]\n";
+
+static const char case7[] = "mesh A={host:1,gpu:4}@0..3\n"
+                            "mesh B={host:2,gpu:4}@4..11\n"
+                            "move i32[1024,1024,512] A[gpu,_,_] -> B[_,_,_]\n";
+
+/* Case 1, p2p: each destination GPU of host 2 pulls its 1 GiB half from GPU 0 (the first
+ * replica), those of host 3 from GPU 4; 8 single-edge trees in one phase. GPU 0 sends 4 GiB
+ * through host 0's NIC: 4 GiB / 1.25e9 B/s = 3.436 s. */
+static void test_p2p_case1(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "p2p", case1);
+    assert_int_equal(f->s->ntrees, 8);
+    assert_int_equal(f->s->nphases, 1);
+    for (int d = 8; d < 16; d++) {
+        const mc_tree_t *t = tree_to(f->s, d);
+        assert_int_equal(t->root, d < 12 ? 0 : 4);
+        assert_int_equal(t->phase, 0);
+        assert_true(t->bytes == (uint64_t)GIB);
+    }
+    double t = simulate(f);
+    assert_true(t >= 4 * GIB / NIC_BW);
+    assert_true(t <= 4 * GIB / NIC_BW * 1.01);
+}
+
+/* Case 1, p2p-lb: loads start at 0 and grow by 2^28 elements per send, so the replicas of host
+ * 2's destination tile are served by GPUs 0, 1, 2, 3 in turn (host 3's by 4..7). The NIC is
+ * still shared by the four sends: same 3.436 s. */
+static void test_p2p_lb_case1(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "p2p-lb", case1);
+    assert_int_equal(f->s->ntrees, 8);
+    for (int d = 8; d < 16; d++)
+        assert_int_equal(tree_to(f->s, d)->root, d - 8);
+    double t = simulate(f);
+    assert_true(t >= 4 * GIB / NIC_BW && t <= 4 * GIB / NIC_BW * 1.01);
+}
+
+/* Case 1, alpa-bcast: two works (host 0 -> host 2, host 1 -> host 3) share no host: one round;
+ * each a ring chain root -> the four destination GPUs in rank order. 1 GiB crosses each NIC
+ * once, pipelined: about 1 GiB / 1.25e9 = 0.859 s. */
+static void test_alpa_bcast_case1(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "alpa-bcast", case1);
+    assert_int_equal(f->s->nphases, 1);
+    assert_int_equal(f->s->ntrees, 2);
+    for (int i = 0; i < 2; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        int base = t->root == 0 ? 8 : 12;
+        assert_true(t->root == 0 || t->root == 4);
+        assert_int_equal(t->nedges, 4);
+        assert_int_equal(t->edges[0].parent, t->root);
+        for (int e = 0; e < 4; e++)
+            assert_int_equal(t->edges[e].child, base + e);
+        for (int e = 1; e < 4; e++)
+            assert_int_equal(t->edges[e].parent, base + e - 1);
+        assert_true(t->nchunks > 1);
+    }
+    double t = simulate(f);
+    assert_true(t >= GIB / NIC_BW);
+    assert_true(t <= GIB / NIC_BW * 1.05);
+}
+
+/* Case 7, alpa-bcast: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and
+ * 2: every pair of works shares the sender host and the receivers, so four rounds of one
+ * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. Each crosses host 0's NIC once: 2 GiB in
+ * all, 1.718 s plus the pipeline fill of each round. */
+static void test_alpa_bcast_case7(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "alpa-bcast", case7);
+    assert_int_equal(f->s->nphases, 4);
+    assert_int_equal(f->s->ntrees, 4);
+    int seen[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        assert_in_range(t->root, 0, 3);
+        seen[t->phase]++;
+        assert_int_equal(t->nedges, 8);
+        for (int e = 0; e < 8; e++)
+            assert_int_equal(t->edges[e].child, 4 + e);
+    }
+    for (int p = 0; p < 4; p++)
+        assert_int_equal(seen[p], 1);
+    double t = simulate(f);
+    assert_true(t >= 2 * GIB / NIC_BW);
+    assert_true(t <= 2 * GIB / NIC_BW * 1.10);
+}
+
+/* Single sender to 4 hosts x 2 GPUs: one chain 0 -> 4,5 -> 8,9 -> 12,13 -> 16,17 that crosses
+ * four NICs in a pipeline: about 1 GiB / 1.25e9 = 0.859 s, where p2p sends 8 GiB through host
+ * 0's NIC: 6.87 s. */
+static void test_single_sender(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh S={host:1,gpu:1}@[0]\n"
+                               "mesh D={host:4,gpu:2}@[4,5,8,9,12,13,16,17]\n"
+                               "move i32[268435456] S[_] -> D[_]\n";
+    static const int chain[] = {4, 5, 8, 9, 12, 13, 16, 17};
+    synth(f, "alpa-bcast", text);
+    assert_int_equal(f->s->ntrees, 1);
+    assert_int_equal(f->s->trees[0].nedges, 8);
+    for (int e = 0; e < 8; e++)
+        assert_int_equal(f->s->trees[0].edges[e].child, chain[e]);
+    double t = simulate(f);
+    assert_true(t >= GIB / NIC_BW && t <= GIB / NIC_BW * 1.05);
+    synth(f, "p2p", text);
+    assert_int_equal(f->s->ntrees, 8);
+    t = simulate(f);
+    assert_true(t >= 8 * GIB / NIC_BW && t <= 8 * GIB / NIC_BW * 1.01);
+}
+
+/* An unknown strategy is a usage error naming the known ones. */
+static void test_unknown_strategy(void **state)
+{
+    fixture_t *f = *state;
+    mc_err_t err = {0};
+    mc_task_free(f->task);
+    f->task = NULL;
+    assert_int_equal(mc_task_parse_text(case1, "test", &f->task, &err), MC_OK);
+    assert_int_equal(mc_task_split(f->task, &err), MC_OK);
+    mc_sched_t *s = NULL;
+    assert_int_equal(mc_synth("nope", f->task, f->topo, NULL, &s, &err), MC_ERR_USAGE);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "alpa-bcast"));
+    int n;
+    const mc_strategy_t *all = mc_synth_strategies(&n);
+    assert_true(n >= 3);
+    assert_string_equal(all[0].name, "p2p");
+    assert_string_equal(all[1].name, "p2p-lb");
+    assert_string_equal(all[2].name, "alpa-bcast");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_p2p_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_p2p_lb_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_bcast_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_strategy, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

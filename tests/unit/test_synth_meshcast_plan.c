@@ -1,0 +1,205 @@
+/* Tests for the meshcast strategy's plan layer: the cost model, the greedy seed and the Z3 model
+ * on hand-made plans whose optimum is worked out in the comments. No topology is involved. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+/* A plan of npieces pieces with the given units and nlinks links. */
+static void plan_init(mc_plan_t *pl, int npieces, const int *units, int nlinks)
+{
+    memset(pl, 0, sizeof(*pl));
+    pl->npieces = npieces;
+    pl->units = mc_xmalloc(sizeof(int) * (size_t)npieces);
+    memcpy(pl->units, units, sizeof(int) * (size_t)npieces);
+    pl->nlinks = nlinks;
+}
+
+/* A candidate of piece p crossing the given links, each costing link_ps per unit. */
+static void plan_cand(mc_plan_t *pl, int p, int64_t fixed_ps, int n, const int *links,
+                      const int64_t *link_ps)
+{
+    pl->cands = mc_xrealloc(pl->cands, sizeof(mc_pcand_t) * (size_t)(pl->ncands + 1));
+    mc_pcand_t *c = &pl->cands[pl->ncands++];
+    c->piece = p;
+    c->fixed_ps = fixed_ps;
+    c->nlinks = n;
+    c->links = mc_xmalloc(sizeof(int) * (size_t)n);
+    c->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)n);
+    c->unit_ps = 0;
+    for (int i = 0; i < n; i++) {
+        c->links[i] = links[i];
+        c->link_ps[i] = link_ps[i];
+        if (link_ps[i] > c->unit_ps)
+            c->unit_ps = link_ps[i];
+    }
+}
+
+/* Two pieces of 4 units may cross link 0 (a NIC, 100 ps per unit); piece 1 may instead take
+ * link 1 at 300 ps per unit. Whole pieces: both on the NIC, 800 (what greedy finds). Best: piece
+ * 1 split, x units on the NIC beside piece 0 and 4-x on link 1 in the same phase:
+ * max(400 + 100x, 300(4-x)) is least at x = 2: 600. */
+static void shared_nic_plan(mc_plan_t *pl)
+{
+    int units[2] = {4, 4};
+    plan_init(pl, 2, units, 2);
+    int l0 = 0, l1 = 1;
+    int64_t c100 = 100, c300 = 300;
+    plan_cand(pl, 0, 0, 1, &l0, &c100);
+    plan_cand(pl, 1, 0, 1, &l0, &c100);
+    plan_cand(pl, 1, 0, 1, &l1, &c300);
+}
+
+static void test_greedy_shared_nic(void **state)
+{
+    mc_plan_t pl;
+    shared_nic_plan(&pl);
+    mc_plan_sol_t g = {0};
+    mc_plan_greedy(&pl, &g);
+    assert_int_equal(mc_plan_check(&pl, &g), 0);
+    assert_int_equal(g.nphases, 1);
+    assert_int_equal(g.est_ps, 800);
+    assert_int_equal(mc_plan_lower_ps(&pl), 400);
+    mc_plan_sol_free(&g);
+    mc_plan_free(&pl);
+}
+
+static void test_z3_beats_greedy(void **state)
+{
+    mc_plan_t pl;
+    shared_nic_plan(&pl);
+    mc_plan_sol_t g = {0}, z = {0};
+    mc_plan_greedy(&pl, &g);
+    mc_z3_stats_t st;
+    mc_err_t err = {0};
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 0, 60, &z, &st, &err), MC_OK);
+    assert_int_equal(st.status, 1);
+    assert_int_equal(mc_plan_check(&pl, &z), 0);
+    assert_int_equal(z.est_ps, 600);
+    assert_int_equal(z.nphases, 1);
+    assert_int_equal(z.units[0], 4);
+    assert_int_equal(z.units[1], 2);
+    assert_int_equal(z.units[2], 2);
+    mc_plan_sol_free(&g);
+    mc_plan_sol_free(&z);
+    mc_plan_free(&pl);
+}
+
+/* Trees sharing a link in one phase last the summed load. Pieces 0 and 1 (2 units each) both
+ * cross link 0 at 100 ps per unit, each tree with a fixed cost of 50: two phases cost
+ * 250 + 250 = 500, one shared phase max(400, 250) = 400. */
+static void test_z3_shared_phase(void **state)
+{
+    mc_plan_t pl;
+    int units[2] = {2, 2};
+    plan_init(&pl, 2, units, 1);
+    int l0 = 0;
+    int64_t c100 = 100;
+    plan_cand(&pl, 0, 50, 1, &l0, &c100);
+    plan_cand(&pl, 1, 50, 1, &l0, &c100);
+    mc_plan_sol_t g = {0}, z = {0};
+    mc_plan_greedy(&pl, &g);
+    assert_int_equal(g.est_ps, 400);
+    assert_int_equal(g.nphases, 1);
+    mc_z3_stats_t st;
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 0, 60, &z, &st, NULL), MC_OK);
+    assert_int_equal(z.est_ps, 400);
+    assert_int_equal(z.nphases, 1);
+    mc_plan_sol_free(&g);
+    mc_plan_sol_free(&z);
+    mc_plan_free(&pl);
+}
+
+/* Eight pieces that each may take any of three links: a model big enough that a small rlimit
+ * stops Z3 before it proves anything. */
+static void wide_plan(mc_plan_t *pl)
+{
+    int units[8];
+    for (int p = 0; p < 8; p++)
+        units[p] = 16 + p;
+    plan_init(pl, 8, units, 3);
+    for (int p = 0; p < 8; p++)
+        for (int l = 0; l < 3; l++) {
+            int64_t ps = 100 + 37 * l + 11 * p;
+            plan_cand(pl, p, 5, 1, &l, &ps);
+        }
+}
+
+static void test_z3_rlimit_deterministic(void **state)
+{
+    mc_plan_t pl;
+    wide_plan(&pl);
+    mc_plan_sol_t g = {0}, a = {0}, b = {0};
+    mc_plan_greedy(&pl, &g);
+    mc_z3_stats_t sa, sb;
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 200000, 0, &a, &sa, NULL), MC_OK);
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 200000, 0, &b, &sb, NULL), MC_OK);
+    assert_int_equal(mc_plan_check(&pl, &a), 0);
+    assert_true(a.est_ps <= g.est_ps);
+    assert_int_equal(a.nphases, b.nphases);
+    assert_int_equal(a.est_ps, b.est_ps);
+    assert_memory_equal(a.units, b.units, sizeof(int) * (size_t)(pl.ncands * a.nphases));
+    mc_plan_sol_free(&g);
+    mc_plan_sol_free(&a);
+    mc_plan_sol_free(&b);
+    mc_plan_free(&pl);
+}
+
+/* An rlimit too small for Z3 to find anything still gives the (feasible) seed back. */
+static void test_z3_tiny_rlimit(void **state)
+{
+    mc_plan_t pl;
+    wide_plan(&pl);
+    mc_plan_sol_t g = {0}, z = {0};
+    mc_plan_greedy(&pl, &g);
+    mc_z3_stats_t st;
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 1, 0, &z, &st, NULL), MC_OK);
+    assert_int_equal(mc_plan_check(&pl, &z), 0);
+    assert_true(z.est_ps <= g.est_ps);
+    assert_true(st.status <= 0);
+    mc_plan_sol_free(&g);
+    mc_plan_sol_free(&z);
+    mc_plan_free(&pl);
+}
+
+/* A solution that leaves units out or makes some up is refused; a feasible one is costed by its
+ * busiest link. */
+static void test_check_refuses(void **state)
+{
+    mc_plan_t pl;
+    shared_nic_plan(&pl);
+    mc_plan_sol_t s = {0};
+    s.nphases = 1;
+    s.units = mc_xcalloc(3, sizeof(int));
+    s.units[0] = 4;
+    s.units[2] = 3; /* a unit of piece 1 missing */
+    assert_int_equal(mc_plan_check(&pl, &s), -1);
+    s.units[1] = -1;
+    s.units[2] = 5; /* adds up, but through a negative amount */
+    assert_int_equal(mc_plan_check(&pl, &s), -1);
+    s.units[1] = 1;
+    s.units[2] = 3; /* link 0: 500, link 1: 900 */
+    assert_int_equal(mc_plan_check(&pl, &s), 0);
+    assert_int_equal(s.est_ps, 900);
+    mc_plan_sol_free(&s);
+    mc_plan_free(&pl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_shared_nic),
+        cmocka_unit_test(test_z3_beats_greedy),
+        cmocka_unit_test(test_z3_shared_phase),
+        cmocka_unit_test(test_z3_rlimit_deterministic),
+        cmocka_unit_test(test_z3_tiny_rlimit),
+        cmocka_unit_test(test_check_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,201 @@
+/* Routes between GPUs: NVLink direct and through the NVSwitch, PCIe and the CPU link inside a
+ * host, across hosts over NICs and switches, and PXN on a two-rail build. Expected links and
+ * figures are read off the DGX-1 file and the small builds below. */
+#include "test_topo_helpers.h"
+
+#include <math.h>
+
+static mc_route_t route_ok(const mc_topo_t *t, int a, int b)
+{
+    mc_route_t r;
+    mc_err_t err = {0};
+    if (mc_topo_route(t, a, b, &r, &err) != MC_OK)
+        fail_msg("route %d -> %d: %s", a, b, err.msg);
+    return r;
+}
+
+/* The route's hops as "a>b c>d ...". */
+static const char *hops(const mc_topo_t *t, const mc_route_t *r, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < r->nlinks && off < len; i++) {
+        const mc_link_t *l = &t->links[r->links[i]];
+        off += (size_t)snprintf(buf + off, len - off, "%s%s>%s", i ? " " : "",
+                                t->nodes[l->src].name, t->nodes[l->dst].name);
+    }
+    return buf;
+}
+
+static void test_dgx1_routes(void **state)
+{
+    char buf[1024];
+    mc_topo_t *t = load_ok(SHARED "dgx1-v100-hybrid-cube-mesh-topo.xml");
+    mc_route_t r = route_ok(t, 0, 3); /* two NVLinks */
+    assert_string_equal(hops(t, &r, buf, sizeof buf), "h0/GPU0>h0/GPU3");
+    assert_float_equal(r.bw / 1e9, 40.0, 1e-9);
+    assert_float_equal(r.latency, 0.5e-6, 1e-15);
+    assert_int_equal(r.via_gpu, -1);
+    r = route_ok(t, 1, 0); /* one NVLink */
+    assert_float_equal(r.bw / 1e9, 20.0, 1e-9);
+    /* GPU 0 and GPU 5 share no NVLink: PCIe up, Broadwell QPI (6 GB/s), PCIe down */
+    r = route_ok(t, 0, 5);
+    assert_string_equal(hops(t, &r, buf, sizeof buf),
+                        "h0/GPU0>h0/PCI/0000:03:00.0 h0/PCI/0000:03:00.0>h0/CPU0 h0/CPU0>h0/CPU1 "
+                        "h0/CPU1>h0/PCI/0000:82:00.0 h0/PCI/0000:82:00.0>h0/GPU5");
+    assert_float_equal(r.bw / 1e9, 6.0, 1e-9);
+    assert_float_equal(r.latency, 2.5e-6, 1e-15);
+    /* GPU 4 lists NVLinks to 06, 86, 89 and 8a only: 4 -> 2 (0a) crosses the sockets too */
+    r = route_ok(t, 4, 2);
+    assert_int_equal(r.nlinks, 5);
+    r = route_ok(t, 2, 2);
+    assert_int_equal(r.nlinks, 0);
+    assert_true(isinf(r.bw));
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_route(t, 0, 8, &r, &err), MC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "GPU 0 or 8 is not in 0..7"));
+    mc_topo_free(t);
+}
+
+static void test_nvswitch_route(void **state)
+{
+    char buf[256];
+    mc_topo_t *t = load_ok(SHARED "oci-bm-gpu-h100.8-topo.xml");
+    mc_route_t r = route_ok(t, 0, 7);
+    assert_string_equal(hops(t, &r, buf, sizeof buf), "h0/GPU0>h0/NVS h0/NVS>h0/GPU7");
+    assert_float_equal(r.bw / 1e9, 370.8, 1e-9);
+    mc_topo_free(t);
+}
+
+/* Two GPUs behind one PCIe switch in the RTX 3090 box: GPU, switch, GPU at 24 GB/s. */
+static void test_pcie_switch_route(void **state)
+{
+    char buf[256];
+    mc_topo_t *t = load_ok(SHARED "pcie-rtx3090x8-1nic-topo.xml");
+    mc_route_t r = route_ok(t, 4, 7);
+    assert_string_equal(hops(t, &r, buf, sizeof buf),
+                        "h0/GPU4>h0/PCI/0000:98:00.0 h0/PCI/0000:98:00.0>h0/GPU7");
+    assert_float_equal(r.bw / 1e9, 24.0, 1e-9);
+    mc_topo_free(t);
+}
+
+static int node(mc_topo_t *t, mc_node_kind_t kind, int host, int dev, int rail, const char *fmt,
+                ...) __attribute__((format(printf, 6, 7)));
+static int node(mc_topo_t *t, mc_node_kind_t kind, int host, int dev, int rail, const char *fmt,
+                ...)
+{
+    mc_node_t n = {.kind = kind, .host = host, .busid = -1, .dev = dev, .rail = rail, .sm = 90};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n.name, sizeof n.name, fmt, ap);
+    va_end(ap);
+    if (kind == MC_NODE_NET)
+        n.bw = 25e9;
+    return mc_topo_add_node(t, &n);
+}
+
+/* Two hosts; in each, GPU i and NIC i share PCIe switch i (24 GB/s, 0.5 us) and NIC i's port
+ * (25 GB/s, 1 us) goes to rail switch i (25 GB/s, 1 us). Options: an NVSwitch per host
+ * (300 GB/s), a spine joining the rails (50 GB/s, 1 us). */
+static mc_topo_t *build_rails(int nrails, int nvswitch, int spine)
+{
+    mc_topo_t *t = mc_topo_new("rails");
+    int rail[4], sp = spine ? node(t, MC_NODE_SWITCH, -1, -1, -1, "spine0") : -1;
+    for (int i = 0; i < nrails; i++) {
+        rail[i] = node(t, MC_NODE_SWITCH, -1, -1, i, "rail%d", i);
+        if (spine)
+            mc_topo_add_link_pair(t, rail[i], sp, MC_LINK_NET, 50e9, 1e-6, 1);
+    }
+    for (int h = 0; h < 2; h++) {
+        int cpu = node(t, MC_NODE_CPU, h, -1, -1, "h%d/CPU0", h);
+        int nvs = nvswitch ? node(t, MC_NODE_NVS, h, -1, -1, "h%d/NVS", h) : -1;
+        for (int i = 0; i < nrails; i++) {
+            int sw = node(t, MC_NODE_PCI, h, -1, -1, "h%d/PCI%d", h, i);
+            int gpu = node(t, MC_NODE_GPU, h, i, -1, "h%d/GPU%d", h, i);
+            int nic = node(t, MC_NODE_NIC, h, -1, -1, "h%d/NIC%d", h, i);
+            int net = node(t, MC_NODE_NET, h, i, i, "h%d/NET%d", h, i);
+            mc_topo_add_link_pair(t, sw, cpu, MC_LINK_PCI, 24e9, 0.5e-6, 1);
+            mc_topo_add_link_pair(t, gpu, sw, MC_LINK_PCI, 24e9, 0.5e-6, 1);
+            mc_topo_add_link_pair(t, nic, sw, MC_LINK_PCI, 24e9, 0.5e-6, 1);
+            mc_topo_add_link_pair(t, nic, net, MC_LINK_NET, 25e9, 1e-6, 1);
+            mc_topo_add_link_pair(t, net, rail[i], MC_LINK_NET, 25e9, 1e-6, 1);
+            if (nvswitch)
+                mc_topo_add_link_pair(t, gpu, nvs, MC_LINK_NVL, 300e9, 0.5e-6, 12);
+        }
+    }
+    mc_err_t err = {0};
+    if (mc_topo_finalize(t, &err) != MC_OK)
+        fail_msg("finalize: %s", err.msg);
+    return t;
+}
+
+static void test_cross_host(void **state)
+{
+    char buf[1024];
+    mc_topo_t *t = build_rails(1, 0, 0);
+    assert_int_equal(t->ngpus, 2);
+    mc_route_t r = route_ok(t, 0, 1);
+    assert_string_equal(hops(t, &r, buf, sizeof buf),
+                        "h0/GPU0>h0/PCI0 h0/PCI0>h0/NIC0 h0/NIC0>h0/NET0 h0/NET0>rail0 "
+                        "rail0>h1/NET0 h1/NET0>h1/NIC0 h1/NIC0>h1/PCI0 h1/PCI0>h1/GPU0");
+    assert_float_equal(r.bw / 1e9, 24.0, 1e-9);
+    assert_float_equal(r.latency, 4 * 0.5e-6 + 4 * 1e-6, 1e-15);
+    assert_int_equal(r.via_gpu, -1);
+    mc_topo_free(t);
+}
+
+static void test_pxn(void **state)
+{
+    char buf[1024];
+    mc_topo_t *t = build_rails(2, 1, 0);
+    /* GPU 0 (h0, rail 0) to GPU 3 (h1, rail 1): NVLink to GPU 1, whose NIC is on rail 1 */
+    mc_route_t r = route_ok(t, 0, 3);
+    assert_string_equal(hops(t, &r, buf, sizeof buf),
+                        "h0/GPU0>h0/NVS h0/NVS>h0/GPU1 h0/GPU1>h0/PCI1 h0/PCI1>h0/NIC1 "
+                        "h0/NIC1>h0/NET1 h0/NET1>rail1 rail1>h1/NET1 h1/NET1>h1/NIC1 "
+                        "h1/NIC1>h1/PCI1 h1/PCI1>h1/GPU1");
+    assert_int_equal(r.via_gpu, 1);
+    assert_float_equal(r.bw / 1e9, 24.0, 1e-9);
+    /* same rail: no relay */
+    r = route_ok(t, 0, 2);
+    assert_int_equal(r.via_gpu, -1);
+    assert_int_equal(r.nlinks, 8);
+    /* inside the host: the NVSwitch */
+    r = route_ok(t, 1, 0);
+    assert_string_equal(hops(t, &r, buf, sizeof buf), "h0/GPU1>h0/NVS h0/NVS>h0/GPU0");
+    assert_float_equal(r.bw / 1e9, 300.0, 1e-9);
+    /* asking again gives the cached answer */
+    mc_route_t again = route_ok(t, 0, 3), first = route_ok(t, 0, 3);
+    assert_memory_equal(&again, &first, sizeof again);
+    mc_topo_free(t);
+}
+
+/* Without NVLink there is no relay: across rails the data takes the spine, and with no spine
+ * there is no path at all. */
+static void test_rails_without_nvlink(void **state)
+{
+    char buf[1024];
+    mc_topo_t *t = build_rails(2, 0, 1);
+    mc_route_t r = route_ok(t, 0, 3);
+    assert_string_equal(hops(t, &r, buf, sizeof buf),
+                        "h0/GPU0>h0/PCI0 h0/PCI0>h0/NIC0 h0/NIC0>h0/NET0 h0/NET0>rail0 "
+                        "rail0>spine0 spine0>rail1 rail1>h1/NET1 h1/NET1>h1/NIC1 h1/NIC1>h1/PCI1 "
+                        "h1/PCI1>h1/GPU1");
+    assert_int_equal(r.via_gpu, -1);
+    mc_topo_free(t);
+    t = build_rails(2, 0, 0);
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_route(t, 0, 3, &r, &err), MC_ERR_INVALID);
+    assert_string_equal(err.msg, "rails: no network path from h0/NET0 to h1/NET1");
+    mc_topo_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dgx1_routes),     cmocka_unit_test(test_nvswitch_route),
+        cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
+        cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
+    };
+    return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
+}

@@ -1,0 +1,380 @@
+/* Routing a transfer between two GPUs the way NCCL would (DESIGN.md section 2): NVLink, directly
+ * or through an NVSwitch, inside an NVLink domain; PCIe and the CPU interconnect inside a host
+ * otherwise; across hosts, PCIe to the sender's nearest NIC port, the network fabric (NET links
+ * and switches, fewest hops then widest), and the receiver's nearest port. On rail-optimized
+ * fabrics the data first crosses NVLink to a sender-side GPU whose NIC is on the receiver's rail
+ * (NCCL's PXN), recorded in via_gpu. Per-GPU NIC paths and per-port fabric trees are computed
+ * once and cached inside the topology, so a route costs about its own length. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/topo_internal.h"
+
+typedef struct path {
+    int n;
+    int links[MC_ROUTE_MAX_LINKS];
+} path_t;
+
+typedef struct gpu_nic {
+    int done;
+    int net;        /* nearest NET node, -1 if the host has none reachable */
+    path_t out, in; /* GPU -> NET and NET -> GPU */
+} gpu_nic_t;
+
+struct mc_route_cache {
+    int nnodes, nlinks;
+    int *out_start, *out_links; /* links leaving each node (CSR) */
+    int *in_start, *in_links;   /* links entering each node */
+    gpu_nic_t *gpu;             /* per global GPU index */
+    int *fab_index;             /* node -> index among fabric nodes (NET, SWITCH), or -1 */
+    int nfab;
+    int **fab_pred;             /* per fabric source: link into each fabric node, lazily */
+    int *dist, *pred, *queue;   /* BFS scratch, per node */
+    double *width;
+};
+
+typedef enum { WALK_HOST, WALK_NIC, WALK_FABRIC } walk_t;
+
+/* Which links a search may take: inside a host (PCIe, CPU links, never through another GPU or
+ * into the network), inside a host up to a NIC port, or across the fabric between ports. */
+static int may_take(const mc_topo_t *t, const mc_link_t *l, int from, int next, int origin,
+                    int target, walk_t walk)
+{
+    const mc_node_t *f = &t->nodes[from], *n = &t->nodes[next];
+    if (walk == WALK_FABRIC)
+        return l->kind == MC_LINK_NET && (n->kind == MC_NODE_NET || n->kind == MC_NODE_SWITCH) &&
+               (f->kind == MC_NODE_SWITCH || from == origin);
+    if (n->host != t->nodes[origin].host)
+        return 0;
+    if (walk == WALK_NIC && f->kind == MC_NODE_NIC)
+        return l->kind == MC_LINK_NET && n->kind == MC_NODE_NET;
+    if (l->kind == MC_LINK_NVL || l->kind == MC_LINK_NET)
+        return 0;
+    if (n->kind == MC_NODE_GPU)
+        return next == target;
+    return n->kind == MC_NODE_PCI || n->kind == MC_NODE_CPU ||
+           (walk == WALK_NIC && n->kind == MC_NODE_NIC);
+}
+
+/* Breadth-first search from origin (along links, or against them when backward), keeping for
+ * each node the widest of its shortest paths; ties go to the lower link id, so routes are
+ * deterministic. Fills c->dist and c->pred (the link that reached each node). */
+static void bfs(const mc_topo_t *t, struct mc_route_cache *c, int origin, int target, walk_t walk,
+                int backward)
+{
+    for (int i = 0; i < t->nnodes; i++) {
+        c->dist[i] = -1;
+        c->pred[i] = -1;
+        c->width[i] = 0;
+    }
+    int head = 0, tail = 0;
+    c->dist[origin] = 0;
+    c->width[origin] = INFINITY;
+    c->queue[tail++] = origin;
+    const int *start = backward ? c->in_start : c->out_start;
+    const int *adj = backward ? c->in_links : c->out_links;
+    while (head < tail) {
+        int u = c->queue[head++];
+        if (u == target)
+            continue;
+        for (int k = start[u]; k < start[u + 1]; k++) {
+            const mc_link_t *l = &t->links[adj[k]];
+            int v = backward ? l->src : l->dst;
+            if (!may_take(t, l, u, v, origin, target, walk))
+                continue;
+            double w = fmin(c->width[u], l->bw);
+            if (c->dist[v] < 0) {
+                c->dist[v] = c->dist[u] + 1;
+                c->queue[tail++] = v;
+            } else if (c->dist[v] != c->dist[u] + 1 || !(w > c->width[v])) {
+                continue;
+            }
+            c->width[v] = w;
+            c->pred[v] = adj[k];
+        }
+    }
+}
+
+/* The path the last bfs found from origin to node, in travel order. */
+static mc_status_t trace(const mc_topo_t *t, const struct mc_route_cache *c, int node,
+                         int backward, path_t *p, mc_err_t *err)
+{
+    p->n = 0;
+    int links[MC_ROUTE_MAX_LINKS];
+    for (int v = node; c->pred[v] >= 0;) {
+        if (p->n == MC_ROUTE_MAX_LINKS)
+            return mc_err_set(err, MC_ERR_UNSUPPORTED, "%s: a route to %s needs more than %d "
+                              "links", t->source, t->nodes[node].name, MC_ROUTE_MAX_LINKS);
+        const mc_link_t *l = &t->links[c->pred[v]];
+        links[p->n++] = c->pred[v];
+        v = backward ? l->dst : l->src;
+    }
+    for (int i = 0; i < p->n; i++) /* forward searches trace back from the end */
+        p->links[i] = backward ? links[i] : links[p->n - 1 - i];
+    return MC_OK;
+}
+
+static void csr(const mc_topo_t *t, int by_dst, int **start_out, int **links_out)
+{
+    int *start = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int));
+    int *links = mc_xmalloc(sizeof(int) * (size_t)(t->nlinks ? t->nlinks : 1));
+    for (int i = 0; i < t->nlinks; i++)
+        start[(by_dst ? t->links[i].dst : t->links[i].src) + 1]++;
+    for (int i = 0; i < t->nnodes; i++)
+        start[i + 1] += start[i];
+    int *fill = mc_xmalloc(sizeof(int) * ((size_t)t->nnodes + 1));
+    memcpy(fill, start, sizeof(int) * ((size_t)t->nnodes + 1));
+    for (int i = 0; i < t->nlinks; i++)
+        links[fill[by_dst ? t->links[i].dst : t->links[i].src]++] = i;
+    free(fill);
+    *start_out = start;
+    *links_out = links;
+}
+
+void mc_topo_route_cache_free(mc_topo_t *t)
+{
+    struct mc_route_cache *c = t->route_cache;
+    if (!c)
+        return;
+    for (int i = 0; i < c->nfab; i++)
+        free(c->fab_pred[i]);
+    free(c->fab_pred);
+    free(c->fab_index);
+    free(c->out_start);
+    free(c->out_links);
+    free(c->in_start);
+    free(c->in_links);
+    free(c->gpu);
+    free(c->dist);
+    free(c->pred);
+    free(c->queue);
+    free(c->width);
+    free(c);
+    t->route_cache = NULL;
+}
+
+/* The cache lives inside the (logically const) topology; it is rebuilt if the graph changed. */
+static struct mc_route_cache *cache_of(const mc_topo_t *ct)
+{
+    mc_topo_t *t = (mc_topo_t *)ct;
+    struct mc_route_cache *c = t->route_cache;
+    if (c && c->nnodes == t->nnodes && c->nlinks == t->nlinks)
+        return c;
+    mc_topo_route_cache_free(t);
+    c = mc_xcalloc(1, sizeof(*c));
+    c->nnodes = t->nnodes;
+    c->nlinks = t->nlinks;
+    csr(t, 0, &c->out_start, &c->out_links);
+    csr(t, 1, &c->in_start, &c->in_links);
+    c->gpu = mc_xcalloc((size_t)t->ngpus, sizeof(gpu_nic_t));
+    c->fab_index = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
+    for (int i = 0; i < t->nnodes; i++) {
+        mc_node_kind_t k = t->nodes[i].kind;
+        c->fab_index[i] = k == MC_NODE_NET || k == MC_NODE_SWITCH ? c->nfab++ : -1;
+    }
+    c->fab_pred = mc_xcalloc((size_t)c->nfab + 1, sizeof(int *));
+    c->dist = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
+    c->pred = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
+    c->queue = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
+    c->width = mc_xmalloc(sizeof(double) * (size_t)t->nnodes);
+    t->route_cache = c;
+    return c;
+}
+
+/* The GPU's nearest NIC port (fewest hops, then widest) and the paths to and from it. */
+static mc_status_t gpu_nic(const mc_topo_t *t, struct mc_route_cache *c, int gpu,
+                           const gpu_nic_t **out, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    gpu_nic_t *g = &c->gpu[gpu];
+    *out = g;
+    if (g->done)
+        return MC_OK;
+    int node = t->gpu_node[gpu];
+    g->done = 1;
+    g->net = -1;
+    bfs(t, c, node, -1, WALK_NIC, 0);
+    for (int i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i].kind != MC_NODE_NET || c->dist[i] < 0)
+            continue;
+        if (g->net < 0 || c->dist[i] < c->dist[g->net] ||
+            (c->dist[i] == c->dist[g->net] && c->width[i] > c->width[g->net]))
+            g->net = i;
+    }
+    if (g->net < 0)
+        return MC_OK;
+    MC_CHECK_GOTO(trace(t, c, g->net, 0, &g->out, err), out, st);
+    bfs(t, c, node, -1, WALK_NIC, 1);
+    if (c->dist[g->net] < 0) {
+        g->net = -1;
+        return MC_OK;
+    }
+    MC_CHECK_GOTO(trace(t, c, g->net, 1, &g->in, err), out, st);
+out:
+    return st;
+}
+
+/* The fabric path between two NIC ports; the search tree of each source port is kept. */
+static mc_status_t fabric(const mc_topo_t *t, struct mc_route_cache *c, int from, int to,
+                          path_t *p, mc_err_t *err)
+{
+    int fi = c->fab_index[from];
+    if (!c->fab_pred[fi]) {
+        bfs(t, c, from, -1, WALK_FABRIC, 0);
+        int *pred = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+        for (int i = 0; i < t->nnodes; i++)
+            if (c->fab_index[i] >= 0)
+                pred[c->fab_index[i]] = c->pred[i];
+        c->fab_pred[fi] = pred;
+    }
+    const int *pred = c->fab_pred[fi];
+    int links[MC_ROUTE_MAX_LINKS], n = 0;
+    for (int v = to; v != from;) {
+        int l = pred[c->fab_index[v]];
+        if (l < 0)
+            return mc_err_set(err, MC_ERR_INVALID, "%s: no network path from %s to %s",
+                              t->source, t->nodes[from].name, t->nodes[to].name);
+        if (n == MC_ROUTE_MAX_LINKS)
+            return mc_err_set(err, MC_ERR_UNSUPPORTED, "%s: the network path from %s to %s has "
+                              "more than %d links", t->source, t->nodes[from].name,
+                              t->nodes[to].name, MC_ROUTE_MAX_LINKS);
+        links[n++] = l;
+        v = t->links[l].src;
+    }
+    p->n = n;
+    for (int i = 0; i < n; i++)
+        p->links[i] = links[n - 1 - i];
+    return MC_OK;
+}
+
+/* NVLink between two GPUs: a direct link or one NVSwitch hop, whichever is wider (direct on a
+ * tie). Returns 0 when they share none. */
+static int nvlink_path(const mc_topo_t *t, const struct mc_route_cache *c, int a, int b,
+                       path_t *p)
+{
+    double best = 0;
+    p->n = 0;
+    for (int k = c->out_start[a]; k < c->out_start[a + 1]; k++) {
+        const mc_link_t *l = &t->links[c->out_links[k]];
+        if (l->kind != MC_LINK_NVL)
+            continue;
+        if (l->dst == b && l->bw > best) {
+            best = l->bw;
+            *p = (path_t){1, {c->out_links[k]}};
+        }
+        if (t->nodes[l->dst].kind != MC_NODE_NVS)
+            continue;
+        for (int j = c->out_start[l->dst]; j < c->out_start[l->dst + 1]; j++) {
+            const mc_link_t *m = &t->links[c->out_links[j]];
+            if (m->kind == MC_LINK_NVL && m->dst == b && fmin(l->bw, m->bw) > best) {
+                best = fmin(l->bw, m->bw);
+                *p = (path_t){2, {c->out_links[k], c->out_links[j]}};
+            }
+        }
+    }
+    return p->n > 0;
+}
+
+static mc_status_t append(const mc_topo_t *t, mc_route_t *r, const path_t *p, mc_err_t *err)
+{
+    if (r->nlinks + p->n > MC_ROUTE_MAX_LINKS)
+        return mc_err_set(err, MC_ERR_UNSUPPORTED, "%s: the route from GPU %d to GPU %d needs "
+                          "more than %d links", t->source, r->src_gpu, r->dst_gpu,
+                          MC_ROUTE_MAX_LINKS);
+    memcpy(r->links + r->nlinks, p->links, sizeof(int) * (size_t)p->n);
+    r->nlinks += p->n;
+    return MC_OK;
+}
+
+static int rail_of(const mc_topo_t *t, const gpu_nic_t *g)
+{
+    return g->net >= 0 ? t->nodes[g->net].rail : -1;
+}
+
+/* PXN: the first GPU of the sender's host, joined to it by NVLink, whose nearest port is on the
+ * receiver's rail; -1 when the sender's own port already is, or none qualifies. */
+static mc_status_t pxn_relay(const mc_topo_t *t, struct mc_route_cache *c, int a, int rail,
+                             int *relay, path_t *nvl, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    const gpu_nic_t *g;
+    *relay = -1;
+    int host = mc_topo_gpu_host(t, a);
+    for (int p = 0; p < t->ngpus && *relay < 0; p++) {
+        if (p == a || mc_topo_gpu_host(t, p) != host)
+            continue;
+        MC_CHECK_GOTO(gpu_nic(t, c, p, &g, err), out, st);
+        if (rail_of(t, g) == rail && nvlink_path(t, c, t->gpu_node[a], t->gpu_node[p], nvl))
+            *relay = p;
+    }
+out:
+    return st;
+}
+
+static mc_status_t network_route(const mc_topo_t *t, struct mc_route_cache *c, mc_route_t *r,
+                                 mc_err_t *err)
+{
+    mc_status_t st;
+    const gpu_nic_t *src, *dst;
+    path_t p;
+    MC_CHECK_GOTO(gpu_nic(t, c, r->src_gpu, &src, err), out, st);
+    MC_CHECK_GOTO(gpu_nic(t, c, r->dst_gpu, &dst, err), out, st);
+    if (src->net < 0 || dst->net < 0) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s: GPU %d and GPU %d are on different hosts but "
+                        "%s reaches no NIC", t->source, r->src_gpu, r->dst_gpu,
+                        t->nodes[t->gpu_node[src->net < 0 ? r->src_gpu : r->dst_gpu]].name);
+        goto out;
+    }
+    int rail = rail_of(t, dst);
+    if (rail >= 0 && rail_of(t, src) != rail) {
+        int relay;
+        MC_CHECK_GOTO(pxn_relay(t, c, r->src_gpu, rail, &relay, &p, err), out, st);
+        if (relay >= 0) {
+            MC_CHECK_GOTO(append(t, r, &p, err), out, st);
+            r->via_gpu = relay;
+            src = &c->gpu[relay];
+        }
+    }
+    MC_CHECK_GOTO(append(t, r, &src->out, err), out, st);
+    MC_CHECK_GOTO(fabric(t, c, src->net, dst->net, &p, err), out, st);
+    MC_CHECK_GOTO(append(t, r, &p, err), out, st);
+    MC_CHECK_GOTO(append(t, r, &dst->in, err), out, st);
+out:
+    return st;
+}
+
+mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,
+                          mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    if (gpu_a < 0 || gpu_a >= t->ngpus || gpu_b < 0 || gpu_b >= t->ngpus)
+        return mc_err_set(err, MC_ERR_INVALID, "%s: GPU %d or %d is not in 0..%d", t->source,
+                          gpu_a, gpu_b, t->ngpus - 1);
+    *r = (mc_route_t){.src_gpu = gpu_a, .dst_gpu = gpu_b, .via_gpu = -1, .bw = INFINITY};
+    if (gpu_a == gpu_b)
+        return MC_OK;
+    struct mc_route_cache *c = cache_of(t);
+    int a = t->gpu_node[gpu_a], b = t->gpu_node[gpu_b];
+    path_t p;
+    if (nvlink_path(t, c, a, b, &p)) {
+        MC_CHECK_GOTO(append(t, r, &p, err), out, st);
+    } else if (t->nodes[a].host == t->nodes[b].host) {
+        bfs(t, c, a, b, WALK_HOST, 0);
+        if (c->dist[b] < 0) {
+            st = mc_err_set(err, MC_ERR_INVALID, "%s: no PCIe path from %s to %s", t->source,
+                            t->nodes[a].name, t->nodes[b].name);
+            goto out;
+        }
+        MC_CHECK_GOTO(trace(t, c, b, 0, &p, err), out, st);
+        MC_CHECK_GOTO(append(t, r, &p, err), out, st);
+    } else {
+        MC_CHECK_GOTO(network_route(t, c, r, err), out, st);
+    }
+    for (int i = 0; i < r->nlinks; i++) {
+        r->bw = fmin(r->bw, t->links[r->links[i]].bw);
+        r->latency += t->links[r->links[i]].latency;
+    }
+out:
+    return st;
+}

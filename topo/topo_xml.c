@@ -1,0 +1,88 @@
+/* Safe XML reading for every loader: libxml2 without network access, without entity
+ * substitution and without DTD loading, parse errors turned into "file:line: what" messages,
+ * and documents that declare entities refused outright (billion laughs, external entities). */
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/topo_internal.h"
+
+/* Topology files are a few hundred kilobytes; anything far larger is not one. */
+#define MC_XML_MAX_BYTES (64u << 20)
+
+/* True when the document's DOCTYPE declares any entity: we never expand entities, and a file
+ * that declares them is either an attack or not a topology. */
+static int declares_entities(xmlDocPtr doc)
+{
+    xmlDtdPtr dtds[2] = {doc->intSubset, doc->extSubset};
+    for (int i = 0; i < 2; i++)
+        if (dtds[i] && (dtds[i]->entities || dtds[i]->pentities))
+            return 1;
+    return 0;
+}
+
+/* libxml2 keeps no line for declarations; find the first one in the text. */
+static int entity_line(const char *buf, size_t len)
+{
+    int line = 1;
+    for (size_t i = 0; i + 8 <= len && memcmp(buf + i, "<!ENTITY", 8); i++)
+        line += buf[i] == '\n';
+    return line;
+}
+
+mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *out,
+                        mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    char *data = NULL;
+    xmlParserCtxtPtr ctxt = NULL;
+    xmlDocPtr doc = NULL;
+    const char *name = path ? path : "(memory)";
+    *out = NULL;
+
+    if (!buf) {
+        MC_CHECK_GOTO(mc_read_file(path, &data, &len, err), out, st);
+        buf = data;
+    }
+    if (len > MC_XML_MAX_BYTES) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s: %zu bytes is too large for a topology file "
+                        "(at most %u)", name, len, MC_XML_MAX_BYTES);
+        goto out;
+    }
+    xmlInitParser();
+    ctxt = xmlNewParserCtxt();
+    if (!ctxt) {
+        st = mc_err_set(err, MC_ERR_NOMEM, "%s: cannot create an XML parser", name);
+        goto out;
+    }
+    doc = xmlCtxtReadMemory(ctxt, buf, (int)len, name, NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!doc || !ctxt->wellFormed) {
+        xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
+        const char *msg = e && e->message ? e->message : "not well-formed XML\n";
+        int line = e ? e->line : 0;
+        int mlen = (int)strcspn(msg, "\n");
+        st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: malformed XML: %.*s", name, line, mlen, msg);
+        goto out;
+    }
+    if (declares_entities(doc)) {
+        st = mc_err_set(err, MC_ERR_INVALID,
+                        "%s:%d: the DOCTYPE declares entities; topology files may not (entities "
+                        "are never expanded)", name, entity_line(buf, len));
+        goto out;
+    }
+    if (!xmlDocGetRootElement(doc)) {
+        st = mc_err_set(err, MC_ERR_PARSE, "%s:1: expected a root element", name);
+        goto out;
+    }
+    *out = doc;
+    doc = NULL;
+out:
+    if (doc)
+        xmlFreeDoc(doc);
+    if (ctxt)
+        xmlFreeParserCtxt(ctxt);
+    free(data);
+    return st;
+}
