@@ -30,9 +30,10 @@ mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result
                        mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
 
-/* The ids of the n busiest links (longest busy time, then most bytes, then lowest id) into ids;
- * returns how many links were busy at all, at most n. */
-int mc_sim_busiest(const mc_sim_result_t *res, int *ids, int n);
+/* The ids of the n busiest links into ids: most loaded first (bytes carried / bandwidth, the time
+ * the link needed at full rate), then longest busy, then lowest id. Returns how many links were
+ * busy at all, at most n. */
+int mc_sim_busiest(const mc_sim_result_t *res, const mc_topo_t *topo, int *ids, int n);
 
 /* An SVG drawing of the timeline: one row per busy link (busiest first), one bar per interval,
  * shaded by the share of the link's bandwidth it used. Caller frees. */

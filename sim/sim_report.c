@@ -4,20 +4,22 @@
 #include "sim/sim.h"
 
 static const mc_sim_result_t *sort_res; /* qsort has no context argument in C11 */
+static const mc_topo_t *sort_topo;
 
 static int cmp_busy(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     const mc_sim_result_t *r = sort_res;
+    double lx = r->link_bytes[x] / sort_topo->links[x].bw, ly = r->link_bytes[y] / sort_topo->links[y].bw;
+    if (lx != ly)
+        return lx > ly ? -1 : 1;
     if (r->link_busy_s[x] != r->link_busy_s[y])
         return r->link_busy_s[x] > r->link_busy_s[y] ? -1 : 1;
-    if (r->link_bytes[x] != r->link_bytes[y])
-        return r->link_bytes[x] > r->link_bytes[y] ? -1 : 1;
     return (x > y) - (x < y);
 }
 
 /* Every busy link, busiest first; returns the count. Caller frees *out. */
-static int busy_links(const mc_sim_result_t *res, int **out)
+static int busy_links(const mc_sim_result_t *res, const mc_topo_t *topo, int **out)
 {
     int n = 0;
     int *ids = mc_xmalloc(sizeof(int) * (size_t)(res->nlinks + 1));
@@ -25,14 +27,15 @@ static int busy_links(const mc_sim_result_t *res, int **out)
         if (res->link_busy_s[l] > 0)
             ids[n++] = l;
     sort_res = res;
+    sort_topo = topo;
     qsort(ids, (size_t)n, sizeof(int), cmp_busy);
     *out = ids;
     return n;
 }
 
-int mc_sim_busiest(const mc_sim_result_t *res, int *ids, int n)
+int mc_sim_busiest(const mc_sim_result_t *res, const mc_topo_t *topo, int *ids, int n)
 {
-    int *all, nb = busy_links(res, &all);
+    int *all, nb = busy_links(res, topo, &all);
     int k = nb < n ? nb : n;
     for (int i = 0; i < k; i++)
         ids[i] = all[i];
@@ -44,7 +47,7 @@ enum { LABEL_W = 260, PLOT_W = 900, ROW_H = 16, TOP = 40, TICKS = 5 };
 
 char *mc_sim_timeline_svg(const mc_sim_result_t *res, const mc_topo_t *topo, const char *title)
 {
-    int *ids, n = busy_links(res, &ids);
+    int *ids, n = busy_links(res, topo, &ids);
     int *row = mc_xmalloc(sizeof(int) * (size_t)(res->nlinks + 1));
     for (int l = 0; l < res->nlinks; l++)
         row[l] = -1;
