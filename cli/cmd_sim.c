@@ -184,7 +184,7 @@ int cmd_sim(int argc, char **argv)
         fprintf(stderr, "meshcast: warning: %s has %d violation%s (see meshcast validate); timing "
                         "it anyway\n", a.path, rep.violations, rep.violations == 1 ? "" : "s");
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
-    MC_CHECK_GOTO(mc_sim_run(s, topo, &res, &err), out, st);
+    MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
     rep.busy = mc_xmalloc(sizeof(int) * (size_t)(a.nlinks + 1));
     rep.nbusy = mc_sim_busiest(&res, topo, rep.busy, a.nlinks);
     if (a.timeline) {

@@ -28,6 +28,11 @@ typedef struct mc_sim_result {
 
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err);
+/* The same simulation without the per-link timeline (nintervals is 0): the same makespan and
+ * per-link totals in far less memory (a 1024-GPU schedule can make tens of millions of
+ * intervals). For callers that only need the numbers: synth, bench. */
+mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                              mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
 
 /* The ids of the n busiest links into ids: most loaded first (bytes carried / bandwidth, the time
