@@ -16,6 +16,7 @@ typedef struct gen {
     const mc_task_t *task;
     const mc_topo_t *topo;
     int p;
+    int rot;              /* where root choices start, so that pieces sharing hosts spread out */
     const mc_piece_t *pc;
     int no_relays;
     int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
@@ -142,7 +143,7 @@ out:
 }
 
 /* Holder hosts to root trees at: those that also hold destinations first, then the others
- * starting at an offset that differs per piece, so that pieces leave through different hosts. */
+ * starting at the piece's rotation, so that pieces leave through different hosts. */
 static int root_hosts(const gen_t *g, int *hosts)
 {
     const mc_piece_t *pc = g->pc;
@@ -158,7 +159,7 @@ static int root_hosts(const gen_t *g, int *hosts)
             if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS)
                 hosts[n++] = hh[i];
     for (int j = 0; j < nh && n < MC_ROOT_HOSTS; j++) {
-        int h = hh[(j + g->p) % nh];
+        int h = hh[(j + g->rot) % nh];
         if (!in_sorted(hosts, n, h))
             hosts[n++] = h;
     }
@@ -166,7 +167,7 @@ static int root_hosts(const gen_t *g, int *hosts)
     return n;
 }
 
-/* The k-th holder on host h, counting from an offset that differs per piece (-1 if none). */
+/* The k-th holder on host h, counting from the piece's rotation (-1 if none). */
 static int holder_on(const gen_t *g, int h, int k)
 {
     const mc_piece_t *pc = g->pc;
@@ -175,7 +176,7 @@ static int holder_on(const gen_t *g, int h, int k)
         n += mc_topo_gpu_host(g->topo, pc->holders[i]) == h;
     if (k >= n)
         return -1;
-    int want = (k + g->p) % n;
+    int want = (k + g->rot) % n;
     for (int i = 0; i < pc->nholders; i++)
         if (mc_topo_gpu_host(g->topo, pc->holders[i]) == h && want-- == 0)
             return pc->holders[i];
@@ -201,10 +202,10 @@ static void group_dests(gen_t *g)
 }
 
 mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               int p, int no_relays, mc_err_t *err)
+                               int p, int rot, int no_relays, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .pc = &task->pieces[p],
+    gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .rot = rot, .pc = &task->pieces[p],
                .no_relays = no_relays, .rail = -1};
     int first = cs->n;
     group_dests(&g);

@@ -24,7 +24,9 @@ typedef struct mc_cand {
     int *links;           /* topology link ids the tree's routes use, ascending */
     int *mult;            /* how many tree edges cross each of them */
     double sec_per_byte;  /* max over links of mult / bw: the pipelined tree's rate */
-    double hop_s;         /* largest alpha + route latency of one edge */
+    double *edge_spb;     /* per edge: its slowest link's mult / bw */
+    double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
+    int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
     int relays;           /* GPUs in the tree that neither hold nor need the piece */
 } mc_cand_t;
 
@@ -36,10 +38,11 @@ typedef struct mc_cands {
 /* Most candidates kept per piece. */
 #define MC_CAND_MAX 16
 
-/* Appends the candidate trees of piece p (at least one; each reaches every destination). With
+/* Appends the candidate trees of piece p (at least one; each reaches every destination). Root
+ * choices start at rotation rot (pieces leaving the same host get different ones). With
  * no_relays, trees pass only through holders and destinations (a memory limit is set). */
 mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               int p, int no_relays, mc_err_t *err);
+                               int p, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
 
 /* Builds a GPU tree from edges (used by the generators); computes links, multiplicities and
@@ -47,6 +50,14 @@ void mc_cands_free(mc_cands_t *cs);
 mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
                           int root, int nedges, const int *parent, const int *child,
                           mc_err_t *err);
+
+/* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
+ * count that minimizes the modelled time (the first chunk down the longest path, the others at
+ * the pace of the slowest edge, every chunk paying each edge's overhead); and the time that
+ * pipelining adds to bytes x sec_per_byte. */
+#define MC_CHUNKS_MAX 1024
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
+double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
 
 /* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
  * route) from src to every GPU in want[0..nwant): appends the edges to parent/child (sized by the
@@ -127,7 +138,7 @@ typedef struct mc_comp {
 } mc_comp_t;
 
 /* Groups the pieces into components whose candidates share no link, and builds each one's plan
- * (units of unit_bytes per piece). */
+ * (chunk_bytes: the caller's pipeline chunk, 0 for each tree's best). */
 void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands_t *cs,
                     const int *piece_first, const int *piece_count, uint64_t chunk_bytes,
                     mc_comp_t **out, int *ncomps);

@@ -10,15 +10,11 @@
 #include "sim/sim.h"
 #include "synth/mc_meshcast.h"
 
-/* Pipeline chunk when the caller sets none, and most chunks per tree. */
-#define MC_CHUNK_DEFAULT (4ull << 20)
-#define MC_CHUNKS_MAX 256
-
 typedef struct run {
     mc_task_t *task;
     const mc_topo_t *topo;
     const mc_synth_opts_t *opts;
-    uint64_t chunk;
+    uint64_t chunk;       /* the caller's pipeline chunk, 0: each tree's best */
     mc_cands_t cs;
     int *piece_first, *piece_count;
     mc_comp_t *comps;
@@ -32,15 +28,22 @@ static mc_status_t gen_cands(run_t *r, mc_err_t *err)
     int np = r->task->npieces;
     r->piece_first = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
     r->piece_count = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
+    /* pieces leaving one host rotate over its holders; pieces in symmetric places get the same
+     * rotation, so their components stay identical */
+    int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
     for (int p = 0; p < np; p++) {
+        const mc_piece_t *pc = &r->task->pieces[p];
         r->piece_first[p] = r->cs.n;
-        if (r->task->pieces[p].ndests > 0)
-            MC_CHECK_GOTO(mc_cands_add_piece(&r->cs, r->task, r->topo, p,
+        if (pc->ndests > 0 && pc->nholders > 0) {
+            int h = mc_topo_gpu_host(r->topo, pc->holders[0]);
+            MC_CHECK_GOTO(mc_cands_add_piece(&r->cs, r->task, r->topo, p, leaving[h]++,
                                              r->opts->memory_limit != 0, err),
                           out, st);
+        }
         r->piece_count[p] = r->cs.n - r->piece_first[p];
     }
 out:
+    free(leaving);
     return st;
 }
 
@@ -81,7 +84,7 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
             mc_plan_sol_free(&seed);
             return st;
         }
-        r->nz3_optimal += zs.status == 1;
+        r->nz3_optimal += zs.status == 1 || zs.status == 2;
         r->nz3_stopped += zs.status == 0;
         r->rlimit_used += zs.rlimit_used;
         progress(r, i, cp, &seed);
@@ -91,14 +94,6 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
     if (r->opts->progress)
         fprintf(stderr, "\n");
     return MC_OK;
-}
-
-static int tree_chunks(const run_t *r, const mc_cand_t *c, uint64_t bytes)
-{
-    if (c->depth <= 1)
-        return 1; /* nothing to pipeline: one message */
-    uint64_t n = (bytes + r->chunk - 1) / r->chunk;
-    return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
 }
 
 /* Writes one component's solution (its own, or its symmetry class's) into the schedule. */
@@ -124,7 +119,7 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
                 len = pc->bytes - off;
             done[lp] += u;
             int t = mc_sched_add_tree(s, cp->pieces[lp], off, len, cand->root, k,
-                                      tree_chunks(r, cand, len));
+                                      mc_cand_chunks(cand, len, r->chunk));
             for (int e = 0; e < cand->nedges; e++)
                 MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
                                                 err),
@@ -149,6 +144,9 @@ static mc_status_t assemble(run_t *r, mc_sched_t **out, mc_err_t *err)
             nphases = sol->nphases;
     }
     s->nphases = nphases;
+    /* trees of one phase may share links: each states its max-min share so that the planned
+     * load of every link stays within its bandwidth */
+    mc_sched_plan_rates(s, r->topo);
 out:
     if (st != MC_OK)
         mc_sched_free(s);
@@ -174,10 +172,10 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, double synth_s, mc_err_t *er
     MC_CHECK_GOTO(mc_sim_run(s, r->topo, &sim, err), out, st);
     double gap = b.seconds > 0 ? (sim.makespan_s / b.seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
-             "sim_s=%.6g bound_s=%.6g gap=%.2f%% z3_optimal=%d/%d components=%d rlimit_used=%llu "
-             "chunk=%llu synth_s=%.3f",
+             "sim_s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d rlimit_used=%llu "
+             "synth_s=%.3f",
              sim.makespan_s, b.seconds, gap, r->nz3_optimal, r->nunique, r->ncomps,
-             (unsigned long long)r->rlimit_used, (unsigned long long)r->chunk, synth_s);
+             (unsigned long long)r->rlimit_used, synth_s);
     if (r->opts->progress) {
         char a[32], c[32];
         fprintf(stderr, "meshcast: %s simulated, bound %s, gap %.1f%%\n",
@@ -196,7 +194,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
     double t0 = mc_now();
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults};
-    r.chunk = r.opts->chunk_bytes ? r.opts->chunk_bytes : MC_CHUNK_DEFAULT;
+    r.chunk = r.opts->chunk_bytes;
     mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
     *out = NULL;

@@ -62,7 +62,6 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
         const mc_piece_t *pc = &task->pieces[cp->pieces[i]];
         uint64_t ub;
         pl->units[i] = mc_piece_units(pc->bytes, &ub);
-        uint64_t chunk = chunk_bytes < pc->bytes ? chunk_bytes : pc->bytes;
         mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
         for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
             int gc = piece_first[cp->pieces[i]] + j;
@@ -70,8 +69,8 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
             mc_pcand_t *q = &pl->cands[pl->ncands];
             cp->cand_ids[pl->ncands++] = gc;
             q->piece = i;
-            q->fixed_ps = to_ps(c->depth * c->hop_s +
-                                (c->depth - 1) * (double)chunk * c->sec_per_byte);
+            /* the whole piece's overhead: an upper bound for any share of it */
+            q->fixed_ps = to_ps(mc_cand_overhead_s(c, pc->bytes, chunk_bytes));
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
