@@ -27,11 +27,6 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int in_list(const int *v, int n, int x)
-{
-    return bsearch(&x, v, (size_t)n, sizeof(int), cmp_int) != NULL;
-}
-
 /* Same edge set as an earlier candidate of the same piece? */
 static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *parent,
                      const int *child)
@@ -87,17 +82,15 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
     return MC_OK;
 }
 
-mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
-                          int root, int nedges, const int *parent, const int *child,
-                          mc_err_t *err)
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                          const int *parent, const int *child, mc_err_t *err)
 {
     if (nedges <= 0 || duplicate(cs, p, root, nedges, parent, child))
         return MC_OK;
-    const mc_piece_t *pc = &task->pieces[p];
     mc_status_t st = MC_OK;
     int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
     int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
-    int nall = 0, maxdepth = 0, relays = 0;
+    int nall = 0, maxdepth = 0;
     for (int e = 0; e < nedges; e++) {
         mc_route_t r;
         MC_CHECK_GOTO(mc_topo_route(topo, parent[e], child[e], &r, err), out, st);
@@ -106,9 +99,6 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t
         depth[child[e]] = depth[parent[e]] + 1;
         if (depth[child[e]] > maxdepth)
             maxdepth = depth[child[e]];
-        if (!in_list(pc->dests, pc->ndests, child[e]) &&
-            !in_list(pc->holders, pc->nholders, child[e]))
-            relays++;
     }
     qsort(all, (size_t)nall, sizeof(int), cmp_int);
 
@@ -123,7 +113,6 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t
     memcpy(c->parent, parent, sizeof(int) * (size_t)nedges);
     memcpy(c->child, child, sizeof(int) * (size_t)nedges);
     c->depth = maxdepth;
-    c->relays = relays;
     c->links = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
     c->mult = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
     for (int i = 0; i < nall; i++) {

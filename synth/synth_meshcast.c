@@ -15,8 +15,9 @@ typedef struct run {
     const mc_topo_t *topo;
     const mc_synth_opts_t *opts;
     uint64_t chunk;       /* the caller's pipeline chunk, 0: each tree's best */
+    mc_shares_t sh;
     mc_cands_t cs;
-    int *piece_first, *piece_count;
+    int *first, *count;   /* per share: its candidates in cs */
     mc_comp_t *comps;
     int ncomps, nunique, nz3_optimal, nz3_stopped;
     uint64_t rlimit_used;
@@ -25,22 +26,21 @@ typedef struct run {
 static mc_status_t gen_cands(run_t *r, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int np = r->task->npieces;
-    r->piece_first = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
-    r->piece_count = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
-    /* pieces leaving one host rotate over its holders; pieces in symmetric places get the same
+    mc_shares_build(r->task, r->topo, &r->sh);
+    r->first = mc_xmalloc(sizeof(int) * (size_t)(r->sh.n + 1));
+    r->count = mc_xmalloc(sizeof(int) * (size_t)(r->sh.n + 1));
+    /* shares leaving one host rotate over its holders; shares in symmetric places get the same
      * rotation, so their components stay identical */
     int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
-    for (int p = 0; p < np; p++) {
-        const mc_piece_t *pc = &r->task->pieces[p];
-        r->piece_first[p] = r->cs.n;
-        if (pc->ndests > 0 && pc->nholders > 0) {
-            int h = mc_topo_gpu_host(r->topo, pc->holders[0]);
-            MC_CHECK_GOTO(mc_cands_add_piece(&r->cs, r->task, r->topo, p, leaving[h]++,
-                                             r->opts->memory_limit != 0, err),
-                          out, st);
-        }
-        r->piece_count[p] = r->cs.n - r->piece_first[p];
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *s = &r->sh.s[i];
+        const mc_piece_t *pc = &r->task->pieces[s->piece];
+        int h = s->root_host >= 0 ? s->root_host : mc_topo_gpu_host(r->topo, pc->holders[0]);
+        r->first[i] = r->cs.n;
+        MC_CHECK_GOTO(mc_cands_add_share(&r->cs, r->task, r->topo, s, leaving[h]++,
+                                         r->opts->memory_limit != 0, err),
+                      out, st);
+        r->count[i] = r->cs.n - r->first[i];
     }
 out:
     free(leaving);
@@ -109,7 +109,8 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             if (u <= 0)
                 continue;
             int lp = pl->cands[c].piece;
-            const mc_piece_t *pc = &r->task->pieces[cp->pieces[lp]];
+            int piece = r->sh.s[cp->pieces[lp]].piece;
+            const mc_piece_t *pc = &r->task->pieces[piece];
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
             mc_piece_units(pc->bytes, &ub);
@@ -118,7 +119,7 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             if (off + len > pc->bytes)
                 len = pc->bytes - off;
             done[lp] += u;
-            int t = mc_sched_add_tree(s, cp->pieces[lp], off, len, cand->root, k,
+            int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
                                       mc_cand_chunks(cand, len, r->chunk));
             for (int e = 0; e < cand->nedges; e++)
                 MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
@@ -201,8 +202,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
     MC_CHECK_GOTO(gen_cands(&r, err), out, st);
-    mc_comps_build(task, topo, &r.cs, r.piece_first, r.piece_count, r.chunk, &r.comps,
-                   &r.ncomps);
+    mc_comps_build(task, topo, &r.sh, &r.cs, r.first, r.count, r.chunk, &r.comps, &r.ncomps);
     MC_CHECK_GOTO(solve(&r, err), out, st);
     MC_CHECK_GOTO(assemble(&r, &s, err), out, st);
     MC_CHECK_GOTO(certify(&r, s, mc_now() - t0, err), out, st);
@@ -212,7 +212,8 @@ out:
     mc_sched_free(s);
     mc_comps_free(r.comps, r.ncomps);
     mc_cands_free(&r.cs);
-    free(r.piece_first);
-    free(r.piece_count);
+    mc_shares_free(&r.sh);
+    free(r.first);
+    free(r.count);
     return st;
 }
