@@ -51,6 +51,7 @@ RT_EXTRA_OBJS :=
 RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
+.DEFAULT_GOAL := all
 .PHONY: all deps demo test check bench fuzz install clean build-all
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
