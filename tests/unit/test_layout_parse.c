@@ -114,6 +114,13 @@ static void test_layouts(void **state)
     assert_int_equal(tile.hi[1], 32);
     mc_task_free(t);
 
+    /* 2^63-1 bytes over 2 shards: no overflow at the end of the last one. */
+    t = parse(m, 2, "u8[9223372036854775807] A[host] -> B[_]");
+    assert_int_equal(mc_layout_tile(t, &t->tensors[0].src, 7, &tile), 1);
+    assert_int_equal(tile.lo[0], 4611686018427387904);
+    assert_int_equal(tile.hi[0], 9223372036854775807);
+    mc_task_free(t);
+
     /* 5 over 4 shards: 2,2,1,0 (an empty last shard). */
     const char *m4[] = {"A={g:4}@0..3"};
     t = parse(m4, 1, "u8[5] A[g] -> A[_]");
@@ -170,6 +177,12 @@ static void test_errors(void **state)
     expect_error(0, "u8[99999999999999999999] A[_] -> B[_]", "larger than", 4);
     expect_error(0, "f32[10,64] A[gpu{4,2,2,1},_] -> B[_,_]", "sum to 9, expected", 17);
     expect_error(0, "f32[10,64] A[gpu{4,2,4},_] -> B[_,_]", "expected 4 shard sizes", 17);
+    expect_error(0, "u8[9223372036854775807] A[gpu{9223372036854775807,9223372036854775807,1,1}] "
+                    "-> B[_]", "sum to more than 9223372036854775807", 30);
+    expect_error(1, "C={x:4}@<=[4]T(0,0)", "expected a permutation of 0..0", 15);
+    expect_error(1, "C={x:4}@<=[2,2]T(1,1)", "expected a permutation of 0..1", 17);
+    expect_error(1, "C={x:1}@<=[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]",
+                 "at most 32 iota dimensions", 11);
     expect_error(0, "f32[10,64] A[_{10},_] -> B[_,_]", "need an axis", 15);
     expect_error(0, "f32[8,8] A[host] -> B[_,_]", "expected ','", 16);
     expect_error(0, "f32[8,8] A[host,_,_] -> B[_,_]", "expected 2 dimension specs", 18);
