@@ -1,4 +1,4 @@
-/* Random resharding tasks for the layout property tests: meshes of up to 4 axes on random GPU
+/* Random resharding tasks for the layout property tests (and task_of, which parses and splits): meshes of up to 4 axes on random GPU
  * subsets (disjoint, overlapping or the same mesh), random ranks and shapes, random axis
  * placement with some explicit (possibly empty) shard sizes, and sometimes a second tensor. */
 #ifndef TEST_LAYOUT_RANDOM_H
@@ -9,9 +9,10 @@
 
 #include "layout/layout.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static int rnd(int n) /* uniform-ish in [0, n) */
+/* Uniform-ish in [0, n); a fixed seed so that every run tests the same tasks. */
+static inline int rnd(int n)
 {
+    static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
@@ -19,7 +20,7 @@ static int rnd(int n) /* uniform-ish in [0, n) */
 }
 
 /* Parses and splits text, failing the test with the message on error. */
-static mc_task_t *task_of(const char *text)
+static inline mc_task_t *task_of(const char *text)
 {
     mc_task_t *t = NULL;
     mc_err_t err = {0};
@@ -30,7 +31,7 @@ static mc_task_t *task_of(const char *text)
 
 /* "mesh NAME={a:2,...}@..." with at most maxdev devices drawn without repeats from
  * 0..universe-1, written as a range or a list. */
-static void random_mesh(char *out, size_t len, const char *name, int maxdev, int universe,
+static inline void random_mesh(char *out, size_t len, const char *name, int maxdev, int universe,
                         int *naxes, int sizes[4])
 {
     static const char *axes[] = {"a", "b", "c", "d"};
@@ -64,7 +65,7 @@ static void random_mesh(char *out, size_t len, const char *name, int maxdev, int
 
 /* Dim specs for a tensor of the given shape: each axis goes to a random dim or nowhere, in a
  * random order; some dims get explicit sizes (zeros allowed). */
-static void random_specs(char *out, size_t len, const char *mesh, int naxes, const int sizes[4],
+static inline void random_specs(char *out, size_t len, const char *mesh, int naxes, const int sizes[4],
                          int nd, const int64_t *shape)
 {
     static const char *axes[] = {"a", "b", "c", "d"};
@@ -109,7 +110,7 @@ static void random_specs(char *out, size_t len, const char *mesh, int naxes, con
 
 /* A task text: meshes A and B (at most maxdev GPUs each, ids below universe), a move A -> B or
  * A -> A, sometimes a second move B -> A; dimension sizes 1..6 times scale. */
-static void random_task(char *text, size_t len, int maxdev, int universe, int64_t scale)
+static inline void random_task(char *text, size_t len, int maxdev, int universe, int64_t scale)
 {
     static const char *dtypes[] = {"f32", "bf16", "u8", "f64"};
     char mesh_a[1024], mesh_b[1024], src[512], dst[512], shape_txt[96];
