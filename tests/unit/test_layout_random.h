@@ -135,8 +135,9 @@ static inline void random_task(char *text, size_t len, int maxdev, int universe,
         random_specs(d2, sizeof(d2), "A", na, sa, nd, shape);
         snprintf(second, sizeof(second), "move back: u8[%s] %s -> %s\n", shape_txt, s2, d2);
     }
-    snprintf(text, len, "%s%smove %s[%s] %s -> %s\n%s", mesh_a, mesh_b, dtypes[rnd(4)], shape_txt,
-             src, dst, second);
+    int n = snprintf(text, len, "%s%smove %s[%s] %s -> %s\n%s", mesh_a, mesh_b, dtypes[rnd(4)],
+                     shape_txt, src, dst, second);
+    assert_true(n > 0 && (size_t)n < len);
 }
 
 #endif
