@@ -12,6 +12,8 @@ static const mc_strategy_t all_strategies[] = {
     {"alpa-bcast",
      "Alpa broadcast: one NCCL ring broadcast per piece, host-level load balance, greedy rounds",
      mc_synth_alpa_bcast},
+    {"xla", "XLA SPMD ladder: permute, all-to-all, partial replication, else all-gather", mc_synth_xla},
+    {"collectives", "normal form (arXiv 2112.01075): peak max(src,dst) tile", mc_synth_collectives},
     {"meshcast", "Z3 synthesizer: link-disjoint multicast trees", mc_synth_meshcast},
 };
 
