@@ -208,14 +208,19 @@ static mc_status_t mesh_devices(cursor_t *c, mc_mesh_t *m)
         return MC_OK;
     }
     int64_t lo, hi;
-    MC_CHECK_GOTO(integer(c, "a device range 'FIRST..LAST', a list '[...]' or '<=[...]'",
+    MC_CHECK_GOTO(integer(c, "devices 'FIRST..LAST', 'FIRST', a list '[...]' or '<=[...]'",
                           0x7fffffff, &lo), out, st);
     skip_ws(c);
-    if (c->p[0] != '.' || c->p[1] != '.')
-        return fail_at(c, c->p, "expected '..' in the device range");
-    c->p += 2;
     const char *hat = c->p;
-    MC_CHECK_GOTO(integer(c, "the last device id", 0x7fffffff, &hi), out, st);
+    /* A lone FIRST means the mesh's devices run from FIRST on. */
+    hi = lo + m->ndevices - 1;
+    if (c->p[0] == '.' && c->p[1] == '.') {
+        c->p += 2;
+        hat = c->p;
+        MC_CHECK_GOTO(integer(c, "the last device id", 0x7fffffff, &hi), out, st);
+    }
+    if (hi > 0x7fffffff)
+        return fail_at(c, hat, "the devices run past id %d", 0x7fffffff);
     if (hi < lo || hi - lo + 1 != m->ndevices)
         return fail_at(c, hat, "the mesh has %d devices but %lld..%lld gives %lld", m->ndevices,
                        (long long)lo, (long long)hi, (long long)(hi >= lo ? hi - lo + 1 : 0));

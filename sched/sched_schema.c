@@ -87,16 +87,19 @@ const char *mc_sched_schema_text(size_t *len)
     return schema;
 }
 
-/* Keeps the first message libxml2 reports, with its line. */
-static void first_error(void *ctx, xmlErrorPtr e)
+/* Keeps libxml2's messages: the first names the line, later ones often say which attribute. */
+static void collect_error(void *ctx, xmlErrorPtr e)
 {
     mc_buf_t *b = ctx;
-    if (b->len || !e || !e->message)
+    if (!e || !e->message || b->len > 400)
         return;
     size_t n = strlen(e->message);
     while (n && e->message[n - 1] == '\n')
         n--;
-    mc_buf_printf(b, "%d: %.*s", e->line, (int)n, e->message);
+    if (b->len)
+        mc_buf_printf(b, "; %.*s", (int)n, e->message);
+    else
+        mc_buf_printf(b, "%d: %.*s", e->line, (int)n, e->message);
 }
 
 mc_status_t mc_sched_schema_check(xmlDocPtr doc, const char *name, mc_err_t *err)
@@ -112,7 +115,7 @@ mc_status_t mc_sched_schema_check(xmlDocPtr doc, const char *name, mc_err_t *err
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s: the built-in schedule schema does not load", name);
         goto out;
     }
-    xmlRelaxNGSetValidStructuredErrors(vctx, first_error, &msg);
+    xmlRelaxNGSetValidStructuredErrors(vctx, collect_error, &msg);
     if (xmlRelaxNGValidateDoc(vctx, doc) != 0)
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%s (expected a schedule as in docs/schedule-format.md)",
                         name, msg.len ? msg.data : " not a valid schedule");

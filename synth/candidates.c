@@ -13,9 +13,10 @@
 
 typedef struct gen {
     mc_cands_t *cs;
-    const mc_task_t *task;
     const mc_topo_t *topo;
     int p;
+    int root_host;        /* holder host tried first, -1 for none */
+    int rot;              /* where root choices start, so that pieces sharing hosts spread out */
     const mc_piece_t *pc;
     int no_relays;
     int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
@@ -26,7 +27,7 @@ typedef struct gen {
     int *seen;            /* per GPU: already in the tree being built */
 } gen_t;
 
-static int in_sorted(const int *v, int n, int x)
+static int contains(const int *v, int n, int x)
 {
     for (int i = 0; i < n; i++)
         if (v[i] == x)
@@ -134,39 +135,42 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
             return MC_OK;
     if (g->no_relays)
         for (int e = 0; e < g->ne; e++)
-            if (!in_sorted(g->pc->dests, g->pc->ndests, g->child[e]))
+            if (!contains(g->pc->dests, g->pc->ndests, g->child[e]))
                 return MC_OK;
-    st = mc_cands_push(g->cs, g->task, g->topo, g->p, root, g->ne, g->parent, g->child, err);
+    st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, err);
 out:
     return st;
 }
 
-/* Holder hosts to root trees at: those that also hold destinations first, then the others
- * starting at an offset that differs per piece, so that pieces leave through different hosts. */
+/* Holder hosts to root trees at: the share's own first, then those that also hold destinations,
+ * then the others starting at the share's rotation, so that shares leave through different
+ * hosts. */
 static int root_hosts(const gen_t *g, int *hosts)
 {
     const mc_piece_t *pc = g->pc;
     int nh = 0, *hh = mc_xmalloc(sizeof(int) * (size_t)(pc->nholders + 1));
     for (int i = 0; i < pc->nholders; i++) {
         int h = mc_topo_gpu_host(g->topo, pc->holders[i]);
-        if (!in_sorted(hh, nh, h))
+        if (!contains(hh, nh, h))
             hh[nh++] = h;
     }
     int n = 0;
+    if (contains(hh, nh, g->root_host))
+        hosts[n++] = g->root_host;
     for (int i = 0; i < nh; i++)
         for (int d = 0; d < g->ndh; d++)
-            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS)
+            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS && !contains(hosts, n, hh[i]))
                 hosts[n++] = hh[i];
     for (int j = 0; j < nh && n < MC_ROOT_HOSTS; j++) {
-        int h = hh[(j + g->p) % nh];
-        if (!in_sorted(hosts, n, h))
+        int h = hh[(j + g->rot) % nh];
+        if (!contains(hosts, n, h))
             hosts[n++] = h;
     }
     free(hh);
     return n;
 }
 
-/* The k-th holder on host h, counting from an offset that differs per piece (-1 if none). */
+/* The k-th holder on host h, counting from the piece's rotation (-1 if none). */
 static int holder_on(const gen_t *g, int h, int k)
 {
     const mc_piece_t *pc = g->pc;
@@ -175,7 +179,7 @@ static int holder_on(const gen_t *g, int h, int k)
         n += mc_topo_gpu_host(g->topo, pc->holders[i]) == h;
     if (k >= n)
         return -1;
-    int want = (k + g->p) % n;
+    int want = (k + g->rot) % n;
     for (int i = 0; i < pc->nholders; i++)
         if (mc_topo_gpu_host(g->topo, pc->holders[i]) == h && want-- == 0)
             return pc->holders[i];
@@ -200,12 +204,16 @@ static void group_dests(gen_t *g)
     }
 }
 
-mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               int p, int no_relays, mc_err_t *err)
+mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                               const mc_share_t *sh, int rot, int no_relays, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    gen_t g = {.cs = cs, .task = task, .topo = topo, .p = p, .pc = &task->pieces[p],
-               .no_relays = no_relays, .rail = -1};
+    mc_piece_t pc = task->pieces[sh->piece];
+    int p = sh->piece;
+    pc.ndests = sh->ndests;
+    pc.dests = (int *)sh->dests; /* read only: the generators see the share as the piece */
+    gen_t g = {.cs = cs, .topo = topo, .p = p, .root_host = sh->root_host,
+               .rot = rot, .pc = &pc, .no_relays = no_relays, .rail = -1};
     int first = cs->n;
     group_dests(&g);
     g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
@@ -218,7 +226,7 @@ mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_t
                         __FILE__, __LINE__, p);
         goto out;
     }
-    int remote = g.ndh - in_sorted(g.dh_host, g.ndh, hosts[0]);
+    int remote = g.ndh - contains(g.dh_host, g.ndh, hosts[0]);
     int shape = remote >= 2 ? TREE_CHAIN : TREE_HOSTS;
     int r0 = holder_on(&g, hosts[0], 0);
     /* one tree per rail, so that the optimizer can stripe the piece over every NIC: rooted at
@@ -230,7 +238,7 @@ mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_t
     for (int k = 0; k < ndev; k++) {
         int r = on_rail(topo, hosts[0], k);
         g.rail = k;
-        MC_CHECK_GOTO(build(&g, r >= 0 && in_sorted(g.pc->holders, g.pc->nholders, r) ? r : r0,
+        MC_CHECK_GOTO(build(&g, r >= 0 && contains(g.pc->holders, g.pc->nholders, r) ? r : r0,
                             shape, 1, err),
                       out, st);
     }

@@ -13,6 +13,9 @@ void mc_cands_free(mc_cands_t *cs)
         free(cs->c[i].child);
         free(cs->c[i].links);
         free(cs->c[i].mult);
+        free(cs->c[i].edge_spb);
+        free(cs->c[i].edge_hop);
+        free(cs->c[i].edge_up);
     }
     free(cs->c);
     memset(cs, 0, sizeof(*cs));
@@ -22,11 +25,6 @@ static int cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
-}
-
-static int in_list(const int *v, int n, int x)
-{
-    return bsearch(&x, v, (size_t)n, sizeof(int), cmp_int) != NULL;
 }
 
 /* Same edge set as an earlier candidate of the same piece? */
@@ -57,32 +55,50 @@ static double route_hop_s(const mc_topo_t *topo, const mc_route_t *r)
     return alpha + r->latency;
 }
 
-mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
-                          int root, int nedges, const int *parent, const int *child,
-                          mc_err_t *err)
+/* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings) and
+ * its overhead. */
+static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err)
+{
+    c->edge_spb = mc_xcalloc((size_t)c->nedges, sizeof(double));
+    c->edge_hop = mc_xcalloc((size_t)c->nedges, sizeof(double));
+    c->edge_up = mc_xmalloc(sizeof(int) * (size_t)c->nedges);
+    for (int e = 0; e < c->nedges; e++) {
+        mc_route_t r;
+        mc_status_t st = mc_topo_route(topo, c->parent[e], c->child[e], &r, err);
+        if (st != MC_OK)
+            return st;
+        c->edge_hop[e] = route_hop_s(topo, &r);
+        for (int i = 0; i < r.nlinks; i++) {
+            int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
+            double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;
+            if (spb > c->edge_spb[e])
+                c->edge_spb[e] = spb;
+        }
+        c->edge_up[e] = -1;
+        for (int u = 0; u < e; u++)
+            if (c->child[u] == c->parent[e])
+                c->edge_up[e] = u;
+    }
+    return MC_OK;
+}
+
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                          const int *parent, const int *child, mc_err_t *err)
 {
     if (nedges <= 0 || duplicate(cs, p, root, nedges, parent, child))
         return MC_OK;
-    const mc_piece_t *pc = &task->pieces[p];
     mc_status_t st = MC_OK;
     int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
     int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
-    int nall = 0, maxdepth = 0, relays = 0;
-    double hop = 0;
+    int nall = 0, maxdepth = 0;
     for (int e = 0; e < nedges; e++) {
         mc_route_t r;
         MC_CHECK_GOTO(mc_topo_route(topo, parent[e], child[e], &r, err), out, st);
         memcpy(all + nall, r.links, sizeof(int) * (size_t)r.nlinks);
         nall += r.nlinks;
-        double h = route_hop_s(topo, &r);
-        if (h > hop)
-            hop = h;
         depth[child[e]] = depth[parent[e]] + 1;
         if (depth[child[e]] > maxdepth)
             maxdepth = depth[child[e]];
-        if (!in_list(pc->dests, pc->ndests, child[e]) &&
-            !in_list(pc->holders, pc->nholders, child[e]))
-            relays++;
     }
     qsort(all, (size_t)nall, sizeof(int), cmp_int);
 
@@ -97,8 +113,6 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t
     memcpy(c->parent, parent, sizeof(int) * (size_t)nedges);
     memcpy(c->child, child, sizeof(int) * (size_t)nedges);
     c->depth = maxdepth;
-    c->hop_s = hop;
-    c->relays = relays;
     c->links = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
     c->mult = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
     for (int i = 0; i < nall; i++) {
@@ -114,10 +128,58 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t
         if (s > c->sec_per_byte)
             c->sec_per_byte = s;
     }
+    st = edge_costs(c, topo, err);
 out:
     free(all);
     free(depth);
     return st;
+}
+
+/* Modelled time of the tree moving bytes in n chunks. */
+static double pipelined_s(const mc_cand_t *c, double bytes, int n)
+{
+    double chunk = bytes / n, first = 0, slowest = 0;
+    double *at = mc_xmalloc(sizeof(double) * (size_t)c->nedges);
+    for (int e = 0; e < c->nedges; e++) {
+        double t = c->edge_hop[e] + chunk * c->edge_spb[e];
+        at[e] = t + (c->edge_up[e] >= 0 ? at[c->edge_up[e]] : 0);
+        if (at[e] > first)
+            first = at[e];
+        if (t > slowest)
+            slowest = t;
+    }
+    free(at);
+    return first + (n - 1) * slowest;
+}
+
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
+{
+    if (chunk_bytes) {
+        uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
+        return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
+    }
+    /* a fill term falling as 1/n and an overhead term growing with n: convex, so a ternary
+     * search on the integers finds the best count */
+    int lo = 1, hi = MC_CHUNKS_MAX;
+    while (hi - lo > 2) {
+        int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+        if (pipelined_s(c, (double)bytes, m1) <= pipelined_s(c, (double)bytes, m2))
+            hi = m2;
+        else
+            lo = m1;
+    }
+    int best = lo;
+    for (int n = lo + 1; n <= hi; n++)
+        if (pipelined_s(c, (double)bytes, n) < pipelined_s(c, (double)bytes, best))
+            best = n;
+    return best;
+}
+
+double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
+{
+    int n = mc_cand_chunks(c, bytes, chunk_bytes);
+    double t = pipelined_s(c, (double)bytes, n) - (double)bytes * c->sec_per_byte;
+    return t > 0 ? t : 0;
 }
 
 /* Weights of the complete GPU graph of one host: 1/bw of each route, plus a little per hop so

@@ -12,6 +12,26 @@
 #include "topo/topo.h"
 #include "util/util.h"
 
+/* ---- shares (synth_meshcast_shares.c) ---- */
+
+/* Some destinations of one piece, served from a holder host of their own. */
+typedef struct mc_share {
+    int piece;
+    int ndests;
+    const int *dests;     /* ascending; points into the piece's dests */
+    int root_host;        /* holder host tried first, -1 for none */
+} mc_share_t;
+
+typedef struct mc_shares {
+    int n, cap;
+    mc_share_t *s;
+} mc_shares_t;
+
+/* Splits every piece with destinations into shares (one when it has a single holder host or a
+ * single destination host). */
+void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out);
+void mc_shares_free(mc_shares_t *sh);
+
 /* ---- candidate trees (candidates*.c) ---- */
 
 typedef struct mc_cand {
@@ -24,8 +44,9 @@ typedef struct mc_cand {
     int *links;           /* topology link ids the tree's routes use, ascending */
     int *mult;            /* how many tree edges cross each of them */
     double sec_per_byte;  /* max over links of mult / bw: the pipelined tree's rate */
-    double hop_s;         /* largest alpha + route latency of one edge */
-    int relays;           /* GPUs in the tree that neither hold nor need the piece */
+    double *edge_spb;     /* per edge: its slowest link's mult / bw */
+    double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
+    int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
 } mc_cand_t;
 
 typedef struct mc_cands {
@@ -36,17 +57,26 @@ typedef struct mc_cands {
 /* Most candidates kept per piece. */
 #define MC_CAND_MAX 16
 
-/* Appends the candidate trees of piece p (at least one; each reaches every destination). With
+/* Appends the candidate trees of a share (at least one; each reaches all its destinations). Root
+ * choices start at rotation rot (shares leaving the same host get different ones). With
  * no_relays, trees pass only through holders and destinations (a memory limit is set). */
-mc_status_t mc_cands_add_piece(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               int p, int no_relays, mc_err_t *err);
+mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                               const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
 
-/* Builds a GPU tree from edges (used by the generators); computes links, multiplicities and
- * rates from the topology's routes. Returns MC_OK and appends to cs, or drops a duplicate. */
-mc_status_t mc_cands_push(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo, int p,
-                          int root, int nedges, const int *parent, const int *child,
-                          mc_err_t *err);
+/* Builds a GPU tree of piece p from edges (used by the generators); computes links,
+ * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
+ * earlier candidate of the same piece. */
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                          const int *parent, const int *child, mc_err_t *err);
+
+/* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
+ * count that minimizes the modelled time (the first chunk down the longest path, the others at
+ * the pace of the slowest edge, every chunk paying each edge's overhead); and the time that
+ * pipelining adds to bytes x sec_per_byte. */
+#define MC_CHUNKS_MAX 1024
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
+double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
 
 /* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
  * route) from src to every GPU in want[0..nwant): appends the edges to parent/child (sized by the
@@ -117,7 +147,7 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
 
 typedef struct mc_comp {
     int npieces;
-    int *pieces;          /* task piece ids, ascending */
+    int *pieces;          /* share ids, ascending (the plan's pieces are shares) */
     int *cand_ids;        /* plan candidate -> index in the candidate list */
     mc_plan_t plan;
     int *link_ids;        /* plan-local link -> topology link */
@@ -126,10 +156,11 @@ typedef struct mc_comp {
     mc_plan_sol_t sol;
 } mc_comp_t;
 
-/* Groups the pieces into components whose candidates share no link, and builds each one's plan
- * (units of unit_bytes per piece). */
-void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands_t *cs,
-                    const int *piece_first, const int *piece_count, uint64_t chunk_bytes,
+/* Groups the shares into components whose candidates share no link, and builds each one's plan
+ * (share i's candidates are cs->c[first[i] .. first[i]+count[i]); chunk_bytes: the caller's
+ * pipeline chunk, 0 for each tree's best). */
+void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
+                    const mc_cands_t *cs, const int *first, const int *count, uint64_t chunk_bytes,
                     mc_comp_t **out, int *ncomps);
 void mc_comps_free(mc_comp_t *comps, int n);
 

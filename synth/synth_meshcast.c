@@ -10,17 +10,14 @@
 #include "sim/sim.h"
 #include "synth/mc_meshcast.h"
 
-/* Pipeline chunk when the caller sets none, and most chunks per tree. */
-#define MC_CHUNK_DEFAULT (4ull << 20)
-#define MC_CHUNKS_MAX 256
-
 typedef struct run {
     mc_task_t *task;
     const mc_topo_t *topo;
     const mc_synth_opts_t *opts;
-    uint64_t chunk;
+    uint64_t chunk;       /* the caller's pipeline chunk, 0: each tree's best */
+    mc_shares_t sh;
     mc_cands_t cs;
-    int *piece_first, *piece_count;
+    int *first, *count;   /* per share: its candidates in cs */
     mc_comp_t *comps;
     int ncomps, nunique, nz3_optimal, nz3_stopped;
     uint64_t rlimit_used;
@@ -29,18 +26,24 @@ typedef struct run {
 static mc_status_t gen_cands(run_t *r, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int np = r->task->npieces;
-    r->piece_first = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
-    r->piece_count = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
-    for (int p = 0; p < np; p++) {
-        r->piece_first[p] = r->cs.n;
-        if (r->task->pieces[p].ndests > 0)
-            MC_CHECK_GOTO(mc_cands_add_piece(&r->cs, r->task, r->topo, p,
-                                             r->opts->memory_limit != 0, err),
-                          out, st);
-        r->piece_count[p] = r->cs.n - r->piece_first[p];
+    mc_shares_build(r->task, r->topo, &r->sh);
+    r->first = mc_xmalloc(sizeof(int) * (size_t)(r->sh.n + 1));
+    r->count = mc_xmalloc(sizeof(int) * (size_t)(r->sh.n + 1));
+    /* shares leaving one host rotate over its holders; shares in symmetric places get the same
+     * rotation, so their components stay identical */
+    int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *s = &r->sh.s[i];
+        const mc_piece_t *pc = &r->task->pieces[s->piece];
+        int h = s->root_host >= 0 ? s->root_host : mc_topo_gpu_host(r->topo, pc->holders[0]);
+        r->first[i] = r->cs.n;
+        MC_CHECK_GOTO(mc_cands_add_share(&r->cs, r->task, r->topo, s, leaving[h]++,
+                                         r->opts->memory_limit != 0, err),
+                      out, st);
+        r->count[i] = r->cs.n - r->first[i];
     }
 out:
+    free(leaving);
     return st;
 }
 
@@ -81,7 +84,7 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
             mc_plan_sol_free(&seed);
             return st;
         }
-        r->nz3_optimal += zs.status == 1;
+        r->nz3_optimal += zs.status == 1 || zs.status == 2;
         r->nz3_stopped += zs.status == 0;
         r->rlimit_used += zs.rlimit_used;
         progress(r, i, cp, &seed);
@@ -91,14 +94,6 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
     if (r->opts->progress)
         fprintf(stderr, "\n");
     return MC_OK;
-}
-
-static int tree_chunks(const run_t *r, const mc_cand_t *c, uint64_t bytes)
-{
-    if (c->depth <= 1)
-        return 1; /* nothing to pipeline: one message */
-    uint64_t n = (bytes + r->chunk - 1) / r->chunk;
-    return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
 }
 
 /* Writes one component's solution (its own, or its symmetry class's) into the schedule. */
@@ -114,7 +109,8 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             if (u <= 0)
                 continue;
             int lp = pl->cands[c].piece;
-            const mc_piece_t *pc = &r->task->pieces[cp->pieces[lp]];
+            int piece = r->sh.s[cp->pieces[lp]].piece;
+            const mc_piece_t *pc = &r->task->pieces[piece];
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
             mc_piece_units(pc->bytes, &ub);
@@ -123,8 +119,8 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             if (off + len > pc->bytes)
                 len = pc->bytes - off;
             done[lp] += u;
-            int t = mc_sched_add_tree(s, cp->pieces[lp], off, len, cand->root, k,
-                                      tree_chunks(r, cand, len));
+            int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
+                                      mc_cand_chunks(cand, len, r->chunk));
             for (int e = 0; e < cand->nedges; e++)
                 MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
                                                 err),
@@ -149,6 +145,9 @@ static mc_status_t assemble(run_t *r, mc_sched_t **out, mc_err_t *err)
             nphases = sol->nphases;
     }
     s->nphases = nphases;
+    /* trees of one phase may share links: each states its max-min share so that the planned
+     * load of every link stays within its bandwidth */
+    mc_sched_plan_rates(s, r->topo);
 out:
     if (st != MC_OK)
         mc_sched_free(s);
@@ -174,10 +173,10 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, double synth_s, mc_err_t *er
     MC_CHECK_GOTO(mc_sim_run(s, r->topo, &sim, err), out, st);
     double gap = b.seconds > 0 ? (sim.makespan_s / b.seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
-             "sim_s=%.6g bound_s=%.6g gap=%.2f%% z3_optimal=%d/%d components=%d rlimit_used=%llu "
-             "chunk=%llu synth_s=%.3f",
+             "sim_s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d rlimit_used=%llu "
+             "synth_s=%.3f",
              sim.makespan_s, b.seconds, gap, r->nz3_optimal, r->nunique, r->ncomps,
-             (unsigned long long)r->rlimit_used, (unsigned long long)r->chunk, synth_s);
+             (unsigned long long)r->rlimit_used, synth_s);
     if (r->opts->progress) {
         char a[32], c[32];
         fprintf(stderr, "meshcast: %s simulated, bound %s, gap %.1f%%\n",
@@ -196,15 +195,14 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
     double t0 = mc_now();
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults};
-    r.chunk = r.opts->chunk_bytes ? r.opts->chunk_bytes : MC_CHUNK_DEFAULT;
+    r.chunk = r.opts->chunk_bytes;
     mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
     MC_CHECK_GOTO(gen_cands(&r, err), out, st);
-    mc_comps_build(task, topo, &r.cs, r.piece_first, r.piece_count, r.chunk, &r.comps,
-                   &r.ncomps);
+    mc_comps_build(task, topo, &r.sh, &r.cs, r.first, r.count, r.chunk, &r.comps, &r.ncomps);
     MC_CHECK_GOTO(solve(&r, err), out, st);
     MC_CHECK_GOTO(assemble(&r, &s, err), out, st);
     MC_CHECK_GOTO(certify(&r, s, mc_now() - t0, err), out, st);
@@ -214,7 +212,8 @@ out:
     mc_sched_free(s);
     mc_comps_free(r.comps, r.ncomps);
     mc_cands_free(&r.cs);
-    free(r.piece_first);
-    free(r.piece_count);
+    mc_shares_free(&r.sh);
+    free(r.first);
+    free(r.count);
     return st;
 }

@@ -1,4 +1,4 @@
-/* Splits a task into components for the meshcast strategy (docs/synthesis.md, "Scale"): pieces
+/* Splits a task into components for the meshcast strategy (docs/synthesis.md, "Scale"): shares
  * whose candidate trees share a link belong together; components share no link, so each is solved
  * alone and their phases run side by side. Each component's plan gets a canonical text key: two
  * components with the same key are the same model (symmetric hosts, identical pieces of other
@@ -44,8 +44,8 @@ static int64_t to_ps(double s)
 /* Fills comp's plan from its pieces' candidates; link ids become plan-local in order of first
  * use, which is what makes the key independent of where in the cluster the component sits. */
 static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *topo,
-                       const mc_cands_t *cs, const int *piece_first, const int *piece_count,
-                       uint64_t chunk_bytes, int *local)
+                       const mc_shares_t *sh, const mc_cands_t *cs, const int *piece_first,
+                       const int *piece_count, uint64_t chunk_bytes, int *local)
 {
     mc_plan_t *pl = &cp->plan;
     mc_buf_t key = {0};
@@ -59,10 +59,9 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
     int nl = 0, cap = 0;
     cp->link_ids = NULL;
     for (int i = 0; i < cp->npieces; i++) {
-        const mc_piece_t *pc = &task->pieces[cp->pieces[i]];
+        const mc_piece_t *pc = &task->pieces[sh->s[cp->pieces[i]].piece];
         uint64_t ub;
         pl->units[i] = mc_piece_units(pc->bytes, &ub);
-        uint64_t chunk = chunk_bytes < pc->bytes ? chunk_bytes : pc->bytes;
         mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
         for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
             int gc = piece_first[cp->pieces[i]] + j;
@@ -70,8 +69,8 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
             mc_pcand_t *q = &pl->cands[pl->ncands];
             cp->cand_ids[pl->ncands++] = gc;
             q->piece = i;
-            q->fixed_ps = to_ps(c->depth * c->hop_s +
-                                (c->depth - 1) * (double)chunk * c->sec_per_byte);
+            /* the whole piece's overhead: an upper bound for any share of it */
+            q->fixed_ps = to_ps(mc_cand_overhead_s(c, pc->bytes, chunk_bytes));
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
@@ -98,25 +97,26 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
     cp->key = key.data ? key.data : mc_xstrdup("");
 }
 
-void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands_t *cs,
-                    const int *piece_first, const int *piece_count, uint64_t chunk_bytes,
+void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
+                    const mc_cands_t *cs, const int *first, const int *count, uint64_t chunk_bytes,
                     mc_comp_t **out, int *ncomps)
 {
-    int np = task->npieces;
+    int np = sh->n;
     int *up = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
     int *owner = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
     for (int p = 0; p < np; p++)
         up[p] = p;
     for (int l = 0; l < topo->nlinks; l++)
         owner[l] = -1;
-    for (int c = 0; c < cs->n; c++)
-        for (int k = 0; k < cs->c[c].nlinks; k++) {
-            int l = cs->c[c].links[k];
-            if (owner[l] < 0)
-                owner[l] = cs->c[c].piece;
-            else
-                join(up, owner[l], cs->c[c].piece);
-        }
+    for (int p = 0; p < np; p++)
+        for (int c = first[p]; c < first[p] + count[p]; c++)
+            for (int k = 0; k < cs->c[c].nlinks; k++) {
+                int l = cs->c[c].links[k];
+                if (owner[l] < 0)
+                    owner[l] = p;
+                else
+                    join(up, owner[l], p);
+            }
     int n = 0;
     int *comp_of = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
     mc_comp_t *comps = mc_xcalloc((size_t)np + 1, sizeof(mc_comp_t));
@@ -135,7 +135,7 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_cands
     for (int l = 0; l < topo->nlinks; l++)
         owner[l] = -1; /* reused as the plan-local link numbering */
     for (int i = 0; i < n; i++) {
-        build_plan(&comps[i], task, topo, cs, piece_first, piece_count, chunk_bytes, owner);
+        build_plan(&comps[i], task, topo, sh, cs, first, count, chunk_bytes, owner);
         for (int j = 0; j < i && comps[i].same_as < 0; j++)
             if (comps[j].same_as < 0 && !strcmp(comps[i].key, comps[j].key))
                 comps[i].same_as = j;

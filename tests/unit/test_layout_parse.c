@@ -11,13 +11,6 @@
 
 #include "layout/layout.h"
 
-/* Until topo_route.c reaches this branch: weak, so the real route-cache cleanup wins. */
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t);
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t)
-{
-    (void)t;
-}
-
 static void test_dtypes(void **state)
 {
     static const struct {
@@ -44,7 +37,9 @@ static void test_meshes(void **state)
                      MC_OK);
     assert_int_equal(mc_task_add_mesh(t, "C={x:4,y:2}@<=[4,2]T(1,0)", &err), MC_OK);
     assert_int_equal(mc_task_add_mesh(t, "D={x:3}", &err), MC_OK);
-    assert_int_equal(t->nmeshes, 4);
+    assert_int_equal(mc_task_add_mesh(t, "E={x:1}@5", &err), MC_OK);
+    assert_int_equal(mc_task_add_mesh(t, "F={x:2,y:2}@12", &err), MC_OK);
+    assert_int_equal(t->nmeshes, 6);
     assert_string_equal(t->meshes[0].name, "A");
     assert_int_equal(t->meshes[0].naxes, 2);
     assert_string_equal(t->meshes[0].axis_names[1], "gpu");
@@ -58,6 +53,9 @@ static void test_meshes(void **state)
     for (int i = 0; i < 8; i++)
         assert_int_equal(t->meshes[2].devices[i], iota[i]);
     assert_int_equal(t->meshes[3].devices[2], 2);
+    assert_int_equal(t->meshes[4].devices[0], 5);
+    assert_int_equal(t->meshes[5].devices[0], 12);
+    assert_int_equal(t->meshes[5].devices[3], 15);
     mc_task_free(t);
 }
 
@@ -157,6 +155,8 @@ static void test_errors(void **state)
     expect_error(0, "i32[8,8] A[host,host] -> B[_,x]", "axis host is used twice", 17);
     expect_error(0, "i32[8,8] A[(host,gpu),gpu] -> B[_,x]", "axis gpu is used twice", 23);
     expect_error(1, "C={x:4}@0..6", "the mesh has 4 devices but 0..6 gives 7", 12);
+    expect_error(1, "C={x:2}@2147483647", "the devices run past id", 19);
+    expect_error(1, "C={x:2}@1.2", "expected the end of the mesh", 10);
     expect_error(1, "C={x:4}@[1,2,3]", "the mesh has 4 devices but the list gives 3", 9);
     expect_error(1, "C={x:4}@<=[2,3]", "the iota shape holds 6 devices", 11);
     expect_error(1, "C={x:2,x:2}@0..3", "axis x is used twice", 8);

@@ -12,13 +12,6 @@
 
 #include "layout/layout.h"
 
-/* Until topo_route.c reaches this branch: weak, so the real route-cache cleanup wins. */
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t);
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t)
-{
-    (void)t;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int rnd(int n) /* uniform-ish in [0, n) */
 {
@@ -125,11 +118,18 @@ static void check_split(const mc_task_t *t, int ngpus, const char *text)
             }
         }
     }
-    uint64_t sum = 0;
+    uint64_t sum = 0, *all = calloc((size_t)ngpus, sizeof(uint64_t));
+    uint64_t *peak = calloc((size_t)ngpus, sizeof(uint64_t));
+    mc_task_need_bytes_all(t, ngpus, all);
+    mc_task_peak_mem_bound_all(t, ngpus, peak);
     for (int g = 0; g < ngpus; g++) {
         assert_int_equal(mc_task_need_bytes(t, g), need[g]);
+        assert_int_equal(all[g], need[g]);
+        assert_int_equal(peak[g], mc_task_peak_mem_bound(t, g));
         sum += need[g];
     }
+    free(all);
+    free(peak);
     assert_int_equal(mc_task_total_bytes(t), sum);
     for (int i = 0; i < t->ncopies; i++)
         assert_int_equal(t->copies[i].bytes,

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "tests/unit/test_sched_fixture.h"
@@ -259,6 +260,26 @@ static void test_peak_memory(void **state)
     expect_violations(s, fx, 1, "GPU 1: peak memory 6244 bytes is above the stated bound of 4200");
 }
 
+/* Links of capacity 10 and 4. Flow 0 crosses link 0 once and link 1 twice; flow 1 uses link 0,
+ * flow 2 link 1, flow 3 nothing. Link 1 binds first: 4 / (2 + 1) = 4/3 for flows 0 and 2; flow
+ * 1 gets the rest of link 0, 10 - 4/3 = 26/3. Alone, flow 0 gets min(10, 4 / 2) = 2. */
+static void test_maxmin_solver(void **state)
+{
+    const int off[] = {0, 2, 3, 4, 4};
+    const int links[] = {0, 1, 0, 1};
+    const double weight[] = {1, 2, 1, 1}, cap[] = {10, 4};
+    double rate[4];
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(2);
+    mc_sched_maxmin_solve(m, 4, off, links, weight, cap, rate);
+    assert_float_equal(rate[0], 4.0 / 3, 1e-12);
+    assert_float_equal(rate[1], 26.0 / 3, 1e-12);
+    assert_float_equal(rate[2], 4.0 / 3, 1e-12);
+    assert_true(rate[3] == HUGE_VAL);
+    mc_sched_maxmin_solve(m, 1, off, links, weight, cap, rate);
+    assert_float_equal(rate[0], 2.0, 1e-12);
+    mc_sched_maxmin_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_bad_ranges),
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_peak_memory),
+        cmocka_unit_test(test_maxmin_solver),
     };
     return cmocka_run_group_tests_name("sched", tests, setup, teardown);
 }
