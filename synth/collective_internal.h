@@ -58,8 +58,13 @@ char *coll_prog_describe(const coll_prog_t *p);
 
 /* ---- collective_plan.c: the paper's normal form ---- */
 
-/* Fills the steps: slices first, then all-to-alls and at most one permute, then all-gathers. */
+/* Fills the steps: slices first, then all-to-alls and at most one permute, then all-gathers;
+ * each all-to-all moves a block of minor axes from one dimension to another (typed steps). */
 void coll_plan_normal_form(coll_prog_t *p);
+/* Fuses consecutive flat steps (all-to-alls, the permute) into one. */
+void coll_plan_fuse_flat(coll_prog_t *p);
+/* What the 'collectives' strategy runs: the normal form with its flat steps fused. */
+void coll_plan_collectives(coll_prog_t *p);
 
 /* ---- collective_walk.c: a program walked cell by cell ---- */
 

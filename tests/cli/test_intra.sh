@@ -13,20 +13,20 @@ synth() { "$MESHCAST" synth -q --topo "$TOPO" "$@"; }
 
 expect_exit 0 "collectives on the worked case" -- synth --strategy collectives --mesh "$M" \
   "$WORKED" -o "$TMP/w.xml"
-expect_grep "$TMP/w.xml" 'params="t0=all-to-all\(x\),all-to-all\(y\)"' "two all-to-alls"
+expect_grep "$TMP/w.xml" 'params="t0=all-to-all\(x\+y\)"' "one all-to-all over x and y"
 # Shards 512 + 512 - 64 shared elements plus one array of 512: 1472 x 4 bytes.
 expect_grep "$TMP/w.xml" 'mem-limit="5888"' "stated bound"
 expect_exit 0 "validate checks the stated bound" -- "$MESHCAST" validate --topo "$TOPO" "$TMP/w.xml"
 
-# The peak is 4608 bytes (shards 3840 + 768 staged for the second all-to-all).
+# The peak is the shards' 3840 bytes: the fused all-to-all stages nothing.
 expect_exit 1 "collectives above --memory-limit" -- synth --strategy collectives \
-  --memory-limit 4607 --mesh "$M" "$WORKED" -o "$TMP/no.xml"
-expect_grep "$TMP/err" 'strategy collectives cannot stay within --memory-limit .* needs 4608 bytes' \
+  --memory-limit 3839 --mesh "$M" "$WORKED" -o "$TMP/no.xml"
+expect_grep "$TMP/err" 'strategy collectives cannot stay within --memory-limit .* needs 3840 bytes' \
   "collectives says what it needs"
 expect_true "nothing written" -- test ! -e "$TMP/no.xml"
 expect_exit 0 "collectives within --memory-limit" -- synth --strategy collectives \
-  --memory-limit 4608 --mesh "$M" "$WORKED" -o "$TMP/yes.xml"
-expect_grep "$TMP/yes.xml" 'mem-limit="4608"' "the tighter limit is stated"
+  --memory-limit 3840 --mesh "$M" "$WORKED" -o "$TMP/yes.xml"
+expect_grep "$TMP/yes.xml" 'mem-limit="3840"' "the tighter limit is stated"
 expect_exit 1 "xla above --memory-limit" -- synth --strategy xla --memory-limit 8K --mesh "$M" \
   "$WORKED" -o "$TMP/no.xml"
 expect_grep "$TMP/err" 'strategy xla cannot stay within .* needs 14592 bytes' "xla says what it needs"
