@@ -53,8 +53,17 @@ static int is_dest(const mc_piece_t *p, int gpu)
     return 0;
 }
 
-/* A tree per cell and root: an edge from a device that holds the cell only to pass it on joins
- * the tree that brought it there. */
+static int is_holder(const mc_piece_t *p, int gpu)
+{
+    for (int i = 0; i < p->nholders; i++)
+        if (p->holders[i] == gpu)
+            return 1;
+    return 0;
+}
+
+/* A tree per cell, root and step: an edge from a device that holds the cell only to pass it on
+ * joins the tree that brought it there. via[] gives, per cell and position, the tree a relay
+ * sits in, or the tree a holder or destination last rooted. */
 static void build_trees(clower_t *L)
 {
     const coll_walk_t *w = L->w;
@@ -63,18 +72,20 @@ static void build_trees(clower_t *L)
         via[i] = -1;
     for (int i = 0; i < w->nxf; i++) {
         const coll_xfer_t *x = &w->xf[i];
-        int piece = w->cell_piece[x->cell], t = via[x->cell * w->ndev + x->from];
-        if (t < 0) {
+        int piece = w->cell_piece[x->cell], from = w->devices[x->from], to = w->devices[x->to];
+        const mc_piece_t *pc = &L->task->pieces[piece];
+        int *t = &via[x->cell * w->ndev + x->from];
+        int relay = !is_holder(pc, from) && !is_dest(pc, from);
+        if (*t < 0 || (!relay && L->trees[*t].step != x->step)) {
             MC_GROW(L->trees, L->tree_cap, L->ntrees + 1);
-            t = L->ntrees++;
-            L->trees[t] = (ctree_t){x->cell, piece, x->step, w->devices[x->from], 0, 0, 0};
+            *t = L->ntrees++;
+            L->trees[*t] = (ctree_t){x->cell, piece, x->step, from, 0, 0, 0};
         }
         MC_GROW(L->edges, L->edge_cap, L->nedges + 1);
-        L->edges[L->nedges] = (cedge_t){t, L->nedges, x->step, w->devices[x->from],
-                                        w->devices[x->from], w->devices[x->to]};
+        L->edges[L->nedges] = (cedge_t){*t, L->nedges, x->step, from, from, to};
         L->nedges++;
-        if (!is_dest(&L->task->pieces[piece], w->devices[x->to]))
-            via[x->cell * w->ndev + x->to] = t;
+        if (!is_dest(pc, to))
+            via[x->cell * w->ndev + x->to] = *t;
     }
     free(via);
 }
@@ -87,21 +98,33 @@ static int cmp_edge(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Children a sender reaches in one step on another host hang below the first of them there, so
- * the network carries the bytes once per host. */
+static int gpu_dev(const mc_topo_t *topo, int gpu)
+{
+    return topo->nodes[topo->gpu_node[gpu]].dev;
+}
+
+/* Children a sender reaches in one step on another host hang below one of them there, the one on
+ * the sender's rail when there is one, so the network carries the bytes once per host. That one
+ * moves first among its siblings, as a parent must come before its children. */
 static void fan_out(clower_t *L, const ctree_t *t)
 {
     cedge_t *e = &L->edges[t->first];
     for (int i = 0; i < t->nedges; i++) {
-        int h = mc_topo_gpu_host(L->topo, e[i].child);
-        if (h == mc_topo_gpu_host(L->topo, e[i].from))
+        int h = mc_topo_gpu_host(L->topo, e[i].child), lead = i;
+        if (h == mc_topo_gpu_host(L->topo, e[i].from) || e[i].parent != e[i].from)
             continue;
-        for (int k = 0; k < i; k++)
+        for (int k = i; k < t->nedges; k++)
             if (e[k].from == e[i].from && e[k].step == e[i].step &&
-                mc_topo_gpu_host(L->topo, e[k].child) == h) {
-                e[i].parent = e[k].child;
-                break;
-            }
+                mc_topo_gpu_host(L->topo, e[k].child) == h &&
+                gpu_dev(L->topo, e[k].child) == gpu_dev(L->topo, e[i].from))
+                lead = k;
+        int c = e[lead].child;
+        e[lead].child = e[i].child;
+        e[i].child = c;
+        for (int k = i + 1; k < t->nedges; k++)
+            if (e[k].from == e[i].from && e[k].step == e[i].step &&
+                mc_topo_gpu_host(L->topo, e[k].child) == h)
+                e[k].parent = c;
     }
 }
 

@@ -47,9 +47,12 @@ mpi_cases 3<<'CASES'
 worked;A={x:4,y:2}@0..7;B={x:4,y:2}@0..7;i32[16,16,16] A[y,_,x] -> B[_,(x,y),_]
 ocaml;A={x:2,y:3}@0..5;B={x:2,y:3}@0..5;f32[6,5] A[x,_] -> B[y,_]
 dt-s0s0s1;A={a:2,b:2,c:2}@0..7;B={a:2,b:2,c:2}@0..7;i16[8,8,8] A[(a,b),c,_] -> B[a,b,c]
-dt-s1rs0;A={a:2,b:2,c:2}@0..7;B={a:2,b:2,c:2}@0..7;f32[8,8,6] A[c,a,_] -> B[(b,c),_,_]
 uneven;A={a:2,b:2,c:2}@0..7;B={a:2,b:2,c:2}@0..7;f64[17,5] A[(a,b,c),_] -> B[_,(c,b,a)]
 real;A={pp:2,dp:2,tp:2}@0..7;B={pp:1,dp:2,tp:4}@0..7;bf16[4,24,8] A[pp,tp,_] -> B[pp,tp,_]
-partial;A={a:2,b:3}@0..5;B={a:2,b:3}@0..5;u8[12,18] A[_,a] -> B[a,b]
+CASES
+# Across two hosts an all-gather crosses the network once per host and fans out there.
+TOPO="$ROOT/topologies/dgx-h100-x4.xml"
+mpi_cases 3<<'CASES'
+hosts;A={h:2,g:2}@[0,1,8,9];B={h:2,g:2}@[0,1,8,9];u8[12,18] A[_,(h,g)] -> B[_,_]
 CASES
 finish_skips
