@@ -175,7 +175,8 @@ mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int
                   "font-family=\"sans-serif\" font-size=\"11\">\n", width, top_m + plot_h + 120);
     mc_buf_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"14\">simulated time / lower bound "
                   "(1 = optimal)</text>\n", left);
-    for (int t = 0; t <= (int)top; t++) {
+    int step = (int)ceil(top / 10); /* at most about ten grid lines */
+    for (int t = 0; t <= (int)top; t += step) {
         double y = top_m + plot_h - plot_h * t / top;
         mc_buf_printf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                       "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n", left,
