@@ -33,6 +33,9 @@ static void usage(FILE *out)
             "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
             "                       tests: the others must fail within --timeout)\n"
             "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
+            "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
+            "                       unpacks) with the pack kernel against cudaMemcpyAsync of the\n"
+            "                       same bytes on GPU 0, run nothing else\n"
             "  -q, --quiet          no topology warnings\n"
             "\n"
             "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
@@ -45,14 +48,17 @@ typedef struct run_args {
     const char *topo, *sched; /* sched: the schedule being run */
     char **scheds;
     int nscheds;
-    int backend, gpu, quiet, absent, print_ranks;
+    int backend, gpu, quiet, absent, print_ranks, bench_copies;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
 
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS };
+    enum {
+        OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
+        OPT_BENCH
+    };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"backend", required_argument, NULL, OPT_BACKEND},
@@ -61,6 +67,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"workspace", required_argument, NULL, OPT_WS},
         {"absent-rank", required_argument, NULL, OPT_ABSENT},
         {"print-ranks", no_argument, NULL, OPT_RANKS},
+        {"bench-copies", required_argument, NULL, OPT_BENCH},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -94,6 +101,12 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case OPT_WS:
             if (mc_parse_i64(optarg, &a->workspace) || a->workspace < 0)
                 return cli_usage_error("run", "--workspace: expected bytes >= 0, got '%s'", optarg);
+            break;
+        case OPT_BENCH:
+            if (mc_parse_i64(optarg, &v) || v < 1 || v > 1000)
+                return cli_usage_error("run", "--bench-copies: expected 1 to 1000, got '%s'",
+                                       optarg);
+            a->bench_copies = (int)v;
             break;
         case OPT_ABSENT:
             if (mc_parse_i64(optarg, &v) || v < 0 || v > 1 << 20)
@@ -258,6 +271,37 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
     return rc;
 }
 
+/* Times up to a->bench_copies strided copies of the plans, one per distinct shape, on GPU 0.
+ * Bandwidth counts the bytes read and written, as nccl-tests and the copy-engine figures do. */
+static int bench_copies(const run_args_t *a, const mc_emit_plans_t *P)
+{
+    int done = 0;
+    mc_rt_err_t re = {0};
+    mc_err_t err = {0};
+    for (int r = 0; r < P->nranks && done < a->bench_copies; r++) {
+        const mc_rt_plan_t *p = &P->plans[r];
+        for (uint32_t i = 0; i < p->nops && done < a->bench_copies; i++) {
+            const mc_rt_op_t *o = &p->ops[i];
+            if (o->kind != MC_RT_OP_COPY || mc_rt_copy_contiguous(p, o))
+                continue;
+            double k, m;
+            if (mc_rt_cuda_bench_copy(p, i, 5, &k, &m, &re) != MC_RT_OK)
+                return cli_fail((rt_status(&re, &err), &err));
+            const mc_rt_box_t *sb = &p->boxes[o->src.box], *db = &p->boxes[o->dst.box];
+            printf("%s: copy %d.%u: %llu bytes, %d-d -> %d-d boxes, runs of %llu -> %llu bytes, "
+                   "%d-byte words: kernel %.1f GB/s, cudaMemcpyAsync %.1f GB/s, %.0f%%\n",
+                   a->sched, r, i, (unsigned long long)o->bytes, sb->ndims, db->ndims,
+                   (unsigned long long)sb->extent[sb->ndims - 1],
+                   (unsigned long long)db->extent[db->ndims - 1], mc_rt_copy_word(p, o, NULL),
+                   2 * o->bytes / k / 1e9, 2 * o->bytes / m / 1e9, 100 * m / k);
+            done++;
+        }
+    }
+    if (!done)
+        printf("%s: no strided copies to time\n", a->sched);
+    return MC_EXIT_OK;
+}
+
 /* Loads, lowers and runs one schedule; returns the exit code. */
 static int run_one(const run_args_t *a, const mc_topo_t *topo)
 {
@@ -271,6 +315,10 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
     MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
     if (a->print_ranks) {
         printf("%d\n", P->nranks);
+        goto out;
+    }
+    if (a->bench_copies) {
+        rc = bench_copies(a, P);
         goto out;
     }
     rc = a->backend == BK_LOOPBACK ? run_loopback(a, s->task, P) : run_mpi_rank(a, s->task, P);
@@ -290,7 +338,7 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (cli_load_topo(a.topo, a.quiet, &topo, &err) != MC_OK)
         return cli_fail(&err);
-    if (a.print_ranks)
+    if (a.print_ranks || a.bench_copies)
         a.backend = BK_LOOPBACK;
     if (a.backend != BK_LOOPBACK)
         MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);

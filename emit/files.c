@@ -32,11 +32,12 @@ mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *ver
     task_text = mc_task_to_text(s->task);
     mc_emit_meta_t m = {name, version, task_text, s->strategy, s->topo_fingerprint};
     fname = mc_xasprintf("%s.h", name);
-    mc_emit_file_t *h = add_file(files, nfiles, fname);
+    add_file(files, nfiles, fname);
     free(fname);
     fname = mc_xasprintf("%s.cu", name);
-    mc_emit_file_t *cu = add_file(files, nfiles, fname);
-    mc_emit_gen(&m, P, &h->data, &cu->data);
+    add_file(files, nfiles, fname);
+    /* Only now: adding a file may move the array. */
+    mc_emit_gen(&m, P, &(*files)[0].data, &(*files)[1].data);
     for (const struct mc_emit_rt_file *f = mc_emit_rt_files; standalone && f->name; f++)
         mc_buf_append(&add_file(files, nfiles, f->name)->data, f->data, f->size);
 out:

@@ -65,6 +65,20 @@ static void comment_text(mc_buf_t *b, const char *prefix, const char *text)
     }
 }
 
+/* Appends tpl with every '@' replaced by name and every '~' by as many spaces as name is long
+ * (to align continuation lines); neither character occurs in the generated C otherwise. */
+static void gen_tpl(mc_buf_t *b, const char *name, const char *tpl)
+{
+    for (const char *p = tpl; *p; p++) {
+        if (*p == '@')
+            mc_buf_append(b, name, strlen(name));
+        else if (*p == '~')
+            mc_buf_printf(b, "%*s", (int)strlen(name), "");
+        else
+            mc_buf_append(b, p, 1);
+    }
+}
+
 static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h)
 {
     mc_buf_printf(h,
@@ -84,24 +98,25 @@ static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf
                   "\n *\n"
                   " * Rank r of comm (%d ranks) runs the GPU listed above. src holds the\n"
                   " * rank's source tiles, one per tensor in task order, each row-major,\n"
-                  " * concatenated; dst its destination tiles the same way; workspace at least\n"
-                  " * %s_workspace_bytes(rank) bytes of device memory. %s_run only enqueues work\n"
-                  " * on stream; it returns 0, or a negative code with %s_error() saying why. */\n"
-                  "#ifndef %s_H\n#define %s_H\n\n"
-                  "#include <stddef.h>\n\n#include <cuda_runtime.h>\n#include <nccl.h>\n\n"
-                  "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                  "#define %s_NRANKS %d\n\n"
-                  "int %s_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
-                  "           cudaStream_t stream);\n"
-                  "size_t %s_workspace_bytes(int rank);\n"
-                  "size_t %s_src_bytes(int rank);\n"
-                  "size_t %s_dst_bytes(int rank);\n"
-                  "const char *%s_error(void);\n"
-                  "/* The rank's operation table (runtime.h), for inspection and host tests. */\n"
-                  "const struct mc_rt_plan *%s_plan(int rank);\n\n"
-                  "#ifdef __cplusplus\n}\n#endif\n\n#endif\n",
-                  P->nranks, m->name, m->name, m->name, m->name, m->name, m->name, P->nranks,
-                  m->name, m->name, m->name, m->name, m->name, m->name);
+                  " * concatenated; dst its destination tiles the same way; workspace at least\n",
+                  P->nranks);
+    gen_tpl(h, m->name,
+            " * @_workspace_bytes(rank) bytes of device memory. @_run only enqueues work\n"
+            " * on stream; it returns 0, or a negative code with @_error() saying why. */\n"
+            "#ifndef @_H\n#define @_H\n\n"
+            "#include <stddef.h>\n\n#include <cuda_runtime.h>\n#include <nccl.h>\n\n"
+            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    mc_buf_printf(h, "#define %s_NRANKS %d\n\n", m->name, P->nranks);
+    gen_tpl(h, m->name,
+            "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
+            "    ~     cudaStream_t stream);\n"
+            "size_t @_workspace_bytes(int rank);\n"
+            "size_t @_src_bytes(int rank);\n"
+            "size_t @_dst_bytes(int rank);\n"
+            "const char *@_error(void);\n"
+            "/* The rank's operation table (runtime.h), for inspection and host tests. */\n"
+            "const struct mc_rt_plan *@_plan(int rank);\n\n"
+            "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
 static void gen_u64s(mc_buf_t *b, const uint64_t *v, int n)
@@ -237,32 +252,30 @@ static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t 
 
 static void gen_entry(const char *name, mc_buf_t *cu)
 {
-    mc_buf_printf(cu,
-                  "static mc_rt_err_t %s_err;\n\n"
-                  "const char *%s_error(void)\n{\n    return %s_err.msg;\n}\n\n"
-                  "const mc_rt_plan_t *%s_plan(int rank)\n"
-                  "{\n    return rank >= 0 && rank < %s_NRANKS ? &%s_plans[rank] : NULL;\n}\n\n"
-                  "size_t %s_workspace_bytes(int rank)\n"
-                  "{\n    return %s_plan(rank) ? (size_t)%s_plans[rank].ws_bytes : 0;\n}\n\n"
-                  "size_t %s_src_bytes(int rank)\n"
-                  "{\n    return %s_plan(rank) ? (size_t)%s_plans[rank].src_bytes : 0;\n}\n\n"
-                  "size_t %s_dst_bytes(int rank)\n"
-                  "{\n    return %s_plan(rank) ? (size_t)%s_plans[rank].dst_bytes : 0;\n}\n\n"
-                  "int %s_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
-                  "           cudaStream_t stream)\n"
-                  "{\n"
-                  "    const mc_rt_plan_t *p = %s_plan(rank);\n"
-                  "    if (!p) {\n"
-                  "        snprintf(%s_err.msg, sizeof %s_err.msg, \"rank %%d is not a rank of %%d\", rank,\n"
-                  "                 %s_NRANKS);\n"
-                  "        return %s_err.status = MC_RT_ERR_INVALID;\n"
-                  "    }\n"
-                  "    mc_rt_buffers_t b = {{(void *)src, dst, workspace},\n"
-                  "                         {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
-                  "    return mc_rt_run_nccl(p, comm, &b, stream, %s_copy, &%s_err);\n"
-                  "}\n",
-                  name, name, name, name, name, name, name, name, name, name, name, name, name, name,
-                  name, name, name, name, name, name, name, name, name);
+    gen_tpl(cu, name,
+            "static mc_rt_err_t @_err;\n\n"
+            "const char *@_error(void)\n{\n    return @_err.msg;\n}\n\n"
+            "const mc_rt_plan_t *@_plan(int rank)\n"
+            "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n"
+            "size_t @_workspace_bytes(int rank)\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].ws_bytes : 0;\n}\n\n"
+            "size_t @_src_bytes(int rank)\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].src_bytes : 0;\n}\n\n"
+            "size_t @_dst_bytes(int rank)\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].dst_bytes : 0;\n}\n\n"
+            "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
+            "    ~     cudaStream_t stream)\n"
+            "{\n"
+            "    const mc_rt_plan_t *p = @_plan(rank);\n"
+            "    if (!p) {\n"
+            "        snprintf(@_err.msg, sizeof @_err.msg, \"rank %d is not a rank of %d\", rank,\n"
+            "                 @_NRANKS);\n"
+            "        return @_err.status = MC_RT_ERR_INVALID;\n"
+            "    }\n"
+            "    mc_rt_buffers_t b = {{(void *)src, dst, workspace},\n"
+            "                         {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
+            "    return mc_rt_run_nccl(p, comm, &b, stream, @_copy, &@_err);\n"
+            "}\n");
 }
 
 void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu)

@@ -348,6 +348,8 @@ static void gather_intervals(sim_t *sm)
         n += (size_t)sm->links[l].niv;
     r->intervals = mc_xmalloc(sizeof(mc_sim_interval_t) * (n + 1));
     for (int l = 0; l < sm->topo->nlinks; l++) {
+        if (!sm->links[l].niv)
+            continue;
         memcpy(&r->intervals[r->nintervals], sm->links[l].iv,
                sizeof(mc_sim_interval_t) * (size_t)sm->links[l].niv);
         r->nintervals += sm->links[l].niv;

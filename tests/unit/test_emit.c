@@ -67,7 +67,7 @@ static void test_header(void **state)
     assert_non_null(strstr(h.data, "#define case_a_NRANKS 2\n"));
     assert_non_null(strstr(h.data, " * rank -> GPU: 0:3 1:7\n"));
     assert_non_null(strstr(h.data, "int case_a_run(int rank, ncclComm_t comm, const void *src, "
-                                   "void *dst, void *workspace,\n           cudaStream_t stream);"));
+                                   "void *dst, void *workspace,\n               cudaStream_t stream);"));
     assert_non_null(strstr(h.data, "size_t case_a_workspace_bytes(int rank);"));
     /* The task text's "*" "/" must not end the comment early: only one comment close before the
      * include guard. */

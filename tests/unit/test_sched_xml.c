@@ -13,21 +13,6 @@
 #include "sched/sched_internal.h"
 #include "tests/unit/test_sched_fixture.h"
 
-static int setup(void **state)
-{
-    fixture_t *fx = calloc(1, sizeof(*fx));
-    fx_init(fx);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    free(*state);
-    return 0;
-}
-
 static mc_sched_t *parse(const char *xml, const mc_topo_t *topo, int force, mc_status_t want,
                          mc_err_t *err)
 {
@@ -224,5 +209,5 @@ int main(void)
         cmocka_unit_test(test_route_through_missing_link),
         cmocka_unit_test(test_malformed),
     };
-    return cmocka_run_group_tests_name("sched_xml", tests, setup, teardown);
+    return cmocka_run_group_tests_name("sched_xml", tests, fx_setup, fx_teardown);
 }
