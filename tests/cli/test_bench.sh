@@ -27,6 +27,12 @@ expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
 expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"
+# On a terminal (script gives the command one) the progress line names the case and strategy.
+if command -v script >/dev/null; then
+  expect_exit 0 "progress on a terminal" -- script -qec \
+    "'$MESHCAST' bench --suite paper --cases case1 --strategies p2p >/dev/null" /dev/null
+  expect_grep "$TMP/out" 'bench: paper/case1 p2p' "progress line"
+fi
 
 # The table form carries the same figures.
 expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p
