@@ -90,7 +90,12 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
-    for (int k = 0; k < ng; k++)
+    for (int k = 0; k < ng; k++) {
+        if (!g[k].n) {
+            fprintf(out, "%-8s %-*s %-10s  no row ran  %d/%d\n", "all", cw, "geomean",
+                    g[k].strategy, g[k].total - g[k].invalid, g[k].total);
+            continue;
+        }
         fprintf(out, "%-8s %-*s %-10s %10s %10s %10s %7.2f %9.3f %10s %10s  %d/%d\n", "all", cw,
                 "geomean", g[k].strategy, "-", mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2,
                                                               sizeof(b2)),
@@ -98,6 +103,7 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mc_fmt_seconds(mean_of(g[k].synth, g[k].n), b4, sizeof(b4)), "-",
                 g[k].total - g[k].invalid, g[k].total);
+    }
     fprintf(out, "algbw = bytes delivered to destinations / simulated time, GB/s (1e9 B/s); "
                  "geomean over rows that ran; valid column of geomean rows: valid/total\n");
 }
@@ -119,11 +125,16 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
-    for (int k = 0; k < ng; k++)
+    for (int k = 0; k < ng; k++) {
+        if (!g[k].n) {
+            fprintf(out, "all,geomean,%s,,,,,,,,no\n", g[k].strategy);
+            continue;
+        }
         fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s\n", g[k].strategy,
                 mean_of(g[k].bound, g[k].n), mean_of(g[k].sim, g[k].n),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mean_of(g[k].synth, g[k].n), g[k].invalid ? "no" : "yes");
+    }
 }
 
 static const char *const colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",

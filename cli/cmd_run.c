@@ -14,13 +14,14 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: meshcast run --topo FILE [--backend loopback] [--gpu] [options] SCHEDULE\n"
-            "       mpirun -np N meshcast run --topo FILE --backend mpi|nccl [options] SCHEDULE\n"
+            "usage: meshcast run --topo FILE [--backend loopback] [--gpu] [options] SCHEDULE...\n"
+            "       mpirun -np N meshcast run --topo FILE --backend mpi|nccl [options] SCHEDULE...\n"
             "\n"
-            "Executes a schedule on real buffers and checks every destination byte. Sources hold\n"
+            "Executes schedules one after the other on real buffers and checks every destination\n"
+            "byte; several schedules share one MPI job (they must need the same ranks). Sources hold\n"
             "a pattern derived from each element's global index. Prints the time and the algorithm\n"
             "bandwidth (bytes delivered to destinations / time, GB = 1e9 B). Under mpirun, N must\n"
-            "be the number of ranks the schedule needs (its largest GPU id + 1); rank r is GPU r.\n"
+            "be the number of GPUs the schedule involves; rank r runs the r-th of them in GPU order.\n"
             "\n"
             "options:\n"
             "  --topo FILE          the topology the schedule was made for\n"
@@ -31,6 +32,10 @@ static void usage(FILE *out)
             "                       needs (a smaller one is refused)\n"
             "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
             "                       tests: the others must fail within --timeout)\n"
+            "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
+            "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
+            "                       unpacks) with the pack kernel against cudaMemcpyAsync of the\n"
+            "                       same bytes on GPU 0, run nothing else\n"
             "  -q, --quiet          no topology warnings\n"
             "\n"
             "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
@@ -40,15 +45,20 @@ static void usage(FILE *out)
 enum { BK_LOOPBACK, BK_MPI, BK_NCCL };
 
 typedef struct run_args {
-    const char *topo, *sched;
-    int backend, gpu, quiet, absent;
+    const char *topo, *sched; /* sched: the schedule being run */
+    char **scheds;
+    int nscheds;
+    int backend, gpu, quiet, absent, print_ranks, bench_copies;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
 
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT };
+    enum {
+        OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
+        OPT_BENCH
+    };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"backend", required_argument, NULL, OPT_BACKEND},
@@ -56,6 +66,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"workspace", required_argument, NULL, OPT_WS},
         {"absent-rank", required_argument, NULL, OPT_ABSENT},
+        {"print-ranks", no_argument, NULL, OPT_RANKS},
+        {"bench-copies", required_argument, NULL, OPT_BENCH},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -68,6 +80,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         switch (opt) {
         case OPT_TOPO: a->topo = optarg; break;
         case OPT_GPU: a->gpu = 1; break;
+        case OPT_RANKS: a->print_ranks = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_BACKEND:
@@ -89,6 +102,12 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             if (mc_parse_i64(optarg, &a->workspace) || a->workspace < 0)
                 return cli_usage_error("run", "--workspace: expected bytes >= 0, got '%s'", optarg);
             break;
+        case OPT_BENCH:
+            if (mc_parse_i64(optarg, &v) || v < 1 || v > 1000)
+                return cli_usage_error("run", "--bench-copies: expected 1 to 1000, got '%s'",
+                                       optarg);
+            a->bench_copies = (int)v;
+            break;
         case OPT_ABSENT:
             if (mc_parse_i64(optarg, &v) || v < 0 || v > 1 << 20)
                 return cli_usage_error("run", "--absent-rank: expected a rank, got '%s'", optarg);
@@ -98,9 +117,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("run", "expected one SCHEDULE file");
-    a->sched = argv[optind];
+    if (optind >= argc)
+        return cli_usage_error("run", "expected a SCHEDULE file");
+    a->scheds = argv + optind;
+    a->nscheds = argc - optind;
     if (!a->topo)
         return cli_usage_error("run", "--topo FILE is required");
     if (a->gpu && a->backend != BK_LOOPBACK)
@@ -108,9 +128,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     return -1;
 }
 
-/* Host buffers for rank r: the source holds the pattern, the destination its complement. */
+/* Host buffers for a rank that runs GPU gpu: the source holds the pattern, the destination its
+ * complement. */
 static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const mc_rt_plan_t *p,
-                              mc_rt_buffers_t *b, mc_err_t *err)
+                              int gpu, mc_rt_buffers_t *b, mc_err_t *err)
 {
     memset(b, 0, sizeof *b);
     b->bytes[MC_RT_BUF_SRC] = p->src_bytes;
@@ -120,8 +141,8 @@ static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const 
         if (!(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
             return mc_err_set(err, MC_ERR_RUNTIME, "rank %d: cannot allocate %llu bytes of %s",
                               p->rank, (unsigned long long)b->bytes[i], mc_rt_buf_name(i));
-    mc_emit_fill_src(task, p->rank, b->buf[MC_RT_BUF_SRC]);
-    mc_emit_poison_dst(task, p->rank, b->buf[MC_RT_BUF_DST]);
+    mc_emit_fill_src(task, gpu, b->buf[MC_RT_BUF_SRC]);
+    mc_emit_poison_dst(task, gpu, b->buf[MC_RT_BUF_DST]);
     return MC_OK;
 }
 
@@ -137,13 +158,13 @@ static mc_status_t rt_status(const mc_rt_err_t *re, mc_err_t *err)
                       re->msg);
 }
 
-static void summary(const char *backend, int nranks, const mc_task_t *task, double secs,
-                    uint64_t wrong)
+static void summary(const run_args_t *a, const char *backend, int nranks, const mc_task_t *task,
+                    double secs, uint64_t wrong)
 {
     char b1[32], b2[32];
     uint64_t bytes = mc_task_total_bytes(task);
-    printf("%s: %d ranks, %s delivered in %s, algbw %.3f GB/s, %s\n", backend, nranks,
-           mc_fmt_bytes(bytes, b1, sizeof b1), mc_fmt_seconds(secs, b2, sizeof b2),
+    printf("%s: %s: %d ranks, %s delivered in %s, algbw %.3f GB/s, %s\n", a->sched, backend,
+           nranks, mc_fmt_bytes(bytes, b1, sizeof b1), mc_fmt_seconds(secs, b2, sizeof b2),
            secs > 0 ? bytes / secs / 1e9 : 0.0,
            wrong ? "WRONG BYTES" : "every destination byte correct");
     if (wrong)
@@ -160,7 +181,7 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
     uint64_t wrong = 0;
     double secs = 0;
     for (int r = 0; r < P->nranks; r++)
-        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], &b[r], &err), out, st);
+        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], P->gpus[r], &b[r], &err), out, st);
     if (a->gpu) {
         if (mc_rt_run_loopback_gpu(P->nranks, P->plans, b, &secs, &re) != MC_RT_OK) {
             st = rt_status(&re, &err);
@@ -178,11 +199,11 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
         int lines = 0;
         for (size_t i = 0; i < report.len; i++)
             lines += report.data[i] == '\n';
-        wrong += mc_emit_check_dst(task, r, b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
+        wrong += mc_emit_check_dst(task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
     }
     if (report.len)
         fputs(report.data, stdout);
-    summary(a->gpu ? "loopback (gpu)" : "loopback", P->nranks, task, secs, wrong);
+    summary(a, a->gpu ? "loopback (gpu)" : "loopback", P->nranks, task, secs, wrong);
 out:
     for (int r = 0; r < P->nranks; r++)
         free_bufs(&b[r]);
@@ -210,11 +231,12 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
     if (size != P->nranks) {
         if (rank == 0)
             fprintf(stderr,
-                    "meshcast: %s: the schedule needs %d ranks (GPUs 0..%d), mpirun started %d\n",
-                    a->sched, P->nranks, P->nranks - 1, size);
+                    "meshcast: %s: the schedule needs %d ranks (one per GPU it involves), "
+                    "mpirun started %d\n",
+                    a->sched, P->nranks, size);
         return MC_EXIT_INVALID;
     }
-    if (alloc_bufs(a, task, &P->plans[rank], &b, &err) != MC_OK) {
+    if (alloc_bufs(a, task, &P->plans[rank], P->gpus[rank], &b, &err) != MC_OK) {
         cli_fail(&err);
         MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
     }
@@ -234,7 +256,7 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
             MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
         }
     }
-    wrong = mc_emit_check_dst(task, rank, b.buf[MC_RT_BUF_DST], &report, 5);
+    wrong = mc_emit_check_dst(task, P->gpus[rank], b.buf[MC_RT_BUF_DST], &report, 5);
     if (report.len)
         fputs(report.data, stdout);
     fflush(stdout);
@@ -242,41 +264,92 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
     MPI_Reduce(&secs, &maxsecs, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Bcast(&total, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        summary(a->backend == BK_MPI ? "mpi" : "nccl", size, task, maxsecs, total);
+        summary(a, a->backend == BK_MPI ? "mpi" : "nccl", size, task, maxsecs, total);
     rc = total ? MC_EXIT_INVALID : MC_EXIT_OK;
     free_bufs(&b);
     mc_buf_free(&report);
     return rc;
 }
 
-static int run_mpi(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
+/* Times up to a->bench_copies strided copies of the plans, one per distinct shape, on GPU 0.
+ * Bandwidth counts the bytes read and written, as nccl-tests and the copy-engine figures do. */
+static int bench_copies(const run_args_t *a, const mc_emit_plans_t *P)
 {
-    int provided, rc;
-    MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
-    rc = run_mpi_rank(a, task, P);
-    MPI_Finalize();
-    return rc;
+    int done = 0;
+    mc_rt_err_t re = {0};
+    mc_err_t err = {0};
+    for (int r = 0; r < P->nranks && done < a->bench_copies; r++) {
+        const mc_rt_plan_t *p = &P->plans[r];
+        for (uint32_t i = 0; i < p->nops && done < a->bench_copies; i++) {
+            const mc_rt_op_t *o = &p->ops[i];
+            if (o->kind != MC_RT_OP_COPY || mc_rt_copy_contiguous(p, o))
+                continue;
+            double k, m;
+            if (mc_rt_cuda_bench_copy(p, i, 5, &k, &m, &re) != MC_RT_OK)
+                return cli_fail((rt_status(&re, &err), &err));
+            const mc_rt_box_t *sb = &p->boxes[o->src.box], *db = &p->boxes[o->dst.box];
+            printf("%s: copy %d.%u: %llu bytes, %d-d -> %d-d boxes, runs of %llu -> %llu bytes, "
+                   "%d-byte words: kernel %.1f GB/s, cudaMemcpyAsync %.1f GB/s, %.0f%%\n",
+                   a->sched, r, i, (unsigned long long)o->bytes, sb->ndims, db->ndims,
+                   (unsigned long long)sb->extent[sb->ndims - 1],
+                   (unsigned long long)db->extent[db->ndims - 1], mc_rt_copy_word(p, o, NULL),
+                   2 * o->bytes / k / 1e9, 2 * o->bytes / m / 1e9, 100 * m / k);
+            done++;
+        }
+    }
+    if (!done)
+        printf("%s: no strided copies to time\n", a->sched);
+    return MC_EXIT_OK;
+}
+
+/* Loads, lowers and runs one schedule; returns the exit code. */
+static int run_one(const run_args_t *a, const mc_topo_t *topo)
+{
+    mc_sched_t *s = NULL;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_status_t st;
+    int rc = MC_EXIT_OK;
+    MC_CHECK_GOTO(mc_sched_load(a->sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
+    if (a->print_ranks) {
+        printf("%d\n", P->nranks);
+        goto out;
+    }
+    if (a->bench_copies) {
+        rc = bench_copies(a, P);
+        goto out;
+    }
+    rc = a->backend == BK_LOOPBACK ? run_loopback(a, s->task, P) : run_mpi_rank(a, s->task, P);
+out:
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    return st != MC_OK ? cli_fail(&err) : rc;
 }
 
 int cmd_run(int argc, char **argv)
 {
     run_args_t a = {.backend = BK_LOOPBACK, .timeout = 30, .workspace = -1, .absent = -1};
     mc_topo_t *topo = NULL;
-    mc_sched_t *s = NULL;
-    mc_emit_plans_t *P = NULL;
     mc_err_t err = {0};
-    mc_status_t st;
-    int rc = parse_args(argc, argv, &a);
+    int provided, rc = parse_args(argc, argv, &a), worst = MC_EXIT_OK;
     if (rc >= 0)
         return rc;
-    MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
-    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, 0, &s, &err), out, st);
-    MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
-    rc = a.backend == BK_LOOPBACK ? run_loopback(&a, s->task, P) : run_mpi(&a, s->task, P);
-out:
-    mc_emit_plans_free(P);
-    mc_sched_free(s);
+    if (cli_load_topo(a.topo, a.quiet, &topo, &err) != MC_OK)
+        return cli_fail(&err);
+    if (a.print_ranks || a.bench_copies)
+        a.backend = BK_LOOPBACK;
+    if (a.backend != BK_LOOPBACK)
+        MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
+    for (int i = 0; i < a.nscheds; i++) {
+        a.sched = a.scheds[i];
+        rc = run_one(&a, topo);
+        worst = rc > worst ? rc : worst;
+        fflush(stdout);
+    }
+    if (a.backend != BK_LOOPBACK)
+        MPI_Finalize();
     mc_topo_free(topo);
-    return st != MC_OK ? cli_fail(&err) : rc;
+    return worst;
 }

@@ -20,22 +20,30 @@ static const char usage_text[] =
     "  --limit N                   rows per table in text output (default 20, 0 = all)\n"
     CLI_TASK_USAGE
     "\n"
+    "GPU lists in the table: 0-3 is 0,1,2,3; 16-40/8 is 16,24,32,40; ...(N) ends a long list.\n"
+    "\n"
     "example:\n"
     "  meshcast task --topo topologies/aws-p3.8xlarge-x5.xml --mesh 'A={host:2,gpu:4}@0..7' \\\n"
     "      --mesh 'B={host:2,gpu:4}@8..15' 'i32[1024,1024,512] A[host,_,_] -> B[host,_,_]'\n";
 
-/* "0-3,8,10-11" for an ascending id list. */
+/* An ascending id list, arithmetic runs of three or more compressed: "0-3,8,16-40/8"; lists
+ * longer than a table cell end in "...(N)". */
 static void ids_text(mc_buf_t *b, const int *ids, int n)
 {
     mc_buf_append(b, "", 0);
-    for (int i = 0; i < n;) {
+    for (int i = 0; i < n && b->len <= 40;) {
         int j = i;
-        while (j + 1 < n && ids[j + 1] == ids[j] + 1)
+        int step = i + 1 < n ? ids[i + 1] - ids[i] : 1;
+        while (j + 1 < n && ids[j + 1] - ids[j] == step)
             j++;
+        if (j - i < 2)
+            j = i;
         mc_buf_printf(b, "%s%d", i ? "," : "", ids[i]);
         if (j > i)
-            mc_buf_printf(b, "%s%d", j == i + 1 ? "," : "-", ids[j]);
+            mc_buf_printf(b, step == 1 ? "-%d" : "-%d/%d", ids[j], step);
         i = j + 1;
+        if (i < n && b->len > 40)
+            mc_buf_printf(b, ",...(%d)", n);
     }
 }
 
@@ -47,15 +55,22 @@ static void box_text(mc_buf_t *b, const mc_box_t *box, int nd)
     mc_buf_printf(b, "]");
 }
 
-static int ngpus_of(const mc_task_t *task, const mc_topo_t *topo)
+/* Bytes to receive and the peak-memory bound of every GPU (the topology's, or up to the largest
+ * id in the meshes without one), in new arrays; returns the GPU count. */
+static int gpu_figures(const mc_task_t *task, const mc_topo_t *topo, uint64_t **need,
+                       uint64_t **peak)
 {
-    if (topo)
-        return topo->ngpus;
     int n = 0;
-    for (int m = 0; m < task->nmeshes; m++)
+    if (topo)
+        n = topo->ngpus;
+    for (int m = 0; !topo && m < task->nmeshes; m++)
         for (int i = 0; i < task->meshes[m].ndevices; i++)
             if (task->meshes[m].devices[i] + 1 > n)
                 n = task->meshes[m].devices[i] + 1;
+    *need = mc_xmalloc(sizeof(uint64_t) * (size_t)n);
+    *peak = mc_xmalloc(sizeof(uint64_t) * (size_t)n);
+    mc_task_need_bytes_all(task, n, *need);
+    mc_task_peak_mem_bound_all(task, n, *peak);
     return n;
 }
 
@@ -106,13 +121,13 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     uint64_t total = mc_task_total_bytes(task);
     printf("bytes to move: %llu (%s)\n", (unsigned long long)total,
            mc_fmt_bytes(total, sz, sizeof(sz)));
-    int ngpus = ngpus_of(task, topo), shown = 0, needy = 0, peak_gpu = 0;
-    uint64_t peak = 0;
+    uint64_t *needs, *mems, peak = 0;
+    int ngpus = gpu_figures(task, topo, &needs, &mems), shown = 0, needy = 0, peak_gpu = 0;
     printf("bytes each GPU must receive:\n");
     for (int g = 0; g < ngpus; g++) {
-        uint64_t need = mc_task_need_bytes(task, g), mem = mc_task_peak_mem_bound(task, g);
-        if (mem > peak) {
-            peak = mem;
+        uint64_t need = needs[g];
+        if (mems[g] > peak) {
+            peak = mems[g];
             peak_gpu = g;
         }
         if (!need)
@@ -128,14 +143,19 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     }
     if (needy > shown)
         printf("  ... %d more GPUs\n", needy - shown);
+    free(needs);
+    free(mems);
     if (topo) {
         uint64_t *in, *out;
         host_bytes(task, topo, &in, &out);
         printf("bytes each host must receive from outside it (distinct):\n");
-        for (int h = 0, n = 0; h < topo->nhosts; h++)
-            if (in[h] && (limit == 0 || n++ < limit))
+        int nin = 0;
+        for (int h = 0; h < topo->nhosts; h++)
+            if (in[h] && (limit == 0 || nin++ < limit))
                 printf("  host %-4d %14llu  %s\n", h, (unsigned long long)in[h],
                        mc_fmt_bytes(in[h], sz, sizeof(sz)));
+        if (limit && nin > limit)
+            printf("  ... %d more hosts\n", nin - limit);
         free(in);
         free(out);
         printf("lower bound: %s, bound by %s", mc_fmt_seconds(b->seconds, tm, sizeof(tm)),
@@ -213,10 +233,14 @@ static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
     }
     json_object_set_new(root, "local_copies", copies);
     json_t *need = json_array(), *mem = json_array();
-    for (int g = 0; g < ngpus_of(task, topo); g++) {
-        json_array_append_new(need, json_u64(mc_task_need_bytes(task, g)));
-        json_array_append_new(mem, json_u64(mc_task_peak_mem_bound(task, g)));
+    uint64_t *needs, *mems;
+    int ngpus = gpu_figures(task, topo, &needs, &mems);
+    for (int g = 0; g < ngpus; g++) {
+        json_array_append_new(need, json_u64(needs[g]));
+        json_array_append_new(mem, json_u64(mems[g]));
     }
+    free(needs);
+    free(mems);
     json_object_set_new(root, "need_bytes", need);
     json_object_set_new(root, "peak_mem_bytes", mem);
     if (topo) {

@@ -1,4 +1,6 @@
-/* The task options shared by 'task', 'synth' and 'bench': meshes, a task file, positional moves. */
+/* The task options shared by 'task', 'synth' and 'bench': meshes, a task file, positional moves.
+ * Notation on the command line is a usage error (exit 2); anything wrong in a task file, device
+ * ids outside the topology included, is an invalid input file (exit 1) named in the message. */
 #include <string.h>
 
 #include "cli/cli.h"
@@ -17,13 +19,25 @@ int cli_task_option(cli_task_args_t *a, int opt, const char *arg)
     return 1;
 }
 
+/* Loads the task file and checks its device ids, so that a bad id is blamed on the file. */
+static mc_status_t load_file(const char *path, const mc_topo_t *topo, mc_task_t **out,
+                             mc_err_t *err)
+{
+    mc_status_t st = mc_task_load(path, out, err);
+    if (st != MC_OK || !topo || mc_task_check_topo(*out, topo, err) == MC_OK)
+        return st;
+    char msg[sizeof(err->msg)];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    return mc_err_set(err, MC_ERR_PARSE, "%s: %s", path, msg);
+}
+
 mc_status_t cli_task_build(const cli_task_args_t *a, int nmoves, char **moves,
                            const mc_topo_t *topo, mc_task_t **out, mc_err_t *err)
 {
     mc_task_t *task = NULL;
     mc_status_t st;
     if (a->task_file)
-        MC_CHECK_GOTO(mc_task_load(a->task_file, &task, err), fail, st);
+        MC_CHECK_GOTO(load_file(a->task_file, topo, &task, err), fail, st);
     else
         task = mc_task_new();
     for (int i = 0; i < a->nmeshes; i++)

@@ -5,7 +5,8 @@
  * the boxes (DESIGN.md section 7). The pattern helpers fill source shards and check destination
  * shards for `meshcast run`.
  *
- * Ranks are global GPU ids. A rank's SRC buffer is its source tiles, one per tensor in task order,
+ * Ranks are the GPUs the schedule involves (in a mesh or a tree), numbered in GPU order: rank r
+ * runs GPU gpus[r]. A rank's SRC buffer is its source tiles, one per tensor in task order,
  * each row-major, concatenated (a tensor whose source mesh lacks the rank adds nothing); DST is the
  * same for the destination tiles. */
 #ifndef MC_EMIT_H
@@ -18,6 +19,7 @@
 typedef struct mc_emit_plans {
     int nranks;
     mc_rt_plan_t *plans;   /* one per rank; arrays owned */
+    int *gpus;             /* rank -> global GPU id */
     int nphase_steps;      /* global micro-steps, all phases */
 } mc_emit_plans_t;
 
@@ -26,14 +28,44 @@ typedef struct mc_emit_plans {
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err);
 void mc_emit_plans_free(mc_emit_plans_t *p);
 
-/* Fills rank's SRC buffer with the pattern: every element's bytes derive from its tensor and its
+/* What the generated files say about where they come from. */
+typedef struct mc_emit_meta {
+    const char *name;          /* prefix of every generated symbol: a C identifier */
+    const char *version;       /* meshcast's version */
+    const char *task_text;     /* the task in task-file form */
+    const char *strategy;
+    uint64_t topo_fingerprint;
+} mc_emit_meta_t;
+
+/* Whether name is a C identifier usable as a prefix. */
+int mc_emit_name_ok(const char *name);
+/* The generated header and CUDA source for plans; the same input gives the same bytes. */
+void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu);
+
+typedef struct mc_emit_file {
+    char *name;                /* file name inside the output folder */
+    mc_buf_t data;
+} mc_emit_file_t;
+
+/* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
+ * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, cuda_exec.cu). */
+mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
+                          int standalone, mc_emit_file_t **files, int *nfiles, mc_err_t *err);
+void mc_emit_files_free(mc_emit_file_t *files, int nfiles);
+/* Writes the files into dir (created if missing), each atomically. */
+mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err);
+/* Compares the files with those in dir; returns how many are missing or differ, naming each in
+ * report. */
+int mc_emit_stale(const char *dir, const mc_emit_file_t *files, int nfiles, mc_buf_t *report);
+
+/* Fills GPU gpu's SRC buffer with the pattern: every element's bytes derive from its tensor and its
  * global row-major index, so any misplaced byte shows. */
-void mc_emit_fill_src(const mc_task_t *task, int rank, void *buf);
-/* Fills rank's DST buffer with the complement of the pattern, so a byte never written is wrong. */
-void mc_emit_poison_dst(const mc_task_t *task, int rank, void *buf);
-/* Checks every byte of rank's DST buffer against the pattern; returns the number of wrong bytes
+void mc_emit_fill_src(const mc_task_t *task, int gpu, void *buf);
+/* Fills GPU gpu's DST buffer with the complement of the pattern, so a byte never written is wrong. */
+void mc_emit_poison_dst(const mc_task_t *task, int gpu, void *buf);
+/* Checks every byte of GPU gpu's DST buffer against the pattern; returns the number of wrong bytes
  * and appends a line for each of the first max wrong elements to report (may be NULL). */
-uint64_t mc_emit_check_dst(const mc_task_t *task, int rank, const void *buf, mc_buf_t *report,
+uint64_t mc_emit_check_dst(const mc_task_t *task, int gpu, const void *buf, mc_buf_t *report,
                            int max);
 
 #endif

@@ -12,8 +12,21 @@ typedef struct mc_emit_shards {
     uint64_t *src_bytes, *dst_bytes; /* bytes[SRC], bytes[DST] */
 } mc_emit_shards_t;
 
-/* Number of ranks a schedule needs: one more than the largest GPU id it names. */
-int mc_emit_nranks(const mc_sched_t *s);
+/* The runtime sources, embedded at build time by runtime/embed.sh; ends with a NULL name. */
+struct mc_emit_rt_file {
+    const char *name;
+    const char *data;
+    size_t size;
+};
+extern const struct mc_emit_rt_file mc_emit_rt_files[];
+/* The embedded file called name. */
+const struct mc_emit_rt_file *mc_emit_rt_file(const char *name);
+
+/* One more than the largest GPU id the schedule names. */
+int mc_emit_ngpus(const mc_sched_t *s);
+/* Numbers the GPUs the schedule involves (in a mesh or a tree) 0, 1, ... in GPU order; the
+ * others get -1. Returns the number of ranks. */
+int mc_emit_ranks(const mc_sched_t *s, int ngpus, int *rank_of);
 void mc_emit_shards_init(mc_emit_shards_t *sh, const mc_task_t *task, int nranks);
 void mc_emit_shards_free(mc_emit_shards_t *sh);
 /* The box of buffer buf (SRC or DST) of gpu that holds region (global coordinates) of tensor k,

@@ -141,10 +141,10 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
 }
 
 /* Depth of every GPU in the tree (-1 outside); edges list parents before children. */
-static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int nranks, int *depth, int *nkids,
+static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *depth, int *nkids,
                                mc_err_t *err)
 {
-    for (int g = 0; g < nranks; g++)
+    for (int g = 0; g < ngpus; g++)
         depth[g] = -1, nkids[g] = 0;
     depth[tr->root] = 0;
     for (int e = 0; e < tr->nedges; e++) {
@@ -161,7 +161,7 @@ static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int nranks, int *dep
 }
 
 /* Adds the ops of one tree starting at global step base; returns its number of steps. */
-static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int nranks, int *depth,
+static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int *depth,
                               int *nkids, place_t *pl, uint32_t *nsteps, mc_err_t *err)
 {
     const mc_tree_t *tr = &L->s->trees[ti];
@@ -170,8 +170,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int nranks, int
     *nsteps = 0;
     if (tr->bytes == 0 || tr->nedges == 0)
         return MC_OK;
-    MC_CHECK_GOTO(tree_depths(tr, ti, nranks, depth, nkids, err), out, st);
-    for (int g = 0; g < nranks; g++)
+    MC_CHECK_GOTO(tree_depths(tr, ti, ngpus, depth, nkids, err), out, st);
+    for (int g = 0; g < ngpus; g++)
         if (depth[g] >= 0) {
             maxd = depth[g] > maxd ? depth[g] : maxd;
             MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
@@ -240,9 +240,9 @@ static int pending_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Turns a rank's pending ops into its plan. */
-static void finish_plan(rank_build_t *rb, int rank, int nranks, const mc_emit_shards_t *sh,
-                        mc_rt_plan_t *p)
+/* Turns GPU gpu's pending ops into the plan of its rank; peers become ranks too. */
+static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nranks,
+                        const mc_emit_shards_t *sh, mc_rt_plan_t *p)
 {
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
@@ -255,6 +255,8 @@ static void finish_plan(rank_build_t *rb, int rank, int nranks, const mc_emit_sh
     uint32_t nsteps = 0;
     for (int i = 0; i < rb->nops; i++) {
         mc_rt_op_t op = rb->ops[i].op;
+        if (op.kind != MC_RT_OP_COPY)
+            op.peer = rank_of[op.peer];
         if (op.kind != MC_RT_OP_RECV && op.src.box == WS_BOX)
             op.src.box = ws_box;
         if (op.kind != MC_RT_OP_SEND && op.dst.box == WS_BOX)
@@ -269,10 +271,10 @@ static void finish_plan(rank_build_t *rb, int rank, int nranks, const mc_emit_sh
         *(rb->ops[i].stage == STAGE_PRE ? &s->npre : rb->ops[i].stage == STAGE_COMM ? &s->ncomm
                                                                                    : &s->npost) += 1;
     }
-    p->rank = rank;
+    p->rank = rank_of[gpu];
     p->nranks = nranks;
-    p->src_bytes = sh->src_bytes[rank];
-    p->dst_bytes = sh->dst_bytes[rank];
+    p->src_bytes = sh->src_bytes[gpu];
+    p->dst_bytes = sh->dst_bytes[gpu];
     p->ws_bytes = rb->ws_max;
     p->nboxes = (uint32_t)rb->nboxes;
     p->nops = (uint32_t)rb->nops;
@@ -283,9 +285,9 @@ static void finish_plan(rank_build_t *rb, int rank, int nranks, const mc_emit_sh
     rb->boxes = NULL;
 }
 
-static void end_phase(lower_t *L, int nranks)
+static void end_phase(lower_t *L, int ngpus)
 {
-    for (int g = 0; g < nranks; g++) {
+    for (int g = 0; g < ngpus; g++) {
         rank_build_t *rb = &L->rb[g];
         rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
         rb->ws_phase = 0;
@@ -296,13 +298,14 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
 {
     mc_status_t st = MC_OK;
     lower_t L = {s, s->task, {0}, NULL};
-    int nranks = mc_emit_nranks(s);
-    int *depth = mc_xcalloc(nranks, sizeof *depth), *nkids = mc_xcalloc(nranks, sizeof *nkids);
-    place_t *pl = mc_xcalloc(nranks, sizeof *pl);
+    int ngpus = mc_emit_ngpus(s);
+    int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
+    int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
+    place_t *pl = mc_xcalloc(ngpus, sizeof *pl);
     mc_emit_plans_t *P = mc_xcalloc(1, sizeof *P);
     *out = NULL;
-    mc_emit_shards_init(&L.sh, s->task, nranks);
-    L.rb = mc_xcalloc(nranks, sizeof *L.rb);
+    mc_emit_shards_init(&L.sh, s->task, ngpus);
+    L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
     lower_copies(&L);
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
@@ -311,32 +314,37 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
             uint32_t n;
             if (s->trees[ti].phase != ph)
                 continue;
-            if (s->trees[ti].root < 0 || s->trees[ti].root >= nranks || s->trees[ti].nchunks < 1) {
+            if (s->trees[ti].root < 0 || s->trees[ti].root >= ngpus || s->trees[ti].nchunks < 1) {
                 st = mc_err_set(err, MC_ERR_INVALID, "tree %d: root %d or %d chunks out of range",
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            MC_CHECK_GOTO(lower_tree(&L, ti, base, nranks, depth, nkids, pl, &n, err), out, st);
+            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &n, err), out, st);
             len = n > len ? n : len;
         }
-        end_phase(&L, nranks);
+        end_phase(&L, ngpus);
         base += len;
     }
-    P->nranks = nranks;
+    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
     P->nphase_steps = (int)base;
-    P->plans = mc_xcalloc(nranks, sizeof *P->plans);
-    for (int g = 0; g < nranks; g++)
-        finish_plan(&L.rb[g], g, nranks, &L.sh, &P->plans[g]);
+    P->plans = mc_xcalloc(P->nranks, sizeof *P->plans);
+    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
+    for (int g = 0; g < ngpus; g++)
+        if (rank_of[g] >= 0) {
+            P->gpus[rank_of[g]] = g;
+            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L.sh, &P->plans[rank_of[g]]);
+        }
     *out = P;
     P = NULL;
 out:
-    for (int g = 0; g < nranks; g++) {
+    for (int g = 0; g < ngpus; g++) {
         free(L.rb[g].ops);
         free(L.rb[g].boxes);
     }
     free(L.rb);
     mc_emit_shards_free(&L.sh);
     mc_emit_plans_free(P);
+    free(rank_of);
     free(depth);
     free(nkids);
     free(pl);
@@ -353,5 +361,6 @@ void mc_emit_plans_free(mc_emit_plans_t *p)
         free((void *)p->plans[g].steps);
     }
     free(p->plans);
+    free(p->gpus);
     free(p);
 }

@@ -97,7 +97,7 @@ static void check_row(void *vctx, int k, const int64_t *coord, uint64_t g, unsig
             continue;
         c->wrong += bad;
         if (c->report && c->reported < c->max) {
-            mc_buf_printf(c->report, "rank %d, tensor %s, element [", c->rank,
+            mc_buf_printf(c->report, "GPU %d, tensor %s, element [", c->rank,
                           c->task->tensors[k].name);
             for (int i = 0; i < nd; i++)
                 mc_buf_printf(c->report, "%s%lld", i ? "," : "",

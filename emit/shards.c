@@ -5,7 +5,7 @@
 
 #include "emit/emit_internal.h"
 
-int mc_emit_nranks(const mc_sched_t *s)
+int mc_emit_ngpus(const mc_sched_t *s)
 {
     int n = 0;
     const mc_task_t *t = s->task;
@@ -17,6 +17,26 @@ int mc_emit_nranks(const mc_sched_t *s)
         for (int e = 0; e < s->trees[ti].nedges; e++)
             n = s->trees[ti].edges[e].child + 1 > n ? s->trees[ti].edges[e].child + 1 : n;
     }
+    return n;
+}
+
+int mc_emit_ranks(const mc_sched_t *s, int ngpus, int *rank_of)
+{
+    const mc_task_t *t = s->task;
+    int n = 0;
+    for (int g = 0; g < ngpus; g++)
+        rank_of[g] = -1;
+    for (int m = 0; m < t->nmeshes; m++)
+        for (int i = 0; i < t->meshes[m].ndevices; i++)
+            rank_of[t->meshes[m].devices[i]] = 0;
+    for (int ti = 0; ti < s->ntrees; ti++) {
+        rank_of[s->trees[ti].root] = 0;
+        for (int e = 0; e < s->trees[ti].nedges; e++)
+            rank_of[s->trees[ti].edges[e].child] = 0;
+    }
+    for (int g = 0; g < ngpus; g++)
+        if (rank_of[g] >= 0)
+            rank_of[g] = n++;
     return n;
 }
 

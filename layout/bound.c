@@ -75,9 +75,50 @@ static double set_capacity(const mc_topo_t *topo, const char *in_set, int into)
     return bw;
 }
 
-/* Keeps the larger of the current term and bytes/capacity; fails when bytes must cross a cut
- * with no capacity at all. */
-static mc_status_t term(double *t, int *where, uint64_t bytes, double cap, int at,
+/* The least message overhead each resource's traffic pays. Every message waits the largest alpha
+ * of its route's link kinds before its bytes move, so nothing enters a GPU before the cheapest
+ * alpha of its incoming links, nothing leaves one before the cheapest of its outgoing links, and
+ * nothing crosses between hosts before the cheapest alpha of a cross-host link. */
+typedef struct alphas {
+    double *in, *out; /* per GPU */
+    double cross;
+} alphas_t;
+
+static void alphas_init(alphas_t *a, const mc_topo_t *topo)
+{
+    a->in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    a->out = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    a->cross = INFINITY;
+    for (int g = 0; g < topo->ngpus; g++)
+        a->in[g] = a->out[g] = INFINITY;
+    for (int i = 0; i < topo->nlinks; i++) {
+        const mc_link_t *l = &topo->links[i];
+        const mc_node_t *s = &topo->nodes[l->src], *d = &topo->nodes[l->dst];
+        double al = mc_topo_alpha(l->kind);
+        if (s->host != d->host)
+            a->cross = fmin(a->cross, al);
+        if (d->kind == MC_NODE_GPU && d->gpu >= 0)
+            a->in[d->gpu] = fmin(a->in[d->gpu], al);
+        if (s->kind == MC_NODE_GPU && s->gpu >= 0)
+            a->out[s->gpu] = fmin(a->out[s->gpu], al);
+    }
+}
+
+static void alphas_free(alphas_t *a)
+{
+    free(a->in);
+    free(a->out);
+}
+
+/* The largest term of one kind so far: bandwidth time plus its own alpha. */
+typedef struct best {
+    double bw, alpha;
+    int where;
+} best_t;
+
+/* Keeps the larger of the current term and bytes/capacity + alpha; fails when bytes must cross
+ * a cut with no capacity at all. */
+static mc_status_t term(best_t *best, uint64_t bytes, double cap, double alpha, int at,
                         const char *what, const mc_topo_t *topo, mc_err_t *err)
 {
     if (bytes == 0)
@@ -85,27 +126,43 @@ static mc_status_t term(double *t, int *where, uint64_t bytes, double cap, int a
     if (!(cap > 0))
         return mc_err_set(err, MC_ERR_INVALID, "%s %d must pass %llu bytes but no link of %s "
                           "can carry them", what, at, (unsigned long long)bytes, topo->source);
-    double s = (double)bytes / cap;
-    if (s > *t) {
-        *t = s;
-        *where = at;
-    }
+    double bw = (double)bytes / cap;
+    alpha = isfinite(alpha) ? alpha : 0;
+    if (best->where < 0 || bw + alpha > best->bw + best->alpha)
+        *best = (best_t){bw, alpha, at};
     return MC_OK;
 }
 
-static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
-                           int *where, mc_err_t *err)
+/* A GPU receives need(d) bytes over its incoming links, the first after the cheapest alpha of
+ * its incoming links, or after a cross-host alpha when every piece it needs comes from other
+ * hosts (the bytes crossed before reaching it). */
+static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
+                           best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     uint64_t *need = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
-    for (int i = 0; i < task->npieces; i++)
-        for (int j = 0; j < task->pieces[i].ndests; j++)
-            need[task->pieces[i].dests[j]] += task->pieces[i].bytes;
+    double *first = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    int *stamp = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
+    for (int g = 0; g < topo->ngpus; g++)
+        first[g] = INFINITY;
+    for (int h = 0; h < topo->nhosts; h++)
+        stamp[h] = -1;
+    for (int i = 0; i < task->npieces; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        for (int j = 0; j < p->nholders; j++)
+            stamp[gpu_host(topo, p->holders[j])] = i;
+        for (int j = 0; j < p->ndests; j++) {
+            int d = p->dests[j];
+            double a = stamp[gpu_host(topo, d)] == i ? al->in[d] : fmax(al->in[d], al->cross);
+            need[d] += p->bytes;
+            first[d] = fmin(first[d], a);
+        }
+    }
     for (int g = 0; g < topo->ngpus && st == MC_OK; g++)
-        if (need[g])
-            st = term(&b->ingress_s, where, need[g], mc_topo_gpu_ingress_bw(topo, g), g, "GPU",
-                      topo, err);
+        st = term(best, need[g], mc_topo_gpu_ingress_bw(topo, g), first[g], g, "GPU", topo, err);
     free(need);
+    free(first);
+    free(stamp);
     return st;
 }
 
@@ -121,8 +178,8 @@ static int cmp_holders(const void *a, const void *b)
 
 /* Pieces with the same holder set form a group; each of their bytes must leave the group once
  * (relays may fan it out afterwards). Pieces of different tensors with the same holders add. */
-static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
-                          int *where, mc_err_t *err)
+static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
+                          best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
@@ -139,11 +196,12 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, mc_bound
         int j = i;
         for (; j < task->npieces && cmp_holders(&order[i], &order[j]) == 0; j++)
             bytes += task->pieces[order[j]].bytes;
-        double cap = 0;
-        for (int h = 0; h < p->nholders; h++)
+        double cap = 0, alpha = INFINITY;
+        for (int h = 0; h < p->nholders; h++) {
             cap += out[p->holders[h]];
-        st = term(&b->egress_s, where, bytes, cap, p->holders[0], "holder group of GPU", topo,
-                  err);
+            alpha = fmin(alpha, al->out[p->holders[h]]);
+        }
+        st = term(best, bytes, cap, alpha, p->holders[0], "holder group of GPU", topo, err);
         i = j;
     }
     free(out);
@@ -152,19 +210,19 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, mc_bound
 }
 
 /* Both directions of the cut around a set of hosts: bytes in over the links entering it, bytes
- * out over the links leaving it. */
-static mc_status_t cut(double *t, int *where, uint64_t in, uint64_t out, const char *set, int at,
-                       const char *what, const mc_topo_t *topo, mc_err_t *err)
+ * out over the links leaving it, each after a cross-host alpha. */
+static mc_status_t cut(best_t *best, uint64_t in, uint64_t out, const char *set, int at,
+                       const char *what, const mc_topo_t *topo, const alphas_t *al, mc_err_t *err)
 {
-    mc_status_t st = term(t, where, in, set_capacity(topo, set, 1), at, what, topo, err);
+    mc_status_t st = term(best, in, set_capacity(topo, set, 1), al->cross, at, what, topo, err);
     if (st == MC_OK)
-        st = term(t, where, out, set_capacity(topo, set, 0), at, what, topo, err);
+        st = term(best, out, set_capacity(topo, set, 0), al->cross, at, what, topo, err);
     return st;
 }
 
 /* Cuts around each host. */
-static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
-                            int *where, mc_err_t *err)
+static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
+                            best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int nh = topo->nhosts;
@@ -176,7 +234,7 @@ static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bou
         if (!in[h] && !out[h])
             continue;
         set[h] = 1;
-        st = cut(&b->host_cut_s, where, in[h], out[h], set, h, "host", topo, err);
+        st = cut(best, in[h], out[h], set, h, "host", topo, al, err);
         set[h] = 0;
     }
     free(in);
@@ -187,8 +245,8 @@ static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bou
 
 /* Cuts around the hosts of each mesh: bytes needed inside held by no host inside, and bytes held
  * only inside needed outside. */
-static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b,
-                            int *where, mc_err_t *err)
+static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
+                            best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     char *set = mc_xmalloc((size_t)topo->nhosts);
@@ -213,52 +271,10 @@ static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, mc_bou
             in += any_need && !any_hold ? p->bytes : 0;
             out += all_hold && need_out ? p->bytes : 0;
         }
-        st = cut(&b->mesh_cut_s, where, in, out, set, m, "the hosts of mesh", topo, err);
+        st = cut(best, in, out, set, m, "the hosts of mesh", topo, al, err);
     }
     free(set);
     return st;
-}
-
-/* Every destination of a piece receives it in at least one message over one of its incoming
- * links, so it waits at least the cheapest alpha among them; when no holder shares its host the
- * bytes also crossed between hosts, which costs at least the cheapest cross-host alpha. */
-static void latency(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *b, int *where)
-{
-    double cross = INFINITY;
-    double *in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
-    for (int g = 0; g < topo->ngpus; g++)
-        in[g] = INFINITY;
-    for (int i = 0; i < topo->nlinks; i++) {
-        const mc_link_t *l = &topo->links[i];
-        if (l->kind == MC_LINK_LOC)
-            continue;
-        double a = mc_topo_alpha(l->kind);
-        if (topo->nodes[l->src].host != topo->nodes[l->dst].host && a < cross)
-            cross = a;
-        int g = topo->nodes[l->dst].gpu;
-        if (topo->nodes[l->dst].kind == MC_NODE_GPU && g >= 0 && a < in[g])
-            in[g] = a;
-    }
-    int *stamp = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
-    for (int h = 0; h < topo->nhosts; h++)
-        stamp[h] = -1;
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        for (int j = 0; j < p->nholders; j++)
-            stamp[gpu_host(topo, p->holders[j])] = i;
-        for (int j = 0; j < p->ndests; j++) {
-            int d = p->dests[j];
-            double a = isfinite(in[d]) ? in[d] : 0;
-            if (stamp[gpu_host(topo, d)] != i && isfinite(cross) && cross > a)
-                a = cross;
-            if (a > b->latency_s) {
-                b->latency_s = a;
-                *where = d;
-            }
-        }
-    }
-    free(stamp);
-    free(in);
 }
 
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
@@ -267,29 +283,34 @@ mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound
     mc_bound_t b = {0};
     b.binding = MC_BOUND_NONE;
     b.where = -1;
-    int where[5] = {-1, -1, -1, -1, -1};
+    best_t best[4];
+    for (int k = 0; k < 4; k++)
+        best[k] = (best_t){0, 0, -1};
+    alphas_t al = {0};
     mc_status_t st;
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
     if (task->npieces == 0)
         goto out;
-    MC_CHECK_GOTO(ingress(task, topo, &b, &where[MC_BOUND_INGRESS], err), out, st);
-    MC_CHECK_GOTO(egress(task, topo, &b, &where[MC_BOUND_EGRESS], err), out, st);
-    MC_CHECK_GOTO(host_cut(task, topo, &b, &where[MC_BOUND_HOST_CUT], err), out, st);
-    MC_CHECK_GOTO(mesh_cut(task, topo, &b, &where[MC_BOUND_MESH_CUT], err), out, st);
-    latency(task, topo, &b, &where[MC_BOUND_LATENCY]);
+    alphas_init(&al, topo);
+    MC_CHECK_GOTO(ingress(task, topo, &al, &best[MC_BOUND_INGRESS], err), out, st);
+    MC_CHECK_GOTO(egress(task, topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
+    MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
+    MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
+    b.ingress_s = best[MC_BOUND_INGRESS].bw;
+    b.egress_s = best[MC_BOUND_EGRESS].bw;
+    b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;
+    b.mesh_cut_s = best[MC_BOUND_MESH_CUT].bw;
     /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. */
-    const double terms[4] = {b.ingress_s, b.egress_s, b.host_cut_s, b.mesh_cut_s};
-    double bw = 0;
-    for (int k = 0; k < 4; k++)
-        if (terms[k] > bw) {
-            bw = terms[k];
-            b.binding = (mc_bound_kind_t)k;
-        }
-    if (b.latency_s > bw)
-        b.binding = MC_BOUND_LATENCY;
-    b.where = where[b.binding];
-    b.seconds = bw + b.latency_s;
+    int k_max = MC_BOUND_INGRESS;
+    for (int k = 1; k < 4; k++)
+        if (best[k].bw + best[k].alpha > best[k_max].bw + best[k_max].alpha)
+            k_max = k;
+    b.binding = best[k_max].alpha > best[k_max].bw ? MC_BOUND_LATENCY : (mc_bound_kind_t)k_max;
+    b.where = best[k_max].where;
+    b.latency_s = best[k_max].alpha;
+    b.seconds = best[k_max].bw + best[k_max].alpha;
 out:
+    alphas_free(&al);
     if (st == MC_OK)
         *bound = b;
     return st;

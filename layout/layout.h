@@ -129,6 +129,9 @@ uint64_t mc_task_src_bytes(const mc_task_t *task, int gpu); /* source tiles it h
 uint64_t mc_task_dst_bytes(const mc_task_t *task, int gpu); /* destination tiles it must hold */
 /* Peak memory lower bound per GPU: max(source bytes, destination bytes). */
 uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu);
+/* need and peak-memory bound of every GPU 0..ngpus-1 in one pass (ids beyond are skipped). */
+void mc_task_need_bytes_all(const mc_task_t *task, int ngpus, uint64_t *need);
+void mc_task_peak_mem_bound_all(const mc_task_t *task, int ngpus, uint64_t *peak);
 
 /* Distinct bytes each host must receive (needed by a GPU inside it, held by none inside it) and
  * send (held only inside it, needed outside it); in and out hold topo->nhosts entries. Needs
@@ -146,12 +149,17 @@ typedef enum {
 
 const char *mc_bound_kind_str(mc_bound_kind_t k);
 
+/* Each term is bytes over the capacity of a resource (a GPU's incoming links, a holder group's
+ * outgoing links, the links into or out of a host or a mesh's hosts) plus the least message
+ * overhead (alpha) the traffic through that resource pays; the bound is the largest term. */
 typedef struct mc_bound {
-    double seconds;          /* the bound: max of the bandwidth terms plus the latency term */
-    mc_bound_kind_t binding; /* which term binds */
-    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds
-                              * (for latency: the GPU); -1 if none */
-    double ingress_s, egress_s, host_cut_s, mesh_cut_s, latency_s;
+    double seconds;          /* the bound: the binding term's bandwidth time plus latency_s */
+    mc_bound_kind_t binding; /* which term binds (latency when its alpha exceeds its bytes' time) */
+    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds;
+                              * -1 if none */
+    double ingress_s, egress_s, host_cut_s, mesh_cut_s; /* bandwidth time of each kind's largest
+                                                         * term */
+    double latency_s;        /* the binding term's alpha */
 } mc_bound_t;
 
 /* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split). */

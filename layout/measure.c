@@ -98,3 +98,38 @@ uint64_t mc_task_peak_mem_bound(const mc_task_t *task, int gpu)
     uint64_t s = mc_task_src_bytes(task, gpu), d = mc_task_dst_bytes(task, gpu);
     return s > d ? s : d;
 }
+
+void mc_task_need_bytes_all(const mc_task_t *task, int ngpus, uint64_t *need)
+{
+    memset(need, 0, sizeof(uint64_t) * (size_t)ngpus);
+    for (int i = 0; i < task->npieces; i++)
+        for (int j = 0; j < task->pieces[i].ndests; j++)
+            if (task->pieces[i].dests[j] < ngpus)
+                need[task->pieces[i].dests[j]] += task->pieces[i].bytes;
+}
+
+/* Adds each mesh position's tile bytes to its GPU's entry. */
+static void add_tiles(const mc_task_t *task, const mc_layout_t *l, int ngpus, uint64_t *bytes)
+{
+    const mc_mesh_t *m = &task->meshes[l->mesh];
+    for (int p = 0; p < m->ndevices; p++) {
+        mc_box_t tile;
+        if (m->devices[p] >= ngpus)
+            continue;
+        mc_layout_tile_at(task, l, p, &tile);
+        bytes[m->devices[p]] += mc_layout_box_bytes(l, &tile);
+    }
+}
+
+void mc_task_peak_mem_bound_all(const mc_task_t *task, int ngpus, uint64_t *peak)
+{
+    uint64_t *dst = mc_xcalloc((size_t)ngpus, sizeof(uint64_t));
+    memset(peak, 0, sizeof(uint64_t) * (size_t)ngpus);
+    for (int i = 0; i < task->ntensors; i++) {
+        add_tiles(task, &task->tensors[i].src, ngpus, peak);
+        add_tiles(task, &task->tensors[i].dst, ngpus, dst);
+    }
+    for (int g = 0; g < ngpus; g++)
+        peak[g] = peak[g] > dst[g] ? peak[g] : dst[g];
+    free(dst);
+}

@@ -40,29 +40,24 @@ __global__ void mc_rt_copy_kernel(const unsigned char *__restrict__ src, mc_rt_b
     }
 }
 
-/* The widest word (16, 8, 4, 2 or 1 bytes) that divides every address and run the copy touches,
- * so that no word straddles two runs and every access is aligned. */
-static inline int mc_rt_copy_word(const mc_rt_box_t *sb, const void *sbuf, uint64_t soff,
-                                  const mc_rt_box_t *db, const void *dbuf, uint64_t doff,
-                                  uint64_t bytes)
-{
-    uint64_t bits = bytes | soff | doff | (uint64_t)(uintptr_t)sbuf | (uint64_t)(uintptr_t)dbuf |
-                    sb->base | db->base | sb->extent[sb->ndims - 1] | db->extent[db->ndims - 1];
-    for (int d = 0; d + 1 < sb->ndims; d++)
-        bits |= sb->stride[d];
-    for (int d = 0; d + 1 < db->ndims; d++)
-        bits |= db->stride[d];
-    int w = 16;
-    while (w > 1 && (bits & (uint64_t)(w - 1)))
-        w /= 2;
-    return w;
-}
-
 /* Grid size for n words: enough blocks to fill the GPU, grid-stride beyond that. */
 static inline unsigned mc_rt_copy_blocks(uint64_t nwords, unsigned threads)
 {
     uint64_t b = (nwords + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+/* Launches the kernel for one COPY op in words of W bytes (W from mc_rt_copy_word). */
+template <typename W, int SD, int DD>
+static inline void mc_rt_launch_copy(const mc_rt_plan_t *plan, const mc_rt_op_t *o,
+                                     const mc_rt_buffers_t *bufs, cudaStream_t stream)
+{
+    const unsigned threads = 512;
+    const mc_rt_box_t &sb = plan->boxes[o->src.box], &db = plan->boxes[o->dst.box];
+    uint64_t n = o->bytes / sizeof(W);
+    mc_rt_copy_kernel<W, SD, DD><<<mc_rt_copy_blocks(n, threads), threads, 0, stream>>>(
+        (const unsigned char *)bufs->buf[sb.buf], sb, o->src.off, (unsigned char *)bufs->buf[db.buf],
+        db, o->dst.off, n);
 }
 
 #endif

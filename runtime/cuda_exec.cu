@@ -14,44 +14,35 @@ int mc_rt_cuda_devices(void)
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : (cudaGetLastError(), 0);
 }
 
+/* Any box: the dimension counts are read from the boxes, only 1 (contiguous) is specialized. */
 template <typename W>
-static void launch_copy(const unsigned char *s, const mc_rt_box_t &sb, uint64_t so,
-                        unsigned char *d, const mc_rt_box_t &db, uint64_t dof, uint64_t bytes,
-                        cudaStream_t stream)
+static void launch_any(const mc_rt_plan_t *plan, const mc_rt_op_t *o, const mc_rt_buffers_t *bufs,
+                       cudaStream_t stream)
 {
-    const unsigned threads = 512;
-    uint64_t n = bytes / sizeof(W);
-    unsigned blocks = mc_rt_copy_blocks(n, threads);
-    if (sb.ndims == 1)
-        mc_rt_copy_kernel<W, 1, 0><<<blocks, threads, 0, stream>>>(s, sb, so, d, db, dof, n);
-    else if (db.ndims == 1)
-        mc_rt_copy_kernel<W, 0, 1><<<blocks, threads, 0, stream>>>(s, sb, so, d, db, dof, n);
+    if (plan->boxes[o->src.box].ndims == 1)
+        mc_rt_launch_copy<W, 1, 0>(plan, o, bufs, stream);
+    else if (plan->boxes[o->dst.box].ndims == 1)
+        mc_rt_launch_copy<W, 0, 1>(plan, o, bufs, stream);
     else
-        mc_rt_copy_kernel<W, 0, 0><<<blocks, threads, 0, stream>>>(s, sb, so, d, db, dof, n);
+        mc_rt_launch_copy<W, 0, 0>(plan, o, bufs, stream);
 }
 
 int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
                     cudaStream_t stream, mc_rt_err_t *err)
 {
     const mc_rt_op_t *o = &plan->ops[op];
-    const mc_rt_box_t &sb = plan->boxes[o->src.box], &db = plan->boxes[o->dst.box];
-    const unsigned char *s = (const unsigned char *)bufs->buf[sb.buf];
-    unsigned char *d = (unsigned char *)bufs->buf[db.buf];
-    uint64_t srun, drun;
-    mc_rt_box_addr(&sb, o->src.off, &srun);
-    mc_rt_box_addr(&db, o->dst.off, &drun);
     cudaError_t ce;
-    if (o->bytes <= srun && o->bytes <= drun) {
-        /* Both sides contiguous: the copy engine does it without SMs. */
+    if (mc_rt_copy_contiguous(plan, o)) {
+        /* The copy engine does it without SMs. */
         ce = cudaMemcpyAsync(mc_rt_ref_ptr(plan, &o->dst, bufs), mc_rt_ref_ptr(plan, &o->src, bufs),
                              o->bytes, cudaMemcpyDeviceToDevice, stream);
     } else {
-        switch (mc_rt_copy_word(&sb, s, o->src.off, &db, d, o->dst.off, o->bytes)) {
-        case 16: launch_copy<uint4>(s, sb, o->src.off, d, db, o->dst.off, o->bytes, stream); break;
-        case 8: launch_copy<uint2>(s, sb, o->src.off, d, db, o->dst.off, o->bytes, stream); break;
-        case 4: launch_copy<unsigned>(s, sb, o->src.off, d, db, o->dst.off, o->bytes, stream); break;
-        case 2: launch_copy<unsigned short>(s, sb, o->src.off, d, db, o->dst.off, o->bytes, stream); break;
-        default: launch_copy<unsigned char>(s, sb, o->src.off, d, db, o->dst.off, o->bytes, stream);
+        switch (mc_rt_copy_word(plan, o, bufs)) {
+        case 16: launch_any<uint4>(plan, o, bufs, stream); break;
+        case 8: launch_any<uint2>(plan, o, bufs, stream); break;
+        case 4: launch_any<unsigned>(plan, o, bufs, stream); break;
+        case 2: launch_any<unsigned short>(plan, o, bufs, stream); break;
+        default: launch_any<unsigned char>(plan, o, bufs, stream);
         }
         ce = cudaGetLastError();
     }

@@ -190,3 +190,28 @@ void mc_rt_copy_host(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt
         left -= n;
     }
 }
+
+int mc_rt_copy_word(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_buffers_t *bufs)
+{
+    const mc_rt_box_t *sb = &plan->boxes[op->src.box], *db = &plan->boxes[op->dst.box];
+    uint64_t bits = op->bytes | op->src.off | op->dst.off | sb->base | db->base |
+                    sb->extent[sb->ndims - 1] | db->extent[db->ndims - 1];
+    if (bufs)
+        bits |= (uint64_t)(uintptr_t)bufs->buf[sb->buf] | (uint64_t)(uintptr_t)bufs->buf[db->buf];
+    for (int d = 0; d + 1 < sb->ndims; d++)
+        bits |= sb->stride[d];
+    for (int d = 0; d + 1 < db->ndims; d++)
+        bits |= db->stride[d];
+    int w = 16;
+    while (w > 1 && (bits & (uint64_t)(w - 1)))
+        w /= 2;
+    return w;
+}
+
+int mc_rt_copy_contiguous(const mc_rt_plan_t *plan, const mc_rt_op_t *op)
+{
+    uint64_t srun, drun;
+    mc_rt_box_addr(&plan->boxes[op->src.box], op->src.off, &srun);
+    mc_rt_box_addr(&plan->boxes[op->dst.box], op->dst.off, &drun);
+    return op->bytes <= srun && op->bytes <= drun;
+}

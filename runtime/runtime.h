@@ -99,6 +99,13 @@ uint64_t mc_rt_box_bytes(const mc_rt_box_t *box);
  * are contiguous in the buffer and still inside the box's current run. */
 uint64_t mc_rt_box_addr(const mc_rt_box_t *box, uint64_t lin, uint64_t *run);
 
+/* The widest word (16, 8, 4, 2 or 1 bytes) a copy op may move at once: it divides every address
+ * and run the copy touches, so no word straddles two runs and every access is aligned. With bufs
+ * NULL the buffers are taken as 256-byte aligned (as cudaMalloc gives). */
+int mc_rt_copy_word(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_buffers_t *bufs);
+/* Whether both sides of a copy op are contiguous (one plain memcpy does it). */
+int mc_rt_copy_contiguous(const mc_rt_plan_t *plan, const mc_rt_op_t *op);
+
 /* Checks that the plan is well formed: boxes inside buffers, references inside boxes, sends and
  * receives contiguous, peers in range, steps ascending and ops covered exactly once. */
 int mc_rt_plan_check(const mc_rt_plan_t *plan, mc_rt_err_t *err);

@@ -27,10 +27,11 @@ RT_EMBED_FILES := runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cu
 RT_EMBED_OBJ := $(BUILD)/obj/gen/rt_embed.o
 RT_EXTRA_OBJS += $(RT_EMBED_OBJ)
 
-$(BUILD)/gen/rt_embed.c: $(RT_EMBED_FILES) runtime/embed.sh
+# Pattern rules only: an explicit rule here would become the Makefile's default goal.
+$(BUILD)/gen/%_embed.c: $(RT_EMBED_FILES) runtime/embed.sh
 	@mkdir -p $(dir $@)
 	runtime/embed.sh $(RT_EMBED_FILES) > $@.tmp && mv $@.tmp $@
 
-$(RT_EMBED_OBJ): $(BUILD)/gen/rt_embed.c
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@

@@ -84,6 +84,10 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m);
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate);
 
+/* Appends text with XML's special characters escaped, for text and attribute values (the schedule
+ * writer and the simulator's SVG timelines use it). */
+void mc_sched_xml_escape(mc_buf_t *b, const char *text);
+
 /* Byte-for-byte deterministic XML; written atomically. */
 char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo);
 mc_status_t mc_sched_save(const mc_sched_t *s, const mc_topo_t *topo, const char *path,

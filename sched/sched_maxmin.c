@@ -155,9 +155,30 @@ static void fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, cons
     }
 }
 
+/* One flow alone (the common case between link-disjoint trees): its narrowest link. A link it
+ * crosses k times gives it cap / k, as in the general case. */
+static void solve_one(const int *off, const int *links, const double *weight, const double *cap,
+                      double *rate)
+{
+    *rate = HUGE_VAL;
+    for (int j = off[0]; j < off[1]; j++) {
+        double w = 0;
+        for (int k = off[0]; k < off[1]; k++)
+            if (links[k] == links[j])
+                w += weight ? weight[k] : 1.0;
+        double r = cap[links[j]] > 0 ? cap[links[j]] / w : 0.0;
+        if (r < *rate)
+            *rate = r;
+    }
+}
+
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate)
 {
+    if (nflows == 1) {
+        solve_one(off, links, weight, cap, rate);
+        return;
+    }
     int nused = index_links(m, nflows, off, links, weight, cap);
     if (nflows > m->fixed_cap) {
         m->fixed = mc_xrealloc(m->fixed, (size_t)nflows);

@@ -22,16 +22,12 @@ __attribute__((format(printf, 2, 3))) static void violation(vctx_t *v, const cha
     v->n++;
     if (!v->out)
         return;
+    char line[2048]; /* node names are short; a longer line would only lose its tail */
     va_list ap;
     va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *line = mc_xmalloc((size_t)len + 1);
-    va_start(ap, fmt);
-    vsnprintf(line, (size_t)len + 1, fmt, ap);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     mc_buf_printf(v->out, "%s\n", line);
-    free(line);
 }
 
 static const char *node_name(const mc_topo_t *t, int node)

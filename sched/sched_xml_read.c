@@ -261,17 +261,26 @@ static mc_status_t read_task(reader_t *r, xmlNodePtr n)
     mc_status_t st;
     xmlChar *text = xmlNodeGetContent(n);
     mc_task_t *task = NULL;
-    char *where = mc_xasprintf("%s (task at line %d)", r->name, line_of(n));
-    MC_CHECK_GOTO(mc_task_parse_text(text ? (const char *)text : "", where, &task, r->err), out, st);
+    /* pad with the lines before <task> so the task parser's line numbers are the file's */
+    mc_buf_t padded = {0};
+    for (int i = 1; i < line_of(n); i++)
+        mc_buf_printf(&padded, "\n");
+    mc_buf_printf(&padded, "%s", text ? (const char *)text : "");
+    st = mc_task_parse_text(padded.data, r->name, &task, r->err);
+    if (st == MC_ERR_USAGE) { /* bad notation in a file is a bad file, not a bad command line */
+        st = MC_ERR_PARSE;
+        if (r->err)
+            r->err->status = st;
+    }
+    if (st != MC_OK)
+        goto out;
     r->s->task = task;
     r->s->owns_task = 1;
     MC_CHECK_GOTO(mc_task_check_topo(task, r->topo, r->err), out, st);
     MC_CHECK_GOTO(mc_task_split(task, r->err), out, st);
 out:
-    if (st != MC_OK && task && !r->s->owns_task)
-        mc_task_free(task);
     xmlFree(text);
-    free(where);
+    mc_buf_free(&padded);
     return st;
 }
 
@@ -358,6 +367,7 @@ mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc
 {
     char *buf = NULL;
     size_t len = 0;
+    *out = NULL;
     mc_status_t st = mc_read_file(path, &buf, &len, err);
     if (st == MC_OK)
         st = mc_sched_parse_memory(buf, len, path, topo, force, out, err);

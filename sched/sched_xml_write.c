@@ -7,8 +7,7 @@
 
 #include "sched/sched.h"
 
-/* Appends s with the five XML special characters escaped (safe in text and in attributes). */
-static void put_escaped(mc_buf_t *b, const char *s)
+void mc_sched_xml_escape(mc_buf_t *b, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -34,10 +33,10 @@ static void put_route(mc_buf_t *b, const mc_tree_edge_t *e, const mc_topo_t *top
     for (int j = 0; j < e->nlinks; j++) {
         int l = e->links[j];
         const char *name = l >= 0 && l < topo->nlinks ? topo->nodes[topo->links[l].src].name : "?";
-        put_escaped(b, name);
+        mc_sched_xml_escape(b, name);
         mc_buf_printf(b, " ");
         if (j == e->nlinks - 1)
-            put_escaped(b, l >= 0 && l < topo->nlinks ? topo->nodes[topo->links[l].dst].name : "?");
+            mc_sched_xml_escape(b, l >= 0 && l < topo->nlinks ? topo->nodes[topo->links[l].dst].name : "?");
     }
 }
 
@@ -68,14 +67,14 @@ char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo)
     mc_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<!-- meshcast schedule; format: docs/schedule-format.md -->\n"
                       "<schedule version=\"1\" strategy=\"");
-    put_escaped(&b, s->strategy);
+    mc_sched_xml_escape(&b, s->strategy);
     mc_buf_printf(&b, "\" params=\"");
-    put_escaped(&b, s->params);
+    mc_sched_xml_escape(&b, s->params);
     mc_buf_printf(&b, "\" topology=\"%016" PRIx64 "\" mem-limit=\"%" PRIu64
                       "\" workspace=\"%" PRIu64 "\">\n  <task>\n",
                   s->topo_fingerprint, s->mem_limit, s->workspace);
     char *task = mc_task_to_text(s->task);
-    put_escaped(&b, task);
+    mc_sched_xml_escape(&b, task);
     free(task);
     mc_buf_printf(&b, "%s  </task>\n  <pieces>\n", b.len && b.data[b.len - 1] == '\n' ? "" : "\n");
     for (int p = 0; p < s->task->npieces; p++) {

@@ -34,13 +34,14 @@ typedef struct sim_edge {
 typedef struct sim_link {
     int *flows, n, cap;     /* active flows */
     double rate, since;     /* current total rate and since when */
+    mc_sim_interval_t *iv;  /* its timeline so far, in time order */
+    int niv, iv_cap;
 } sim_link_t;
 
 typedef struct sim {
     const mc_sched_t *s;
     const mc_topo_t *topo;
     mc_sim_result_t *res;
-    int interval_cap;
     sim_link_t *links;
     double *cap;
     mc_sched_maxmin_t *mm;
@@ -56,8 +57,10 @@ typedef struct sim {
     unsigned *link_mark, *flow_mark;
     int *touched, ntouched;
     int *comp_links, *comp_flows, ncomp_links, ncomp_flows, comp_flow_cap;
-    int *off, *clinks, clink_cap;
+    int *off, off_cap, *clinks, clink_cap;
     double *rates;
+    int rate_cap;
+    int keep_intervals;
 } sim_t;
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
@@ -208,11 +211,15 @@ static void record(sim_t *sm, int l, double now, double rate)
     if (fabs(rate - sl->rate) <= 1e-12 * (rate > sl->rate ? rate : sl->rate))
         return; /* the same total summed in another order */
     if (sl->rate > 0 && now > sl->since) {
-        mc_sim_result_t *r = sm->res;
-        MC_GROW(r->intervals, sm->interval_cap, r->nintervals + 1);
-        r->intervals[r->nintervals++] = (mc_sim_interval_t){l, sl->since, now, sl->rate};
-        r->link_busy_s[l] += now - sl->since;
-        r->link_bytes[l] += sl->rate * (now - sl->since);
+        mc_sim_interval_t *last = sl->niv ? &sl->iv[sl->niv - 1] : NULL;
+        if (last && last->t1 == sl->since && last->rate == sl->rate)
+            last->t1 = now;
+        else if (sm->keep_intervals) {
+            MC_GROW(sl->iv, sl->iv_cap, sl->niv + 1);
+            sl->iv[sl->niv++] = (mc_sim_interval_t){l, sl->since, now, sl->rate};
+        }
+        sm->res->link_busy_s[l] += now - sl->since;
+        sm->res->link_bytes[l] += sl->rate * (now - sl->since);
     }
     sl->rate = rate;
     sl->since = now;
@@ -248,12 +255,12 @@ static void recompute(sim_t *sm, double now)
 {
     collect_component(sm);
     int n = sm->ncomp_flows;
-    MC_GROW(sm->off, sm->clink_cap, n + 1);
-    sm->rates = mc_xrealloc(sm->rates, sizeof(double) * (size_t)(n + 1));
+    MC_GROW(sm->off, sm->off_cap, n + 1);
+    MC_GROW(sm->rates, sm->rate_cap, n + 1);
     int nl = 0;
     for (int i = 0; i < n; i++)
         nl += sm->edges[sm->flows[sm->comp_flows[i]].edge].e->nlinks;
-    sm->clinks = mc_xrealloc(sm->clinks, sizeof(int) * (size_t)(nl + 1));
+    MC_GROW(sm->clinks, sm->clink_cap, nl + 1);
     sm->off[0] = 0;
     for (int i = 0, at = 0; i < n; i++) {
         const mc_tree_edge_t *e = sm->edges[sm->flows[sm->comp_flows[i]].edge].e;
@@ -332,18 +339,29 @@ out:
     return st;
 }
 
-static int cmp_interval(const void *a, const void *b)
+/* The per-link timelines, concatenated in link order. */
+static void gather_intervals(sim_t *sm)
 {
-    const mc_sim_interval_t *x = a, *y = b;
-    if (x->link != y->link)
-        return x->link < y->link ? -1 : 1;
-    return (x->t0 > y->t0) - (x->t0 < y->t0);
+    mc_sim_result_t *r = sm->res;
+    size_t n = 0;
+    for (int l = 0; l < sm->topo->nlinks; l++)
+        n += (size_t)sm->links[l].niv;
+    r->intervals = mc_xmalloc(sizeof(mc_sim_interval_t) * (n + 1));
+    for (int l = 0; l < sm->topo->nlinks; l++) {
+        if (!sm->links[l].niv)
+            continue;
+        memcpy(&r->intervals[r->nintervals], sm->links[l].iv,
+               sizeof(mc_sim_interval_t) * (size_t)sm->links[l].niv);
+        r->nintervals += sm->links[l].niv;
+    }
 }
 
 static void sim_free(sim_t *sm)
 {
-    for (int l = 0; sm->links && l < sm->topo->nlinks; l++)
+    for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
+        free(sm->links[l].iv);
+    }
     free(sm->links);
     free(sm->cap);
     mc_sched_maxmin_free(sm->mm);
@@ -361,8 +379,8 @@ static void sim_free(sim_t *sm)
     free(sm->rates);
 }
 
-mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
-                       mc_err_t *err)
+static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
+                           mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
@@ -370,7 +388,7 @@ mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result
     res->nlinks = topo->nlinks;
     res->link_busy_s = mc_xcalloc(nl, sizeof(double));
     res->link_bytes = mc_xcalloc(nl, sizeof(double));
-    sim_t sm = {.s = s, .topo = topo, .res = res};
+    sim_t sm = {.s = s, .topo = topo, .res = res, .keep_intervals = keep_intervals};
     sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
     sm.cap = mc_xcalloc(nl, sizeof(double));
     for (int l = 0; l < topo->nlinks; l++)
@@ -386,13 +404,25 @@ mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result
     for (int p = 0; p < s->nphases; p++)
         MC_CHECK_GOTO(run_phase(&sm, p, edge_of, t, &t, err), out, st);
     res->makespan_s = t;
-    qsort(res->intervals, (size_t)res->nintervals, sizeof(*res->intervals), cmp_interval);
+    gather_intervals(&sm);
 out:
     free(edge_of);
     sim_free(&sm);
     if (st != MC_OK)
         mc_sim_result_free(res);
     return st;
+}
+
+mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                       mc_err_t *err)
+{
+    return sim_run(s, topo, 1, res, err);
+}
+
+mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                              mc_err_t *err)
+{
+    return sim_run(s, topo, 0, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

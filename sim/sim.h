@@ -28,6 +28,20 @@ typedef struct mc_sim_result {
 
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err);
+/* The same simulation without the per-link timeline (nintervals is 0): the same makespan and
+ * per-link totals in far less memory (a 1024-GPU schedule can make tens of millions of
+ * intervals). For callers that only need the numbers: synth, bench. */
+mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
+                              mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
+
+/* The ids of the n busiest links into ids: most loaded first (bytes carried / bandwidth, the time
+ * the link needed at full rate), then longest busy, then lowest id. Returns how many links were
+ * busy at all, at most n. */
+int mc_sim_busiest(const mc_sim_result_t *res, const mc_topo_t *topo, int *ids, int n);
+
+/* An SVG drawing of the timeline: one row per busy link (busiest first), one bar per interval,
+ * shaded by the share of the link's bandwidth it used. Caller frees. */
+char *mc_sim_timeline_svg(const mc_sim_result_t *res, const mc_topo_t *topo, const char *title);
 
 #endif

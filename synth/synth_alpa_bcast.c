@@ -185,6 +185,8 @@ mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
         phases += nrounds;
     }
     c.s->nphases = phases;
+    /* Rounds are host-disjoint, but the chains of one broadcast may share NVLink inside a host. */
+    mc_sched_plan_rates(c.s, topo);
     snprintf(c.s->params, sizeof(c.s->params),
              "balance=host-greedy trials=%d seed=%d order=rounds ring=nccl chunks=%s",
              SYNTH_LB_TRIALS, BCAST_SEED, opts->chunk_bytes ? "fixed" : "best-pipelined");

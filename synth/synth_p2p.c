@@ -41,6 +41,8 @@ static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
         int ti = mc_sched_add_tree(s, units[u].piece, 0, p->bytes, sender, 0, nchunks);
         MC_CHECK_GOTO(mc_sched_add_edge(s, topo, ti, sender, units[u].dest, err), out, st);
     }
+    /* The sends share NICs and PCIe links: each gets its max-min fair share, stated as its rate. */
+    mc_sched_plan_rates(s, topo);
     snprintf(s->params, sizeof(s->params), "sender=%s order=alpa-naive phases=1",
              balance ? "least-loaded" : "first-replica");
     *out = s;

@@ -96,7 +96,7 @@ void mc_topo_add_link_pair(mc_topo_t *t, int a, int b, mc_link_kind_t kind, doub
                            double latency, int count);
 void mc_topo_warn(mc_topo_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Numbers the GPUs (host by host, by dev inside a host), builds the igraph graph and the
- * fingerprint. Fails on an empty or disconnected GPU set. */
+ * fingerprint. Fails when there is no GPU or a link has no bandwidth. */
 mc_status_t mc_topo_finalize(mc_topo_t *t, mc_err_t *err);
 void mc_topo_free(mc_topo_t *t);
 

@@ -340,7 +340,12 @@ static mc_status_t read_pci_attrs(mc_nccl_ctx_t *c, xmlNodePtr x, pci_attrs_t *a
         MC_CHECK_GOTO(mc_nccl_attr_int(c, x, ids[i], 0, 0, 0xffff, 0, &v, err), out, st);
         a->word = a->word << 16 | (uint64_t)v;
     }
-    MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "link_width", 0, 0, 32, 0, &width, err), out, st);
+    char *w = mc_nccl_attr_str(x, "link_width");
+    int empty_width = w && !*w; /* NCCL reads an empty width as 0, i.e. x16 */
+    free(w);
+    width = 0;
+    if (!empty_width)
+        MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "link_width", 0, 0, 32, 0, &width, err), out, st);
     speed = mc_nccl_attr_str(x, "link_speed");
     int known;
     a->bw = mc_nccl_pci_bw(speed, (int)width, &known);
@@ -352,11 +357,12 @@ static mc_status_t read_pci_attrs(mc_nccl_ctx_t *c, xmlNodePtr x, pci_attrs_t *a
     if (!a->has_class && !x->children)
         goto out; /* a bare bus id: reported once for the whole file */
     if (!known)
-        mc_topo_warn(c->t, "%s:%d: link_speed \"%s\" is not in NCCL's table; NCCL reads it as "
-                     "Gen3 (8 GT/s)", c->path, line_of(x), speed ? speed : "");
+        mc_topo_warn(c->t, "%s:%d: link_speed \"%s\"%s is not in NCCL's table; NCCL reads it as "
+                     "Gen3 (8 GT/s)", c->path, line_of(x), speed ? speed : "",
+                     speed ? "" : " (missing)");
     if (width == 0)
         mc_topo_warn(c->t, "%s:%d: link_width %s; NCCL reads it as x16", c->path, line_of(x),
-                     xmlHasProp(x, BAD_CAST "link_width") ? "0" : "missing");
+                     empty_width ? "empty" : xmlHasProp(x, BAD_CAST "link_width") ? "0" : "missing");
 out:
     free(speed);
     return st;

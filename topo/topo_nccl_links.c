@@ -14,22 +14,21 @@
 void mc_nccl_track(mc_nccl_ctx_t *c, int node, int up, double up_bw)
 {
     int i = node - c->first_node;
-    if (i >= c->up_cap) {
-        int old = c->up_cap, cap = old;
-        MC_GROW(c->up, cap, i + 1);
-        cap = old;
-        MC_GROW(c->up_bw, cap, i + 1);
-        cap = old;
-        MC_GROW(c->cpu_bw, cap, i + 1);
-        cap = old;
-        MC_GROW(c->nvl_rows, cap, i + 1);
-        c->up_cap = cap;
+    if (i >= c->up_cap) { /* the four per-node arrays share one capacity */
+        int old = c->up_cap, cap = old ? old : 16;
+        while (cap <= i)
+            cap *= 2;
+        c->up = mc_xrealloc(c->up, sizeof(int) * (size_t)cap);
+        c->up_bw = mc_xrealloc(c->up_bw, sizeof(double) * (size_t)cap);
+        c->cpu_bw = mc_xrealloc(c->cpu_bw, sizeof(double) * (size_t)cap);
+        c->nvl_rows = mc_xrealloc(c->nvl_rows, sizeof(int) * (size_t)cap);
         for (int k = old; k < cap; k++) {
             c->up[k] = -1;
             c->up_bw[k] = 0;
             c->cpu_bw[k] = 0;
             c->nvl_rows[k] = 0;
         }
+        c->up_cap = cap;
     }
     c->up[i] = up;
     c->up_bw[i] = up_bw;

@@ -293,16 +293,19 @@ static int rail_of(const mc_topo_t *t, const gpu_nic_t *g)
 }
 
 /* PXN: the first GPU of the sender's host, joined to it by NVLink, whose nearest port is on the
- * receiver's rail; -1 when the sender's own port already is, or none qualifies. */
+ * receiver's rail; -1 when none qualifies. GPUs are numbered host by host, so the host's GPUs are
+ * the run of indexes around a. */
 static mc_status_t pxn_relay(const mc_topo_t *t, struct mc_route_cache *c, int a, int rail,
                              int *relay, path_t *nvl, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     const gpu_nic_t *g;
+    int host = mc_topo_gpu_host(t, a), first = a;
     *relay = -1;
-    int host = mc_topo_gpu_host(t, a);
-    for (int p = 0; p < t->ngpus && *relay < 0; p++) {
-        if (p == a || mc_topo_gpu_host(t, p) != host)
+    while (first > 0 && mc_topo_gpu_host(t, first - 1) == host)
+        first--;
+    for (int p = first; p < t->ngpus && mc_topo_gpu_host(t, p) == host && *relay < 0; p++) {
+        if (p == a)
             continue;
         MC_CHECK_GOTO(gpu_nic(t, c, p, &g, err), out, st);
         if (rail_of(t, g) == rail && nvlink_path(t, c, t->gpu_node[a], t->gpu_node[p], nvl))

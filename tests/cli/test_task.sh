@@ -44,6 +44,23 @@ expect_grep "$TMP/out" '^pieces: 4 ' "case 6 has four pieces"
 expect_grep "$TMP/out" '^  host 3 +713031680 ' "case 6 middle host needs 1024 rows"
 expect_grep "$TMP/out" '^lower bound: 855\.65 ms, bound by host-cut \(host 0\)$' "case 6 bound"
 
+# LLaMA-2-70B on 1024 H100s (tests/data/tasks/llama70b-1024.task): every destination host needs
+# the whole model, 2 x 68,975,329,280 bytes, through its 8 NICs of 50e9 B/s: 0.3448766464 s plus
+# the network alpha. 9 tensors x 8 source x 4 destination shards, overlapping in 8 pieces each.
+expect_exit 0 "1024 GPUs" -- "$MESHCAST" task --json --topo topologies/dgx-h100-x128.xml \
+  --task-file tests/data/tasks/llama70b-1024.task
+cp "$TMP/out" "$TMP/llama.json"
+expect_true "1024-GPU figures" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+model = 2 * 68975329280
+assert j["bytes_total"] == 128 * model and j["npieces"] == 72
+assert len(j["need_bytes"]) == 1024 and j["need_bytes"][512] == model // 4 and j["need_bytes"][0] == 0
+assert j["host_need_bytes"][64:] == [model] * 64 and j["host_need_bytes"][:64] == [0] * 64
+assert j["bound"] == "host-cut" and j["bound_where"] == 64
+assert abs(j["lower_bound_s"] - (model / 400e9 + 14e-6)) < 1e-9
+' "$TMP/llama.json"
+
 # Without a topology: pieces and needs only; JSON says there is no bound.
 expect_exit 0 "no topology" -- "$MESHCAST" task --json --mesh 'A={g:4}' 'u8[5] A[g] -> A[_]'
 cp "$TMP/out" "$TMP/ag.json"
@@ -84,6 +101,8 @@ expect_exit 2 "bad limit" -- "$MESHCAST" task --limit -1 --mesh "$A" 'u8[8] A[ho
 # Task-file errors: exit 1, file and line.
 expect_exit 1 "task file error" -- "$MESHCAST" task --task-file tests/data/tasks/bad-axis.task
 expect_grep "$TMP/err" 'tests/data/tasks/bad-axis\.task:5: unknown axis .gpus.' "task file line"
+expect_exit 1 "task file device outside topology" -- "$MESHCAST" task --topo "$P3" --task-file tests/data/tasks/bad-device.task
+expect_grep "$TMP/err" 'bad-device\.task: device 20 of mesh B is outside the topology' "task file blamed"
 expect_exit 1 "missing task file" -- "$MESHCAST" task --task-file tests/data/tasks/none.task
 
 finish

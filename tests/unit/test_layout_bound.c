@@ -17,13 +17,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
-
-/* Until topo_route.c reaches this branch: weak, so the real route-cache cleanup wins. */
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t);
-__attribute__((weak)) void mc_topo_route_cache_free(mc_topo_t *t)
-{
-    (void)t;
-}
+#include "tests/unit/test_layout_random.h"
 
 #define NIC 1.25e9
 #define GIB 1073741824.0
@@ -64,15 +58,6 @@ static mc_topo_t *paper_cluster(void)
         add_host(t, h, 4, sw);
     mc_err_t err = {0};
     assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
-    return t;
-}
-
-static mc_task_t *task_of(const char *text)
-{
-    mc_task_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_task_parse_text(text, "test", &t, &err) != MC_OK || mc_task_split(t, &err) != MC_OK)
-        fail_msg("%s\n%s", text, err.msg);
     return t;
 }
 
@@ -174,6 +159,12 @@ static void test_inside_host(void **state)
     expect_bound(&b, 12582912 / 87e9 + 3.4e-6, MC_BOUND_INGRESS, 0, "all-gather");
     assert_float_equal(b.host_cut_s, 0, 0);
     assert_float_equal(b.egress_s, 4194304 / 87e9, 1e-15);
+    /* The same all-gather plus 4 bytes to host 1: host 1 waits for the network alpha, but GPU 0's
+     * ingress, which binds, only for NVLink's. */
+    b = bound_of(topo, "mesh A={g:4}@0..3\nmesh C={g:4}@4..7\nmove f32[4194304] A[g] -> A[_]\n"
+                       "move u8[4] A[g] -> C[_]");
+    expect_bound(&b, 12582912 / 87e9 + 3.4e-6, MC_BOUND_INGRESS, 0, "all-gather and a crossing");
+    assert_float_equal(b.host_cut_s, 4 / NIC, 1e-15);
     /* Three bytes: only the latency matters. */
     b = bound_of(topo, "mesh A={g:4}@0..3\nmove u8[4] A[g] -> A[_]");
     assert_int_equal(b.binding, MC_BOUND_LATENCY);

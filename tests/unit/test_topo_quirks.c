@@ -27,19 +27,23 @@ static void test_self_nvlink(void **state)
 }
 
 /* Empty link_speed and width 0 read as Gen3 x16 (12 GB/s); "16.0 GT/s" without " PCIe" matches
- * nothing in NCCL's table either, so it is Gen3 too (x8: 6 GB/s). */
+ * nothing in NCCL's table either, so it is Gen3 too (x8: 6 GB/s); an empty width is x16. */
 static void test_pci_fallbacks(void **state)
 {
     mc_topo_t *t = load_text_ok(
         "<system version=\"1\">" CPU
         PCI("0000:03:00.0", "0x060400", "", "0")
         PCI("0000:07:00.0", "0x030200", "16.0 GT/s", "8") "<gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\"/>"
-        "</pci></pci></cpu></system>");
+        "</pci>" PCI("0000:08:00.0", "0x030200", "32.0 GT/s PCIe", "")
+        "<gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\"/></pci></pci></cpu></system>");
     assert_float_equal(link_gbps(t, "h0/PCI/0000:03:00.0", "h0/CPU0"), 12.0, 1e-9);
     assert_float_equal(link_gbps(t, "h0/GPU0", "h0/PCI/0000:03:00.0"), 6.0, 1e-9);
     assert_true(has_warning(t, "link_speed \"\" is not in NCCL's table"));
     assert_true(has_warning(t, "link_width 0; NCCL reads it as x16"));
     assert_true(has_warning(t, "link_speed \"16.0 GT/s\" is not in NCCL's table"));
+    /* an empty width is x16 too: Gen5 x16 = 48 GB/s */
+    assert_float_equal(link_gbps(t, "h0/GPU1", "h0/PCI/0000:03:00.0"), 48.0, 1e-9);
+    assert_true(has_warning(t, "inline.xml:1: link_width empty; NCCL reads it as x16"));
     mc_topo_free(t);
 }
 

@@ -1,0 +1,205 @@
+/* meshcast sim: times a schedule on a topology with the flow-level simulator and reports the
+ * makespan against the task's lower bound, the algorithm bandwidth and the busiest links; JSON
+ * on request, and an SVG timeline of the busy links. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "sched/sched.h"
+#include "sim/sim.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: meshcast sim --topo FILE [--json] [--timeline OUT.svg] [--links N] [--force]\n"
+            "                    SCHEDULE\n"
+            "\n"
+            "Times a schedule with the flow-level simulator (max-min fair sharing of every link,\n"
+            "store and forward per chunk at relay GPUs, NCCL's per-message overheads). Prints the\n"
+            "makespan, the task's lower bound, their ratio, the algorithm bandwidth (bytes the\n"
+            "destinations receive / makespan, GB/s with GB = 1e9 B) and the busiest links.\n"
+            "\n"
+            "options:\n"
+            "  --topo FILE         topology (NCCL topology XML or cluster XML)\n"
+            "  --json              print JSON (makespan_s, lower_bound_s, ratio, algbw_gbps, ...)\n"
+            "  --timeline OUT.svg  also draw one row per busy link over time\n"
+            "  --links N           how many of the busiest links to list (default 5)\n"
+            "  --force             time a schedule made for another topology\n"
+            "  -q, --quiet         no topology warnings\n"
+            "\n"
+            "exit status: 0 ok, 1 invalid input, 2 usage error\n");
+}
+
+typedef struct sim_args {
+    const char *topo, *timeline, *path;
+    int json, force, quiet, nlinks;
+} sim_args_t;
+
+/* Returns -1 when the arguments are good, else the exit code. */
+static int parse_args(int argc, char **argv, sim_args_t *a)
+{
+    enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE };
+    static const struct option longopts[] = {
+        {"topo", required_argument, NULL, OPT_TOPO},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"timeline", required_argument, NULL, OPT_TIMELINE},
+        {"links", required_argument, NULL, OPT_LINKS},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    int64_t n;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_TOPO: a->topo = optarg; break;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_TIMELINE: a->timeline = optarg; break;
+        case OPT_FORCE: a->force = 1; break;
+        case OPT_LINKS:
+            if (mc_parse_i64(optarg, &n) != 0 || n < 0 || n > 100000)
+                return cli_usage_error("sim", "--links expects a count, got '%s'", optarg);
+            a->nlinks = (int)n;
+            break;
+        case 'q': a->quiet = 1; break;
+        case 'h': usage(stdout); return MC_EXIT_OK;
+        default:
+            return cli_usage_error("sim", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!a->topo)
+        return cli_usage_error("sim", "--topo FILE is required");
+    if (argc - optind != 1)
+        return cli_usage_error("sim", "expected one SCHEDULE file, got %d", argc - optind);
+    a->path = argv[optind];
+    return -1;
+}
+
+typedef struct sim_report {
+    const mc_sched_t *s;
+    const mc_topo_t *topo;
+    const mc_sim_result_t *r;
+    mc_bound_t bound;
+    uint64_t bytes;
+    int *busy, nbusy;
+    int violations;
+} sim_report_t;
+
+static double ratio(const sim_report_t *p)
+{
+    return p->bound.seconds > 0 ? p->r->makespan_s / p->bound.seconds : 1.0;
+}
+
+static double algbw_gbps(const sim_report_t *p)
+{
+    return p->r->makespan_s > 0 ? (double)p->bytes / p->r->makespan_s / 1e9 : 0.0;
+}
+
+static char *link_name(const mc_topo_t *t, int l)
+{
+    return mc_xasprintf("%s -> %s", t->nodes[t->links[l].src].name, t->nodes[t->links[l].dst].name);
+}
+
+static void print_text(const sim_report_t *p, const char *path)
+{
+    char b1[32], b2[32], b3[32];
+    const mc_sim_result_t *r = p->r;
+    printf("schedule   %s (%s, %d tree%s, %d phase%s, %ld flows)\n", path, p->s->strategy,
+           p->s->ntrees, p->s->ntrees == 1 ? "" : "s", p->s->nphases, p->s->nphases == 1 ? "" : "s",
+           r->nflows);
+    printf("makespan   %s\n", mc_fmt_seconds(r->makespan_s, b1, sizeof b1));
+    printf("bound      %s (%s)\n", mc_fmt_seconds(p->bound.seconds, b2, sizeof b2),
+           mc_bound_kind_str(p->bound.binding));
+    printf("ratio      %.3f\n", ratio(p));
+    printf("algbw      %.3f GB/s (%s to destinations)\n", algbw_gbps(p),
+           mc_fmt_bytes(p->bytes, b3, sizeof b3));
+    if (p->nbusy)
+        printf("busiest links:\n");
+    for (int i = 0; i < p->nbusy; i++) {
+        int l = p->busy[i];
+        char *name = link_name(p->topo, l);
+        double util = r->makespan_s > 0 ? r->link_bytes[l] / (p->topo->links[l].bw * r->makespan_s) : 0;
+        printf("  %-44s %-3s busy %s  %s  %3.0f%% of its bandwidth over the makespan\n", name,
+               mc_link_kind_str(p->topo->links[l].kind),
+               mc_fmt_seconds(r->link_busy_s[l], b1, sizeof b1),
+               mc_fmt_bytes((uint64_t)(r->link_bytes[l] + 0.5), b2, sizeof b2), util * 100);
+        free(name);
+    }
+}
+
+static void print_json(const sim_report_t *p, const char *path)
+{
+    const mc_sim_result_t *r = p->r;
+    json_t *o = json_object(), *links = json_array();
+    json_object_set_new(o, "schedule", json_string(path));
+    json_object_set_new(o, "strategy", json_string(p->s->strategy));
+    json_object_set_new(o, "trees", json_integer(p->s->ntrees));
+    json_object_set_new(o, "phases", json_integer(p->s->nphases));
+    json_object_set_new(o, "flows", json_integer(r->nflows));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
+    json_object_set_new(o, "makespan_s", json_real(r->makespan_s));
+    json_object_set_new(o, "lower_bound_s", json_real(p->bound.seconds));
+    json_object_set_new(o, "bound", json_string(mc_bound_kind_str(p->bound.binding)));
+    json_object_set_new(o, "ratio", json_real(ratio(p)));
+    json_object_set_new(o, "algbw_gbps", json_real(algbw_gbps(p)));
+    json_object_set_new(o, "violations", json_integer(p->violations));
+    for (int i = 0; i < p->nbusy; i++) {
+        int l = p->busy[i];
+        char *name = link_name(p->topo, l);
+        json_array_append_new(links, json_pack("{s:s, s:s, s:f, s:f, s:f}", "link", name, "kind",
+                                               mc_link_kind_str(p->topo->links[l].kind), "busy_s",
+                                               r->link_busy_s[l], "bytes", r->link_bytes[l],
+                                               "bw", p->topo->links[l].bw));
+        free(name);
+    }
+    json_object_set_new(o, "busiest_links", links);
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    sim_args_t a = {.nlinks = 5};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    mc_topo_t *topo = NULL;
+    mc_sched_t *s = NULL;
+    mc_sim_result_t res = {0};
+    sim_report_t rep = {0};
+    mc_err_t err = {0};
+    mc_status_t st = MC_OK;
+    char *svg = NULL;
+    MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a.path, topo, a.force, &s, &err), out, st);
+    rep = (sim_report_t){.s = s, .topo = topo, .r = &res, .bytes = mc_task_total_bytes(s->task)};
+    rep.violations = mc_sched_validate(s, topo, NULL);
+    if (rep.violations)
+        fprintf(stderr, "meshcast: warning: %s has %d violation%s (see meshcast validate); timing "
+                        "it anyway\n", a.path, rep.violations, rep.violations == 1 ? "" : "s");
+    MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
+    MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
+    rep.busy = mc_xmalloc(sizeof(int) * (size_t)(a.nlinks + 1));
+    rep.nbusy = mc_sim_busiest(&res, topo, rep.busy, a.nlinks);
+    if (a.timeline) {
+        svg = mc_sim_timeline_svg(&res, topo, a.path);
+        MC_CHECK_GOTO(mc_write_file_atomic(a.timeline, svg, strlen(svg), &err), out, st);
+    }
+    if (a.json)
+        print_json(&rep, a.path);
+    else
+        print_text(&rep, a.path);
+out:
+    free(svg);
+    free(rep.busy);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(topo);
+    return st == MC_OK ? MC_EXIT_OK : cli_fail(&err);
+}

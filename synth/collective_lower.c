@@ -1,0 +1,312 @@
+/* Lowering a walked collective program to schedule trees (see coll_lower in
+ * collective_internal.h). The runtime lets a tree's root be only a holder or a destination of the
+ * piece and keeps staging only inside a phase, so bytes a device receives just to pass on (the
+ * first all-to-all of two) are forwarded in the same tree, pipelined chunk by chunk, rather than
+ * from a new tree in a later phase. The memory accounted for them is the same: 'validate' counts
+ * every byte a device receives without needing it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/collective_internal.h"
+#include "synth/synth_internal.h"
+
+/* Most byte ranges one program may produce: beyond this the cells cut pieces too finely for
+ * one tree per range. */
+#define COLL_MAX_RUNS (1 << 20)
+
+typedef struct cedge {
+    int tree, seq, step;
+    int from;           /* the sender in the walk */
+    int parent, child;  /* global GPU ids; parent is from unless the host fan-out moved it */
+} cedge_t;
+
+/* The tree of one cell from one root. */
+typedef struct ctree {
+    int64_t cell;
+    int piece, step, root;
+    int first, nedges;  /* its edges in the sorted edge array */
+    int sig;            /* trees with the same piece, step, root and edges share it */
+} ctree_t;
+
+typedef struct crun {
+    int sig;
+    uint64_t off, len;
+} crun_t;
+
+typedef struct clower {
+    const coll_walk_t *w;
+    const mc_task_t *task;
+    const mc_topo_t *topo;
+    ctree_t *trees;
+    int ntrees, tree_cap;
+    cedge_t *edges;
+    int nedges, edge_cap;
+    crun_t *runs;
+    int nruns, run_cap;
+} clower_t;
+
+static int is_dest(const mc_piece_t *p, int gpu)
+{
+    for (int i = 0; i < p->ndests; i++)
+        if (p->dests[i] == gpu)
+            return 1;
+    return 0;
+}
+
+static int is_holder(const mc_piece_t *p, int gpu)
+{
+    for (int i = 0; i < p->nholders; i++)
+        if (p->holders[i] == gpu)
+            return 1;
+    return 0;
+}
+
+/* A tree per cell, root and step: an edge from a device that holds the cell only to pass it on
+ * joins the tree that brought it there. via[] gives, per cell and position, the tree a relay
+ * sits in, or the tree a holder or destination last rooted. */
+static void build_trees(clower_t *L)
+{
+    const coll_walk_t *w = L->w;
+    int *via = mc_xmalloc(sizeof(int) * (size_t)(w->ncells * w->ndev));
+    for (int64_t i = 0; i < w->ncells * w->ndev; i++)
+        via[i] = -1;
+    for (int i = 0; i < w->nxf; i++) {
+        const coll_xfer_t *x = &w->xf[i];
+        int piece = w->cell_piece[x->cell], from = w->devices[x->from], to = w->devices[x->to];
+        const mc_piece_t *pc = &L->task->pieces[piece];
+        int *t = &via[x->cell * w->ndev + x->from];
+        int relay = !is_holder(pc, from) && !is_dest(pc, from);
+        if (*t < 0 || (!relay && L->trees[*t].step != x->step)) {
+            MC_GROW(L->trees, L->tree_cap, L->ntrees + 1);
+            *t = L->ntrees++;
+            L->trees[*t] = (ctree_t){x->cell, piece, x->step, from, 0, 0, 0};
+        }
+        MC_GROW(L->edges, L->edge_cap, L->nedges + 1);
+        L->edges[L->nedges] = (cedge_t){*t, L->nedges, x->step, from, from, to};
+        L->nedges++;
+        if (!is_dest(pc, to))
+            via[x->cell * w->ndev + x->to] = *t;
+    }
+    free(via);
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const cedge_t *x = a, *y = b;
+    if (x->tree != y->tree)
+        return x->tree < y->tree ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int gpu_dev(const mc_topo_t *topo, int gpu)
+{
+    return topo->nodes[topo->gpu_node[gpu]].dev;
+}
+
+/* Children a sender reaches in one step on another host hang below one of them there, the one on
+ * the sender's rail when there is one, so the network carries the bytes once per host. That one
+ * moves first among its siblings, as a parent must come before its children. */
+static void fan_out(clower_t *L, const ctree_t *t)
+{
+    cedge_t *e = &L->edges[t->first];
+    for (int i = 0; i < t->nedges; i++) {
+        int h = mc_topo_gpu_host(L->topo, e[i].child), lead = i;
+        if (h == mc_topo_gpu_host(L->topo, e[i].from) || e[i].parent != e[i].from)
+            continue;
+        for (int k = i; k < t->nedges; k++)
+            if (e[k].from == e[i].from && e[k].step == e[i].step &&
+                mc_topo_gpu_host(L->topo, e[k].child) == h &&
+                gpu_dev(L->topo, e[k].child) == gpu_dev(L->topo, e[i].from))
+                lead = k;
+        int c = e[lead].child;
+        e[lead].child = e[i].child;
+        e[i].child = c;
+        for (int k = i + 1; k < t->nedges; k++)
+            if (e[k].from == e[i].from && e[k].step == e[i].step &&
+                mc_topo_gpu_host(L->topo, e[k].child) == h)
+                e[k].parent = c;
+    }
+}
+
+static const clower_t *sort_ctx;
+
+static int cmp_shape(const void *a, const void *b)
+{
+    const ctree_t *x = &sort_ctx->trees[*(const int *)a], *y = &sort_ctx->trees[*(const int *)b];
+    int kx[4] = {x->piece, x->step, x->root, x->nedges}, ky[4] = {y->piece, y->step, y->root,
+                                                                  y->nedges};
+    for (int i = 0; i < 4; i++)
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    for (int i = 0; i < x->nedges; i++) {
+        const cedge_t *ex = &sort_ctx->edges[x->first + i], *ey = &sort_ctx->edges[y->first + i];
+        int ax[3] = {ex->step, ex->parent, ex->child}, ay[3] = {ey->step, ey->parent, ey->child};
+        for (int k = 0; k < 3; k++)
+            if (ax[k] != ay[k])
+                return ax[k] < ay[k] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Numbers the trees' shapes; returns the index of one tree of each shape (caller frees). */
+static int *assign_sigs(clower_t *L, int *nsigs)
+{
+    int *order = mc_xmalloc(sizeof(int) * (size_t)(L->ntrees + 1));
+    int *rep = mc_xmalloc(sizeof(int) * (size_t)(L->ntrees + 1));
+    for (int i = 0; i < L->ntrees; i++)
+        order[i] = i;
+    sort_ctx = L;
+    qsort(order, (size_t)L->ntrees, sizeof(int), cmp_shape);
+    *nsigs = 0;
+    for (int i = 0; i < L->ntrees; i++) {
+        if (!i || cmp_shape(&order[i - 1], &order[i]))
+            rep[(*nsigs)++] = order[i];
+        L->trees[order[i]].sig = *nsigs - 1;
+    }
+    free(order);
+    return rep;
+}
+
+/* The byte ranges of a cell inside its piece: dimensions after j are whole in the cell, so a
+ * range spans dimension j's part of the cell. */
+static void add_runs(clower_t *L, const ctree_t *t)
+{
+    const mc_piece_t *pc = &L->task->pieces[t->piece];
+    int nd = L->w->nd;
+    uint64_t stride[MC_MAX_DIMS];
+    mc_box_t cb;
+    coll_walk_cell_box(L->w, t->cell, &cb);
+    stride[nd - 1] = (uint64_t)mc_dtype_size(L->task->tensors[pc->tensor].src.dtype);
+    for (int d = nd - 2; d >= 0; d--)
+        stride[d] = stride[d + 1] * (uint64_t)(pc->box.hi[d + 1] - pc->box.lo[d + 1]);
+    int j = nd - 1;
+    while (j > 0 && cb.lo[j] == pc->box.lo[j] && cb.hi[j] == pc->box.hi[j])
+        j--;
+    int64_t idx[MC_MAX_DIMS];
+    for (int d = 0; d < j; d++)
+        idx[d] = cb.lo[d];
+    for (;;) {
+        uint64_t off = (uint64_t)(cb.lo[j] - pc->box.lo[j]) * stride[j];
+        for (int d = 0; d < j; d++)
+            off += (uint64_t)(idx[d] - pc->box.lo[d]) * stride[d];
+        MC_GROW(L->runs, L->run_cap, L->nruns + 1);
+        L->runs[L->nruns++] = (crun_t){t->sig, off, (uint64_t)(cb.hi[j] - cb.lo[j]) * stride[j]};
+        int d = j - 1;
+        for (; d >= 0 && ++idx[d] == cb.hi[d]; d--)
+            idx[d] = cb.lo[d];
+        if (d < 0)
+            return;
+    }
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    const crun_t *x = a, *y = b;
+    if (x->sig != y->sig)
+        return x->sig < y->sig ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Merges ranges of one shape that continue each other. */
+static void merge_runs(clower_t *L)
+{
+    qsort(L->runs, (size_t)L->nruns, sizeof(crun_t), cmp_run);
+    int k = 0;
+    for (int i = 0; i < L->nruns; i++) {
+        crun_t *prev = k ? &L->runs[k - 1] : NULL;
+        if (prev && prev->sig == L->runs[i].sig && prev->off + prev->len == L->runs[i].off)
+            prev->len += L->runs[i].len;
+        else
+            L->runs[k++] = L->runs[i];
+    }
+    L->nruns = k;
+}
+
+static mc_status_t emit_run(clower_t *L, mc_sched_t *s, const crun_t *r, const ctree_t *t,
+                            int phase, uint64_t chunk_bytes, mc_err_t *err)
+{
+    const cedge_t *e = &L->edges[t->first];
+    int relayed = 0;
+    for (int i = 0; i < t->nedges; i++)
+        relayed |= e[i].parent != t->root;
+    /* A tree that forwards pipelines in NCCL-sized chunks; a direct send is one message. */
+    int nchunks = synth_forced_chunks(r->len, chunk_bytes || !relayed ? chunk_bytes
+                                                                      : SYNTH_NCCL_STEP_BYTES);
+    int ti = mc_sched_add_tree(s, t->piece, r->off, r->len, t->root, phase, nchunks);
+    for (int i = 0; i < t->nedges; i++) {
+        mc_status_t st = mc_sched_add_edge(s, L->topo, ti, e[i].parent, e[i].child, err);
+        if (st != MC_OK)
+            return st;
+    }
+    return MC_OK;
+}
+
+void coll_stats_free(coll_stats_t *st)
+{
+    free(st->recv_bytes);
+    free(st->live_peak_bytes);
+    st->recv_bytes = st->live_peak_bytes = NULL;
+}
+
+/* Phase of each step that roots a tree: consecutive from first_phase. */
+static int number_phases(const clower_t *L, int nsteps, int first_phase, int *phase_of)
+{
+    int n = 0;
+    for (int k = 0; k < nsteps; k++) {
+        int used = 0;
+        for (int i = 0; i < L->ntrees && !used; i++)
+            used = L->trees[i].step == k;
+        phase_of[k] = first_phase + n;
+        n += used;
+    }
+    return n;
+}
+
+mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_prog_t *p,
+                       int first_phase, uint64_t chunk_bytes, coll_stats_t *stats,
+                       mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    coll_walk_t w;
+    clower_t L = {.w = &w, .task = s->task, .topo = topo};
+    int *rep = NULL, nsigs = 0, phase_of[COLL_MAX_STEPS];
+    MC_CHECK_GOTO(coll_walk(&w, s->task, t, p, topo, s->strategy, err), out_nowalk, st);
+    build_trees(&L);
+    qsort(L.edges, (size_t)L.nedges, sizeof(cedge_t), cmp_edge);
+    for (int i = L.nedges - 1; i >= 0; i--) {
+        L.trees[L.edges[i].tree].first = i;
+        L.trees[L.edges[i].tree].nedges++;
+    }
+    for (int i = 0; i < L.ntrees; i++)
+        fan_out(&L, &L.trees[i]);
+    rep = assign_sigs(&L, &nsigs);
+    for (int i = 0; i < L.ntrees; i++)
+        add_runs(&L, &L.trees[i]);
+    if (L.nruns > COLL_MAX_RUNS) {
+        st = mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s's collectives cut its "
+                        "pieces into %d byte ranges; expected at most %d", s->strategy,
+                        s->task->tensors[t].name, L.nruns, COLL_MAX_RUNS);
+        goto out;
+    }
+    merge_runs(&L);
+    int nphases = number_phases(&L, p->nsteps, first_phase, phase_of);
+    for (int i = 0; i < L.nruns; i++) {
+        const ctree_t *tr = &L.trees[rep[L.runs[i].sig]];
+        MC_CHECK_GOTO(emit_run(&L, s, &L.runs[i], tr, phase_of[tr->step], chunk_bytes, err), out,
+                      st);
+    }
+    if (stats) {
+        stats->nphases = nphases;
+        stats->recv_bytes = w.recv_bytes;
+        stats->live_peak_bytes = w.live_peak_bytes;
+        w.recv_bytes = w.live_peak_bytes = NULL;
+    }
+out:
+    coll_walk_free(&w);
+out_nowalk:
+    free(rep);
+    free(L.trees);
+    free(L.edges);
+    free(L.runs);
+    return st;
+}

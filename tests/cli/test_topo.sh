@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Command-line tests of 'meshcast topo': show (text and JSON), route, dot and --svg, and the exit
+# codes for bad files (1) and bad arguments (2). Figures are read off the topology files.
+. "$(dirname "$0")/lib.sh"
+X="$SHARED/topo-xml"
+D="$ROOT/tests/data/topo"
+json() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); sys.exit(0 if ($1) else 1)"; }
+
+expect_exit 0 "topo --help" -- "$MESHCAST" topo --help
+expect_grep "$TMP/out" '^usage: meshcast topo show FILE' "help names show"
+
+expect_exit 0 "show DGX-1" -- "$MESHCAST" topo show "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+expect_grep "$TMP/out" '^GPUs: 8$' "8 GPUs"
+expect_grep "$TMP/out" '^  7 +0 +h0/GPU7 +70 +120\.0 +6 +12\.00$' "GPU 7: sm 70, 120 GB/s over 6 NVLinks"
+expect_grep "$TMP/out" '^  domain 0: GPUs 0-7$' "one NVLink domain"
+expect_grep "$TMP/out" '^links: 68 \(directed\) LOC 2 NVL 32 PCI 26 SYS 2 NET 6$' "link counts by kind"
+
+expect_exit 0 "show --json H100" -- "$MESHCAST" topo show --json "$X/oci-bm-gpu-h100.8-topo.xml"
+expect_true "json: 1 host, 8 GPUs in order, 370.8 GB/s NVLink each" -- \
+  json "d['hosts']==1 and [g['index'] for g in d['gpus']]==list(range(8)) and all(abs(g['nvlink_bw']-370.8)<1e-9 and g['sm']==90 and g['host']==0 for g in d['gpus'])"
+expect_true "json: 16 NIC ports at 22.5 GB/s" -- \
+  json "len(d['nics'])==16 and all(n['bw']==22.5 and n['host']==0 for n in d['nics'])"
+expect_true "json: link count" -- json "d['links']==98"
+
+expect_exit 0 "show p4d skeleton" -- "$MESHCAST" topo show "$X/aws-p4d-24xlarge-topo.xml"
+expect_grep "$TMP/err" 'warning: .*aws-p4d-24xlarge-topo.xml:18: .*assuming A100-SXM4-40GB' "assumptions are warned"
+expect_grep "$TMP/out" '^warnings: 12$' "12 assumptions listed"
+
+expect_exit 0 "route over NVLink" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 3
+expect_grep "$TMP/out" 'h0/GPU0 +-> h0/GPU3 +NVL +40\.000 GB/s' "one double NVLink"
+expect_grep "$TMP/out" '^bottleneck 40\.000 GB/s, latency 0\.5 us$' "bottleneck and latency"
+expect_exit 0 "route across sockets" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 5
+expect_grep "$TMP/out" 'h0/CPU0 +-> h0/CPU1 +SYS +6\.000 GB/s' "QPI hop"
+expect_grep "$TMP/out" '^bottleneck 6\.000 GB/s' "QPI is the bottleneck"
+expect_exit 0 "route --json" -- "$MESHCAST" topo route --json "$X/oci-bm-gpu4.8-a100-topo.xml" 2 6
+expect_true "json route: GPU2 -> NVS -> GPU6 at 240" -- \
+  json "[l['to'] for l in d['links']]==['h0/NVS','h0/GPU6'] and d['bw']==240 and d['via_gpu']==-1"
+
+# the shipped rail-optimized cluster: GPU 0 of host 0 sends to GPU 1 of host 1 through GPU 1 of
+# host 0, whose NIC is on rail 1 (PXN)
+expect_exit 0 "route PXN" -- "$MESHCAST" topo route --json "$ROOT/topologies/dgx-h100-x4.xml" 0 9
+expect_true "json route: NVLink to GPU 1, then rail 1" -- \
+  json "d['via_gpu']==1 and d['links'][1]['to']=='h0/GPU1' and any(l['to']=='rail1' for l in d['links'])"
+
+expect_exit 0 "dot" -- "$MESHCAST" topo dot "$X/pcie-rtx3090x8-1nic-topo.xml"
+expect_grep "$TMP/out" '^digraph topology \{' "DOT header"
+expect_grep "$TMP/out" '"h0/GPU0" -> "h0/PCI/0000:0c:00.0" \[label="PCI 24", dir=both\]' "a PCIe link drawn both ways"
+if command -v dot >/dev/null; then
+  expect_exit 0 "dot --svg" -- "$MESHCAST" topo dot "$X/pcie-rtx3090x8-1nic-topo.xml" --svg "$TMP/t.svg"
+  expect_grep "$TMP/t.svg" '<svg ' "an SVG file"
+fi
+
+for f in malformed wrong-root missing-attr unknown-unit zero-bandwidth duplicate-busid \
+         nvlink-unknown-target pci-cycle absurd-width billion-laughs external-entity; do
+  expect_exit 1 "bad input $f" -- "$MESHCAST" topo show "$D/$f.xml"
+  expect_grep "$TMP/err" "^meshcast: .*$f\.xml:[0-9]+: " "$f: one message with file and line"
+done
+expect_exit 1 "graph dialect" -- "$MESHCAST" topo show "$X/azure-ncv4-graph.xml"
+expect_grep "$TMP/err" 'NCCL graph file' "graph dialect named"
+expect_exit 1 "skeleton" -- "$MESHCAST" topo show "$X/aws-g5-48xlarge-topo.xml"
+expect_grep "$TMP/err" 'lists only PCI bus ids.*NCCL_TOPO_DUMP_FILE' "says how to dump a full file"
+
+expect_exit 2 "no subcommand" -- "$MESHCAST" topo
+expect_exit 2 "unknown subcommand" -- "$MESHCAST" topo frob "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+expect_exit 2 "GPU out of range" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 8
+expect_exit 2 "GPU not a number" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 x
+expect_exit 2 "unknown option" -- "$MESHCAST" topo show --bogus "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+expect_exit 2 "--svg on show" -- "$MESHCAST" topo show --svg x.svg "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+finish

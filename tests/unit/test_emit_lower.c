@@ -1,0 +1,222 @@
+/* Tests for the lowering of schedules into per-rank plans (emit/lower.c): hand-built schedules on
+ * the paper's cluster, their plans' shape (steps, sends, staging, workspace) derived by hand, and
+ * every byte checked after the host loopback runs them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit/emit.h"
+
+static mc_topo_t *topo;
+
+static int setup(void **state)
+{
+    mc_err_t err = {0};
+    if (mc_topo_load("topologies/aws-p3.8xlarge-x5.xml", &topo, &err) != MC_OK) {
+        print_message("%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mc_topo_free(topo);
+    return 0;
+}
+
+static mc_sched_t *sched_for(const char *task_text, mc_task_t **task)
+{
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_parse_text(task_text, "test", task, &err), MC_OK);
+    assert_int_equal(mc_task_split(*task, &err), MC_OK);
+    return mc_sched_new(*task, topo, "hand");
+}
+
+static void edge(mc_sched_t *s, int tree, int parent, int child)
+{
+    mc_err_t err = {0};
+    assert_int_equal(mc_sched_add_edge(s, topo, tree, parent, child, &err), MC_OK);
+}
+
+/* The piece whose destinations start with gpu. */
+static int piece_to(const mc_task_t *t, int gpu)
+{
+    for (int i = 0; i < t->npieces; i++)
+        if (t->pieces[i].ndests && t->pieces[i].dests[0] == gpu)
+            return i;
+    fail_msg("no piece for GPU %d", gpu);
+    return -1;
+}
+
+/* Runs the plans with the host loopback on pattern-filled buffers; returns the wrong bytes. */
+static uint64_t run(const mc_task_t *task, const mc_emit_plans_t *P)
+{
+    mc_rt_buffers_t *b = calloc(P->nranks, sizeof *b);
+    mc_rt_err_t err = {0};
+    uint64_t wrong = 0;
+    for (int r = 0; r < P->nranks; r++) {
+        const mc_rt_plan_t *p = &P->plans[r];
+        uint64_t n[MC_RT_NBUFS] = {p->src_bytes, p->dst_bytes, p->ws_bytes};
+        for (int i = 0; i < MC_RT_NBUFS; i++) {
+            b[r].bytes[i] = n[i];
+            b[r].buf[i] = malloc(n[i] + 1);
+        }
+        mc_emit_fill_src(task, P->gpus[r], b[r].buf[MC_RT_BUF_SRC]);
+        mc_emit_poison_dst(task, P->gpus[r], b[r].buf[MC_RT_BUF_DST]);
+    }
+    int st = mc_rt_run_loopback(P->nranks, P->plans, b, &err);
+    if (st != MC_RT_OK)
+        print_message("%s\n", err.msg);
+    assert_int_equal(st, MC_RT_OK);
+    for (int r = 0; r < P->nranks; r++) {
+        wrong += mc_emit_check_dst(task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], NULL, 0);
+        for (int i = 0; i < MC_RT_NBUFS; i++)
+            free(b[r].buf[i]);
+    }
+    free(b);
+    return wrong;
+}
+
+/* Every byte of the lowered schedule arrives; frees the case. */
+static void check_and_free(mc_task_t *task, mc_sched_t *s, mc_emit_plans_t *P)
+{
+    assert_int_equal(run(task, P), 0);
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* GPU 0 broadcasts a 4x6 i32 tensor (96 bytes) down the chain 0 -> 4 -> 5 -> 6 in 3 chunks of
+ * 32 bytes. Every shard is the whole tensor, so nothing is staged: GPU 4 receives chunk c at step
+ * c straight into its destination and forwards it from there at step c+1; the chain takes
+ * 3 + 3 - 1 = 5 steps. A second tensor (i8[3], replicated on GPUs 4..6 too) rides in the
+ * same phase on its own tree 0 -> 5, so GPU 5's buffers hold both tensors, i32 first. */
+static void test_chain(void **state)
+{
+    mc_task_t *task;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={host:1,gpu:3}@[4,5,6]\n"
+                              "move a: i32[4,6] A[_,_] -> B[_,_]\nmove b: i8[3] A[_] -> B[_]\n",
+                              &task);
+    assert_int_equal(task->npieces, 2);
+    int pa = task->pieces[0].bytes == 96 ? 0 : 1;
+    int t0 = mc_sched_add_tree(s, pa, 0, 96, 0, 0, 3);
+    edge(s, t0, 0, 4);
+    edge(s, t0, 4, 5);
+    edge(s, t0, 5, 6);
+    int t1 = mc_sched_add_tree(s, 1 - pa, 0, 3, 0, 0, 1);
+    edge(s, t1, 0, 5);
+    edge(s, t1, 5, 4);
+    edge(s, t1, 5, 6);
+    s->nphases = 1;
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    assert_int_equal(P->nranks, 4);
+    assert_int_equal(P->gpus[1], 4);
+    assert_int_equal(P->nphase_steps, 5);
+    const mc_rt_plan_t *g0 = &P->plans[0], *g4 = &P->plans[1], *g6 = &P->plans[3];
+    assert_int_equal(g0->src_bytes, 99);
+    assert_int_equal(g4->dst_bytes, 99);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(P->plans[r].ws_bytes, 0);
+    /* GPU 0: steps 0, 1, 2 (tree a's chunks; tree b's one message rides in step 0). */
+    assert_int_equal(g0->nsteps, 3);
+    assert_int_equal(g0->steps[0].ncomm, 2);
+    assert_int_equal(g0->steps[0].npre, 0);
+    /* GPU 4 receives a's chunks at steps 0..2 and forwards them at 1..3; b arrives at step 1. */
+    assert_int_equal(g4->nsteps, 4);
+    assert_int_equal(g4->steps[3].index, 3);
+    assert_int_equal(g4->steps[1].ncomm, 3);
+    /* GPU 6 receives a's chunks at steps 2..4. */
+    assert_int_equal(g6->steps[0].index, 1);
+    assert_int_equal(g6->steps[g6->nsteps - 1].index, 4);
+    check_and_free(task, s, P);
+}
+
+/* GPU 0 holds a 4x6 i32 tensor; GPUs 4 and 5 need columns 0..2 and 3..5 (48 bytes each, rows of
+ * 12 bytes at a stride of 24 in GPU 0's tile). Tree 1 sends GPU 5's half through GPU 4, which does
+ * not need it, in 2 chunks of 24: GPU 0 packs each chunk into one 24-byte slot, GPU 4 relays
+ * through two slots (48 bytes). Tree 0 sends GPU 4's half whole: GPU 0 packs it into 48 bytes.
+ * Both trees share phase 0, so GPU 0 needs 24 + 48 = 72 bytes of workspace; GPU 4 receives its
+ * own half straight into its destination, GPU 5 both chunks. */
+static void test_strided_relay(void **state)
+{
+    mc_task_t *task;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
+                              "move i32[4,6] A[_,_] -> B[_,x]\n", &task);
+    int p4 = piece_to(task, 4), p5 = piece_to(task, 5);
+    int t0 = mc_sched_add_tree(s, p4, 0, 48, 0, 0, 1);
+    edge(s, t0, 0, 4);
+    int t1 = mc_sched_add_tree(s, p5, 0, 48, 0, 0, 2);
+    edge(s, t1, 0, 4);
+    edge(s, t1, 4, 5);
+    s->nphases = 1;
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    assert_int_equal(P->nranks, 3);
+    assert_int_equal(P->plans[0].ws_bytes, 72);
+    assert_int_equal(P->plans[1].ws_bytes, 48);
+    assert_int_equal(P->plans[2].ws_bytes, 0);
+    /* GPU 0's source box: rows of 12 bytes at a stride of 24, merged to 2 dimensions. */
+    const mc_rt_box_t *bx = &P->plans[0].boxes[P->plans[0].ops[0].src.box];
+    assert_int_equal(bx->ndims, 2);
+    assert_int_equal(bx->extent[1], 12);
+    assert_int_equal(bx->stride[0], 24);
+    check_and_free(task, s, P);
+}
+
+/* Phase 0 brings the piece to GPU 4; in phase 1 GPU 4 roots a tree to GPU 5 from its own
+ * destination shard. Phase 1 starts after phase 0's single step. */
+static void test_root_from_earlier_phase(void **state)
+{
+    mc_task_t *task;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
+                              "move f64[5,3] A[_,_] -> B[_,_]\n", &task);
+    int t0 = mc_sched_add_tree(s, 0, 0, 120, 0, 0, 1);
+    edge(s, t0, 0, 4);
+    int t1 = mc_sched_add_tree(s, 0, 0, 120, 4, 1, 1);
+    edge(s, t1, 4, 5);
+    s->nphases = 2;
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    assert_int_equal(P->nphase_steps, 2);
+    assert_int_equal(P->plans[2].steps[0].index, 1);
+    check_and_free(task, s, P);
+}
+
+static void test_root_without_data(void **state)
+{
+    mc_task_t *task;
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
+                              "move f64[5,3] A[_,_] -> B[_,_]\n", &task);
+    int t0 = mc_sched_add_tree(s, 0, 0, 120, 6, 0, 1);
+    edge(s, t0, 6, 4);
+    s->nphases = 1;
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_ERR_UNSUPPORTED);
+    assert_string_equal(err.msg, "tree 0: root GPU 6 neither holds piece 0 nor is one of its "
+                                 "destinations, so it has nothing to send");
+    assert_null(P);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_strided_relay),
+        cmocka_unit_test(test_root_from_earlier_phase),
+        cmocka_unit_test(test_root_without_data),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
