@@ -65,6 +65,9 @@ void coll_plan_normal_form(coll_prog_t *p);
 void coll_plan_fuse_flat(coll_prog_t *p);
 /* What the 'collectives' strategy runs: the normal form with its flat steps fused. */
 void coll_plan_collectives(coll_prog_t *p);
+/* ---- synth_xla.c ---- */
+/* XLA's decision ladder (ReshardNoCache), first match wins. */
+void coll_plan_xla(coll_prog_t *p);
 
 /* ---- collective_walk.c: a program walked cell by cell ---- */
 

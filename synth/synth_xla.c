@@ -94,7 +94,7 @@ static unsigned used_axes(const mc_layout_t *a, const mc_layout_t *b)
     return coll_layout_axes(a) | coll_layout_axes(b);
 }
 
-static void xla_ladder(coll_prog_t *p)
+void coll_plan_xla(coll_prog_t *p)
 {
     const mc_layout_t *S = &p->src, *D = &p->dst;
     unsigned all = (1u << p->space->meshes[0].naxes) - 1, us = coll_layout_axes(S),
@@ -137,7 +137,7 @@ mc_status_t mc_synth_xla(mc_task_t *task, const mc_topo_t *topo, const mc_synth_
 {
     mc_status_t st = MC_OK;
     mc_sched_t *s = NULL;
-    MC_CHECK_GOTO(coll_synth(task, topo, opts, "xla", xla_ladder, &s, err), out, st);
+    MC_CHECK_GOTO(coll_synth(task, topo, opts, "xla", coll_plan_xla, &s, err), out, st);
     MC_CHECK_GOTO(mc_synth_check_memory(s, topo, opts->memory_limit, err), out, st);
     s->mem_limit = opts->memory_limit;
     *out = s;
