@@ -69,6 +69,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+# Schemas compiled into the library with the assembler's .incbin.
+$(BUILD)/obj/topo/topo_cluster_schema.o: topologies/schema/cluster.rng
+$(BUILD)/obj/sched/sched_schema.o: sched/schedule.rng
+
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
