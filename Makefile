@@ -18,7 +18,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lm -lpthread
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wno-unused-parameter
 OPT      ?= -O2 -g
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -I. -DMC_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -MMD -MP
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(FUZZ_CFLAGS) -I. -DMC_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -MMD -MP
 LDFLAGS_ALL =
 
 ifneq ($(SANITIZE),)
@@ -29,6 +29,15 @@ ifneq ($(SANITIZE),)
   SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=$(SANITIZE) -fno-omit-frame-pointer
   CFLAGS_ALL += $(SANFLAGS)
   LDFLAGS_ALL += $(SANFLAGS)
+endif
+
+# Quiet build lines ("CC file"); make V=1 shows the full commands.
+ifeq ($(V),1)
+  Q :=
+  say = @true
+else
+  Q := @
+  say = @printf '  %-6s %s\n'
 endif
 
 LIB_DIRS := util topo layout sched sim synth emit bench
@@ -52,7 +61,7 @@ RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps demo test check bench fuzz install clean build-all
+.PHONY: all deps demo test check bench fuzz fuzz-build install clean build-all
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 
@@ -67,22 +76,31 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# Schemas compiled into the library with the assembler's .incbin.
+$(BUILD)/obj/topo/topo_cluster_schema.o: topologies/schema/cluster.rng
+$(BUILD)/obj/sched/sched_schema.o: sched/schedule.rng
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(RT_LIB): $(RT_OBJS) $(RT_EXTRA_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(CLI_BIN): $(CLI_OBJS) $(LIB) $(RT_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
+	$(say) LINK $@
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(RT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
 
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
@@ -100,6 +118,20 @@ check: $(DEPS_STAMP)
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
+
+# libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the real topology files.
+FUZZ_SECONDS ?= 60
+FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
+fuzz: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
+	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
+	@for f in $(FUZZ_BINS); do mkdir -p $$f.corpus; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies || exit 1; done
+
+fuzz-build: $(FUZZ_BINS)
+
+build-fuzz/%: fuzz/%.c $(LIB) $(RT_LIB)
+	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/meshcast

@@ -9,6 +9,7 @@
 
 /* Meshes larger than this are surely a typo; it also keeps every product below int overflow. */
 #define MESH_MAX_DEVICES (1 << 24)
+#define IOTA_MAX_DIMS 32
 
 typedef struct cursor {
     const char *text;
@@ -130,6 +131,10 @@ static mc_status_t iota_devices(cursor_t *c, mc_mesh_t *m)
     MC_CHECK_GOTO(expect(c, '[', "'[' after '<='"), out, st);
     MC_CHECK_GOTO(int_list(c, "an iota dimension", MESH_MAX_DEVICES, ']', "',' or ']'", &dims, &nd),
                   out, st);
+    if (nd > IOTA_MAX_DIMS) {
+        st = fail_at(c, at, "expected at most %d iota dimensions", IOTA_MAX_DIMS);
+        goto out;
+    }
     int64_t total = 1;
     for (int i = 0; i < nd; i++)
         total = total * dims[i] > MESH_MAX_DEVICES ? MESH_MAX_DEVICES + 1 : total * dims[i];
@@ -144,8 +149,8 @@ static mc_status_t iota_devices(cursor_t *c, mc_mesh_t *m)
         const char *pat = c->p;
         MC_CHECK_GOTO(expect(c, '(', "'(' after 'T'"), out, st);
         MC_CHECK_GOTO(int_list(c, "a dimension index", nd, ')', "',' or ')'", &perm, &np), out, st);
-        int seen[MC_MAX_AXES + 8] = {0};
-        for (int i = 0; i < np && np == nd && nd <= MC_MAX_AXES + 8; i++) {
+        int seen[IOTA_MAX_DIMS] = {0};
+        for (int i = 0; i < np && np == nd; i++) {
             if (perm[i] >= nd || seen[perm[i]])
                 np = -1;
             else
@@ -156,11 +161,7 @@ static mc_status_t iota_devices(cursor_t *c, mc_mesh_t *m)
             goto out;
         }
     }
-    int64_t pdims[64], stride[64];
-    if (nd > 64) {
-        st = fail_at(c, at, "expected at most 64 iota dimensions");
-        goto out;
-    }
+    int64_t pdims[IOTA_MAX_DIMS], stride[IOTA_MAX_DIMS];
     for (int i = nd - 1, s = 1; i >= 0; s *= (int)dims[i], i--)
         stride[i] = s;
     for (int i = 0; i < nd; i++)
@@ -376,14 +377,18 @@ static mc_status_t dim_specs(cursor_t *c, const mc_task_t *task, mc_layout_t *l)
             MC_CHECK_GOTO(int_list(c, "a shard size", l->shape[k], '}', "',' or '}'", &sizes, &n),
                           out, st);
             d->sizes = sizes;
-            for (int i = 0; i < n; i++)
-                sum += sizes[i]; /* each is at most the dim, n is at most the mesh size */
+            int over = 0; /* the sum passed the dim; stop before it can overflow */
+            for (int i = 0; i < n && !over; i++) {
+                over = sizes[i] > l->shape[k] - sum;
+                sum += over ? 0 : sizes[i];
+            }
             if (n != k_shards)
                 return fail_at(c, sat, "expected %lld shard sizes (one per shard of %.*s), got %d",
                                (long long)k_shards, (int)(sat - dat), dat, n);
-            if (sum != l->shape[k])
-                return fail_at(c, sat, "the shard sizes sum to %lld, expected the dimension's "
-                               "size %lld", (long long)sum, (long long)l->shape[k]);
+            if (over || sum != l->shape[k])
+                return fail_at(c, sat, "the shard sizes sum to %s%lld, expected the dimension's "
+                               "size %lld", over ? "more than " : "",
+                               (long long)(over ? l->shape[k] : sum), (long long)l->shape[k]);
         }
     }
     skip_ws(c);

@@ -28,11 +28,12 @@ void mc_layout_shard(const mc_task_t *task, const mc_layout_t *layout, int dim, 
         return;
     }
     int64_t k = mc_layout_nshards(task, layout, dim);
-    int64_t q = n / k + (n % k != 0);
-    /* s*q cannot overflow: s < k and q <= n/k + 1, so s*q <= n + k. */
-    int64_t start = s * q < n ? s * q : n;
+    int64_t q = n / k + (n % k != 0), start;
+    /* n may be close to 2^63, so neither s*q nor start+q may be formed when past n. */
+    if (__builtin_mul_overflow(s, q, &start) || start > n)
+        start = n;
     *lo = start;
-    *hi = start + q < n ? start + q : n;
+    *hi = q < n - start ? start + q : n;
 }
 
 int64_t mc_layout_shard_of(const mc_task_t *task, const mc_layout_t *layout, int dim, int pos)

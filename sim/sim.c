@@ -14,6 +14,9 @@
 #include "sim/sim.h"
 #include "sim/sim_internal.h"
 
+/* Flows of one phase at most: 48 bytes each, so about 2.4 GB. */
+#define SIM_MAX_FLOWS 50000000
+
 typedef struct sim_flow {
     int edge, chunk;
     double bytes, remaining, rate, t_upd;
@@ -83,9 +86,13 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
     const mc_topo_t *topo = sm->topo;
     mc_status_t st = MC_OK;
     int base = sm->nedges;
-    if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1)
+    if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1 ||
+        tr->nchunks > MC_SCHED_MAX_CHUNKS)
         return mc_err_set(err, MC_ERR_INVALID, "sim: tree %d has root %d and %d chunks", ti,
                           tr->root, tr->nchunks);
+    if ((int64_t)sm->nflows + (int64_t)tr->nedges * tr->nchunks > SIM_MAX_FLOWS)
+        return mc_err_set(err, MC_ERR_INVALID, "sim: phase %d has more than %d flows (edges x "
+                          "chunks); use fewer, larger chunks", tr->phase, SIM_MAX_FLOWS);
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];
         int bad = ed->nlinks < 1 || ed->parent < 0 || ed->parent >= topo->ngpus ||
@@ -348,6 +355,8 @@ static void gather_intervals(sim_t *sm)
         n += (size_t)sm->links[l].niv;
     r->intervals = mc_xmalloc(sizeof(mc_sim_interval_t) * (n + 1));
     for (int l = 0; l < sm->topo->nlinks; l++) {
+        if (!sm->links[l].niv)
+            continue;
         memcpy(&r->intervals[r->nintervals], sm->links[l].iv,
                sizeof(mc_sim_interval_t) * (size_t)sm->links[l].niv);
         r->nintervals += sm->links[l].niv;

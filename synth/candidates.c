@@ -237,10 +237,13 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
             ndev++;
     for (int k = 0; k < ndev; k++) {
         int r = on_rail(topo, hosts[0], k);
+        if (r < 0 || !contains(g.pc->holders, g.pc->nholders, r))
+            r = r0;
         g.rail = k;
-        MC_CHECK_GOTO(build(&g, r >= 0 && contains(g.pc->holders, g.pc->nholders, r) ? r : r0,
-                            shape, 1, err),
-                      out, st);
+        /* inside each destination host: a chain (every link once) or the shortest-path tree
+         * (shallow: less pipeline fill, but the entry GPU sends several times) */
+        MC_CHECK_GOTO(build(&g, r, shape, 1, err), out, st);
+        MC_CHECK_GOTO(build(&g, r, shape, 0, err), out, st);
     }
     g.rail = -1;
     MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 0, err), out, st);

@@ -51,6 +51,10 @@ void coll_prog_push(coll_prog_t *p, coll_kind_t kind, unsigned group, const mc_l
 const mc_layout_t *coll_prog_layout(const coll_prog_t *p, int i);
 /* Bitmask of the mesh axes a layout splits a dimension over. */
 unsigned coll_layout_axes(const mc_layout_t *l);
+/* Shards of a dimension: the product of its axes' sizes. */
+int64_t coll_dim_shards(const coll_prog_t *p, const mc_dim_spec_t *d);
+/* Do two layouts split every dimension into as many shards? */
+int coll_same_tile_shapes(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b);
 /* Do two layouts give every device the same tile? */
 int coll_same_tiles(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b);
 /* "slice, all-to-all(x), all-gather(y)" for params and messages; caller frees. */
@@ -58,14 +62,55 @@ char *coll_prog_describe(const coll_prog_t *p);
 
 /* ---- collective_plan.c: the paper's normal form ---- */
 
-/* Fills the steps: slices first, then all-to-alls and at most one permute, then all-gathers. */
+/* Fills the steps: slices first, then all-to-alls and at most one permute, then all-gathers;
+ * each all-to-all moves a block of minor axes from one dimension to another (typed steps). */
 void coll_plan_normal_form(coll_prog_t *p);
+/* Fuses consecutive flat steps (all-to-alls, the permute) into one. */
+void coll_plan_fuse_flat(coll_prog_t *p);
+/* What the 'collectives' strategy runs: the normal form with its flat steps fused. */
+void coll_plan_collectives(coll_prog_t *p);
+/* ---- synth_xla.c ---- */
+/* XLA's decision ladder (ReshardNoCache), first match wins. */
+void coll_plan_xla(coll_prog_t *p);
+
+/* ---- collective_walk.c: a program walked cell by cell ---- */
+
+/* The tensor is cut into cells along the boundaries of every layout of the program: each tile
+ * of each layout is a box of whole cells and each cell lies in at most one piece. */
+typedef struct coll_xfer {
+    int64_t cell;
+    int step;
+    int from, to;   /* positions in the program's mesh */
+} coll_xfer_t;
+
+typedef struct coll_walk {
+    const coll_prog_t *p;
+    int nd, ndev;
+    const int *devices;         /* global GPU id of each position */
+    int ncut[MC_MAX_DIMS];      /* cells per dimension */
+    int64_t *cut[MC_MAX_DIMS];  /* their boundaries */
+    int64_t stride[MC_MAX_DIMS], ncells;
+    int *cell_piece;            /* piece of each cell, -1 when no device needs it from another */
+    coll_xfer_t *xf;            /* every transfer, by step */
+    int nxf, xf_cap;
+    uint64_t *recv_bytes;       /* per position: bytes received */
+    uint64_t *live_peak_bytes;  /* per position: largest tile held at any point */
+} coll_walk_t;
+
+/* Walks program p of tensor t step by step: a device whose next tile holds a cell its current
+ * one does not receives it from a device that holds it now (of its group for the step when one
+ * does, on its own host if possible, the least loaded otherwise), unless it already has the
+ * bytes (it holds the piece in its source shard or received them earlier). */
+mc_status_t coll_walk(coll_walk_t *w, const mc_task_t *task, int t, const coll_prog_t *p,
+                      const mc_topo_t *topo, const char *strategy, mc_err_t *err);
+void coll_walk_free(coll_walk_t *w);
+void coll_walk_cell_box(const coll_walk_t *w, int64_t cell, mc_box_t *box);
 
 /* ---- collective_lower.c, collective_synth.c ---- */
 
 /* What lowering a program did, per GPU position of the program's mesh (arrays of ndevices). */
 typedef struct coll_stats {
-    int nphases;                /* phases it used (steps that moved nothing use none) */
+    int nphases;                /* phases it used */
     uint64_t *recv_bytes;       /* bytes each device received */
     uint64_t *live_peak_bytes;  /* largest tile it held at any point of the program */
 } coll_stats_t;
@@ -73,9 +118,11 @@ typedef struct coll_stats {
 void coll_stats_free(coll_stats_t *st);
 
 /* Adds the trees that run program p (for tensor t of s's task) to s, starting at phase
- * first_phase: every step is its own phase; a receiver that already holds the bytes (a source
- * holder, or it received them earlier) gets nothing; a multicast crossing hosts sends once per
- * host and fans out inside it. stats may be NULL. */
+ * first_phase. Each cell's transfers form a tree from a holder: a device that receives bytes it
+ * does not need forwards them inside the same tree (so every root holds or needs the piece, as
+ * the runtime requires), and the tree runs in the phase of its first step; each step that roots
+ * a tree is a phase. Trees of cells with the same shape and adjacent byte ranges merge; a
+ * device's children on another host hang below the first of them. stats may be NULL. */
 mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_prog_t *p,
                        int first_phase, uint64_t chunk_bytes, coll_stats_t *stats,
                        mc_err_t *err);

@@ -54,8 +54,8 @@ typedef struct mc_cands {
     mc_cand_t *c;
 } mc_cands_t;
 
-/* Most candidates kept per piece. */
-#define MC_CAND_MAX 16
+/* Candidates from further holder hosts stop being added beyond this many per share. */
+#define MC_CAND_MAX 24
 
 /* Appends the candidate trees of a share (at least one; each reaches all its destinations). Root
  * choices start at rotation rot (shares leaving the same host get different ones). With
@@ -115,8 +115,8 @@ void mc_plan_sol_free(mc_plan_sol_t *s);
 /* Phase time under the plan's cost model: the slowest tree, or the busiest link (trees of one
  * phase share links at planned rates). */
 int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k);
-/* A lower bound on any solution's estimate: a piece alone on its best tree, and the load on
- * every link that all of a piece's candidates cross. */
+/* A lower bound on any solution's estimate: the load on every link that all of a piece's
+ * candidates cross (a piece split over several trees may beat any one of them). */
 int64_t mc_plan_lower_ps(const mc_plan_t *pl);
 /* Checks a solution (every piece's units placed, none negative) and fills est_ps. Returns 0
  * when feasible. */
@@ -124,8 +124,8 @@ int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s);
 /* Drops empty phases and orders the rest slowest first (phases are independent). */
 void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
 
-/* Greedy seed and fallback: each piece whole on the candidate and phase that grow the estimate
- * least, largest pieces first. Always feasible. */
+/* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
+ * candidate and phase that grow the estimate least. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {
@@ -135,11 +135,18 @@ typedef struct mc_z3_stats {
     char reason[96];
 } mc_z3_stats_t;
 
-/* Z3_optimize over the plan with nphases phases (0: the seed's plus one), seeded by seed's
- * makespan as an upper bound and the plan's lower bound. On success *out holds a feasible
- * solution no worse than seed (or a copy of seed). rlimit 0 = none; budget_s bounds the wall
- * clock. */
-mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int nphases,
+/* The relaxation, solved by Z3_optimize over real units in one phase: the split of every piece
+ * over its candidates that minimizes the busiest link plus a share-weighted pipelining cost.
+ * *out gets its rounding to whole units (status 1), or nothing (status -1) when it was
+ * stopped. */
+mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
+                             mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
+
+/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases plus
+ * one), each used tree paying its fixed cost, the sum of phase times between lower and the seed's
+ * estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds nothing
+ * better). rlimit 0 = none; budget_s bounds the wall clock. */
+mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err);
 

@@ -1,6 +1,7 @@
 /* The 'collectives' strategy: same-mesh redistribution as the normal form of Rink et al. (arXiv
  * 2112.01075): slices, all-to-alls and at most one permute, all-gathers, each collective a phase
- * of trees mapped onto the topology. The schedule states its memory bound (the two shards plus
+ * of trees mapped onto the topology, consecutive all-to-alls and the permute fused into one
+ * exchange. The schedule states its memory bound (the two shards plus
  * one intermediate array of at most max(source tile, destination tile) per GPU) in mem-limit, so
  * 'validate' checks it; under --memory-limit the stated bound is the smaller of the two. */
 #include "synth/collective_internal.h"
@@ -10,7 +11,8 @@ mc_status_t mc_synth_collectives(mc_task_t *task, const mc_topo_t *topo,
 {
     mc_status_t st = MC_OK;
     mc_sched_t *s = NULL;
-    MC_CHECK_GOTO(coll_synth(task, topo, opts, "collectives", coll_plan_normal_form, &s, err),
+    MC_CHECK_GOTO(coll_synth(task, topo, opts, "collectives", coll_plan_collectives, &s,
+                             err),
                   out, st);
     MC_CHECK_GOTO(mc_synth_check_memory(s, topo, opts->memory_limit, err), out, st);
     uint64_t bound = 0;

@@ -15,7 +15,6 @@ for f in two-phases shared shared-rates; do
   else cp $data/$f.xml "$TMP/$f.xml"; fi
 done
 good="$TMP/two-phases.xml"
-R0='h0/GPU0 h0/PCI0 h0/CPU0 h0/NIC0 h0/NET0 switch h2/NET0 h2/NIC0 h2/CPU0 h2/PCI0 h2/GPU0'
 
 expect_exit 0 "help" -- "$MESHCAST" validate --help
 expect_grep "$TMP/out" '^usage: meshcast validate' "help text"

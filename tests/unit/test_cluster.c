@@ -8,14 +8,6 @@
 #include "topo/topo_cluster.h"
 #include "test_cluster.h"
 
-static int count_kind(const mc_topo_t *t, mc_node_kind_t kind)
-{
-    int n = 0;
-    for (int i = 0; i < t->nnodes; i++)
-        n += t->nodes[i].kind == kind;
-    return n;
-}
-
 static double link_bw(const mc_topo_t *t, const char *a, const char *b)
 {
     return named_link(t, a, b)->bw;
@@ -26,8 +18,8 @@ static void expect_shape(const mc_topo_t *t, int hosts, int gpus, int nets, int 
 {
     assert_int_equal(t->nhosts, hosts);
     assert_int_equal(t->ngpus, gpus);
-    assert_int_equal(count_kind(t, MC_NODE_NET), nets);
-    assert_int_equal(count_kind(t, MC_NODE_SWITCH), switches);
+    assert_int_equal(count_nodes(t, MC_NODE_NET), nets);
+    assert_int_equal(count_nodes(t, MC_NODE_SWITCH), switches);
     assert_int_equal(t->nnodes, nodes);
     assert_int_equal(t->nlinks, links);
 }
@@ -51,7 +43,7 @@ static void test_schema_is_current(void **state)
  * pairs: 46 nodes, 150 directed links. */
 static void test_aws_p3(void **state)
 {
-    mc_topo_t *t = load("topologies/aws-p3.8xlarge-x5.xml");
+    mc_topo_t *t = load_ok("topologies/aws-p3.8xlarge-x5.xml");
     expect_shape(t, 5, 20, 5, 1, 46, 150);
     /* NVLink lanes inside GPUs 0-3 of the DGX-1 file: GPU0 1+1+2, GPU1 1+2+1, GPU2 1+2+2,
      * GPU3 2+1+2, 20 GB/s each (sm 70). */
@@ -59,7 +51,7 @@ static void test_aws_p3(void **state)
     for (int g = 0; g < 20; g++) {
         assert_int_equal(mc_topo_gpu_host(t, g), g / 4);
         assert_int_equal(t->nodes[t->gpu_node[g]].sm, 70);
-        assert_float_equal(gpu_nvlink_bw(t, g), nvl[g % 4] * GB, 1);
+        assert_float_equal(nvlink_gbps(t, g), nvl[g % 4], 1e-9);
     }
     assert_float_equal(link_bw(t, "h4/GPU0", "h4/GPU3"), 40 * GB, 1);
     assert_float_equal(link_bw(t, "h4/GPU1", "h4/GPU3"), 20 * GB, 1);
@@ -98,14 +90,14 @@ static void expect_rails(const mc_topo_t *t, int hosts, double port_bw)
 
 /* A 4-node DGX pod on rails: every GPU's sm and NVLink total, NIC i on rail i at the port's
  * speed, and the PCIe link of GPU5 and NIC5 to their switch. */
-static void expect_dgx_pod(const char *path, int nodes, int links, int sm, double nvl_bw,
+static void expect_dgx_pod(const char *path, int nodes, int links, int sm, double nvl_gbps,
                            double port_bw, const char *pci_switch, double pci_bw)
 {
-    mc_topo_t *t = load(path);
+    mc_topo_t *t = load_ok(path);
     expect_shape(t, 4, 32, 32, 8, nodes, links);
     for (int g = 0; g < 32; g++) {
         assert_int_equal(t->nodes[t->gpu_node[g]].sm, sm);
-        assert_float_equal(gpu_nvlink_bw(t, g), nvl_bw, 1);
+        assert_float_equal(nvlink_gbps(t, g), nvl_gbps, 1e-9);
     }
     expect_rails(t, 4, port_bw);
     assert_float_equal(link_bw(t, "h3/GPU5", pci_switch), pci_bw, 1);
@@ -119,7 +111,7 @@ static void expect_dgx_pod(const char *path, int nodes, int links, int sm, doubl
  * and NICs 4-5 on PCIe Gen4 switch 2 (24 GB/s). */
 static void test_dgx_a100(void **state)
 {
-    expect_dgx_pod("topologies/dgx-a100-x4.xml", 132, 360, 80, 240 * GB, 25 * GB, "h3/PCI2",
+    expect_dgx_pod("topologies/dgx-a100-x4.xml", 132, 360, 80, 240, 25 * GB, "h3/PCI2",
                    24 * GB);
 }
 
@@ -128,8 +120,18 @@ static void test_dgx_a100(void **state)
  * 400 Gb/s ports, GPU5 and NIC5 on PCIe Gen5 switch 5 (48 GB/s). */
 static void test_dgx_h100(void **state)
 {
-    expect_dgx_pod("topologies/dgx-h100-x4.xml", 148, 392, 90, 370.8 * GB, 50 * GB, "h3/PCI5",
+    expect_dgx_pod("topologies/dgx-h100-x4.xml", 148, 392, 90, 370.8, 50 * GB, "h3/PCI5",
                    48 * GB);
+}
+
+/* One DGX H100 on its own rails: 35 nodes + 8 rails, 82 links + 8 port pairs. */
+static void test_dgx_h100_x1(void **state)
+{
+    mc_topo_t *t = load_ok("topologies/dgx-h100-x1.xml");
+    expect_shape(t, 1, 8, 8, 8, 43, 98);
+    assert_float_equal(link_bw(t, "h0/NET6", "rail6"), 50 * GB, 1);
+    assert_float_equal(mc_topo_host_net_bw(t, 0), 400 * GB, 1);
+    mc_topo_free(t);
 }
 
 /* 128 x DGX H100: 128 x 35 nodes + 8 rails + 4 spines = 4492 nodes; 128 x 82 links + 1024 port
@@ -137,7 +139,7 @@ static void test_dgx_h100(void **state)
  * of its 4 uplinks carries 1600 GB/s. */
 static void test_dgx_h100_x128(void **state)
 {
-    mc_topo_t *t = load("topologies/dgx-h100-x128.xml");
+    mc_topo_t *t = load_ok("topologies/dgx-h100-x128.xml");
     expect_shape(t, 128, 1024, 1024, 12, 4492, 12608);
     assert_int_equal(mc_topo_gpu_host(t, 1023), 127);
     assert_int_equal(t->nodes[t->gpu_node[1023]].dev, 7);
@@ -154,7 +156,7 @@ static void test_dgx_h100_x128(void **state)
  * nodes, 56 links. No NVLink at all. */
 static void test_pcie(void **state)
 {
-    mc_topo_t *t = load("topologies/pcie-8gpu-1nic.xml");
+    mc_topo_t *t = load_ok("topologies/pcie-8gpu-1nic.xml");
     expect_shape(t, 2, 16, 2, 1, 29, 56);
     for (int i = 0; i < t->nlinks; i++)
         assert_int_not_equal(t->links[i].kind, MC_LINK_NVL);
@@ -173,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_aws_p3),
         cmocka_unit_test(test_dgx_a100),
         cmocka_unit_test(test_dgx_h100),
+        cmocka_unit_test(test_dgx_h100_x1),
         cmocka_unit_test(test_dgx_h100_x128),
         cmocka_unit_test(test_pcie),
     };

@@ -1,30 +1,13 @@
-/* Helpers shared by the cluster loader tests (test_cluster*.c): loading a file that must load,
- * one that must fail with a given message, and reading figures off the graph. Static inline so
- * that each test program takes only what it uses. */
+/* Helpers shared by the cluster loader tests (test_cluster*.c), on top of the topology tests'
+ * helpers: a file that must fail with a given message, and a link looked up by node names. */
 #ifndef MC_TEST_CLUSTER_H
 #define MC_TEST_CLUSTER_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "test_topo_helpers.h"
 
-#include <string.h>
-
-#include "topo/topo.h"
-
-#define GB 1e9
+#undef DATA /* the topology tests' data folder; the cluster tests have their own */
 #define DATA "tests/data/cluster/"
-
-static inline mc_topo_t *load(const char *path)
-{
-    mc_topo_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_topo_load(path, &t, &err) != MC_OK)
-        fail_msg("%s: %s", path, err.msg);
-    return t;
-}
+#define GB 1e9
 
 /* path must fail as invalid input with a message that starts with where ("file:line:") and
  * contains what and what2 (either may be NULL). */
@@ -50,16 +33,6 @@ static inline const mc_link_t *named_link(const mc_topo_t *t, const char *a, con
     if (l < 0)
         fail_msg("no link %s -> %s", a, b);
     return &t->links[l];
-}
-
-/* Sum of a GPU's outgoing NVLink bandwidth. */
-static inline double gpu_nvlink_bw(const mc_topo_t *t, int gpu)
-{
-    double bw = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].src == t->gpu_node[gpu] && t->links[i].kind == MC_LINK_NVL)
-            bw += t->links[i].bw;
-    return bw;
 }
 
 #endif

@@ -10,7 +10,7 @@
  * spines at 2:1, so each leaf-spine link is 400 / 2 / 2 = 100 GB/s. */
 static void test_leaves_spines(void **state)
 {
-    mc_topo_t *t = load(DATA "leaves-spines.xml");
+    mc_topo_t *t = load_ok(DATA "leaves-spines.xml");
     assert_int_equal(t->nhosts, 6);
     assert_int_equal(t->ngpus, 48);
     assert_int_equal(mc_topo_find_node(t, "leaf3"), -1);
@@ -30,7 +30,7 @@ static void test_leaves_spines(void **state)
  * the H100 ports (25 GB/s) and are capped at the p3's 1.25 GB/s with a warning. */
 static void test_mixed_nic_bw(void **state)
 {
-    mc_topo_t *t = load(DATA "mixed-nic-bw.xml");
+    mc_topo_t *t = load_ok(DATA "mixed-nic-bw.xml");
     assert_int_equal(t->nhosts, 3);
     assert_int_equal(t->ngpus, 20);
     assert_int_equal(t->nodes[t->gpu_node[16]].sm, 70);
@@ -51,7 +51,7 @@ static void test_mixed_nic_bw(void **state)
 /* One host needs no network; its ports link to nothing. */
 static void test_single_host(void **state)
 {
-    mc_topo_t *t = load(DATA "single.xml");
+    mc_topo_t *t = load_ok(DATA "single.xml");
     assert_int_equal(t->nhosts, 1);
     assert_int_equal(t->ngpus, 8);
     assert_int_equal(t->nnodes, 35);
@@ -82,6 +82,7 @@ static const bad_case_t bad_cases[] = {
     {"bad-missing-file.xml", DATA "bad-missing-file.xml:2:", {"no-such-topo.xml", "file"}},
     {"bad-absurd-count.xml", DATA "bad-absurd-count.xml:3:", {"16390 hosts", "at most 16384"}},
     {"bad-huge-count.xml", DATA "bad-huge-count.xml:2:", {"99999999999999999999999", "16384"}},
+    {"bad-absurd-spines.xml", DATA "bad-absurd-spines.xml:5:", {"1200000 uplinks", "at most"}},
     {"bad-no-network.xml", DATA "bad-no-network.xml:1:", {"3 hosts", "<network>"}},
     {"bad-spines-bw-and-ratio.xml", DATA "bad-spines-bw-and-ratio.xml:5:",
      {"bw", "oversubscription, not both"}},

@@ -100,20 +100,20 @@ static void coords(const mc_layout_t *l, int64_t e, int64_t *x)
     }
 }
 
-/* Plans tensor 0 of the fixture's task in normal form, lowers it, and checks the lowering's
- * received bytes and largest live tile per device against a walk over every element: at each
- * step a device receives the elements of its next tile that are not in its current one, unless
- * it already has them or no device needs them from another. Also checks that the schedule the
- * strategy made delivers the same bytes, that on even shapes no live tile exceeds max(source
- * tile, destination tile), and (live_peak != 0) the largest live tile. */
-static void coll_check_program(coll_fixture_t *f, int uneven, uint64_t live_peak)
+/* Plans tensor 0 of the fixture's task with plan, lowers it, and checks the lowering's received
+ * bytes and largest live tile per device against a walk over every element: at each step a
+ * device receives the elements of its next tile that are not in its current one, unless it
+ * already has them or no device needs them from another. Also checks that on even shapes no live
+ * tile exceeds max(source tile, destination tile), (live_peak != 0) the largest live tile, and
+ * (with the strategy's plan) that the schedule the strategy made delivers the same bytes. */
+static void coll_check_plan(coll_fixture_t *f, coll_plan_fn plan, int uneven, uint64_t live_peak)
 {
     mc_err_t err = {0};
     coll_prog_t p;
     coll_stats_t st = {0};
     const mc_tensor_move_t *mv = &f->task->tensors[0];
     assert_int_equal(coll_prog_init(&p, f->task, 0, "collectives", &err), MC_OK);
-    coll_plan_normal_form(&p);
+    plan(&p);
     mc_sched_t *s = mc_sched_new(f->task, f->topo, "collectives");
     assert_int_equal(coll_lower(s, f->topo, 0, &p, 0, 0, &st, &err), MC_OK);
     const mc_mesh_t *m = &p.space->meshes[0];
@@ -158,7 +158,8 @@ static void coll_check_program(coll_fixture_t *f, int uneven, uint64_t live_peak
         int g = m->devices[q];
         uint64_t src = mc_task_src_bytes(f->task, g), dst = mc_task_dst_bytes(f->task, g);
         assert_int_equal(st.recv_bytes[q], recv[q]);
-        assert_int_equal(coll_recv_bytes(f->s, g), recv[q]);
+        if (plan == coll_plan_collectives)
+            assert_int_equal(coll_recv_bytes(f->s, g), recv[q]);
         if (!uneven)
             assert_true(st.live_peak_bytes[q] <= (src > dst ? src : dst));
     }
@@ -174,6 +175,13 @@ static void coll_check_program(coll_fixture_t *f, int uneven, uint64_t live_peak
     coll_prog_free(&p);
 }
 
+/* Both plans of the strategy's task checked by coll_check_plan. */
+static void coll_check_program(coll_fixture_t *f, int uneven, uint64_t live_peak)
+{
+    coll_check_plan(f, coll_plan_normal_form, uneven, live_peak);
+    coll_check_plan(f, coll_plan_collectives, uneven, live_peak);
+}
+
 /* The research note's worked case (openxla/xla #15207): 640 elements received per device by the
  * two all-to-alls, against a need of 448. */
 #define WORKED "mesh M={x:4,y:2}@0..7\nmove f32[16,16,16] M[y,_,x] -> M[_,(x,y),_]\n"
@@ -181,17 +189,46 @@ static void coll_check_program(coll_fixture_t *f, int uneven, uint64_t live_peak
 static void test_worked_two_alltoalls(void **state)
 {
     coll_fixture_t *f = *state;
-    coll_synth_ok(f, "collectives", WORKED, 0);
-    assert_string_equal(f->s->params, "t0=all-to-all(x),all-to-all(y)");
-    assert_int_equal(f->s->nphases, 2);
+    mc_err_t err = {0};
+    coll_prog_t p;
+    coll_stats_t st = {0};
+    coll_task(f, WORKED);
+    assert_int_equal(coll_prog_init(&p, f->task, 0, "collectives", &err), MC_OK);
+    coll_plan_normal_form(&p);
+    char *desc = coll_prog_describe(&p);
+    assert_string_equal(desc, "all-to-all(x),all-to-all(y)");
+    free(desc);
+    f->s = mc_sched_new(f->task, f->topo, "collectives");
+    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, 0, &st, &err), MC_OK);
+    f->s->nphases = st.nphases;
+    mc_sched_plan_rates(f->s, f->topo);
+    assert_int_equal(st.nphases, 2);
     for (int g = 0; g < 8; g++) {
+        assert_int_equal(st.recv_bytes[g], 640 * 4);
         assert_int_equal(coll_recv_bytes(f->s, g), 640 * 4);
         assert_int_equal(mc_task_need_bytes(f->task, g), 448 * 4);
+        /* Shards: 512 + 512 - 64 shared elements. The first all-to-all leaves on each GPU 3 x 64
+         * elements that the second one forwards: 192 elements staged. */
+        assert_int_equal(mc_sched_peak_mem(f->s, g), (960 + 192) * 4);
     }
-    /* Shards: 512 + 512 - 64 shared elements. The first all-to-all leaves on each GPU 3 x 64
-     * elements that the second one forwards: 192 elements staged. */
-    assert_int_equal(coll_sched_peak(f->s, f->topo, NULL), (960 + 192) * 4);
-    /* Stated: the shards plus one array of max(512, 512) elements. */
+    /* Stated: the shards plus one array of max(512, 512) elements; validate checks it. */
+    f->s->mem_limit = coll_mem_bound(f->s, 0);
+    assert_int_equal(f->s->mem_limit, (960 + 512) * 4);
+    assert_int_equal(mc_sched_validate(f->s, f->topo, NULL), 0);
+    coll_stats_free(&st);
+    coll_prog_free(&p);
+}
+
+/* The strategy fuses the two all-to-alls into one: exactly the need, nothing staged. */
+static void test_worked_fused(void **state)
+{
+    coll_fixture_t *f = *state;
+    coll_synth_ok(f, "collectives", WORKED, 0);
+    assert_string_equal(f->s->params, "t0=all-to-all(x+y)");
+    assert_int_equal(f->s->nphases, 1);
+    for (int g = 0; g < 8; g++)
+        assert_int_equal(coll_recv_bytes(f->s, g), 448 * 4);
+    assert_int_equal(coll_sched_peak(f->s, f->topo, NULL), 960 * 4);
     assert_int_equal(f->s->mem_limit, (960 + 512) * 4);
 }
 
@@ -233,9 +270,9 @@ static void test_plans(void **state)
         /* one 8-way all-to-all: the three axes move as one block */
         {"mesh M={a:2,b:2,c:2}@0..7\nmove f32[8,8,8] M[(a,b,c),_,_] -> M[_,(a,b,c),_]\n",
          "collectives", "t0=all-to-all(a+b+c)"},
-        /* axis order matters: (tp,dp) is a local slice, (dp,tp) is not */
-        {"mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(tp,dp),_]\n", "collectives",
-         "t0=slice(dp)"},
+        /* axis order matters: (tp,dp) is a local slice (test_local_slice), (dp,tp) is not */
+        {"mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(dp,tp),_]\n", "collectives",
+         "t0=slice(dp),permute"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[64,8] M[x,_] -> M[_,y]\n", "collectives",
          "t0=slice(y),all-gather(x)"},
         /* ReaL: {pp:2,dp:2,tp:2} -> {dp:2,tp:4} on the same GPUs, refined to three axes */
@@ -244,7 +281,6 @@ static void test_plans(void **state)
         /* XLA's rungs */
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[(x,y),_] -> M[(y,x),_]\n", "xla", "t0=permute"},
         {"mesh M={x:8}@0..7\nmove f32[16,8] M[x,_] -> M[_,x]\n", "xla", "t0=all-to-all(x)"},
-        {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,_] -> M[x,y]\n", "xla", "t0=slice(y)"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[x,_]\n", "xla", "t0=all-gather(y)"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[(x,y),_]\n", "xla",
          "t0=all-gather(x+y),slice(x+y)"},
@@ -255,6 +291,32 @@ static void test_plans(void **state)
             print_error("case %zu: %s\n", i, f->s->params);
         assert_string_equal(f->s->params, cases[i].params);
     }
+}
+
+/* A pure local slice moves nothing: no tree at all. */
+static void check_local(coll_fixture_t *f, const char *task, coll_plan_fn plan, const char *want)
+{
+    mc_err_t err = {0};
+    coll_prog_t p;
+    coll_task(f, task);
+    assert_int_equal(f->task->npieces, 0);
+    assert_int_equal(coll_prog_init(&p, f->task, 0, "test", &err), MC_OK);
+    plan(&p);
+    char *desc = coll_prog_describe(&p);
+    assert_string_equal(desc, want);
+    free(desc);
+    f->s = mc_sched_new(f->task, f->topo, "test");
+    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, 0, NULL, &err), MC_OK);
+    assert_int_equal(f->s->ntrees, 0);
+    coll_prog_free(&p);
+}
+
+static void test_local_slice(void **state)
+{
+    check_local(*state, "mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(tp,dp),_]\n",
+                coll_plan_collectives, "slice(dp)");
+    check_local(*state, "mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,_] -> M[x,y]\n",
+                coll_plan_xla, "slice(y)");
 }
 
 /* Received bytes and live tiles of every step against an element-by-element walk, and the normal
@@ -289,18 +351,18 @@ static void test_memory_limit(void **state)
     coll_fixture_t *f = *state;
     mc_synth_opts_t o = MC_SYNTH_OPTS_DEFAULT;
     mc_err_t err = {0};
-    o.memory_limit = (960 + 192) * 4 - 1;
+    o.memory_limit = 960 * 4 - 1;
     coll_task(f, WORKED);
     assert_int_equal(mc_synth("collectives", f->task, f->topo, &o, &f->s, &err), MC_ERR_INVALID);
     assert_null(f->s);
     assert_non_null(strstr(err.msg, "strategy collectives cannot stay within --memory-limit"));
-    assert_non_null(strstr(err.msg, "needs 4608 bytes"));
+    assert_non_null(strstr(err.msg, "needs 3840 bytes"));
     assert_int_equal(mc_synth("xla", f->task, f->topo, &o, &f->s, &err), MC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "strategy xla"));
     assert_non_null(strstr(err.msg, "needs 14592 bytes"));
     o.memory_limit++;
     assert_int_equal(mc_synth("collectives", f->task, f->topo, &o, &f->s, &err), MC_OK);
-    assert_int_equal(f->s->mem_limit, 4608);
+    assert_int_equal(f->s->mem_limit, 3840);
 }
 
 static void test_refused(void **state)
@@ -324,9 +386,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_two_alltoalls),
+        cmocka_unit_test(test_worked_fused),
         cmocka_unit_test(test_worked_xla_replicates),
         cmocka_unit_test(test_ocaml_example),
         cmocka_unit_test(test_plans),
+        cmocka_unit_test(test_local_slice),
         cmocka_unit_test(test_memory_brute_force),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_refused),

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
+#include "tests/unit/test_layout_random.h"
 
 #define NIC 1.25e9
 #define GIB 1073741824.0
@@ -57,15 +58,6 @@ static mc_topo_t *paper_cluster(void)
         add_host(t, h, 4, sw);
     mc_err_t err = {0};
     assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
-    return t;
-}
-
-static mc_task_t *task_of(const char *text)
-{
-    mc_task_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_task_parse_text(text, "test", &t, &err) != MC_OK || mc_task_split(t, &err) != MC_OK)
-        fail_msg("%s\n%s", text, err.msg);
     return t;
 }
 

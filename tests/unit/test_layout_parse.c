@@ -114,6 +114,13 @@ static void test_layouts(void **state)
     assert_int_equal(tile.hi[1], 32);
     mc_task_free(t);
 
+    /* 2^63-1 bytes over 2 shards: no overflow at the end of the last one. */
+    t = parse(m, 2, "u8[9223372036854775807] A[host] -> B[_]");
+    assert_int_equal(mc_layout_tile(t, &t->tensors[0].src, 7, &tile), 1);
+    assert_int_equal(tile.lo[0], 4611686018427387904);
+    assert_int_equal(tile.hi[0], 9223372036854775807);
+    mc_task_free(t);
+
     /* 5 over 4 shards: 2,2,1,0 (an empty last shard). */
     const char *m4[] = {"A={g:4}@0..3"};
     t = parse(m4, 1, "u8[5] A[g] -> A[_]");
@@ -170,6 +177,12 @@ static void test_errors(void **state)
     expect_error(0, "u8[99999999999999999999] A[_] -> B[_]", "larger than", 4);
     expect_error(0, "f32[10,64] A[gpu{4,2,2,1},_] -> B[_,_]", "sum to 9, expected", 17);
     expect_error(0, "f32[10,64] A[gpu{4,2,4},_] -> B[_,_]", "expected 4 shard sizes", 17);
+    expect_error(0, "u8[9223372036854775807] A[gpu{9223372036854775807,9223372036854775807,1,1}] "
+                    "-> B[_]", "sum to more than 9223372036854775807", 30);
+    expect_error(1, "C={x:4}@<=[4]T(0,0)", "expected a permutation of 0..0", 15);
+    expect_error(1, "C={x:4}@<=[2,2]T(1,1)", "expected a permutation of 0..1", 17);
+    expect_error(1, "C={x:1}@<=[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]",
+                 "at most 32 iota dimensions", 11);
     expect_error(0, "f32[10,64] A[_{10},_] -> B[_,_]", "need an axis", 15);
     expect_error(0, "f32[8,8] A[host] -> B[_,_]", "expected ','", 16);
     expect_error(0, "f32[8,8] A[host,_,_] -> B[_,_]", "expected 2 dimension specs", 18);
@@ -177,6 +190,48 @@ static void test_errors(void **state)
     expect_error(0, "f32[8,8] A[host,_] B[_,_]", "expected '->'", 20);
     expect_error(0, "f32[8,8] A[host,_] -> B[_,_] x", "expected the end", 30);
     expect_error(0, "f32[0] A[_] -> B[_]", "at least 1", 5);
+}
+
+/* Mutated notation (characters replaced, dropped or doubled) either parses or fails with a
+ * usage error that quotes it; it never crashes (the ASan build runs this too). */
+static void test_mutations(void **state)
+{
+    static const char *seeds[] = {
+        "i32[1024,1024,512] A[host,_,_] -> B[_,(x,y),_]",
+        "w: f32[10,64] A[gpu{4,2,2,2},_] -> f32[10,64] B[x,y]",
+        "C={x:4,y:2}@<=[4,2]T(1,0)",
+        "D={a:2,b:3}@[5,4,3,2,1,0]",
+    };
+    static const char alphabet[] = "[](){},:_->@.<=T0123456789xyhostgpuABf ";
+    uint64_t r = 12345;
+    for (int iter = 0; iter < 4000; iter++) {
+        char text[128];
+        const char *seed = seeds[iter % 4];
+        snprintf(text, sizeof(text), "%s", seed);
+        for (int k = 0; k < 1 + iter % 3; k++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            size_t len = strlen(text), at = (size_t)(r >> 33) % (len + 1);
+            char ch = alphabet[(r >> 13) % (sizeof(alphabet) - 1)];
+            if ((r >> 7) % 3 == 0 && at < len)
+                memmove(text + at, text + at + 1, len - at);
+            else if ((r >> 7) % 3 == 1 && at < len)
+                text[at] = ch;
+            else if (len + 1 < sizeof(text)) {
+                memmove(text + at + 1, text + at, len - at + 1);
+                text[at] = ch;
+            }
+        }
+        mc_task_t *t = mc_task_new();
+        mc_err_t err = {0};
+        assert_int_equal(mc_task_add_mesh(t, "A={host:2,gpu:4}@0..7", &err), MC_OK);
+        assert_int_equal(mc_task_add_mesh(t, "B={x:4,y:2}@8..15", &err), MC_OK);
+        mc_status_t st = iter % 4 < 2 ? mc_task_add_move(t, text, &err) : mc_task_add_mesh(t, text, &err);
+        if (st != MC_OK && (st != MC_ERR_USAGE || !strchr(err.msg, '^')))
+            fail_msg("'%s': status %d, '%s'", text, st, err.msg);
+        if (st == MC_OK && iter % 4 < 2)
+            assert_int_equal(mc_task_split(t, &err), MC_OK);
+        mc_task_free(t);
+    }
 }
 
 static void test_task_text(void **state)
@@ -249,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_dtypes),     cmocka_unit_test(test_meshes),
         cmocka_unit_test(test_layouts),    cmocka_unit_test(test_errors),
         cmocka_unit_test(test_task_text),  cmocka_unit_test(test_check_topo),
+        cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

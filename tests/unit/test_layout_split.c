@@ -11,26 +11,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static int rnd(int n) /* uniform-ish in [0, n) */
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (int)(rng_state % (uint64_t)n);
-}
-
-static mc_task_t *task_of(const char *text)
-{
-    mc_task_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_task_parse_text(text, "test", &t, &err) != MC_OK)
-        fail_msg("%s\n%s", text, err.msg);
-    if (mc_task_split(t, &err) != MC_OK)
-        fail_msg("split: %s", err.msg);
-    return t;
-}
+#include "tests/unit/test_layout_random.h"
 
 static int box_has(const mc_box_t *b, const int64_t *x, int nd)
 {
@@ -138,119 +119,13 @@ static void check_split(const mc_task_t *t, int ngpus, const char *text)
     free(need);
 }
 
-/* A random mesh of up to 4 axes named MESH over GPUs starting at base (shuffled sometimes). */
-static int random_mesh(char *out, size_t len, const char *name, int base, int *naxes, int sizes[4])
-{
-    static const char *axes[] = {"a", "b", "c", "d"};
-    *naxes = 1 + rnd(4);
-    int n = 1, off = snprintf(out, len, "mesh %s={", name);
-    for (int i = 0; i < *naxes; i++) {
-        sizes[i] = 1 + rnd(3);
-        n *= sizes[i];
-        off += snprintf(out + off, len - (size_t)off, "%s%s:%d", i ? "," : "", axes[i], sizes[i]);
-    }
-    if (rnd(2)) {
-        snprintf(out + off, len - (size_t)off, "}@%d..%d\n", base, base + n - 1);
-        return n;
-    }
-    int ids[81];
-    for (int i = 0; i < n; i++)
-        ids[i] = base + i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = rnd(i + 1), tmp = ids[i];
-        ids[i] = ids[j];
-        ids[j] = tmp;
-    }
-    off += snprintf(out + off, len - (size_t)off, "}@[");
-    for (int i = 0; i < n; i++)
-        off += snprintf(out + off, len - (size_t)off, "%s%d", i ? "," : "", ids[i]);
-    snprintf(out + off, len - (size_t)off, "]\n");
-    return n;
-}
-
-/* Random dim specs for a tensor of the given shape: each axis goes to a random dim or nowhere,
- * in a random order; some dims get explicit sizes (zeros allowed). */
-static void random_specs(char *out, size_t len, const char *mesh, int naxes, const int sizes[4],
-                         int nd, const int64_t *shape)
-{
-    static const char *axes[] = {"a", "b", "c", "d"};
-    int dim_axes[MC_MAX_DIMS][4], dn[MC_MAX_DIMS] = {0};
-    int order[4] = {0, 1, 2, 3};
-    for (int i = naxes - 1; i > 0; i--) {
-        int j = rnd(i + 1), tmp = order[i];
-        order[i] = order[j];
-        order[j] = tmp;
-    }
-    for (int i = 0; i < naxes; i++) {
-        int k = rnd(nd + 1);
-        if (k < nd)
-            dim_axes[k][dn[k]++] = order[i];
-    }
-    int off = snprintf(out, len, "%s[", mesh);
-    for (int k = 0; k < nd; k++) {
-        off += snprintf(out + off, len - (size_t)off, "%s", k ? "," : "");
-        if (dn[k] == 0)
-            off += snprintf(out + off, len - (size_t)off, "_");
-        for (int i = 0; i < dn[k]; i++)
-            off += snprintf(out + off, len - (size_t)off, "%s%s", i ? "," : dn[k] > 1 ? "(" : "",
-                            axes[dim_axes[k][i]]);
-        if (dn[k] > 1)
-            off += snprintf(out + off, len - (size_t)off, ")");
-        if (dn[k] && rnd(4) == 0) {
-            int shards = 1;
-            for (int i = 0; i < dn[k]; i++)
-                shards *= sizes[dim_axes[k][i]];
-            int64_t left = shape[k];
-            for (int s = 0; s < shards; s++) {
-                int64_t v = s == shards - 1 ? left : rnd((int)left + 1);
-                left -= v;
-                off += snprintf(out + off, len - (size_t)off, "%s%lld", s ? "," : "{",
-                                (long long)v);
-            }
-            off += snprintf(out + off, len - (size_t)off, "}");
-        }
-    }
-    snprintf(out + off, len - (size_t)off, "]");
-}
-
 static void test_random_layouts(void **state)
 {
-    static const char *dtypes[] = {"f32", "bf16", "u8", "f64"};
     for (int iter = 0; iter < 400; iter++) {
-        char text[4096], mesh_a[512], mesh_b[512], src[512], dst[512];
-        int na, nb, sa[4], sb[4];
-        int same = rnd(3) == 0;
-        int n_a = random_mesh(mesh_a, sizeof(mesh_a), "A", 0, &na, sa);
-        /* The second mesh is disjoint, overlapping or (same-mesh moves) unused. */
-        int base_b = rnd(2) ? n_a : rnd(n_a);
-        int n_b = random_mesh(mesh_b, sizeof(mesh_b), "B", base_b, &nb, sb);
-        int nd = 1 + rnd(3);
-        int64_t shape[MC_MAX_DIMS];
-        char shape_txt[64];
-        int off = 0;
-        for (int k = 0; k < nd; k++) {
-            shape[k] = 1 + rnd(6);
-            off += snprintf(shape_txt + off, sizeof(shape_txt) - (size_t)off, "%s%lld",
-                            k ? "," : "", (long long)shape[k]);
-        }
-        random_specs(src, sizeof(src), "A", na, sa, nd, shape);
-        if (same)
-            random_specs(dst, sizeof(dst), "A", na, sa, nd, shape);
-        else
-            random_specs(dst, sizeof(dst), "B", nb, sb, nd, shape);
-        /* A second tensor sometimes, so that a task holds several. */
-        char second[1200] = "";
-        if (rnd(3) == 0) {
-            char s2[512], d2[512];
-            random_specs(s2, sizeof(s2), "B", nb, sb, nd, shape);
-            random_specs(d2, sizeof(d2), "A", na, sa, nd, shape);
-            snprintf(second, sizeof(second), "move back: u8[%s] %s -> %s\n", shape_txt, s2, d2);
-        }
-        snprintf(text, sizeof(text), "%s%smove %s[%s] %s -> %s\n%s", mesh_a, mesh_b,
-                 dtypes[rnd(4)], shape_txt, src, dst, second);
+        char text[4096];
+        random_task(text, sizeof(text), 24, 32, 1);
         mc_task_t *t = task_of(text);
-        int ngpus = n_a > base_b + n_b ? n_a : base_b + n_b;
-        check_split(t, ngpus, text);
+        check_split(t, 32, text);
         /* Splitting again gives the same pieces (idempotent). */
         int np = t->npieces, nc = t->ncopies;
         mc_err_t err = {0};

@@ -13,21 +13,6 @@
 
 #include "tests/unit/test_sched_fixture.h"
 
-static int setup(void **state)
-{
-    fixture_t *fx = calloc(1, sizeof(*fx));
-    fx_init(fx);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    free(*state);
-    return 0;
-}
-
 /* Validates s, expects exactly want violations and, when want > 0, that the report contains text. */
 static void expect_violations(mc_sched_t *s, const fixture_t *fx, int want, const char *text)
 {
@@ -59,42 +44,39 @@ static void test_missing_edge(void **state)
     expect_violations(s, fx, 1, "GPU 3 never receives bytes [0, 2048)");
 }
 
-static void test_link_shared_in_phase(void **state)
+/* The valid schedule with tree 1 also sent from GPU0: both trees cross GPU0 -> sw0 in phase 0. */
+static mc_sched_t *from_gpu0(const fixture_t *fx)
 {
-    fixture_t *fx = *state;
     mc_sched_t *s = fx_valid(fx, 1);
-    /* tree 1 now also starts at GPU0, so both trees cross GPU0 -> sw0 in phase 0 */
     s->trees[1].nedges = 0;
     s->trees[1].root = 0;
     fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    return s;
+}
+
+static void test_link_shared_in_phase(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = from_gpu0(fx);
     expect_violations(s, fx, 1, "phase 0: link h0/GPU0 -> sw0 is shared by 2 trees");
 }
 
 static void test_shared_link_in_other_phases_or_with_rates(void **state)
 {
     fixture_t *fx = *state;
-    mc_sched_t *s = fx_valid(fx, 1);
-    s->trees[1].nedges = 0;
-    s->trees[1].root = 0;
-    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    mc_sched_t *s = from_gpu0(fx);
     s->trees[1].phase = 1;
     s->nphases = 2;
     expect_violations(s, fx, 0, NULL);
 
     /* same phase, planned rates: each gets half of GPU0 -> sw0 */
-    s = fx_valid(fx, 1);
-    s->trees[1].nedges = 0;
-    s->trees[1].root = 0;
-    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    s = from_gpu0(fx);
     mc_sched_plan_rates(s, fx->topo);
     assert_float_equal(s->trees[0].rate, FX_BW / 2, 1);
     assert_float_equal(s->trees[1].rate, FX_BW / 2, 1);
     expect_violations(s, fx, 0, NULL);
 
-    s = fx_valid(fx, 1);
-    s->trees[1].nedges = 0;
-    s->trees[1].root = 0;
-    fx_edge(s, fx->topo, 1, 3, (int[]){0, FX_SW, 3});
+    s = from_gpu0(fx);
     s->trees[0].rate = 60e9;
     s->trees[1].rate = 50e9;
     expect_violations(s, fx, 1, "planned at 110 GB/s, above its 100 GB/s");
@@ -299,5 +281,5 @@ int main(void)
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_maxmin_solver),
     };
-    return cmocka_run_group_tests_name("sched", tests, setup, teardown);
+    return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }

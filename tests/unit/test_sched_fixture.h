@@ -8,6 +8,7 @@
 #define TEST_SCHED_FIXTURE_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -51,6 +52,22 @@ static inline void fx_free(fixture_t *fx)
 {
     mc_task_free(fx->task);
     mc_topo_free(fx->topo);
+}
+
+/* cmocka group fixtures: *state is a fixture_t. */
+static int fx_setup(void **state)
+{
+    fixture_t *fx = calloc(1, sizeof(*fx));
+    fx_init(fx);
+    *state = fx;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx_free(*state);
+    free(*state);
+    return 0;
 }
 
 /* Adds edge a->b to tree ti along node ids nodes[0..n). */

@@ -13,21 +13,6 @@
 #include "sched/sched_internal.h"
 #include "tests/unit/test_sched_fixture.h"
 
-static int setup(void **state)
-{
-    fixture_t *fx = calloc(1, sizeof(*fx));
-    fx_init(fx);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    free(*state);
-    return 0;
-}
-
 static mc_sched_t *parse(const char *xml, const mc_topo_t *topo, int force, mc_status_t want,
                          mc_err_t *err)
 {
@@ -194,6 +179,7 @@ static void test_malformed(void **state)
         {" root=\"0\"", "", MC_ERR_PARSE, "s.xml:"},                      /* schema */
         {"chunks=\"1\"", "chunks=\"0\"", MC_ERR_PARSE, "s.xml:"},          /* schema: >= 1 */
         {"root=\"0\"", "root=\"9\"", MC_ERR_INVALID, "root between 0 and 3"},
+        {"chunks=\"1\"", "chunks=\"16777217\"", MC_ERR_INVALID, "chunks between 1 and 16777216"},
         {"parent=\"0\"", "parent=\"-1\"", MC_ERR_PARSE, "s.xml:"},
         {"bytes=\"2048\"/>", "bytes=\"2049\"/>", MC_ERR_INVALID, "differs from the task's split"},
         {"move t0", "move t0 oops", MC_ERR_PARSE, "s.xml:7:"},
@@ -224,5 +210,5 @@ int main(void)
         cmocka_unit_test(test_route_through_missing_link),
         cmocka_unit_test(test_malformed),
     };
-    return cmocka_run_group_tests_name("sched_xml", tests, setup, teardown);
+    return cmocka_run_group_tests_name("sched_xml", tests, fx_setup, fx_teardown);
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Command-line tests for 'meshcast sim' on hand-written schedules for the paper's cluster, with
+# figures derived from the cluster: a 5 MB row crosses 10 links (6 PCIe at 0.5 us,
+# 4 network at 1 us: 7 us) behind one 1.25e9 B/s NIC, and pays NCCL's 14 us network alpha, so one
+# phase takes 14 + 7 us + 4 ms = 4.021 ms; two phases 8.042 ms; both rows at once share host 0's
+# NIC: 21 us + 8 ms. The lower bound is host 0's NIC: 10 MB / 1.25e9 B/s + 14 us = 8.014 ms.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+topo=topologies/aws-p3.8xlarge-x5.xml
+data=tests/data/sched
+fp=$("$MESHCAST" validate -q --topo $topo $data/two-phases.xml 2>&1 | grep -o 'is [0-9a-f]\{16\}' | cut -c4-)
+for f in two-phases shared; do
+  if [ -n "$fp" ]; then sed "s/topology=\"[0-9a-f]*\"/topology=\"$fp\"/" $data/$f.xml >"$TMP/$f.xml"
+  else cp $data/$f.xml "$TMP/$f.xml"; fi
+done
+
+# json_near FILE KEY VALUE: the JSON's KEY is VALUE within 1e-6 relative
+json_near() {
+  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; w=float(sys.argv[3]); sys.exit(abs(v-w) > 1e-6*abs(w))' "$@"
+}
+
+expect_exit 0 "help" -- "$MESHCAST" sim --help
+expect_grep "$TMP/out" '^usage: meshcast sim' "help text"
+expect_exit 2 "no topology" -- "$MESHCAST" sim "$TMP/two-phases.xml"
+expect_exit 2 "no schedule" -- "$MESHCAST" sim --topo $topo
+expect_exit 2 "bad --links" -- "$MESHCAST" sim --topo $topo --links many "$TMP/two-phases.xml"
+expect_exit 1 "missing schedule" -- "$MESHCAST" sim --topo $topo "$TMP/none.xml"
+expect_exit 1 "other topology" -- "$MESHCAST" sim --topo topologies/dgx-a100-x4.xml "$TMP/two-phases.xml"
+
+expect_exit 0 "two phases" -- "$MESHCAST" sim --topo $topo "$TMP/two-phases.xml"
+expect_grep "$TMP/out" '^makespan +8\.04 ms$' "makespan text"
+expect_grep "$TMP/out" '^bound +8\.01 ms \(host-cut\)$' "bound text"
+expect_grep "$TMP/out" '^ratio +1\.003$' "ratio text"
+expect_grep "$TMP/out" '^algbw +1\.243 GB/s' "algbw: 10 MB / 8.042 ms"
+expect_grep "$TMP/out" '^  h0/NIC0 -> h0/NET0 .* 99%' "the busiest link is host 0's NIC"
+
+expect_exit 0 "two phases, JSON" -- "$MESHCAST" sim --json --topo $topo "$TMP/two-phases.xml"
+cp "$TMP/out" "$TMP/two.json"
+expect_true "makespan_s" -- json_near "$TMP/two.json" makespan_s 0.008042
+expect_true "lower_bound_s" -- json_near "$TMP/two.json" lower_bound_s 0.008014
+expect_true "ratio" -- json_near "$TMP/two.json" ratio 1.0034939
+expect_true "algbw_gbps" -- json_near "$TMP/two.json" algbw_gbps 1.2434718
+
+expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
+cp "$TMP/out" "$TMP/shared.json"
+expect_true "shared: makespan_s" -- json_near "$TMP/shared.json" makespan_s 0.008021
+expect_grep "$TMP/err" 'has 4 violations.*timing it anyway' "shared: violations warned about"
+
+# timeline: 16 busy links (10 per route, 4 of them shared by both, plus GPU1's own PCIe link:
+# 10 + 1 + 5), one bar per link per phase (20)
+expect_exit 0 "timeline" -- "$MESHCAST" sim --topo $topo --timeline "$TMP/t.svg" "$TMP/two-phases.xml"
+expect_true "SVG written" -- python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' "$TMP/t.svg"
+expect_true "one row per busy link" -- test "$(grep -c -- ' -&gt; ' "$TMP/t.svg")" -eq 16
+expect_true "one bar per interval" -- test "$(grep -c '<rect' "$TMP/t.svg")" -eq 20
+expect_exit 1 "timeline into a missing folder" -- "$MESHCAST" sim --topo $topo \
+  --timeline "$TMP/none/t.svg" "$TMP/two-phases.xml"
+
+finish
