@@ -33,6 +33,8 @@ static void usage(FILE *out)
             "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
             "                       tests: the others must fail within --timeout)\n"
             "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
+            "  --print-memory       print the host bytes a loopback run of each schedule\n"
+            "                       allocates, run nothing\n"
             "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
             "                       unpacks: pack kernel or pitched copy-engine copies) against\n"
             "                       cudaMemcpyAsync of the same bytes on GPU 0, run nothing else\n"
@@ -48,7 +50,7 @@ typedef struct run_args {
     const char *topo, *sched; /* sched: the schedule being run */
     char **scheds;
     int nscheds;
-    int backend, gpu, quiet, absent, print_ranks, bench_copies;
+    int backend, gpu, quiet, absent, print_ranks, print_memory, bench_copies;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
@@ -57,7 +59,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     enum {
         OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
-        OPT_BENCH
+        OPT_BENCH, OPT_MEMORY
     };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
@@ -67,6 +69,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"workspace", required_argument, NULL, OPT_WS},
         {"absent-rank", required_argument, NULL, OPT_ABSENT},
         {"print-ranks", no_argument, NULL, OPT_RANKS},
+        {"print-memory", no_argument, NULL, OPT_MEMORY},
         {"bench-copies", required_argument, NULL, OPT_BENCH},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -81,6 +84,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case OPT_TOPO: a->topo = optarg; break;
         case OPT_GPU: a->gpu = 1; break;
         case OPT_RANKS: a->print_ranks = 1; break;
+        case OPT_MEMORY: a->print_memory = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_BACKEND:
@@ -354,6 +358,14 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
         printf("%d\n", P->nranks);
         goto out;
     }
+    if (a->print_memory) {
+        uint64_t bytes = 0;
+        for (int r = 0; r < P->nranks; r++)
+            bytes += P->plans[r].dst_bytes + P->plans[r].ws_bytes +
+                     (same_source(s->task, P, r) < 0 ? P->plans[r].src_bytes : 0);
+        printf("%llu\n", (unsigned long long)bytes);
+        goto out;
+    }
     if (a->bench_copies) {
         rc = bench_copies(a, P);
         goto out;
@@ -375,7 +387,7 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (cli_load_topo(a.topo, a.quiet, &topo, &err) != MC_OK)
         return cli_fail(&err);
-    if (a.print_ranks || a.bench_copies)
+    if (a.print_ranks || a.print_memory || a.bench_copies)
         a.backend = BK_LOOPBACK;
     if (a.backend != BK_LOOPBACK)
         MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
