@@ -5,15 +5,7 @@
 #include "sched/sched_internal.h"
 #include "topo/topo_internal.h"
 
-__asm__(".pushsection .rodata\n"
-        ".balign 16\n"
-        "mc_sched_rng_start:\n"
-        ".incbin \"sched/schedule.rng\"\n"
-        "mc_sched_rng_stop:\n"
-        ".byte 0\n"
-        ".popsection\n");
-
-extern const char mc_sched_rng_start[], mc_sched_rng_stop[];
+MC_EMBED_FILE(mc_sched_rng, "sched/schedule.rng");
 
 const char *mc_sched_schema_text(size_t *len)
 {

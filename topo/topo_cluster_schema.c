@@ -6,15 +6,7 @@
 #include "topo/topo_cluster.h"
 #include "topo/topo_internal.h"
 
-__asm__(".pushsection .rodata\n"
-        ".balign 16\n"
-        "mc_cluster_rng_start:\n"
-        ".incbin \"topologies/schema/cluster.rng\"\n"
-        "mc_cluster_rng_stop:\n"
-        ".byte 0\n"
-        ".popsection\n");
-
-extern const char mc_cluster_rng_start[], mc_cluster_rng_stop[];
+MC_EMBED_FILE(mc_cluster_rng, "topologies/schema/cluster.rng");
 
 const char *mc_cluster_schema_text(size_t *len)
 {

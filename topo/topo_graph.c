@@ -89,11 +89,7 @@ void mc_topo_warn(mc_topo_t *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = mc_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = mc_xvasprintf(fmt, ap);
     va_end(ap);
     MC_GROW(t->warnings, t->warn_cap, t->nwarnings + 1);
     t->warnings[t->nwarnings++] = s;
