@@ -182,7 +182,7 @@ static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, vari
         mc_buf_printf(cu, "static const unsigned char %s_kinds_%d[] = {", name, r);
         for (uint32_t i = 0; i < p->nops; i++) {
             int v = p->ops[i].kind == MC_RT_OP_COPY ? op_variant(p, &p->ops[i], vs, nv) : 0;
-            mc_buf_printf(cu, "%s%d", i % 32 ? ", " : "\n    ", v);
+            mc_buf_printf(cu, "%s%d", !i ? "\n    " : i % 32 ? ", " : ",\n    ", v);
         }
         mc_buf_printf(cu, "\n};\n");
     }
