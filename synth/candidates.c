@@ -142,9 +142,9 @@ out:
     return st;
 }
 
-/* Holder hosts to root trees at: the share's own first, then those that also hold destinations,
- * then the others starting at the share's rotation, so that shares leave through different
- * hosts. */
+/* Holder hosts to root trees at: the share's own when it has one; else those that also hold
+ * destinations, then the others starting at the share's rotation, so that shares leave through
+ * different hosts. */
 static int root_hosts(const gen_t *g, int *hosts)
 {
     const mc_piece_t *pc = g->pc;
@@ -155,8 +155,13 @@ static int root_hosts(const gen_t *g, int *hosts)
             hh[nh++] = h;
     }
     int n = 0;
-    if (contains(hh, nh, g->root_host))
+    if (contains(hh, nh, g->root_host)) {
+        /* a share has its own holder host: trees from others would tie its component to the
+         * other shares' */
         hosts[n++] = g->root_host;
+        free(hh);
+        return n;
+    }
     for (int i = 0; i < nh; i++)
         for (int d = 0; d < g->ndh; d++)
             if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS && !contains(hosts, n, hh[i]))
