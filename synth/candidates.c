@@ -137,7 +137,10 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
         for (int e = 0; e < g->ne; e++)
             if (!contains(g->pc->dests, g->pc->ndests, g->child[e]))
                 return MC_OK;
-    st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, err);
+    int at;
+    st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, &at, err);
+    if (st == MC_OK && at >= 0 && shape == TREE_STAR)
+        g->cs->c[at].direct = 1;
 out:
     return st;
 }
