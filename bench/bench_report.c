@@ -20,20 +20,21 @@ static double lg(double x)
     return log(x > 1e-12 ? x : 1e-12);
 }
 
-/* One entry per strategy, in order of first appearance; returns the count. */
+/* One entry per strategy, in order of first appearance (n/a rows count for the order only);
+ * returns the count. */
 static int geomeans(const mc_bench_row_t *rows, int n, geo_t *g)
 {
     int ng = 0;
     for (int i = 0; i < n; i++) {
         int k = 0;
-        if (rows[i].not_applicable)
-            continue;
         while (k < ng && strcmp(g[k].strategy, rows[i].strategy))
             k++;
         if (k == GEO_MAX)
             continue;
         if (k == ng)
             g[ng++] = (geo_t){.strategy = rows[i].strategy};
+        if (rows[i].not_applicable)
+            continue;
         g[k].total++;
         if (rows[i].failed || rows[i].nviolations) {
             g[k].invalid++;
@@ -98,6 +99,8 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
     for (int k = 0; k < ng; k++) {
+        if (!g[k].total)
+            continue;
         if (!g[k].n) {
             fprintf(out, "%-8s %-*s %-*s  no row ran  %d/%d\n", "all", cw, "geomean", sw,
                     g[k].strategy, g[k].total - g[k].invalid, g[k].total);
@@ -134,6 +137,8 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
     for (int k = 0; k < ng; k++) {
+        if (!g[k].total)
+            continue;
         if (!g[k].n) {
             fprintf(out, "all,geomean,%s,,,,,,,,no\n", g[k].strategy);
             continue;

@@ -68,15 +68,7 @@ typedef struct sim {
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
 {
-    double alpha = 0, lat = 0;
-    for (int j = 0; j < e->nlinks; j++) {
-        const mc_link_t *l = &topo->links[e->links[j]];
-        double a = mc_topo_alpha(l->kind);
-        if (a > alpha)
-            alpha = a;
-        lat += l->latency;
-    }
-    return alpha + lat;
+    return mc_topo_links_delay(topo, e->links, e->nlinks);
 }
 
 /* Adds the edges and flows of tree ti to the phase. */

@@ -47,6 +47,7 @@ typedef struct mc_cand {
     double *edge_spb;     /* per edge: its slowest link's mult / bw */
     double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
     int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
+    int direct;           /* the star: every destination straight from the root (send/recv) */
 } mc_cand_t;
 
 typedef struct mc_cands {
@@ -66,9 +67,10 @@ void mc_cands_free(mc_cands_t *cs);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
- * earlier candidate of the same piece. */
+ * earlier candidate of the same piece; *index gets the new or the repeated one's index (-1 when
+ * there are no edges). */
 mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
-                          const int *parent, const int *child, mc_err_t *err);
+                          const int *parent, const int *child, int *index, mc_err_t *err);
 
 /* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
  * count that minimizes the modelled time (the first chunk down the longest path, the others at
@@ -124,6 +126,10 @@ int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s);
 /* Drops empty phases and orders the rest slowest first (phases are independent). */
 void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
 
+/* The plan that sends every piece whole on its direct candidate (flag per plan candidate), in
+ * one phase: what point-to-point sends do. Returns -1 when a piece has no direct candidate. */
+int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
+
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
@@ -161,6 +167,8 @@ typedef struct mc_comp {
     char *key;            /* canonical text of the plan: equal keys, equal models */
     int same_as;          /* index of an earlier component with the same key, else -1 */
     mc_plan_sol_t sol;
+    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternative */
+    int has_direct;
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan

@@ -222,3 +222,19 @@ void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);
 }
+
+int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out)
+{
+    sol_init(pl, out, 1);
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int found = 0;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++)
+            if (direct[c] && !found) {
+                out->units[c] = pl->units[p];
+                found = 1;
+            }
+        if (!found)
+            return -1;
+    }
+    return mc_plan_check(pl, out);
+}

@@ -29,6 +29,19 @@ double mc_topo_default_latency(mc_link_kind_t kind)
     return (unsigned)kind < MC_LINK__COUNT ? lat[kind] : 0.0;
 }
 
+double mc_topo_links_delay(const mc_topo_t *t, const int *links, int n)
+{
+    double alpha = 0, lat = 0;
+    for (int i = 0; i < n; i++) {
+        const mc_link_t *l = &t->links[links[i]];
+        double a = mc_topo_alpha(l->kind);
+        if (a > alpha)
+            alpha = a;
+        lat += l->latency;
+    }
+    return alpha + lat;
+}
+
 const char *mc_node_kind_str(mc_node_kind_t k)
 {
     static const char *names[MC_NODE__COUNT] = {"GPU", "PCI", "NVS", "CPU", "NIC", "NET", "SWITCH"};

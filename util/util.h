@@ -89,6 +89,9 @@ int mc_parse_i64(const char *s, int64_t *out);
 int mc_parse_u64(const char *s, uint64_t *out);
 int mc_parse_double(const char *s, double *out);
 
+/* Cuts a '#' comment off a line and strips the blanks around what is left, in place. */
+char *mc_strip_comment(char *line);
+
 /* Human-readable bytes ("1.00 GiB") into buf. */
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* Seconds as "12.3 ms" / "4.56 s" into buf. */

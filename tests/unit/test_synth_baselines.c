@@ -258,6 +258,27 @@ static void test_chains_per_nic(void **state)
     assert_int_equal(f->s->trees[0].nedges, 8);
 }
 
+/* Alpa's broadcast resharding runs between disjoint meshes only: a same-mesh task is
+ * MC_ERR_UNSUPPORTED (bench shows n/a), while p2p still handles it. */
+static void test_same_mesh(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh M={host:2,gpu:4}@0..7\n"
+                               "move f32[64,64] M[host,gpu] -> M[gpu,host]\n";
+    mc_err_t err = {0};
+    mc_task_free(f->task);
+    f->task = NULL;
+    assert_int_equal(mc_task_parse_text(text, "test", &f->task, &err), MC_OK);
+    assert_int_equal(mc_task_split(f->task, &err), MC_OK);
+    mc_sched_t *s = NULL;
+    assert_int_equal(mc_synth("alpa-bcast", f->task, f->topo, NULL, &s, &err),
+                     MC_ERR_UNSUPPORTED);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "share GPU 0"));
+    synth(f, "p2p", text);
+    assert_true(f->s->ntrees > 0);
+}
+
 /* An unknown strategy is a usage error naming the known ones. */
 static void test_unknown_strategy(void **state)
 {
@@ -289,6 +310,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_mesh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_strategy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,15 +45,19 @@ static void plan_cand(mc_plan_t *pl, int p, int64_t fixed_ps, int n, const int *
  * link 1 at 300 ps per unit. Whole pieces: both on the NIC, 800. Best: piece 1 split, x units on
  * the NIC beside piece 0 and 4-x on link 1 in the same phase: max(400 + 100x, 300(4-x)) is least
  * at x = 2: 600. Water filling finds it: piece 1's units go to whichever link grows less. */
-static void shared_nic_plan(mc_plan_t *pl)
+/* Two pieces of 4 units, two links, three candidates crossing one link each. */
+static void two_piece_plan(mc_plan_t *pl, const int piece[3], const int link[3],
+                           const int64_t ps[3])
 {
     int units[2] = {4, 4};
     plan_init(pl, 2, units, 2);
-    int l0 = 0, l1 = 1;
-    int64_t c100 = 100, c300 = 300;
-    plan_cand(pl, 0, 0, 1, &l0, &c100);
-    plan_cand(pl, 1, 0, 1, &l0, &c100);
-    plan_cand(pl, 1, 0, 1, &l1, &c300);
+    for (int c = 0; c < 3; c++)
+        plan_cand(pl, piece[c], 0, 1, &link[c], &ps[c]);
+}
+
+static void shared_nic_plan(mc_plan_t *pl)
+{
+    two_piece_plan(pl, (int[]){0, 1, 1}, (int[]){0, 0, 1}, (int64_t[]){100, 100, 300});
 }
 
 static void test_greedy_shared_nic(void **state)
@@ -79,13 +83,7 @@ static void test_greedy_shared_nic(void **state)
  * relaxation (rounded) and the integer model find. */
 static void order_plan(mc_plan_t *pl)
 {
-    int units[2] = {4, 4};
-    plan_init(pl, 2, units, 2);
-    int la = 0, lb = 1;
-    int64_t c100 = 100, c110 = 110;
-    plan_cand(pl, 0, 0, 1, &la, &c100);
-    plan_cand(pl, 0, 0, 1, &lb, &c110);
-    plan_cand(pl, 1, 0, 1, &la, &c100);
+    two_piece_plan(pl, (int[]){0, 0, 1}, (int[]){0, 1, 0}, (int64_t[]){100, 110, 100});
 }
 
 static void test_z3_beats_greedy(void **state)
