@@ -319,22 +319,21 @@ static int bench_copies(const run_args_t *a, const mc_emit_plans_t *P)
             const mc_rt_op_t *o = &p->ops[i];
             if (o->kind != MC_RT_OP_COPY || mc_rt_copy_contiguous(p, o))
                 continue;
-            double k, m;
-            if (mc_rt_cuda_bench_copy(p, i, 5, &k, &m, &re) != MC_RT_OK)
+            double rt, k, m;
+            if (mc_rt_cuda_bench_copy(p, i, 5, &rt, &k, &m, &re) != MC_RT_OK)
                 return cli_fail((rt_status(&re, &err), &err));
             const mc_rt_box_t *sb = &p->boxes[o->src.box], *db = &p->boxes[o->dst.box];
             mc_rt_rows_t rows;
-            char how[64];
-            if (mc_rt_copy_rows(p, o, MC_RT_COPY_ENGINE_MIN_RUN, &rows))
-                snprintf(how, sizeof how, "cudaMemcpy2DAsync");
-            else
-                snprintf(how, sizeof how, "kernel, %d-byte words", mc_rt_copy_word(p, o, NULL));
-            printf("%s: copy %d.%u: %llu bytes, %d-d -> %d-d boxes, runs of %llu -> %llu bytes, "
-                   "%s: %.1f GB/s; cudaMemcpyAsync %.1f GB/s; %.0f%%\n",
+            int ce = mc_rt_copy_rows(p, o, MC_RT_COPY_ENGINE_MIN_RUN, &rows);
+            printf("%s: copy %d.%u: %llu bytes, %d-d -> %d-d boxes, runs of %llu -> %llu bytes: "
+                   "runtime (%s) %.1f GB/s, %.0f%%; pack kernel (%d-byte words) %.1f GB/s, %.0f%%; "
+                   "cudaMemcpyAsync %.1f GB/s\n",
                    a->sched, r, i, (unsigned long long)o->bytes, sb->ndims, db->ndims,
                    (unsigned long long)sb->extent[sb->ndims - 1],
-                   (unsigned long long)db->extent[db->ndims - 1], how, 2 * o->bytes / k / 1e9,
-                   2 * o->bytes / m / 1e9, 100 * m / k);
+                   (unsigned long long)db->extent[db->ndims - 1],
+                   ce ? "cudaMemcpy2DAsync" : "pack kernel", 2 * o->bytes / rt / 1e9, 100 * m / rt,
+                   mc_rt_copy_word(p, o, NULL), 2 * o->bytes / k / 1e9, 100 * m / k,
+                   2 * o->bytes / m / 1e9);
             done++;
         }
     }

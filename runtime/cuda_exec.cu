@@ -28,6 +28,24 @@ static void launch_any(const mc_rt_plan_t *plan, const mc_rt_op_t *o, const mc_r
         mc_rt_launch_copy<W, 0, 0>(plan, o, bufs, stream);
 }
 
+int mc_rt_copy_cuda_kernel(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
+                           cudaStream_t stream, mc_rt_err_t *err)
+{
+    const mc_rt_op_t *o = &plan->ops[op];
+    switch (mc_rt_copy_word(plan, o, bufs)) {
+    case 16: launch_any<uint4>(plan, o, bufs, stream); break;
+    case 8: launch_any<uint2>(plan, o, bufs, stream); break;
+    case 4: launch_any<unsigned>(plan, o, bufs, stream); break;
+    case 2: launch_any<unsigned short>(plan, o, bufs, stream); break;
+    default: launch_any<unsigned char>(plan, o, bufs, stream);
+    }
+    cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: op %u: CUDA: %s", plan->rank, op,
+                          cudaGetErrorString(ce));
+    return MC_RT_OK;
+}
+
 int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
                     cudaStream_t stream, mc_rt_err_t *err)
 {
@@ -47,14 +65,7 @@ int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t
                                    rows.part[k].spitch, rows.part[k].width, rows.part[k].height,
                                    cudaMemcpyDeviceToDevice, stream);
     } else {
-        switch (mc_rt_copy_word(plan, o, bufs)) {
-        case 16: launch_any<uint4>(plan, o, bufs, stream); break;
-        case 8: launch_any<uint2>(plan, o, bufs, stream); break;
-        case 4: launch_any<unsigned>(plan, o, bufs, stream); break;
-        case 2: launch_any<unsigned short>(plan, o, bufs, stream); break;
-        default: launch_any<unsigned char>(plan, o, bufs, stream);
-        }
-        ce = cudaGetLastError();
+        return mc_rt_copy_cuda_kernel(plan, op, bufs, stream, err);
     }
     if (ce != cudaSuccess)
         return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: op %u: CUDA: %s", plan->rank, op,

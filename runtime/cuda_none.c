@@ -21,8 +21,8 @@ int mc_rt_run_loopback_gpu(int nranks, const mc_rt_plan_t *plans, const mc_rt_bu
     return no_cuda(err);
 }
 
-int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *kernel_s,
-                          double *memcpy_s, mc_rt_err_t *err)
+int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *runtime_s,
+                          double *kernel_s, double *memcpy_s, mc_rt_err_t *err)
 {
     return no_cuda(err);
 }

@@ -154,10 +154,11 @@ int mc_rt_cuda_devices(void);
 int mc_rt_run_loopback_gpu(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
                            double *seconds, mc_rt_err_t *err);
 
-/* Times op (a COPY of plan) on device buffers of the plan's sizes with the pack kernel, and a
- * cudaMemcpyAsync of the same bytes, each the best of iters runs (seconds). */
-int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *kernel_s,
-                          double *memcpy_s, mc_rt_err_t *err);
+/* Times op (a COPY of plan) on device buffers of the plan's sizes the way the runtime does it
+ * (copy engine or pack kernel), with the pack kernel alone, and as a cudaMemcpyAsync of the same
+ * bytes, each the best of iters runs (seconds). */
+int mc_rt_cuda_bench_copy(const mc_rt_plan_t *plan, uint32_t op, int iters, double *runtime_s,
+                          double *kernel_s, double *memcpy_s, mc_rt_err_t *err);
 
 #ifdef MPI_VERSION
 /* The nccl backend driven from host buffers: picks this rank's GPU (local rank modulo the
@@ -173,9 +174,13 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
 typedef int (*mc_rt_cuda_copy_fn)(const mc_rt_plan_t *plan, uint32_t op,
                                   const mc_rt_buffers_t *bufs, cudaStream_t stream,
                                   mc_rt_err_t *err);
-/* The generic pack kernel, for any box. */
+/* A copy the way the runtime does it: the copy engine for contiguous or wide 2-D copies, else the
+ * pack kernel, for any box. */
 int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
                     cudaStream_t stream, mc_rt_err_t *err);
+/* The pack kernel alone. */
+int mc_rt_copy_cuda_kernel(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t *bufs,
+                           cudaStream_t stream, mc_rt_err_t *err);
 /* Enqueues this rank's plan on stream: per step the packs, one ncclGroupStart/End holding the
  * step's ncclSend/ncclRecv, then the unpacks. Device buffers; copy NULL means mc_rt_copy_cuda.
  * Returns without waiting for the stream. */
