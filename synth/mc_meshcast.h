@@ -131,7 +131,8 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
 int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
- * candidate and phase that grow the estimate least. Always feasible. */
+ * candidate and phase that grow the estimate least; then rounds in which every piece is lifted
+ * and filled again. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {

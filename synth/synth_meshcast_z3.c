@@ -11,7 +11,7 @@
 
 /* Most candidates in the relaxation, and most (candidate, phase) pairs in the integer model:
  * beyond them Z3's branch and bound rarely improves on the rounded relaxation within seconds. */
-#define MC_Z3_MAX_VARS 400
+#define MC_Z3_MAX_VARS 100
 #define MC_Z3_MAX_INT_VARS 12
 /* Phases offered beyond the seed's. */
 #define MC_Z3_EXTRA_PHASES 0
