@@ -261,3 +261,23 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out)
     }
     return mc_plan_check(pl, out);
 }
+
+void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out)
+{
+    sol_init(pl, out, 1);
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int best = -1, most = -1;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
+            int u = 0;
+            for (int k = 0; k < sol->nphases; k++)
+                u += sol->units[c * sol->nphases + k];
+            if (u > most) {
+                most = u;
+                best = c;
+            }
+        }
+        if (best >= 0)
+            out->units[best] = pl->units[p];
+    }
+    mc_plan_check(pl, out);
+}
