@@ -51,6 +51,10 @@ void coll_prog_push(coll_prog_t *p, coll_kind_t kind, unsigned group, const mc_l
 const mc_layout_t *coll_prog_layout(const coll_prog_t *p, int i);
 /* Bitmask of the mesh axes a layout splits a dimension over. */
 unsigned coll_layout_axes(const mc_layout_t *l);
+/* Shards of a dimension: the product of its axes' sizes. */
+int64_t coll_dim_shards(const coll_prog_t *p, const mc_dim_spec_t *d);
+/* Do two layouts split every dimension into as many shards? */
+int coll_same_tile_shapes(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b);
 /* Do two layouts give every device the same tile? */
 int coll_same_tiles(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b);
 /* "slice, all-to-all(x), all-gather(y)" for params and messages; caller frees. */
@@ -65,6 +69,9 @@ void coll_plan_normal_form(coll_prog_t *p);
 void coll_plan_fuse_flat(coll_prog_t *p);
 /* What the 'collectives' strategy runs: the normal form with its flat steps fused. */
 void coll_plan_collectives(coll_prog_t *p);
+/* ---- synth_xla.c ---- */
+/* XLA's decision ladder (ReshardNoCache), first match wins. */
+void coll_plan_xla(coll_prog_t *p);
 
 /* ---- collective_walk.c: a program walked cell by cell ---- */
 

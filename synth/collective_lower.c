@@ -262,39 +262,53 @@ static int number_phases(const clower_t *L, int nsteps, int first_phase, int *ph
     return n;
 }
 
+/* The walk's transfers as schedule trees. */
+static mc_status_t emit_trees(clower_t *L, mc_sched_t *s, int t, const coll_prog_t *p,
+                              const int *phase_of, uint64_t chunk_bytes, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int *rep = NULL, nsigs = 0;
+    if (!L->nedges) /* only local slices */
+        return MC_OK;
+    qsort(L->edges, (size_t)L->nedges, sizeof(cedge_t), cmp_edge);
+    for (int i = L->nedges - 1; i >= 0; i--) {
+        L->trees[L->edges[i].tree].first = i;
+        L->trees[L->edges[i].tree].nedges++;
+    }
+    for (int i = 0; i < L->ntrees; i++)
+        fan_out(L, &L->trees[i]);
+    rep = assign_sigs(L, &nsigs);
+    for (int i = 0; i < L->ntrees; i++)
+        add_runs(L, &L->trees[i]);
+    if (L->nruns > COLL_MAX_RUNS) {
+        st = mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s's collectives cut its "
+                        "pieces into %d byte ranges; expected at most %d", s->strategy,
+                        s->task->tensors[t].name, L->nruns, COLL_MAX_RUNS);
+        goto out;
+    }
+    merge_runs(L);
+    for (int i = 0; i < L->nruns; i++) {
+        const ctree_t *tr = &L->trees[rep[L->runs[i].sig]];
+        MC_CHECK_GOTO(emit_run(L, s, &L->runs[i], tr, phase_of[tr->step], chunk_bytes, err), out,
+                      st);
+    }
+out:
+    free(rep);
+    return st;
+}
+
 mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_prog_t *p,
                        int first_phase, uint64_t chunk_bytes, coll_stats_t *stats,
                        mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    coll_walk_t w;
+    coll_walk_t w = {0};
     clower_t L = {.w = &w, .task = s->task, .topo = topo};
-    int *rep = NULL, nsigs = 0, phase_of[COLL_MAX_STEPS];
-    MC_CHECK_GOTO(coll_walk(&w, s->task, t, p, topo, s->strategy, err), out_nowalk, st);
+    int phase_of[COLL_MAX_STEPS];
+    MC_CHECK_GOTO(coll_walk(&w, s->task, t, p, topo, s->strategy, err), out, st);
     build_trees(&L);
-    qsort(L.edges, (size_t)L.nedges, sizeof(cedge_t), cmp_edge);
-    for (int i = L.nedges - 1; i >= 0; i--) {
-        L.trees[L.edges[i].tree].first = i;
-        L.trees[L.edges[i].tree].nedges++;
-    }
-    for (int i = 0; i < L.ntrees; i++)
-        fan_out(&L, &L.trees[i]);
-    rep = assign_sigs(&L, &nsigs);
-    for (int i = 0; i < L.ntrees; i++)
-        add_runs(&L, &L.trees[i]);
-    if (L.nruns > COLL_MAX_RUNS) {
-        st = mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s's collectives cut its "
-                        "pieces into %d byte ranges; expected at most %d", s->strategy,
-                        s->task->tensors[t].name, L.nruns, COLL_MAX_RUNS);
-        goto out;
-    }
-    merge_runs(&L);
     int nphases = number_phases(&L, p->nsteps, first_phase, phase_of);
-    for (int i = 0; i < L.nruns; i++) {
-        const ctree_t *tr = &L.trees[rep[L.runs[i].sig]];
-        MC_CHECK_GOTO(emit_run(&L, s, &L.runs[i], tr, phase_of[tr->step], chunk_bytes, err), out,
-                      st);
-    }
+    MC_CHECK_GOTO(emit_trees(&L, s, t, p, phase_of, chunk_bytes, err), out, st);
     if (stats) {
         stats->nphases = nphases;
         stats->recv_bytes = w.recv_bytes;
@@ -303,8 +317,6 @@ mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_p
     }
 out:
     coll_walk_free(&w);
-out_nowalk:
-    free(rep);
     free(L.trees);
     free(L.edges);
     free(L.runs);

@@ -189,6 +189,22 @@ unsigned coll_layout_axes(const mc_layout_t *l)
     return m;
 }
 
+int64_t coll_dim_shards(const coll_prog_t *p, const mc_dim_spec_t *d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < d->naxes; i++)
+        n *= p->space->meshes[0].axis_sizes[d->axes[i]];
+    return n;
+}
+
+int coll_same_tile_shapes(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b)
+{
+    for (int d = 0; d < a->ndims; d++)
+        if (coll_dim_shards(p, &a->dims[d]) != coll_dim_shards(p, &b->dims[d]))
+            return 0;
+    return 1;
+}
+
 int coll_same_tiles(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b)
 {
     const mc_mesh_t *m = &p->space->meshes[0];

@@ -105,22 +105,6 @@ static unsigned misplaced_axes(const mc_layout_t *a, const mc_layout_t *b)
     return m;
 }
 
-static int64_t dim_shards(const coll_prog_t *p, const mc_dim_spec_t *d)
-{
-    int64_t n = 1;
-    for (int i = 0; i < d->naxes; i++)
-        n *= axis_size(p, d->axes[i]);
-    return n;
-}
-
-static int same_tile_shapes(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b)
-{
-    for (int d = 0; d < a->ndims; d++)
-        if (dim_shards(p, &a->dims[d]) != dim_shards(p, &b->dims[d]))
-            return 0;
-    return 1;
-}
-
 void coll_plan_normal_form(coll_prog_t *p)
 {
     unsigned us = coll_layout_axes(&p->src), ud = coll_layout_axes(&p->dst);
@@ -144,7 +128,7 @@ void coll_plan_normal_form(coll_prog_t *p)
     while (!same_specs(&cur, &flat) && alltoall_move(p, &cur, &flat))
         ;
     if (!same_specs(&cur, &flat))
-        coll_prog_push(p, same_tile_shapes(p, &cur, &flat) ? COLL_PERMUTE : COLL_ALLTOALL,
+        coll_prog_push(p, coll_same_tile_shapes(p, &cur, &flat) ? COLL_PERMUTE : COLL_ALLTOALL,
                        misplaced_axes(&cur, &flat), &flat);
     if (gather)
         coll_prog_push(p, COLL_ALLGATHER, gather, &p->dst);
@@ -165,7 +149,7 @@ void coll_plan_fuse_flat(coll_prog_t *p)
         if (flat && prev && (prev->kind == COLL_ALLTOALL || prev->kind == COLL_PERMUTE)) {
             prev->group |= s->group;
             prev->to = s->to;
-            prev->kind = same_tile_shapes(p, coll_prog_layout(p, k - 1), &s->to) ? COLL_PERMUTE
+            prev->kind = coll_same_tile_shapes(p, coll_prog_layout(p, k - 1), &s->to) ? COLL_PERMUTE
                                                                                  : COLL_ALLTOALL;
         } else {
             p->steps[k++] = *s;

@@ -18,21 +18,13 @@
 
 #include "synth/collective_internal.h"
 
-static int64_t dim_count(const coll_prog_t *p, const mc_dim_spec_t *d)
-{
-    int64_t n = 1;
-    for (int i = 0; i < d->naxes; i++)
-        n *= p->space->meshes[0].axis_sizes[d->axes[i]];
-    return n;
-}
-
 /* Is the multiset of tile counts over the dimensions where a and b differ the same? */
 static int alltoall_applies(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b)
 {
     int64_t ca[MC_MAX_DIMS], cb[MC_MAX_DIMS], ta = 1, tb = 1;
     int n = 0;
     for (int d = 0; d < a->ndims; d++) {
-        int64_t x = dim_count(p, &a->dims[d]), y = dim_count(p, &b->dims[d]);
+        int64_t x = coll_dim_shards(p, &a->dims[d]), y = coll_dim_shards(p, &b->dims[d]);
         ta *= x;
         tb *= y;
         if (x != y) {
@@ -64,7 +56,7 @@ static int extend_to_counts(const coll_prog_t *p, const mc_layout_t *base, const
     *out = *base;
     *added = 0;
     for (int d = 0; d < base->ndims; d++) {
-        int64_t have = dim_count(p, &base->dims[d]), want = dim_count(p, &shape->dims[d]);
+        int64_t have = coll_dim_shards(p, &base->dims[d]), want = coll_dim_shards(p, &shape->dims[d]);
         if (want % have)
             return 0;
         int64_t need = want / have;
@@ -94,7 +86,7 @@ static unsigned used_axes(const mc_layout_t *a, const mc_layout_t *b)
     return coll_layout_axes(a) | coll_layout_axes(b);
 }
 
-static void xla_ladder(coll_prog_t *p)
+void coll_plan_xla(coll_prog_t *p)
 {
     const mc_layout_t *S = &p->src, *D = &p->dst;
     unsigned all = (1u << p->space->meshes[0].naxes) - 1, us = coll_layout_axes(S),
@@ -102,10 +94,7 @@ static void xla_ladder(coll_prog_t *p)
     mc_layout_t mid;
     if (coll_same_tiles(p, S, D))
         return;
-    int same_counts = 1;
-    for (int d = 0; d < S->ndims; d++)
-        same_counts &= dim_count(p, &S->dims[d]) == dim_count(p, &D->dims[d]);
-    if (same_counts) {
+    if (coll_same_tile_shapes(p, S, D)) {
         coll_prog_push(p, COLL_PERMUTE, used_axes(S, D), D);
         return;
     }
@@ -137,7 +126,7 @@ mc_status_t mc_synth_xla(mc_task_t *task, const mc_topo_t *topo, const mc_synth_
 {
     mc_status_t st = MC_OK;
     mc_sched_t *s = NULL;
-    MC_CHECK_GOTO(coll_synth(task, topo, opts, "xla", xla_ladder, &s, err), out, st);
+    MC_CHECK_GOTO(coll_synth(task, topo, opts, "xla", coll_plan_xla, &s, err), out, st);
     MC_CHECK_GOTO(mc_synth_check_memory(s, topo, opts->memory_limit, err), out, st);
     s->mem_limit = opts->memory_limit;
     *out = s;

@@ -270,9 +270,9 @@ static void test_plans(void **state)
         /* one 8-way all-to-all: the three axes move as one block */
         {"mesh M={a:2,b:2,c:2}@0..7\nmove f32[8,8,8] M[(a,b,c),_,_] -> M[_,(a,b,c),_]\n",
          "collectives", "t0=all-to-all(a+b+c)"},
-        /* axis order matters: (tp,dp) is a local slice, (dp,tp) is not */
-        {"mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(tp,dp),_]\n", "collectives",
-         "t0=slice(dp)"},
+        /* axis order matters: (tp,dp) is a local slice (test_local_slice), (dp,tp) is not */
+        {"mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(dp,tp),_]\n", "collectives",
+         "t0=slice(dp),permute"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[64,8] M[x,_] -> M[_,y]\n", "collectives",
          "t0=slice(y),all-gather(x)"},
         /* ReaL: {pp:2,dp:2,tp:2} -> {dp:2,tp:4} on the same GPUs, refined to three axes */
@@ -281,7 +281,6 @@ static void test_plans(void **state)
         /* XLA's rungs */
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[(x,y),_] -> M[(y,x),_]\n", "xla", "t0=permute"},
         {"mesh M={x:8}@0..7\nmove f32[16,8] M[x,_] -> M[_,x]\n", "xla", "t0=all-to-all(x)"},
-        {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,_] -> M[x,y]\n", "xla", "t0=slice(y)"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[x,_]\n", "xla", "t0=all-gather(y)"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[(x,y),_]\n", "xla",
          "t0=all-gather(x+y),slice(x+y)"},
@@ -292,6 +291,32 @@ static void test_plans(void **state)
             print_error("case %zu: %s\n", i, f->s->params);
         assert_string_equal(f->s->params, cases[i].params);
     }
+}
+
+/* A pure local slice moves nothing: no tree at all. */
+static void check_local(coll_fixture_t *f, const char *task, coll_plan_fn plan, const char *want)
+{
+    mc_err_t err = {0};
+    coll_prog_t p;
+    coll_task(f, task);
+    assert_int_equal(f->task->npieces, 0);
+    assert_int_equal(coll_prog_init(&p, f->task, 0, "test", &err), MC_OK);
+    plan(&p);
+    char *desc = coll_prog_describe(&p);
+    assert_string_equal(desc, want);
+    free(desc);
+    f->s = mc_sched_new(f->task, f->topo, "test");
+    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, 0, NULL, &err), MC_OK);
+    assert_int_equal(f->s->ntrees, 0);
+    coll_prog_free(&p);
+}
+
+static void test_local_slice(void **state)
+{
+    check_local(*state, "mesh M={dp:2,tp:4}@0..7\nmove f32[64,8] M[tp,_] -> M[(tp,dp),_]\n",
+                coll_plan_collectives, "slice(dp)");
+    check_local(*state, "mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,_] -> M[x,y]\n",
+                coll_plan_xla, "slice(y)");
 }
 
 /* Received bytes and live tiles of every step against an element-by-element walk, and the normal
@@ -365,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_worked_xla_replicates),
         cmocka_unit_test(test_ocaml_example),
         cmocka_unit_test(test_plans),
+        cmocka_unit_test(test_local_slice),
         cmocka_unit_test(test_memory_brute_force),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_refused),
