@@ -153,8 +153,8 @@ typedef struct mc_z3_stats {
 mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
                              mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
 
-/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases plus
- * one), each used tree paying its fixed cost, the sum of phase times between lower and the seed's
+/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases),
+ * each used tree paying its fixed cost, the sum of phase times between lower and the seed's
  * estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds nothing
  * better). rlimit 0 = none; budget_s bounds the wall clock. */
 mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
