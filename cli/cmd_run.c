@@ -33,6 +33,8 @@ static void usage(FILE *out)
             "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
             "                       tests: the others must fail within --timeout)\n"
             "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
+            "  --print-memory       print the host bytes a loopback run of each schedule\n"
+            "                       allocates, run nothing\n"
             "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
             "                       unpacks: pack kernel or pitched copy-engine copies) against\n"
             "                       cudaMemcpyAsync of the same bytes on GPU 0, run nothing else\n"
@@ -48,7 +50,7 @@ typedef struct run_args {
     const char *topo, *sched; /* sched: the schedule being run */
     char **scheds;
     int nscheds;
-    int backend, gpu, quiet, absent, print_ranks, bench_copies;
+    int backend, gpu, quiet, absent, print_ranks, print_memory, bench_copies;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
@@ -57,7 +59,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     enum {
         OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
-        OPT_BENCH
+        OPT_BENCH, OPT_MEMORY
     };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
@@ -67,6 +69,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"workspace", required_argument, NULL, OPT_WS},
         {"absent-rank", required_argument, NULL, OPT_ABSENT},
         {"print-ranks", no_argument, NULL, OPT_RANKS},
+        {"print-memory", no_argument, NULL, OPT_MEMORY},
         {"bench-copies", required_argument, NULL, OPT_BENCH},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -81,6 +84,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case OPT_TOPO: a->topo = optarg; break;
         case OPT_GPU: a->gpu = 1; break;
         case OPT_RANKS: a->print_ranks = 1; break;
+        case OPT_MEMORY: a->print_memory = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_BACKEND:
@@ -129,27 +133,51 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 }
 
 /* Host buffers for a rank that runs GPU gpu: the source holds the pattern, the destination its
- * complement. */
+ * complement. With src given, the rank reads that source buffer instead of its own (its tiles
+ * are the same, and sources are only read). */
 static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const mc_rt_plan_t *p,
-                              int gpu, mc_rt_buffers_t *b, mc_err_t *err)
+                              int gpu, void *src, mc_rt_buffers_t *b, mc_err_t *err)
 {
     memset(b, 0, sizeof *b);
     b->bytes[MC_RT_BUF_SRC] = p->src_bytes;
     b->bytes[MC_RT_BUF_DST] = p->dst_bytes;
     b->bytes[MC_RT_BUF_WS] = a->workspace >= 0 ? (uint64_t)a->workspace : p->ws_bytes;
+    b->buf[MC_RT_BUF_SRC] = src;
     for (int i = 0; i < MC_RT_NBUFS; i++)
-        if (!(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
+        if (!b->buf[i] && !(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
             return mc_err_set(err, MC_ERR_RUNTIME, "rank %d: cannot allocate %llu bytes of %s",
                               p->rank, (unsigned long long)b->bytes[i], mc_rt_buf_name(i));
-    mc_emit_fill_src(task, gpu, b->buf[MC_RT_BUF_SRC]);
+    if (!src)
+        mc_emit_fill_src(task, gpu, b->buf[MC_RT_BUF_SRC]);
     mc_emit_poison_dst(task, gpu, b->buf[MC_RT_BUF_DST]);
     return MC_OK;
 }
 
-static void free_bufs(mc_rt_buffers_t *b)
+/* Frees b, except its source buffer when it is shared. */
+static void free_bufs(mc_rt_buffers_t *b, int shared_src)
 {
     for (int i = 0; i < MC_RT_NBUFS; i++)
-        free(b->buf[i]);
+        if (i != MC_RT_BUF_SRC || !shared_src)
+            free(b->buf[i]);
+}
+
+/* An earlier rank whose source tiles are those of rank r (replicas), or -1: in one process they
+ * can read one buffer, which keeps replicated sources from multiplying the memory a run needs. */
+static int same_source(const mc_task_t *task, const mc_emit_plans_t *P, int r)
+{
+    for (int q = 0; q < r; q++) {
+        int same = P->plans[q].src_bytes == P->plans[r].src_bytes && P->plans[r].src_bytes;
+        for (int k = 0; same && k < task->ntensors; k++) {
+            const mc_layout_t *l = &task->tensors[k].src;
+            mc_box_t tq, tr;
+            int hq = mc_layout_tile(task, l, P->gpus[q], &tq);
+            int hr = mc_layout_tile(task, l, P->gpus[r], &tr);
+            same = hq == hr && (!hq || !memcmp(&tq, &tr, sizeof tq));
+        }
+        if (same)
+            return q;
+    }
+    return -1;
 }
 
 static mc_status_t rt_status(const mc_rt_err_t *re, mc_err_t *err)
@@ -180,8 +208,14 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
     mc_status_t st = MC_OK;
     uint64_t wrong = 0;
     double secs = 0;
-    for (int r = 0; r < P->nranks; r++)
-        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], P->gpus[r], &b[r], &err), out, st);
+    int *shared = mc_xcalloc(P->nranks, sizeof *shared);
+    for (int r = 0; r < P->nranks; r++) {
+        int q = same_source(task, P, r);
+        shared[r] = q >= 0;
+        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], P->gpus[r],
+                                 q >= 0 ? b[q].buf[MC_RT_BUF_SRC] : NULL, &b[r], &err),
+                      out, st);
+    }
     if (a->gpu) {
         if (mc_rt_run_loopback_gpu(P->nranks, P->plans, b, &secs, &re) != MC_RT_OK) {
             st = rt_status(&re, &err);
@@ -206,7 +240,8 @@ static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emi
     summary(a, a->gpu ? "loopback (gpu)" : "loopback", P->nranks, task, secs, wrong);
 out:
     for (int r = 0; r < P->nranks; r++)
-        free_bufs(&b[r]);
+        free_bufs(&b[r], shared[r]);
+    free(shared);
     free(b);
     mc_buf_free(&report);
     if (st != MC_OK)
@@ -236,7 +271,7 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
                     a->sched, P->nranks, size);
         return MC_EXIT_INVALID;
     }
-    if (alloc_bufs(a, task, &P->plans[rank], P->gpus[rank], &b, &err) != MC_OK) {
+    if (alloc_bufs(a, task, &P->plans[rank], P->gpus[rank], NULL, &b, &err) != MC_OK) {
         cli_fail(&err);
         MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
     }
@@ -266,7 +301,7 @@ static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emi
     if (rank == 0)
         summary(a, a->backend == BK_MPI ? "mpi" : "nccl", size, task, maxsecs, total);
     rc = total ? MC_EXIT_INVALID : MC_EXIT_OK;
-    free_bufs(&b);
+    free_bufs(&b, 0);
     mc_buf_free(&report);
     return rc;
 }
@@ -323,6 +358,14 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
         printf("%d\n", P->nranks);
         goto out;
     }
+    if (a->print_memory) {
+        uint64_t bytes = 0;
+        for (int r = 0; r < P->nranks; r++)
+            bytes += P->plans[r].dst_bytes + P->plans[r].ws_bytes +
+                     (same_source(s->task, P, r) < 0 ? P->plans[r].src_bytes : 0);
+        printf("%llu\n", (unsigned long long)bytes);
+        goto out;
+    }
     if (a->bench_copies) {
         rc = bench_copies(a, P);
         goto out;
@@ -344,7 +387,7 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (cli_load_topo(a.topo, a.quiet, &topo, &err) != MC_OK)
         return cli_fail(&err);
-    if (a.print_ranks || a.bench_copies)
+    if (a.print_ranks || a.print_memory || a.bench_copies)
         a.backend = BK_LOOPBACK;
     if (a.backend != BK_LOOPBACK)
         MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);

@@ -1,5 +1,6 @@
 /* The test pattern of `meshcast run`: every element's bytes are a hash of its tensor and its
- * global row-major index, so a byte that lands in the wrong place, or never arrives, shows. */
+ * global row-major index (the hash's first bytes in host byte order: fill and check run on the
+ * same kind of machine), so a byte that lands in the wrong place, or never arrives, shows. */
 #include <string.h>
 
 #include "emit/emit_internal.h"
@@ -49,27 +50,26 @@ static void walk(const mc_task_t *task, int rank, int buf, unsigned char *base, 
     }
 }
 
-/* ctx points to a byte every pattern byte is XORed with. */
+/* ctx points to a 64-bit mask every pattern value is XORed with. */
 static void fill_row(void *ctx, int k, const int64_t *coord, uint64_t g, unsigned char *p,
                      int64_t n, int es)
 {
-    unsigned char x = *(const unsigned char *)ctx;
+    uint64_t x = *(const uint64_t *)ctx;
     for (int64_t e = 0; e < n; e++) {
-        uint64_t v = pattern(k, g + e);
-        for (int b = 0; b < es; b++)
-            p[e * es + b] = (unsigned char)(v >> (8 * (b % 8))) ^ x;
+        uint64_t v = pattern(k, g + e) ^ x;
+        memcpy(p + e * es, &v, es < 8 ? (size_t)es : 8);
     }
 }
 
 void mc_emit_fill_src(const mc_task_t *task, int rank, void *buf)
 {
-    const unsigned char x = 0;
+    const uint64_t x = 0;
     walk(task, rank, MC_RT_BUF_SRC, buf, fill_row, (void *)&x);
 }
 
 void mc_emit_poison_dst(const mc_task_t *task, int rank, void *buf)
 {
-    const unsigned char x = 0xff;
+    const uint64_t x = ~0ull;
     walk(task, rank, MC_RT_BUF_DST, buf, fill_row, (void *)&x);
 }
 
@@ -85,16 +85,18 @@ static void check_row(void *vctx, int k, const int64_t *coord, uint64_t g, unsig
 {
     check_ctx_t *c = vctx;
     int nd = c->task->tensors[k].dst.ndims;
+    size_t w = es < 8 ? (size_t)es : 8;
     for (int64_t e = 0; e < n; e++) {
         uint64_t v = pattern(k, g + e);
-        int bad = 0, first = -1;
-        for (int b = 0; b < es; b++)
-            if (p[e * es + b] != (unsigned char)(v >> (8 * (b % 8)))) {
-                bad++;
-                first = first < 0 ? b : first;
-            }
-        if (!bad)
+        const unsigned char *want = (const unsigned char *)&v;
+        if (!memcmp(p + e * es, want, w))
             continue;
+        int bad = 0, first = -1;
+        for (size_t b = 0; b < w; b++)
+            if (p[e * es + b] != want[b]) {
+                bad++;
+                first = first < 0 ? (int)b : first;
+            }
         c->wrong += bad;
         if (c->report && c->reported < c->max) {
             mc_buf_printf(c->report, "GPU %d, tensor %s, element [", c->rank,
@@ -103,7 +105,7 @@ static void check_row(void *vctx, int k, const int64_t *coord, uint64_t g, unsig
                 mc_buf_printf(c->report, "%s%lld", i ? "," : "",
                               (long long)(coord[i] + (i == nd - 1 ? e : 0)));
             mc_buf_printf(c->report, "], byte %d: 0x%02x, expected 0x%02x\n", first,
-                          p[e * es + first], (unsigned char)(v >> (8 * (first % 8))));
+                          p[e * es + first], want[first]);
             c->reported++;
         }
     }

@@ -187,6 +187,7 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
     cudaStream_t stream = NULL;
     mc_rt_buffers_t dev;
     double t0;
+    cudaEvent_t *events = (cudaEvent_t *)calloc(plan->nsteps + 1, sizeof *events);
     memset(&dev, 0, sizeof dev);
     /* Every rank must agree before any of them enters the collective NCCL init. */
     ok = st == MC_RT_OK;
@@ -207,19 +208,28 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
         goto out;
     }
     CU(cudaStreamCreate(&stream));
+    for (uint32_t s = 0; s < plan->nsteps; s++)
+        CU(cudaEventCreateWithFlags(&events[s], cudaEventDisableTiming));
     if ((st = to_device(bufs, &dev, stream, err)) != MC_RT_OK)
         goto out;
     CU(cudaStreamSynchronize(stream));
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    if ((st = mc_rt_run_nccl(plan, nc, &dev, stream, NULL, err)) != MC_RT_OK ||
-        (st = mc_rt_cuda_wait(stream, nc, plan->rank, timeout_s, err)) != MC_RT_OK)
+    if ((st = mc_rt_run_nccl_traced(plan, nc, &dev, stream, NULL, events, err)) != MC_RT_OK)
         goto out;
+    if ((st = mc_rt_cuda_wait_steps(stream, nc, plan, events, timeout_s, err)) != MC_RT_OK) {
+        nc = NULL; /* aborted */
+        goto out;
+    }
     *seconds = MPI_Wtime() - t0;
     CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
                   cudaMemcpyDeviceToHost));
 out:
     free_device(&dev);
+    for (uint32_t s = 0; events && s < plan->nsteps; s++)
+        if (events[s])
+            cudaEventDestroy(events[s]);
+    free(events);
     if (stream)
         cudaStreamDestroy(stream);
     if (nc)

@@ -3,6 +3,7 @@
  * wait. Generated code links this file (or ships it with --standalone). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <string.h>
 #include <time.h>
 
 #include "copy_kernel.cuh"
@@ -94,6 +95,13 @@ static int nccl_step(const mc_rt_plan_t *plan, const mc_rt_step_t *stp, ncclComm
 int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
                    cudaStream_t stream, mc_rt_cuda_copy_fn copy, mc_rt_err_t *err)
 {
+    return mc_rt_run_nccl_traced(plan, comm, bufs, stream, copy, NULL, err);
+}
+
+int mc_rt_run_nccl_traced(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
+                          cudaStream_t stream, mc_rt_cuda_copy_fn copy, cudaEvent_t *events,
+                          mc_rt_err_t *err)
+{
     int st, nranks = 0, rank = -1;
     if (ncclCommCount(comm, &nranks) != ncclSuccess || ncclCommUserRank(comm, &rank) != ncclSuccess)
         return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: not a usable NCCL communicator",
@@ -113,12 +121,24 @@ int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffer
             (st = run_copies(plan, stp->first + stp->npre + stp->ncomm, stp->npost, bufs, stream,
                              copy, err)) != MC_RT_OK)
             return st;
+        if (events && cudaEventRecord(events[s], stream) != cudaSuccess)
+            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d, step %u: cudaEventRecord failed",
+                              plan->rank, stp->index);
     }
     return MC_RT_OK;
 }
 
 int mc_rt_cuda_wait(cudaStream_t stream, ncclComm_t comm, int rank, double timeout_s,
                     mc_rt_err_t *err)
+{
+    mc_rt_plan_t none;
+    memset(&none, 0, sizeof none);
+    none.rank = rank;
+    return mc_rt_cuda_wait_steps(stream, comm, &none, NULL, timeout_s, err);
+}
+
+int mc_rt_cuda_wait_steps(cudaStream_t stream, ncclComm_t comm, const mc_rt_plan_t *plan,
+                          cudaEvent_t *events, double timeout_s, mc_rt_err_t *err)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -127,17 +147,26 @@ int mc_rt_cuda_wait(cudaStream_t stream, ncclComm_t comm, int rank, double timeo
         if (ce == cudaSuccess)
             return MC_RT_OK;
         if (ce != cudaErrorNotReady)
-            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: CUDA: %s", rank,
+            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: CUDA: %s", plan->rank,
                               cudaGetErrorString(ce));
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) * 1e-9 > timeout_s) {
-            if (comm)
-                ncclCommAbort(comm);
-            return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
-                              "rank %d: timed out after %.1f s waiting for the GPU (a peer did not "
-                              "arrive or the device hangs)", rank, timeout_s);
-        }
+        if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) * 1e-9 > timeout_s)
+            break;
         struct timespec nap = {0, 100000};
         nanosleep(&nap, NULL);
     }
+    /* The first step whose event has not fired is where a peer went missing. */
+    uint32_t s = 0;
+    while (events && s < plan->nsteps && cudaEventQuery(events[s]) == cudaSuccess)
+        s++;
+    if (comm)
+        ncclCommAbort(comm);
+    if (events && s < plan->nsteps)
+        return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
+                          "rank %d, step %u: timed out after %.1f s waiting for the GPU (a peer "
+                          "of this step did not arrive, or the device hangs)",
+                          plan->rank, plan->steps[s].index, timeout_s);
+    return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
+                      "rank %d: timed out after %.1f s waiting for the GPU (a peer did not "
+                      "arrive or the device hangs)", plan->rank, timeout_s);
 }

@@ -181,9 +181,18 @@ int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t
  * Returns without waiting for the stream. */
 int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
                    cudaStream_t stream, mc_rt_cuda_copy_fn copy, mc_rt_err_t *err);
-/* Waits for stream until timeout_s; on timeout aborts comm (may be NULL) and names the rank. */
+/* The same, recording events[s] on stream after step s (plan->nsteps events, created by the
+ * caller), so that a wait can tell which step never finished. */
+int mc_rt_run_nccl_traced(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
+                          cudaStream_t stream, mc_rt_cuda_copy_fn copy, cudaEvent_t *events,
+                          mc_rt_err_t *err);
+/* Waits for stream until timeout_s; on timeout aborts comm (may be NULL) and names the rank, and
+ * with plan and events (from mc_rt_run_nccl_traced; both may be NULL) the first step that did
+ * not finish. */
 int mc_rt_cuda_wait(cudaStream_t stream, ncclComm_t comm, int rank, double timeout_s,
                     mc_rt_err_t *err);
+int mc_rt_cuda_wait_steps(cudaStream_t stream, ncclComm_t comm, const mc_rt_plan_t *plan,
+                          cudaEvent_t *events, double timeout_s, mc_rt_err_t *err);
 #endif
 
 #ifdef __cplusplus
