@@ -44,17 +44,6 @@ static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *pa
     return -1;
 }
 
-static double route_hop_s(const mc_topo_t *topo, const mc_route_t *r)
-{
-    double alpha = 0;
-    for (int i = 0; i < r->nlinks; i++) {
-        double a = mc_topo_alpha(topo->links[r->links[i]].kind);
-        if (a > alpha)
-            alpha = a;
-    }
-    return alpha + r->latency;
-}
-
 /* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings) and
  * its overhead. */
 static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err)
@@ -67,7 +56,7 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
         mc_status_t st = mc_topo_route(topo, c->parent[e], c->child[e], &r, err);
         if (st != MC_OK)
             return st;
-        c->edge_hop[e] = route_hop_s(topo, &r);
+        c->edge_hop[e] = mc_topo_links_delay(topo, r.links, r.nlinks);
         for (int i = 0; i < r.nlinks; i++) {
             int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
             double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;

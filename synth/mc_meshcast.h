@@ -130,8 +130,13 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
  * one phase: what point-to-point sends do. Returns -1 when a piece has no direct candidate. */
 int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 
+/* The plan that sends every piece whole, in one phase, on the candidate that carries most of it
+ * in sol: the same trees without the small splits the estimate favoured. */
+void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
+
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
- * candidate and phase that grow the estimate least. Always feasible. */
+ * candidate and phase that grow the estimate least; then rounds in which every piece is lifted
+ * and filled again. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {
@@ -148,8 +153,8 @@ typedef struct mc_z3_stats {
 mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
                              mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
 
-/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases plus
- * one), each used tree paying its fixed cost, the sum of phase times between lower and the seed's
+/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases),
+ * each used tree paying its fixed cost, the sum of phase times between lower and the seed's
  * estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds nothing
  * better). rlimit 0 = none; budget_s bounds the wall clock. */
 mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
@@ -167,8 +172,9 @@ typedef struct mc_comp {
     char *key;            /* canonical text of the plan: equal keys, equal models */
     int same_as;          /* index of an earlier component with the same key, else -1 */
     mc_plan_sol_t sol;
-    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternative */
+    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternatives */
     int has_direct;
+    mc_plan_sol_t whole;  /* every share whole on the tree that carries most of it in sol */
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan

@@ -201,6 +201,26 @@ static void place_unit(fill_t *f, int first, int end)
         f->nopen++;
 }
 
+/* Takes piece p's units (candidates first..end) out of every phase. */
+static void lift_piece(fill_t *f, int first, int end)
+{
+    for (int c = first; c < end; c++)
+        for (int k = 0; k < f->K; k++) {
+            const mc_pcand_t *pc = &f->pl->cands[c];
+            int u = f->out->units[c * f->K + k];
+            for (int i = 0; i < pc->nlinks; i++)
+                f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] -=
+                    u * pc->link_ps[i];
+            f->out->units[c * f->K + k] = 0;
+        }
+    for (int k = 0; k < f->K; k++)
+        f->phase[k] = mc_plan_phase_ps(f->pl, f->out, k);
+}
+
+/* Rounds of rip-up and re-route after the first fill: each piece is lifted and filled again
+ * knowing where all the others went, which undoes the worst of the largest-first order. */
+#define MC_GREEDY_ROUNDS 2
+
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
 {
     fill_t f = {.pl = pl, .out = out};
@@ -210,13 +230,16 @@ void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
     sol_init(pl, out, f.K);
     f.load = mc_xcalloc((size_t)f.K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
     f.phase = mc_xcalloc((size_t)f.K, sizeof(int64_t));
-    for (int c = 0, p = 0; p < pl->npieces; p++) {
-        int first = c;
-        while (c < pl->ncands && pl->cands[c].piece == p)
-            c++;
-        for (int u = 0; u < pl->units[p] && c > first; u++)
-            place_unit(&f, first, c);
-    }
+    for (int round = 0; round <= MC_GREEDY_ROUNDS; round++)
+        for (int c = 0, p = 0; p < pl->npieces; p++) {
+            int first = c;
+            while (c < pl->ncands && pl->cands[c].piece == p)
+                c++;
+            if (round > 0)
+                lift_piece(&f, first, c);
+            for (int u = 0; u < pl->units[p] && c > first; u++)
+                place_unit(&f, first, c);
+        }
     free(f.load);
     free(f.phase);
     mc_plan_sol_compact(pl, out);
@@ -237,4 +260,24 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out)
             return -1;
     }
     return mc_plan_check(pl, out);
+}
+
+void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out)
+{
+    sol_init(pl, out, 1);
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int best = -1, most = -1;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
+            int u = 0;
+            for (int k = 0; k < sol->nphases; k++)
+                u += sol->units[c * sol->nphases + k];
+            if (u > most) {
+                most = u;
+                best = c;
+            }
+        }
+        if (best >= 0)
+            out->units[best] = pl->units[p];
+    }
+    mc_plan_check(pl, out);
 }

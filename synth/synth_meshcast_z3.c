@@ -1,8 +1,9 @@
-/* The Z3 model of the meshcast strategy (docs/synthesis.md, "The model"): integer units of each
- * piece per candidate tree and phase, phase times bounded below by every tree and by the load of
- * every link the phase's trees share, the sum of phase times minimized with
- * Z3_optimize. The greedy seed's makespan bounds it from above, so any model Z3 returns, even when
- * stopped by rlimit or the clock, is at least as good as the seed. */
+/* The Z3 models of the meshcast strategy (docs/synthesis.md, "The model"). The relaxation: real
+ * units per candidate in one phase, the busiest link plus a pipelining cost minimized with
+ * Z3_optimize, then rounded. The integer model: whole units per candidate tree and phase, phase
+ * times bounded below by every tree and by the load of every link the phase's trees share, their
+ * sum minimized; the best plan so far bounds it from above, so any model Z3 returns, even when
+ * stopped by rlimit or the clock, is at least as good. */
 #include <stdlib.h>
 #include <string.h>
 #include <z3.h>
@@ -11,10 +12,8 @@
 
 /* Most candidates in the relaxation, and most (candidate, phase) pairs in the integer model:
  * beyond them Z3's branch and bound rarely improves on the rounded relaxation within seconds. */
-#define MC_Z3_MAX_VARS 400
+#define MC_Z3_MAX_VARS 100
 #define MC_Z3_MAX_INT_VARS 12
-/* Phases offered beyond the seed's. */
-#define MC_Z3_EXTRA_PHASES 0
 
 /* Z3's default handler exits the process; this one lets the caller read Z3_get_error_code. */
 static void z3_error_handler(Z3_context ctx, Z3_error_code e)
@@ -331,7 +330,7 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     mc_plan_sol_t got = {0};
     memset(stats, 0, sizeof(*stats));
     stats->status = -1;
-    int K = seed->nphases + MC_Z3_EXTRA_PHASES;
+    int K = seed->nphases;
     if (seed->est_ps <= lower) {
         stats->status = 2;
         snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");

@@ -19,6 +19,7 @@ typedef struct path {
 typedef struct gpu_nic {
     int done;
     int net;        /* nearest NET node, -1 if the host has none reachable */
+    int first_tied; /* lowest-numbered of the ports that are equally near */
     path_t out, in; /* GPU -> NET and NET -> GPU */
 } gpu_nic_t;
 
@@ -182,7 +183,10 @@ static struct mc_route_cache *cache_of(const mc_topo_t *ct)
     return c;
 }
 
-/* The GPU's nearest NIC port (fewest hops, then widest) and the paths to and from it. */
+/* The GPU's nearest NIC port (fewest hops, then widest) and the paths to and from it. When several
+ * ports are equally near (two GPUs and two NICs under one PCIe switch, as on a DGX A100), the
+ * GPUs share them out in order, as NCCL pairs GPU i with NIC i: the k-th GPU of the host that
+ * sees a set of tied ports takes the (k mod n)-th of them. */
 static mc_status_t gpu_nic(const mc_topo_t *t, struct mc_route_cache *c, int gpu,
                            const gpu_nic_t **out, mc_err_t *err)
 {
@@ -191,16 +195,39 @@ static mc_status_t gpu_nic(const mc_topo_t *t, struct mc_route_cache *c, int gpu
     *out = g;
     if (g->done)
         return MC_OK;
+    int host = mc_topo_gpu_host(t, gpu);
+    for (int o = gpu - 1; o >= 0 && mc_topo_gpu_host(t, o) == host; o--) {
+        const gpu_nic_t *other;
+        MC_CHECK_GOTO(gpu_nic(t, c, o, &other, err), out, st); /* its share comes first */
+    }
     int node = t->gpu_node[gpu];
     g->done = 1;
     g->net = -1;
     bfs(t, c, node, -1, WALK_NIC, 0);
+    int best = -1, ntied = 0;
     for (int i = 0; i < t->nnodes; i++) {
         if (t->nodes[i].kind != MC_NODE_NET || c->dist[i] < 0)
             continue;
-        if (g->net < 0 || c->dist[i] < c->dist[g->net] ||
-            (c->dist[i] == c->dist[g->net] && c->width[i] > c->width[g->net]))
-            g->net = i;
+        if (best < 0 || c->dist[i] < c->dist[best] ||
+            (c->dist[i] == c->dist[best] && c->width[i] > c->width[best])) {
+            best = i;
+            ntied = 1;
+        } else if (c->dist[i] == c->dist[best] && c->width[i] == c->width[best]) {
+            ntied++;
+        }
+    }
+    g->first_tied = best;
+    if (best >= 0) {
+        int k = 0;
+        for (int o = gpu - 1; o >= 0 && mc_topo_gpu_host(t, o) == host; o--)
+            k += c->gpu[o].first_tied == best;
+        int pick = k % ntied;
+        for (int i = best; i < t->nnodes; i++)
+            if (t->nodes[i].kind == MC_NODE_NET && c->dist[i] == c->dist[best] &&
+                c->width[i] == c->width[best] && pick-- == 0) {
+                g->net = i;
+                break;
+            }
     }
     if (g->net < 0)
         return MC_OK;

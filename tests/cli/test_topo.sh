@@ -60,6 +60,12 @@ expect_grep "$TMP/err" 'NCCL graph file' "graph dialect named"
 expect_exit 1 "skeleton" -- "$MESHCAST" topo show "$X/aws-g5-48xlarge-topo.xml"
 expect_grep "$TMP/err" 'lists only PCI bus ids.*NCCL_TOPO_DUMP_FILE' "says how to dump a full file"
 
+# Two GPUs and two NICs under one PCIe switch (DGX A100): GPU i sends through NIC i, as NCCL pairs them.
+for g in 0 1 2 3; do
+  expect_exit 0 "A100 route $g -> $((g + 8))" -- "$MESHCAST" topo route "$ROOT/topologies/dgx-a100-x4.xml" $g $((g + 8))
+  expect_grep "$TMP/out" "h0/NIC$g +-> h0/NET$g " "GPU $g leaves through its own NIC $g"
+done
+
 expect_exit 2 "no subcommand" -- "$MESHCAST" topo
 expect_exit 2 "unknown subcommand" -- "$MESHCAST" topo frob "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
 expect_exit 2 "GPU out of range" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 8
