@@ -8,21 +8,38 @@
 
 #include "runtime.h"
 
+/* a / b and its remainder; 32-bit division when both fit, several times cheaper on a GPU than
+ * the 64-bit one that large tensors need. */
+__host__ __device__ __forceinline__ uint64_t mc_rt_divmod(uint64_t a, uint64_t b, uint64_t *r)
+{
+    if (((a | b) >> 32) == 0) {
+        uint32_t q = (uint32_t)a / (uint32_t)b;
+        *r = a - (uint64_t)q * b;
+        return q;
+    }
+    uint64_t q = a / b;
+    *r = a - q * b;
+    return q;
+}
+
+/* The kernel's mc_rt_box_addr (host too, so tests can hold one against the other). */
 template <int ND>
-__device__ __forceinline__ uint64_t mc_rt_dev_addr(const mc_rt_box_t &b, uint64_t lin)
+__host__ __device__ __forceinline__ uint64_t mc_rt_dev_addr(const mc_rt_box_t &b, uint64_t lin)
 {
     const int nd = ND > 0 ? ND : b.ndims;
     if (nd == 1)
         return b.base + lin;
-    uint64_t q = lin / b.extent[nd - 1];
-    uint64_t a = b.base + (lin - q * b.extent[nd - 1]);
+    uint64_t r, q = mc_rt_divmod(lin, b.extent[nd - 1], &r);
+    uint64_t a = b.base + r;
+#ifdef __CUDA_ARCH__
 #pragma unroll
+#endif
     for (int d = (ND > 0 ? ND : MC_RT_MAX_DIMS) - 2; d >= 0; d--) {
         if (d > nd - 2)
             continue;
-        uint64_t n = q / b.extent[d];
-        a += (q - n * b.extent[d]) * b.stride[d];
-        q = n;
+        uint64_t i;
+        q = mc_rt_divmod(q, b.extent[d], &i);
+        a += i * b.stride[d];
     }
     return a;
 }

@@ -122,6 +122,7 @@ static const char main_c[] =
     "#include <stdio.h>\n#include <string.h>\n#include \"runtime.h\"\n"
     "const mc_rt_plan_t *case_a_plan(int rank);\n"
     "size_t case_a_workspace_bytes(int rank);\n"
+    "int addr_mismatches(void);\n"
     "int main(void)\n{\n"
     "    mc_rt_plan_t p[2] = {*case_a_plan(0), *case_a_plan(1)};\n"
     "    unsigned char src[64], dst[32], ws0[16], ws1[16];\n"
@@ -130,9 +131,25 @@ static const char main_c[] =
     "    for (int i = 0; i < 64; i++) src[i] = (unsigned char)i;\n"
     "    memset(dst, 255, sizeof dst);\n"
     "    if (mc_rt_run_loopback(2, p, b, &err)) { printf(\"error: %s\\n\", err.msg); return 1; }\n"
-    "    printf(\"ws %zu %zu:\", case_a_workspace_bytes(0), case_a_workspace_bytes(1));\n"
+    "    printf(\"addr %d, ws %zu %zu:\", addr_mismatches(), case_a_workspace_bytes(0),\n"
+    "           case_a_workspace_bytes(1));\n"
     "    for (int i = 0; i < 32; i++) printf(\" %d\", dst[i] == 255 ? -1 : dst[i]);\n"
     "    printf(\"\\n\");\n    return 0;\n}\n";
+
+/* The pack kernel's addressing, run on the host, against the runtime's: every position of a 3-d
+ * box (read as any box and as a 3-d one) and of a 2-d box whose positions pass 2^32. */
+static const char addr_cu[] =
+    "#include \"copy_kernel.cuh\"\n"
+    "extern \"C\" int addr_mismatches(void)\n{\n"
+    "    const mc_rt_box_t b3 = {MC_RT_BUF_SRC, 3, 5, {3, 4, 12}, {1000, 40, 0}};\n"
+    "    const mc_rt_box_t b2 = {MC_RT_BUF_SRC, 2, 7, {3, 3000000000ull}, {4000000000ull, 0}};\n"
+    "    int bad = 0;\n"
+    "    for (uint64_t i = 0; i < mc_rt_box_bytes(&b3); i++)\n"
+    "        bad += mc_rt_dev_addr<0>(b3, i) != mc_rt_box_addr(&b3, i, NULL) ||\n"
+    "               mc_rt_dev_addr<3>(b3, i) != mc_rt_box_addr(&b3, i, NULL);\n"
+    "    for (uint64_t i = 0; i < mc_rt_box_bytes(&b2); i += 999999937ull)\n"
+    "        bad += mc_rt_dev_addr<2>(b2, i) != mc_rt_box_addr(&b2, i, NULL);\n"
+    "    return bad;\n}\n";
 
 static void write_text(const char *path, const char *data, size_t len)
 {
@@ -154,16 +171,17 @@ static void test_nvcc(void **state)
     mc_buf_t h, cu, out = {0};
     gen(&h, &cu);
     char *ph = mc_xasprintf("%s/case_a.h", dir), *pcu = mc_xasprintf("%s/case_a.cu", dir);
-    char *pm = mc_xasprintf("%s/main.c", dir);
+    char *pm = mc_xasprintf("%s/main.c", dir), *pa = mc_xasprintf("%s/addr.cu", dir);
     write_text(ph, h.data, h.len);
     write_text(pcu, cu.data, cu.len);
     write_text(pm, main_c, sizeof main_c - 1);
+    write_text(pa, addr_cu, sizeof addr_cu - 1);
     /* The runtime sources as emit --standalone writes them, plus the host loopback. */
     char *cmd = mc_xasprintf(
         "cp runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cuh runtime/plan.c "
         "runtime/cuda_exec.cu runtime/loopback.c %s/ && cd %s && "
         "%s -std=c++17 -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror "
-        "-Wno-deprecated-gpu-targets -I. -o prog case_a.cu cuda_exec.cu plan.c loopback.c main.c "
+        "-Wno-deprecated-gpu-targets -I. -o prog case_a.cu addr.cu cuda_exec.cu plan.c loopback.c main.c "
         "-L/usr/local/cuda/lib64 -lnccl 2>&1 && ./prog",
         dir, dir, nvcc);
     FILE *p = popen(cmd, "r");
@@ -176,7 +194,7 @@ static void test_nvcc(void **state)
         print_message("%s\n", out.data ? out.data : "");
     assert_int_equal(rc, 0);
     /* dst bytes 4..11 = src 20..27 (row 1, columns 1..2), 20..27 = src 36..43 (row 2). */
-    assert_string_equal(out.data, "ws 16 16: -1 -1 -1 -1 20 21 22 23 24 25 26 27 -1 -1 -1 -1 -1 "
+    assert_string_equal(out.data, "addr 0, ws 16 16: -1 -1 -1 -1 20 21 22 23 24 25 26 27 -1 -1 -1 -1 -1 "
                                   "-1 -1 -1 36 37 38 39 40 41 42 43 -1 -1 -1 -1\n");
     char *rm = mc_xasprintf("rm -rf %s", dir);
     assert_int_equal(system(rm), 0);
@@ -185,6 +203,7 @@ static void test_nvcc(void **state)
     free(ph);
     free(pcu);
     free(pm);
+    free(pa);
     mc_buf_free(&h);
     mc_buf_free(&cu);
     mc_buf_free(&out);
