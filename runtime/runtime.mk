@@ -27,7 +27,9 @@ RT_EMBED_FILES := runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cu
 RT_EMBED_OBJ := $(BUILD)/obj/gen/rt_embed.o
 RT_EXTRA_OBJS += $(RT_EMBED_OBJ)
 
-# Pattern rules only: an explicit rule here would become the Makefile's default goal.
+# Pattern rules only: an explicit rule here would become the Makefile's default goal. The
+# generated C file is kept (not removed as an intermediate) so a rebuild can be checked.
+.PRECIOUS: $(BUILD)/gen/%_embed.c
 $(BUILD)/gen/%_embed.c: $(RT_EMBED_FILES) runtime/embed.sh
 	@mkdir -p $(dir $@)
 	runtime/embed.sh $(RT_EMBED_FILES) > $@.tmp && mv $@.tmp $@
