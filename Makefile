@@ -31,6 +31,15 @@ ifneq ($(SANITIZE),)
   LDFLAGS_ALL += $(SANFLAGS)
 endif
 
+# Quiet build lines ("CC file"); make V=1 shows the full commands.
+ifeq ($(V),1)
+  Q :=
+  say = @true
+else
+  Q := @
+  say = @printf '  %-6s %s\n'
+endif
+
 LIB_DIRS := util topo layout sched sim synth emit bench
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 RT_SRCS  := $(sort $(wildcard runtime/*.c))
@@ -67,22 +76,31 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# Schemas compiled into the library with the assembler's .incbin.
+$(BUILD)/obj/topo/topo_cluster_schema.o: topologies/schema/cluster.rng
+$(BUILD)/obj/sched/sched_schema.o: sched/schedule.rng
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(RT_LIB): $(RT_OBJS) $(RT_EXTRA_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(CLI_BIN): $(CLI_OBJS) $(LIB) $(RT_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
+	$(say) LINK $@
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(RT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
 
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all

@@ -45,6 +45,8 @@ typedef struct mc_bench_row {
     uint64_t peak_mem;      /* max over GPUs of mc_sched_peak_mem */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
     int failed;             /* the strategy or the simulator returned an error */
+    int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
+                             * kind of task (a same-mesh strategy on a cross-mesh case) */
     char error[1024];
 } mc_bench_row_t;
 

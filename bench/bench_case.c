@@ -51,20 +51,6 @@ static char *resolve(const char *file, const char *path)
     return mc_xasprintf("%.*s/%s", (int)(slash - file), file, path);
 }
 
-/* Strips a '#' comment and surrounding blanks in place. */
-static char *trim(char *line)
-{
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = '\0';
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
-        line[--n] = '\0';
-    while (*line == ' ' || *line == '\t')
-        line++;
-    return line;
-}
-
 typedef struct case_parse {
     mc_bench_suite_t *s;
     const char *path;
@@ -122,7 +108,7 @@ static mc_status_t case_open(case_parse_t *p, char *rest, int lineno, mc_err_t *
 
 static mc_status_t parse_line(case_parse_t *p, char *raw, int lineno, mc_err_t *err)
 {
-    char *line = trim(raw), *rest;
+    char *line = mc_strip_comment(raw), *rest;
     const char *kw = directive(line, &rest);
     if (!*line)
         return MC_OK;
@@ -181,7 +167,7 @@ mc_status_t mc_bench_suite_load(const char *path, mc_bench_suite_t **out, mc_err
             *nl = '\0';
         /* Topology changes after a case apply from the next case on: close the open one first. */
         char *peek;
-        const char *kw = directive(trim(line), &peek);
+        const char *kw = directive(mc_strip_comment(line), &peek);
         if (*kw && strcmp(kw, "suite"))
             case_close(&p);
         MC_CHECK_GOTO(parse_line(&p, line, lineno, err), out, st);

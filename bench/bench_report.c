@@ -20,7 +20,8 @@ static double lg(double x)
     return log(x > 1e-12 ? x : 1e-12);
 }
 
-/* One entry per strategy, in order of first appearance; returns the count. */
+/* One entry per strategy, in order of first appearance (n/a rows count for the order only);
+ * returns the count. */
 static int geomeans(const mc_bench_row_t *rows, int n, geo_t *g)
 {
     int ng = 0;
@@ -32,6 +33,8 @@ static int geomeans(const mc_bench_row_t *rows, int n, geo_t *g)
             continue;
         if (k == ng)
             g[ng++] = (geo_t){.strategy = rows[i].strategy};
+        if (rows[i].not_applicable)
+            continue;
         g[k].total++;
         if (rows[i].failed || rows[i].nviolations) {
             g[k].invalid++;
@@ -55,34 +58,39 @@ static double mean_of(double sum_log, int n)
 
 static const char *valid_str(const mc_bench_row_t *r)
 {
-    return r->failed ? "error" : r->nviolations ? "no" : "yes";
+    return r->not_applicable ? "n/a" : r->failed ? "error" : r->nviolations ? "no" : "yes";
 }
 
-static int case_width(const mc_bench_row_t *rows, int n)
+/* Column widths for the case and strategy names. */
+static void name_widths(const mc_bench_row_t *rows, int n, int *cw, int *sw)
 {
-    int w = (int)strlen("geomean");
-    for (int i = 0; i < n; i++)
-        if ((int)strlen(rows[i].cas) > w)
-            w = (int)strlen(rows[i].cas);
-    return w;
+    *cw = (int)strlen("geomean");
+    *sw = (int)strlen("strategy");
+    for (int i = 0; i < n; i++) {
+        if ((int)strlen(rows[i].cas) > *cw)
+            *cw = (int)strlen(rows[i].cas);
+        if ((int)strlen(rows[i].strategy) > *sw)
+            *sw = (int)strlen(rows[i].strategy);
+    }
 }
 
 void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 {
-    int cw = case_width(rows, n);
+    int cw, sw;
+    name_widths(rows, n, &cw, &sw);
     char b1[32], b2[32], b3[32], b4[32], b5[32];
-    fprintf(out, "%-8s %-*s %-10s %10s %10s %10s %7s %9s %10s %10s  %s\n", "suite", cw, "case",
-            "strategy", "bytes", "bound", "sim", "time/lb", "algbw", "synth", "peak mem",
+    fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7s %9s %10s %10s  %s\n", "suite", cw, "case",
+            sw, "strategy", "bytes", "bound", "sim", "time/lb", "algbw", "synth", "peak mem",
             "valid");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed) {
-            fprintf(out, "%-8s %-*s %-10s %10s  error: %s\n", r->suite, cw, r->cas, r->strategy,
-                    mc_fmt_bytes(r->bytes, b1, sizeof(b1)), r->error);
+            fprintf(out, "%-8s %-*s %-*s %10s  %s: %s\n", r->suite, cw, r->cas, sw, r->strategy,
+                    mc_fmt_bytes(r->bytes, b1, sizeof(b1)), valid_str(r), r->error);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-10s %10s %10s %10s %7.2f %9.3f %10s %10s  %s\n", r->suite, cw,
-                r->cas, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s  %s\n", r->suite, cw,
+                r->cas, sw, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
                 mc_fmt_seconds(r->lower_bound_s, b2, sizeof(b2)),
                 mc_fmt_seconds(r->sim_s, b3, sizeof(b3)), r->ratio, r->algbw_gbps,
                 mc_fmt_seconds(r->synth_s, b4, sizeof(b4)),
@@ -91,13 +99,15 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
     for (int k = 0; k < ng; k++) {
+        if (!g[k].total)
+            continue;
         if (!g[k].n) {
-            fprintf(out, "%-8s %-*s %-10s  no row ran  %d/%d\n", "all", cw, "geomean",
+            fprintf(out, "%-8s %-*s %-*s  no row ran  %d/%d\n", "all", cw, "geomean", sw,
                     g[k].strategy, g[k].total - g[k].invalid, g[k].total);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-10s %10s %10s %10s %7.2f %9.3f %10s %10s  %d/%d\n", "all", cw,
-                "geomean", g[k].strategy, "-", mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2,
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s  %d/%d\n", "all", cw,
+                "geomean", sw, g[k].strategy, "-", mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2,
                                                               sizeof(b2)),
                 mc_fmt_seconds(mean_of(g[k].sim, g[k].n), b3, sizeof(b3)),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
@@ -105,7 +115,8 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                 g[k].total - g[k].invalid, g[k].total);
     }
     fprintf(out, "algbw = bytes delivered to destinations / simulated time, GB/s (1e9 B/s); "
-                 "geomean over rows that ran; valid column of geomean rows: valid/total\n");
+                 "geomean over rows that ran; valid column of geomean rows: valid/total; n/a: the strategy does "
+                 "not handle this kind of task\n");
 }
 
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
@@ -115,8 +126,8 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed)
-            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,error\n", r->suite, r->cas, r->strategy,
-                    (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s);
+            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s\n", r->suite, r->cas, r->strategy,
+                    (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s, valid_str(r));
         else
             fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s\n", r->suite, r->cas,
                     r->strategy, (unsigned long long)r->bytes, r->lower_bound_s, r->sim_s,
@@ -126,6 +137,8 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
     for (int k = 0; k < ng; k++) {
+        if (!g[k].total)
+            continue;
         if (!g[k].n) {
             fprintf(out, "all,geomean,%s,,,,,,,,no\n", g[k].strategy);
             continue;
@@ -167,7 +180,8 @@ mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int
                   "font-family=\"sans-serif\" font-size=\"11\">\n", width, top_m + plot_h + 120);
     mc_buf_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"14\">simulated time / lower bound "
                   "(1 = optimal)</text>\n", left);
-    for (int t = 0; t <= (int)top; t++) {
+    int step = (int)ceil(top / 10); /* at most about ten grid lines */
+    for (int t = 0; t <= (int)top; t += step) {
         double y = top_m + plot_h - plot_h * t / top;
         mc_buf_printf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                       "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n", left,

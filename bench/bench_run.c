@@ -23,6 +23,7 @@ static void run_strategy(const mc_strategy_t *strat, mc_task_t *task, const mc_t
     }
     if (st != MC_OK) {
         row->failed = 1;
+        row->not_applicable = st == MC_ERR_UNSUPPORTED;
         /* One line per row: the first line of the message (the violations follow it). */
         snprintf(row->error, sizeof(row->error), "%s", err.msg[0] ? err.msg : mc_status_str(st));
         row->error[strcspn(row->error, "\n")] = '\0';

@@ -34,8 +34,8 @@ static void usage(FILE *out)
             "                       tests: the others must fail within --timeout)\n"
             "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
             "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
-            "                       unpacks) with the pack kernel against cudaMemcpyAsync of the\n"
-            "                       same bytes on GPU 0, run nothing else\n"
+            "                       unpacks: pack kernel or pitched copy-engine copies) against\n"
+            "                       cudaMemcpyAsync of the same bytes on GPU 0, run nothing else\n"
             "  -q, --quiet          no topology warnings\n"
             "\n"
             "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
@@ -288,12 +288,18 @@ static int bench_copies(const run_args_t *a, const mc_emit_plans_t *P)
             if (mc_rt_cuda_bench_copy(p, i, 5, &k, &m, &re) != MC_RT_OK)
                 return cli_fail((rt_status(&re, &err), &err));
             const mc_rt_box_t *sb = &p->boxes[o->src.box], *db = &p->boxes[o->dst.box];
+            mc_rt_rows_t rows;
+            char how[64];
+            if (mc_rt_copy_rows(p, o, MC_RT_COPY_ENGINE_MIN_RUN, &rows))
+                snprintf(how, sizeof how, "cudaMemcpy2DAsync");
+            else
+                snprintf(how, sizeof how, "kernel, %d-byte words", mc_rt_copy_word(p, o, NULL));
             printf("%s: copy %d.%u: %llu bytes, %d-d -> %d-d boxes, runs of %llu -> %llu bytes, "
-                   "%d-byte words: kernel %.1f GB/s, cudaMemcpyAsync %.1f GB/s, %.0f%%\n",
+                   "%s: %.1f GB/s; cudaMemcpyAsync %.1f GB/s; %.0f%%\n",
                    a->sched, r, i, (unsigned long long)o->bytes, sb->ndims, db->ndims,
                    (unsigned long long)sb->extent[sb->ndims - 1],
-                   (unsigned long long)db->extent[db->ndims - 1], mc_rt_copy_word(p, o, NULL),
-                   2 * o->bytes / k / 1e9, 2 * o->bytes / m / 1e9, 100 * m / k);
+                   (unsigned long long)db->extent[db->ndims - 1], how, 2 * o->bytes / k / 1e9,
+                   2 * o->bytes / m / 1e9, 100 * m / k);
             done++;
         }
     }

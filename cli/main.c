@@ -4,16 +4,6 @@
 
 #include "cli/cli.h"
 
-/* Subcommands still being written are weak so the binary links without them. */
-#pragma weak cmd_topo
-#pragma weak cmd_task
-#pragma weak cmd_synth
-#pragma weak cmd_validate
-#pragma weak cmd_sim
-#pragma weak cmd_bench
-#pragma weak cmd_emit
-#pragma weak cmd_run
-
 struct cli_command {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -40,8 +30,7 @@ static void usage(FILE *out)
             "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (commands[i].fn)
-            fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nRun 'meshcast COMMAND --help' for a command's options.\n");
 }
 
@@ -60,7 +49,7 @@ int main(int argc, char **argv)
         return MC_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (commands[i].fn && !strcmp(argv[1], commands[i].name))
+        if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "meshcast: '%s' is not a command; see 'meshcast --help'\n", argv[1]);
     return MC_EXIT_USAGE;

@@ -26,7 +26,8 @@ const struct mc_emit_rt_file *mc_emit_rt_file(const char *name)
     return NULL;
 }
 
-/* Kinds of copies: 0 is a plain memcpy, k > 0 the kernel variant kinds[k-1]. */
+/* Kinds of copies: 0 is the copy engine's (contiguous or pitched rows), k > 0 the kernel variant
+ * kinds[k-1]. */
 typedef struct variant {
     int word, sd, dd;
 } variant_t;
@@ -39,8 +40,9 @@ static const char *word_type(int w)
 
 static int op_variant(const mc_rt_plan_t *p, const mc_rt_op_t *op, variant_t *vs, int *nv)
 {
-    if (mc_rt_copy_contiguous(p, op))
-        return 0;
+    mc_rt_rows_t rows;
+    if (mc_rt_copy_contiguous(p, op) || mc_rt_copy_rows(p, op, MC_RT_COPY_ENGINE_MIN_RUN, &rows))
+        return 0; /* the copy engine's: mc_rt_copy_cuda does it */
     variant_t v = {mc_rt_copy_word(p, op, NULL), p->boxes[op->src.box].ndims,
                    p->boxes[op->dst.box].ndims};
     for (int i = 0; i < *nv; i++)
@@ -180,7 +182,7 @@ static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, vari
         mc_buf_printf(cu, "static const unsigned char %s_kinds_%d[] = {", name, r);
         for (uint32_t i = 0; i < p->nops; i++) {
             int v = p->ops[i].kind == MC_RT_OP_COPY ? op_variant(p, &p->ops[i], vs, nv) : 0;
-            mc_buf_printf(cu, "%s%d", i % 32 ? ", " : "\n    ", v);
+            mc_buf_printf(cu, "%s%d", !i ? "\n    " : i % 32 ? ", " : ",\n    ", v);
         }
         mc_buf_printf(cu, "\n};\n");
     }

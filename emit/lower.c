@@ -251,7 +251,8 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
         mc_rt_box_t wb = {MC_RT_BUF_WS, 1, 0, {rb->ws_max}, {0}};
         ws_box = intern_box(rb, &wb);
     }
-    qsort(rb->ops, rb->nops, sizeof *rb->ops, pending_cmp);
+    if (rb->nops)
+        qsort(rb->ops, rb->nops, sizeof *rb->ops, pending_cmp);
     uint32_t nsteps = 0;
     for (int i = 0; i < rb->nops; i++) {
         mc_rt_op_t op = rb->ops[i].op;

@@ -81,14 +81,7 @@ static const char *keyword(const char *line, const char *kw)
 static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int lineno,
                               mc_err_t *err)
 {
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = '\0';
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
-        line[--n] = '\0';
-    while (*line == ' ' || *line == '\t')
-        line++;
+    line = mc_strip_comment(line);
     if (!*line)
         return MC_OK;
     const char *rest;

@@ -31,11 +31,20 @@ int mc_rt_copy_cuda(const mc_rt_plan_t *plan, uint32_t op, const mc_rt_buffers_t
                     cudaStream_t stream, mc_rt_err_t *err)
 {
     const mc_rt_op_t *o = &plan->ops[op];
-    cudaError_t ce;
+    cudaError_t ce = cudaSuccess;
+    mc_rt_rows_t rows;
     if (mc_rt_copy_contiguous(plan, o)) {
         /* The copy engine does it without SMs. */
         ce = cudaMemcpyAsync(mc_rt_ref_ptr(plan, &o->dst, bufs), mc_rt_ref_ptr(plan, &o->src, bufs),
                              o->bytes, cudaMemcpyDeviceToDevice, stream);
+    } else if (mc_rt_copy_rows(plan, o, MC_RT_COPY_ENGINE_MIN_RUN, &rows)) {
+        /* Wide runs: pitched copies on the copy engine, again without SMs. */
+        const unsigned char *s = (const unsigned char *)bufs->buf[plan->boxes[o->src.box].buf];
+        unsigned char *d = (unsigned char *)bufs->buf[plan->boxes[o->dst.box].buf];
+        for (int k = 0; k < rows.n && ce == cudaSuccess; k++)
+            ce = cudaMemcpy2DAsync(d + rows.part[k].dst, rows.part[k].dpitch, s + rows.part[k].src,
+                                   rows.part[k].spitch, rows.part[k].width, rows.part[k].height,
+                                   cudaMemcpyDeviceToDevice, stream);
     } else {
         switch (mc_rt_copy_word(plan, o, bufs)) {
         case 16: launch_any<uint4>(plan, o, bufs, stream); break;

@@ -215,3 +215,45 @@ int mc_rt_copy_contiguous(const mc_rt_plan_t *plan, const mc_rt_op_t *op)
     mc_rt_box_addr(&plan->boxes[op->dst.box], op->dst.off, &drun);
     return op->bytes <= srun && op->bytes <= drun;
 }
+
+static void add_rows(mc_rt_rows_t *rows, const mc_rt_box_t *sb, uint64_t so, const mc_rt_box_t *db,
+                     uint64_t dof, uint64_t width, uint64_t height, uint64_t run)
+{
+    if (!width || !height)
+        return;
+    rows->part[rows->n].src = mc_rt_box_addr(sb, so, NULL);
+    rows->part[rows->n].dst = mc_rt_box_addr(db, dof, NULL);
+    rows->part[rows->n].width = width;
+    rows->part[rows->n].height = height;
+    /* A 1-d side advances by the run; a 2-d side's next run is one outer stride on. */
+    rows->part[rows->n].spitch = sb->ndims == 2 ? sb->stride[0] : run;
+    rows->part[rows->n].dpitch = db->ndims == 2 ? db->stride[0] : run;
+    rows->n++;
+}
+
+int mc_rt_copy_rows(const mc_rt_plan_t *plan, const mc_rt_op_t *op, uint64_t min_run,
+                    mc_rt_rows_t *rows)
+{
+    const mc_rt_box_t *sb = &plan->boxes[op->src.box], *db = &plan->boxes[op->dst.box];
+    uint64_t so = op->src.off, dof = op->dst.off, run, phase;
+    rows->n = 0;
+    if (sb->ndims > 2 || db->ndims > 2 || (sb->ndims == 1 && db->ndims == 1))
+        return 0;
+    if (sb->ndims == 2 && db->ndims == 2) {
+        run = sb->extent[1];
+        if (db->extent[1] != run || so % run != dof % run)
+            return 0;
+    } else {
+        run = sb->ndims == 2 ? sb->extent[1] : db->extent[1];
+    }
+    if (run < min_run)
+        return 0;
+    phase = (sb->ndims == 2 ? so : dof) % run;
+    uint64_t head = phase ? run - phase : 0;
+    head = head < op->bytes ? head : op->bytes;
+    uint64_t nrows = (op->bytes - head) / run, tail = (op->bytes - head) % run;
+    add_rows(rows, sb, so, db, dof, head, 1, run);
+    add_rows(rows, sb, so + head, db, dof + head, run, nrows, run);
+    add_rows(rows, sb, so + head + nrows * run, db, dof + head + nrows * run, tail, 1, run);
+    return 1;
+}

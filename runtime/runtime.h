@@ -106,6 +106,22 @@ int mc_rt_copy_word(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_
 /* Whether both sides of a copy op are contiguous (one plain memcpy does it). */
 int mc_rt_copy_contiguous(const mc_rt_plan_t *plan, const mc_rt_op_t *op);
 
+/* A copy op as at most three pitched 2-D copies (a partial first row, whole rows, a partial last
+ * row), each contiguous within a row on both sides: what the copy engine does without SMs
+ * (cudaMemcpy2DAsync). Possible when each side's box has at most 2 dimensions, the strided runs
+ * are at least min_run bytes, and, when both sides are strided, their runs agree. */
+typedef struct mc_rt_rows {
+    int n;
+    struct {
+        uint64_t src, dst;      /* byte offsets in the op's source and destination buffers */
+        uint64_t width, height; /* bytes per row, rows */
+        uint64_t spitch, dpitch;
+    } part[3];
+} mc_rt_rows_t;
+#define MC_RT_COPY_ENGINE_MIN_RUN 512
+int mc_rt_copy_rows(const mc_rt_plan_t *plan, const mc_rt_op_t *op, uint64_t min_run,
+                    mc_rt_rows_t *rows);
+
 /* Checks that the plan is well formed: boxes inside buffers, references inside boxes, sends and
  * receives contiguous, peers in range, steps ascending and ops covered exactly once. */
 int mc_rt_plan_check(const mc_rt_plan_t *plan, mc_rt_err_t *err);

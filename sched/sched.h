@@ -20,6 +20,9 @@ typedef struct mc_tree_edge {
     int via_gpu;            /* PXN relay GPU of the route, -1 if none */
 } mc_tree_edge_t;
 
+/* The most chunks a tree may have: 16 Mi chunks of NCCL's smallest 128 KiB chunk is 2 TiB. */
+#define MC_SCHED_MAX_CHUNKS (1 << 24)
+
 typedef struct mc_tree {
     int piece;              /* index into task->pieces */
     uint64_t offset, bytes; /* byte range of the piece's row-major linearization */

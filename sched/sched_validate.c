@@ -119,12 +119,14 @@ static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
         return 0;
     }
     const mc_piece_t *p = &task->pieces[tr->piece];
-    if (tr->bytes == 0 || tr->offset > p->bytes || tr->bytes > p->bytes - tr->offset)
-        violation(v, "tree %d: bytes [%" PRIu64 ", %" PRIu64 ") are not inside piece %d's %" PRIu64
-                  " bytes", ti, tr->offset, tr->offset + tr->bytes, tr->piece, p->bytes);
+    if (tr->bytes == 0 || tr->offset > p->bytes || tr->bytes > p->bytes - tr->offset) {
+        violation(v, "tree %d: %" PRIu64 " bytes from offset %" PRIu64 " are not inside piece %d's %"
+                  PRIu64 " bytes", ti, tr->bytes, tr->offset, tr->piece, p->bytes);
+        return 0;
+    }
     uint64_t off, len;
     mc_tree_chunk(tr, tr->nchunks - 1, &off, &len);
-    if (tr->nchunks < 1 || len == 0)
+    if (tr->nchunks < 1 || tr->nchunks > MC_SCHED_MAX_CHUNKS || len == 0)
         violation(v, "tree %d: %" PRIu64 " bytes cannot be cut into %d non-empty chunks", ti,
                   tr->bytes, tr->nchunks);
     in_tree[tr->root] = 1;
@@ -268,6 +270,10 @@ static void check_memory(vctx_t *v)
 int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
 {
     vctx_t v = {.s = s, .topo = topo, .out = out};
+    if (!s->task || !s->task->pieces) {
+        violation(&v, "the schedule has no split task");
+        return v.n;
+    }
     for (int i = 0; i < s->nnotes; i++)
         violation(&v, "%s", s->notes[i]);
     char *in_tree = mc_xcalloc((size_t)topo->ngpus, 1);

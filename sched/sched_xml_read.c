@@ -198,7 +198,7 @@ static mc_status_t read_tree(reader_t *r, xmlNodePtr n, int phase)
     MC_CHECK_GOTO(attr_u64(r, n, "offset", &offset), out, st);
     MC_CHECK_GOTO(attr_u64(r, n, "bytes", &bytes), out, st);
     MC_CHECK_GOTO(attr_int(r, n, "root", 0, r->topo->ngpus - 1, &root), out, st);
-    MC_CHECK_GOTO(attr_int(r, n, "chunks", 1, 1 << 30, &nchunks), out, st);
+    MC_CHECK_GOTO(attr_int(r, n, "chunks", 1, MC_SCHED_MAX_CHUNKS, &nchunks), out, st);
     int ti = mc_sched_add_tree(r->s, piece, offset, bytes, root, phase, nchunks);
     char *rate = attr(n, "rate");
     int bad = rate && (mc_parse_double(rate, &r->s->trees[ti].rate) != 0 || !(r->s->trees[ti].rate > 0));

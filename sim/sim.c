@@ -14,6 +14,9 @@
 #include "sim/sim.h"
 #include "sim/sim_internal.h"
 
+/* Flows of one phase at most: 48 bytes each, so about 2.4 GB. */
+#define SIM_MAX_FLOWS 50000000
+
 typedef struct sim_flow {
     int edge, chunk;
     double bytes, remaining, rate, t_upd;
@@ -65,15 +68,7 @@ typedef struct sim {
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
 {
-    double alpha = 0, lat = 0;
-    for (int j = 0; j < e->nlinks; j++) {
-        const mc_link_t *l = &topo->links[e->links[j]];
-        double a = mc_topo_alpha(l->kind);
-        if (a > alpha)
-            alpha = a;
-        lat += l->latency;
-    }
-    return alpha + lat;
+    return mc_topo_links_delay(topo, e->links, e->nlinks);
 }
 
 /* Adds the edges and flows of tree ti to the phase. */
@@ -83,9 +78,13 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
     const mc_topo_t *topo = sm->topo;
     mc_status_t st = MC_OK;
     int base = sm->nedges;
-    if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1)
+    if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1 ||
+        tr->nchunks > MC_SCHED_MAX_CHUNKS)
         return mc_err_set(err, MC_ERR_INVALID, "sim: tree %d has root %d and %d chunks", ti,
                           tr->root, tr->nchunks);
+    if ((int64_t)sm->nflows + (int64_t)tr->nedges * tr->nchunks > SIM_MAX_FLOWS)
+        return mc_err_set(err, MC_ERR_INVALID, "sim: phase %d has more than %d flows (edges x "
+                          "chunks); use fewer, larger chunks", tr->phase, SIM_MAX_FLOWS);
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];
         int bad = ed->nlinks < 1 || ed->parent < 0 || ed->parent >= topo->ngpus ||

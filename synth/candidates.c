@@ -137,14 +137,17 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
         for (int e = 0; e < g->ne; e++)
             if (!contains(g->pc->dests, g->pc->ndests, g->child[e]))
                 return MC_OK;
-    st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, err);
+    int at;
+    st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, &at, err);
+    if (st == MC_OK && at >= 0 && shape == TREE_STAR)
+        g->cs->c[at].direct = 1;
 out:
     return st;
 }
 
-/* Holder hosts to root trees at: the share's own first, then those that also hold destinations,
- * then the others starting at the share's rotation, so that shares leave through different
- * hosts. */
+/* Holder hosts to root trees at: the share's own when it has one; else those that also hold
+ * destinations, then the others starting at the share's rotation, so that shares leave through
+ * different hosts. */
 static int root_hosts(const gen_t *g, int *hosts)
 {
     const mc_piece_t *pc = g->pc;
@@ -155,8 +158,13 @@ static int root_hosts(const gen_t *g, int *hosts)
             hh[nh++] = h;
     }
     int n = 0;
-    if (contains(hh, nh, g->root_host))
+    if (contains(hh, nh, g->root_host)) {
+        /* a share has its own holder host: trees from others would tie its component to the
+         * other shares' */
         hosts[n++] = g->root_host;
+        free(hh);
+        return n;
+    }
     for (int i = 0; i < nh; i++)
         for (int d = 0; d < g->ndh; d++)
             if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS && !contains(hosts, n, hh[i]))
@@ -237,10 +245,13 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
             ndev++;
     for (int k = 0; k < ndev; k++) {
         int r = on_rail(topo, hosts[0], k);
+        if (r < 0 || !contains(g.pc->holders, g.pc->nholders, r))
+            r = r0;
         g.rail = k;
-        MC_CHECK_GOTO(build(&g, r >= 0 && contains(g.pc->holders, g.pc->nholders, r) ? r : r0,
-                            shape, 1, err),
-                      out, st);
+        /* inside each destination host: a chain (every link once) or the shortest-path tree
+         * (shallow: less pipeline fill, but the entry GPU sends several times) */
+        MC_CHECK_GOTO(build(&g, r, shape, 1, err), out, st);
+        MC_CHECK_GOTO(build(&g, r, shape, 0, err), out, st);
     }
     g.rail = -1;
     MC_CHECK_GOTO(build(&g, r0, TREE_HOSTS, 0, err), out, st);

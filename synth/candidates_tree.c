@@ -27,7 +27,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Same edge set as an earlier candidate of the same piece? */
+/* The earlier candidate of the same piece with the same edges, or -1. */
 static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *parent,
                      const int *child)
 {
@@ -39,9 +39,9 @@ static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *pa
         for (int e = 0; e < n && same; e++)
             same = c->parent[e] == parent[e] && c->child[e] == child[e];
         if (same)
-            return 1;
+            return i;
     }
-    return 0;
+    return -1;
 }
 
 static double route_hop_s(const mc_topo_t *topo, const mc_route_t *r)
@@ -83,10 +83,12 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
 }
 
 mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
-                          const int *parent, const int *child, mc_err_t *err)
+                          const int *parent, const int *child, int *index, mc_err_t *err)
 {
-    if (nedges <= 0 || duplicate(cs, p, root, nedges, parent, child))
+    *index = nedges > 0 ? duplicate(cs, p, root, nedges, parent, child) : -1;
+    if (nedges <= 0 || *index >= 0)
         return MC_OK;
+    *index = cs->n;
     mc_status_t st = MC_OK;
     int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
     int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));

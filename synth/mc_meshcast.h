@@ -47,6 +47,7 @@ typedef struct mc_cand {
     double *edge_spb;     /* per edge: its slowest link's mult / bw */
     double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
     int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
+    int direct;           /* the star: every destination straight from the root (send/recv) */
 } mc_cand_t;
 
 typedef struct mc_cands {
@@ -54,8 +55,8 @@ typedef struct mc_cands {
     mc_cand_t *c;
 } mc_cands_t;
 
-/* Most candidates kept per piece. */
-#define MC_CAND_MAX 16
+/* Candidates from further holder hosts stop being added beyond this many per share. */
+#define MC_CAND_MAX 24
 
 /* Appends the candidate trees of a share (at least one; each reaches all its destinations). Root
  * choices start at rotation rot (shares leaving the same host get different ones). With
@@ -66,9 +67,10 @@ void mc_cands_free(mc_cands_t *cs);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
- * earlier candidate of the same piece. */
+ * earlier candidate of the same piece; *index gets the new or the repeated one's index (-1 when
+ * there are no edges). */
 mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
-                          const int *parent, const int *child, mc_err_t *err);
+                          const int *parent, const int *child, int *index, mc_err_t *err);
 
 /* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
  * count that minimizes the modelled time (the first chunk down the longest path, the others at
@@ -115,8 +117,8 @@ void mc_plan_sol_free(mc_plan_sol_t *s);
 /* Phase time under the plan's cost model: the slowest tree, or the busiest link (trees of one
  * phase share links at planned rates). */
 int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k);
-/* A lower bound on any solution's estimate: a piece alone on its best tree, and the load on
- * every link that all of a piece's candidates cross. */
+/* A lower bound on any solution's estimate: the load on every link that all of a piece's
+ * candidates cross (a piece split over several trees may beat any one of them). */
 int64_t mc_plan_lower_ps(const mc_plan_t *pl);
 /* Checks a solution (every piece's units placed, none negative) and fills est_ps. Returns 0
  * when feasible. */
@@ -124,8 +126,12 @@ int mc_plan_check(const mc_plan_t *pl, mc_plan_sol_t *s);
 /* Drops empty phases and orders the rest slowest first (phases are independent). */
 void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s);
 
-/* Greedy seed and fallback: each piece whole on the candidate and phase that grow the estimate
- * least, largest pieces first. Always feasible. */
+/* The plan that sends every piece whole on its direct candidate (flag per plan candidate), in
+ * one phase: what point-to-point sends do. Returns -1 when a piece has no direct candidate. */
+int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
+
+/* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
+ * candidate and phase that grow the estimate least. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {
@@ -135,11 +141,18 @@ typedef struct mc_z3_stats {
     char reason[96];
 } mc_z3_stats_t;
 
-/* Z3_optimize over the plan with nphases phases (0: the seed's plus one), seeded by seed's
- * makespan as an upper bound and the plan's lower bound. On success *out holds a feasible
- * solution no worse than seed (or a copy of seed). rlimit 0 = none; budget_s bounds the wall
- * clock. */
-mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int nphases,
+/* The relaxation, solved by Z3_optimize over real units in one phase: the split of every piece
+ * over its candidates that minimizes the busiest link plus a share-weighted pipelining cost.
+ * *out gets its rounding to whole units (status 1), or nothing (status -1) when it was
+ * stopped. */
+mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
+                             mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
+
+/* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases plus
+ * one), each used tree paying its fixed cost, the sum of phase times between lower and the seed's
+ * estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds nothing
+ * better). rlimit 0 = none; budget_s bounds the wall clock. */
+mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err);
 
@@ -154,6 +167,8 @@ typedef struct mc_comp {
     char *key;            /* canonical text of the plan: equal keys, equal models */
     int same_as;          /* index of an earlier component with the same key, else -1 */
     mc_plan_sol_t sol;
+    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternative */
+    int has_direct;
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan

@@ -17,17 +17,13 @@ int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes)
 /* Fixed cost (overhead + hop latency) and bandwidth of one tree edge's route. */
 static void edge_cost(const mc_topo_t *topo, const mc_tree_edge_t *e, double *fixed, double *bw)
 {
-    double alpha = 0, lat = 0, b = 0;
+    double b = 0;
     for (int i = 0; i < e->nlinks; i++) {
         const mc_link_t *l = &topo->links[e->links[i]];
-        double a = mc_topo_alpha(l->kind);
-        if (a > alpha)
-            alpha = a;
-        lat += l->latency;
         if (b == 0 || l->bw < b)
             b = l->bw;
     }
-    *fixed = alpha + lat;
+    *fixed = mc_topo_links_delay(topo, e->links, e->nlinks);
     *bw = b > 0 ? b : 1e30;
 }
 

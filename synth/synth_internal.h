@@ -61,7 +61,8 @@ typedef struct synth_lb_work {
 
 /* LoadBalancingTaskSolverGreedyAlgo: builds rounds of works that share no worker, each the best
  * of `trials` random trials (most works, then the smallest standard deviation of the workers'
- * loads). Fills sender[w] and round[w]; returns the number of rounds. Deterministic for a seed. */
+ * loads). Fills sender[w] and round[w] (-1 for a work without candidate senders); returns the
+ * number of rounds. Deterministic for a seed. */
 int synth_lb_greedy(int nworkers, int nworks, const synth_lb_work_t *works, int trials,
                     uint64_t seed, int *sender, int *round);
 

@@ -81,14 +81,10 @@ int64_t mc_plan_lower_ps(const mc_plan_t *pl)
     int *users = mc_xmalloc(sizeof(int) * (size_t)(pl->nlinks + 1));
     for (int c = 0, p = 0; p < pl->npieces; p++) {
         int first = c, n = 0;
-        int64_t alone = -1;
         for (int l = 0; l < pl->nlinks; l++)
             users[l] = 0;
         for (; c < pl->ncands && pl->cands[c].piece == p; c++, n++) {
             const mc_pcand_t *pc = &pl->cands[c];
-            int64_t t = pl->units[p] * pc->unit_ps + pc->fixed_ps;
-            if (alone < 0 || t < alone)
-                alone = t;
             for (int i = 0; i < pc->nlinks; i++) {
                 int l = pc->links[i];
                 if (!users[l] || pc->link_ps[i] < least[l])
@@ -96,8 +92,6 @@ int64_t mc_plan_lower_ps(const mc_plan_t *pl)
                 users[l]++;
             }
         }
-        if (alone > lb)
-            lb = alone;
         /* a link every candidate of p crosses carries all of p's units */
         for (int i = 0; n > 0 && i < pl->cands[first].nlinks; i++) {
             int l = pl->cands[first].links[i];
@@ -155,52 +149,92 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s)
  * when a tree's fixed cost is worth keeping apart. */
 #define MC_GREEDY_PHASES 4
 
-void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
+typedef struct fill {
+    const mc_plan_t *pl;
+    mc_plan_sol_t *out;
+    int K, nopen;
+    int64_t *load;  /* [k * nlinks + l] */
+    int64_t *phase; /* [k] */
+} fill_t;
+
+/* Phase k's time if candidate c took one more unit there. */
+static int64_t with_unit(const fill_t *f, int c, int k)
 {
-    int K = pl->npieces < MC_GREEDY_PHASES ? pl->npieces : MC_GREEDY_PHASES;
-    if (K < 1)
-        K = 1;
-    sol_init(pl, out, K);
-    int64_t *load = mc_xcalloc((size_t)K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
-    int64_t *phase = mc_xcalloc((size_t)K, sizeof(int64_t));
-    int nopen = 0;
-    for (int c = 0, p = 0; p < pl->npieces; p++) {
-        int best_c = -1, best_k = -1;
-        int64_t best_inc = 0, best_t = 0;
-        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
-            const mc_pcand_t *pc = &pl->cands[c];
-            for (int k = 0; k <= nopen && k < K; k++) {
-                /* the phase grows to this tree's time or to the links they share */
-                int64_t t = pl->units[p] * pc->unit_ps + pc->fixed_ps;
-                if (t < phase[k])
-                    t = phase[k];
-                for (int i = 0; i < pc->nlinks; i++) {
-                    int64_t l = load[(size_t)k * (size_t)pl->nlinks + (size_t)pc->links[i]] +
-                                pl->units[p] * pc->link_ps[i];
-                    if (l > t)
-                        t = l;
-                }
-                if (best_c < 0 || t - phase[k] < best_inc) {
-                    best_c = c;
-                    best_k = k;
-                    best_inc = t - phase[k];
-                    best_t = t;
-                }
+    const mc_pcand_t *pc = &f->pl->cands[c];
+    int64_t t = (f->out->units[c * f->K + k] + 1) * pc->unit_ps + pc->fixed_ps;
+    if (t < f->phase[k])
+        t = f->phase[k];
+    for (int i = 0; i < pc->nlinks; i++) {
+        int64_t l = f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] +
+                    pc->link_ps[i];
+        if (l > t)
+            t = l;
+    }
+    return t;
+}
+
+/* Places one unit of piece p where it grows the estimate least; among equals, on a tree that
+ * already runs (no new fixed cost), then the lowest candidate and phase. */
+static void place_unit(fill_t *f, int first, int end)
+{
+    int best_c = -1, best_k = -1, best_used = 0;
+    int64_t best_inc = 0, best_t = 0;
+    for (int c = first; c < end; c++)
+        for (int k = 0; k <= f->nopen && k < f->K; k++) {
+            int64_t t = with_unit(f, c, k);
+            int used = f->out->units[c * f->K + k] > 0;
+            int64_t inc = t - f->phase[k];
+            if (best_c < 0 || inc < best_inc || (inc == best_inc && used && !best_used)) {
+                best_c = c;
+                best_k = k;
+                best_inc = inc;
+                best_t = t;
+                best_used = used;
             }
         }
-        if (best_c < 0)
-            continue; /* a piece with no candidate: mc_plan_check reports it */
-        const mc_pcand_t *pc = &pl->cands[best_c];
-        out->units[best_c * K + best_k] = pl->units[p];
-        for (int i = 0; i < pc->nlinks; i++)
-            load[(size_t)best_k * (size_t)pl->nlinks + (size_t)pc->links[i]] +=
-                pl->units[p] * pc->link_ps[i];
-        phase[best_k] = best_t;
-        if (best_k == nopen)
-            nopen++;
+    const mc_pcand_t *pc = &f->pl->cands[best_c];
+    f->out->units[best_c * f->K + best_k]++;
+    for (int i = 0; i < pc->nlinks; i++)
+        f->load[(size_t)best_k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] += pc->link_ps[i];
+    f->phase[best_k] = best_t;
+    if (best_k == f->nopen)
+        f->nopen++;
+}
+
+void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
+{
+    fill_t f = {.pl = pl, .out = out};
+    f.K = pl->npieces < MC_GREEDY_PHASES ? pl->npieces : MC_GREEDY_PHASES;
+    if (f.K < 1)
+        f.K = 1;
+    sol_init(pl, out, f.K);
+    f.load = mc_xcalloc((size_t)f.K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
+    f.phase = mc_xcalloc((size_t)f.K, sizeof(int64_t));
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int first = c;
+        while (c < pl->ncands && pl->cands[c].piece == p)
+            c++;
+        for (int u = 0; u < pl->units[p] && c > first; u++)
+            place_unit(&f, first, c);
     }
-    free(load);
-    free(phase);
+    free(f.load);
+    free(f.phase);
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);
+}
+
+int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out)
+{
+    sol_init(pl, out, 1);
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int found = 0;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++)
+            if (direct[c] && !found) {
+                out->units[c] = pl->units[p];
+                found = 1;
+            }
+        if (!found)
+            return -1;
+    }
+    return mc_plan_check(pl, out);
 }

@@ -156,6 +156,7 @@ void mc_comps_free(mc_comp_t *comps, int n)
         free(comps[i].key);
         mc_plan_free(&comps[i].plan);
         mc_plan_sol_free(&comps[i].sol);
+        mc_plan_sol_free(&comps[i].direct);
     }
     free(comps);
 }

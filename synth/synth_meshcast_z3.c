@@ -9,10 +9,12 @@
 
 #include "synth/mc_meshcast.h"
 
-/* Most (candidate, phase) pairs handed to Z3; larger components keep the greedy plan. */
-#define MC_Z3_MAX_VARS 6000
-/* Most phases offered beyond the seed's. */
-#define MC_Z3_EXTRA_PHASES 1
+/* Most candidates in the relaxation, and most (candidate, phase) pairs in the integer model:
+ * beyond them Z3's branch and bound rarely improves on the rounded relaxation within seconds. */
+#define MC_Z3_MAX_VARS 400
+#define MC_Z3_MAX_INT_VARS 12
+/* Phases offered beyond the seed's. */
+#define MC_Z3_EXTRA_PHASES 0
 
 /* Z3's default handler exits the process; this one lets the caller read Z3_get_error_code. */
 static void z3_error_handler(Z3_context ctx, Z3_error_code e)
@@ -24,15 +26,88 @@ static void z3_error_handler(Z3_context ctx, Z3_error_code e)
 typedef struct z3m {
     Z3_context ctx;
     Z3_optimize opt;
-    Z3_sort int_s, bool_s;
+    Z3_sort int_s, bool_s, real_s;
     Z3_ast *u, *y, *T; /* u[c*K+k], y[c*K+k], T[k] */
     int K;
+    int lp;            /* real-valued units, no per-tree switch */
+    int64_t tick;      /* picoseconds per unit of time in the model */
 } z3m_t;
+
+/* Times enter the model in ticks, rounded up, so that no coefficient exceeds about this much:
+ * exact rational arithmetic on picosecond figures made Z3 crawl without changing any decision
+ * that matters. */
+#define MC_Z3_MAX_COEF 4096
+
+static int64_t ticks(const z3m_t *m, int64_t ps)
+{
+    return (ps + m->tick - 1) / m->tick;
+}
+
+static int64_t pick_tick(const mc_plan_t *pl)
+{
+    int64_t most = 1;
+    for (int c = 0; c < pl->ncands; c++) {
+        if (pl->cands[c].unit_ps > most)
+            most = pl->cands[c].unit_ps;
+        if (pl->cands[c].fixed_ps > most)
+            most = pl->cands[c].fixed_ps;
+    }
+    return most / MC_Z3_MAX_COEF + 1;
+}
+
+/* A context that never exits the process, and an optimizer bounded by rlimit and budget_s. */
+static mc_status_t z3m_open(z3m_t *m, const mc_plan_t *pl, int K, mc_err_t *err)
+{
+    Z3_config cfg = Z3_mk_config();
+    Z3_set_param_value(cfg, "model", "true");
+    m->ctx = Z3_mk_context(cfg);
+    Z3_del_config(cfg);
+    if (!m->ctx)
+        return mc_err_set(err, MC_ERR_SOLVER, "%s:%d: Z3 could not create a context", __FILE__,
+                          __LINE__);
+    Z3_set_error_handler(m->ctx, z3_error_handler);
+    m->opt = Z3_mk_optimize(m->ctx);
+    Z3_optimize_inc_ref(m->ctx, m->opt);
+    m->int_s = Z3_mk_int_sort(m->ctx);
+    m->bool_s = Z3_mk_bool_sort(m->ctx);
+    m->real_s = Z3_mk_real_sort(m->ctx);
+    m->K = K;
+    m->tick = pick_tick(pl);
+    m->u = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands * K + 1));
+    m->y = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands * K + 1));
+    m->T = mc_xmalloc(sizeof(Z3_ast) * (size_t)K);
+    return MC_OK;
+}
+
+static void z3m_close(z3m_t *m)
+{
+    free(m->u);
+    free(m->y);
+    free(m->T);
+    if (m->ctx) {
+        Z3_optimize_dec_ref(m->ctx, m->opt);
+        Z3_del_context(m->ctx);
+    }
+}
+
+static mc_status_t z3m_error(z3m_t *m, mc_err_t *err, const char *what)
+{
+    return mc_err_set(err, MC_ERR_SOLVER, "%s:%d: %s failed: %s", __FILE__, __LINE__, what,
+                      Z3_get_error_msg(m->ctx, Z3_get_error_code(m->ctx)));
+}
 
 static Z3_ast num(z3m_t *m, int64_t v)
 {
     return Z3_mk_int64(m->ctx, v, m->int_s);
 }
+
+/* A numeral of the model's arithmetic sort. */
+static Z3_ast anum(z3m_t *m, int64_t v)
+{
+    return Z3_mk_int64(m->ctx, v, m->lp ? m->real_s : m->int_s);
+}
+
+
 
 static Z3_ast var(z3m_t *m, const char *prefix, int a, int b, Z3_sort s)
 {
@@ -46,11 +121,11 @@ static void assert_ge(z3m_t *m, Z3_ast a, Z3_ast b)
     Z3_optimize_assert(m->ctx, m->opt, Z3_mk_ge(m->ctx, a, b));
 }
 
-/* a*x + b*ite(y,1,0) */
+/* a*x + b*ite(y,1,0), a and b in picoseconds */
 static Z3_ast lin2(z3m_t *m, int64_t a, Z3_ast x, int64_t b, Z3_ast y)
 {
-    Z3_ast ax[2] = {num(m, a), x};
-    Z3_ast terms[2] = {Z3_mk_mul(m->ctx, 2, ax), Z3_mk_ite(m->ctx, y, num(m, b), num(m, 0))};
+    Z3_ast ax[2] = {num(m, ticks(m, a)), x};
+    Z3_ast terms[2] = {Z3_mk_mul(m->ctx, 2, ax), Z3_mk_ite(m->ctx, y, num(m, ticks(m, b)), num(m, 0))};
     return Z3_mk_add(m->ctx, 2, terms);
 }
 
@@ -84,8 +159,8 @@ static void add_cover(z3m_t *m, const mc_plan_t *pl)
             if (pl->cands[c].piece == p)
                 for (int k = 0; k < K; k++)
                     terms[n++] = m->u[c * K + k];
-        Z3_ast sum = n ? Z3_mk_add(m->ctx, (unsigned)n, terms) : num(m, 0);
-        Z3_optimize_assert(m->ctx, m->opt, Z3_mk_eq(m->ctx, sum, num(m, pl->units[p])));
+        Z3_ast sum = n ? Z3_mk_add(m->ctx, (unsigned)n, terms) : anum(m, 0);
+        Z3_optimize_assert(m->ctx, m->opt, Z3_mk_eq(m->ctx, sum, anum(m, pl->units[p])));
     }
     free(terms);
 }
@@ -138,7 +213,8 @@ static int same_as_earlier(const mc_plan_t *pl, const int *first, const int *lis
 }
 
 /* Trees of one phase share links at planned rates: a phase lasts at least the load of each
- * link it uses. A link only one candidate crosses is covered by that tree's own time. */
+ * link it uses. In the integer model a link only one candidate crosses is covered by that
+ * tree's own time. */
 static void add_links(z3m_t *m, const mc_plan_t *pl)
 {
     int K = m->K;
@@ -147,12 +223,12 @@ static void add_links(z3m_t *m, const mc_plan_t *pl)
     Z3_ast *loads = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands + 1));
     for (int l = 0; l < pl->nlinks; l++) {
         int n = first[l + 1] - first[l];
-        if (n < 2 || same_as_earlier(pl, first, list, l))
+        if (n < (m->lp ? 1 : 2) || same_as_earlier(pl, first, list, l))
             continue;
         for (int k = 0; k < K; k++) {
             for (int i = 0; i < n; i++) {
                 int c = list[first[l] + i];
-                Z3_ast ax[2] = {num(m, link_cost(pl, c, l)), m->u[c * K + k]};
+                Z3_ast ax[2] = {anum(m, ticks(m, link_cost(pl, c, l))), m->u[c * K + k]};
                 loads[i] = Z3_mk_mul(m->ctx, 2, ax);
             }
             assert_ge(m, m->T[k], Z3_mk_add(m->ctx, (unsigned)n, loads));
@@ -175,9 +251,14 @@ static void add_times(z3m_t *m, const mc_plan_t *pl, int64_t upper, int64_t lowe
     for (int k = 0; k + 1 < K; k++)
         assert_ge(m, m->T[k], m->T[k + 1]);
     Z3_ast total = Z3_mk_add(m->ctx, (unsigned)K, m->T);
-    Z3_optimize_assert(m->ctx, m->opt, Z3_mk_le(m->ctx, total, num(m, upper)));
+    /* the seed stays feasible although every coefficient was rounded up by under a tick per unit
+     * and per tree */
+    int64_t slack = pl->ncands * K;
+    for (int p = 0; p < pl->npieces; p++)
+        slack += pl->units[p];
+    Z3_optimize_assert(m->ctx, m->opt, Z3_mk_le(m->ctx, total, num(m, ticks(m, upper) + slack)));
     /* implied, but it lets the optimizer stop as soon as it meets the bound */
-    assert_ge(m, total, num(m, lower));
+    assert_ge(m, total, num(m, lower / m->tick));
     Z3_optimize_minimize(m->ctx, m->opt, total);
 }
 
@@ -241,7 +322,7 @@ static void copy_sol(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol_
     dst->est_ps = src->est_ps;
 }
 
-mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int nphases,
+mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err)
 {
@@ -250,47 +331,27 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     mc_plan_sol_t got = {0};
     memset(stats, 0, sizeof(*stats));
     stats->status = -1;
-    m.K = nphases > 0 ? nphases : seed->nphases + MC_Z3_EXTRA_PHASES;
-    if (m.K < 1)
-        m.K = 1;
-    int64_t lower = mc_plan_lower_ps(pl);
+    int K = seed->nphases + MC_Z3_EXTRA_PHASES;
     if (seed->est_ps <= lower) {
         stats->status = 2;
         snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");
         copy_sol(pl, seed, out);
         return MC_OK;
     }
-    if ((int64_t)pl->ncands * m.K > MC_Z3_MAX_VARS) {
+    if ((int64_t)pl->ncands * K > MC_Z3_MAX_INT_VARS) {
         snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees x %d phases)",
-                 pl->ncands, m.K);
+                 pl->ncands, K);
         copy_sol(pl, seed, out);
         return MC_OK;
     }
-
-    Z3_config cfg = Z3_mk_config();
-    Z3_set_param_value(cfg, "model", "true");
-    m.ctx = Z3_mk_context(cfg);
-    Z3_del_config(cfg);
-    if (!m.ctx)
-        return mc_err_set(err, MC_ERR_SOLVER, "%s:%d: Z3 could not create a context", __FILE__,
-                          __LINE__);
-    Z3_set_error_handler(m.ctx, z3_error_handler);
-    m.opt = Z3_mk_optimize(m.ctx);
-    Z3_optimize_inc_ref(m.ctx, m.opt);
-    m.int_s = Z3_mk_int_sort(m.ctx);
-    m.bool_s = Z3_mk_bool_sort(m.ctx);
-    m.u = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands * m.K + 1));
-    m.y = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands * m.K + 1));
-    m.T = mc_xmalloc(sizeof(Z3_ast) * (size_t)m.K);
-
+    MC_CHECK_GOTO(z3m_open(&m, pl, K, err), out, st);
     add_vars(&m, pl);
     add_cover(&m, pl);
     add_links(&m, pl);
     add_times(&m, pl, seed->est_ps, lower);
     set_limits(&m, rlimit, budget_s);
     if (Z3_get_error_code(m.ctx) != Z3_OK) {
-        st = mc_err_set(err, MC_ERR_SOLVER, "%s:%d: building the Z3 model failed: %s", __FILE__,
-                        __LINE__, Z3_get_error_msg(m.ctx, Z3_get_error_code(m.ctx)));
+        st = z3m_error(&m, err, "building the Z3 model");
         goto out;
     }
 
@@ -315,13 +376,99 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     } else {
         copy_sol(pl, seed, out);
     }
-
 out:
     mc_plan_sol_free(&got);
-    free(m.u);
-    free(m.y);
-    free(m.T);
-    Z3_optimize_dec_ref(m.ctx, m.opt);
-    Z3_del_context(m.ctx);
+    z3m_close(&m);
+    return st;
+}
+
+/* Whole units from the relaxation's fractions: each candidate keeps its whole part and the
+ * units left over go to the largest fractions (lowest index on ties). */
+static void round_units(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
+{
+    sol->nphases = 1;
+    sol->units = mc_xcalloc((size_t)pl->ncands + 1, sizeof(int));
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int first = c, left = pl->units[p];
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
+            double f = x[c] < 0 ? 0 : x[c];
+            sol->units[c] = (int)f;
+            left -= sol->units[c];
+        }
+        while (left > 0 && c > first) {
+            int best = first;
+            for (int d = first; d < c; d++)
+                if (x[d] - sol->units[d] > x[best] - sol->units[best])
+                    best = d;
+            sol->units[best]++;
+            left--;
+        }
+    }
+}
+
+mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
+                             mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    z3m_t m = {.lp = 1};
+    double *x = NULL;
+    memset(stats, 0, sizeof(*stats));
+    stats->status = -1;
+    if (pl->ncands > MC_Z3_MAX_VARS) {
+        snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees)", pl->ncands);
+        return MC_OK;
+    }
+    MC_CHECK_GOTO(z3m_open(&m, pl, 1, err), out, st);
+    for (int c = 0; c < pl->ncands; c++) {
+        m.u[c] = var(&m, "x", c, 0, m.real_s);
+        assert_ge(&m, m.u[c], anum(&m, 0));
+    }
+    m.T[0] = var(&m, "T", 0, 0, m.real_s);
+    add_cover(&m, pl);
+    add_links(&m, pl);
+    /* F: what pipelining costs, at least each tree's overhead times the share of its piece it
+     * carries (overheads grow slower than bytes). It steers the split towards shallow trees
+     * among those that load the links alike. */
+    Z3_ast F = var(&m, "F", 0, 0, m.real_s);
+    for (int c = 0; c < pl->ncands; c++) {
+        Z3_ast fu[2] = {anum(&m, pl->units[pl->cands[c].piece]), F};
+        Z3_ast fx[2] = {anum(&m, ticks(&m, pl->cands[c].fixed_ps)), m.u[c]};
+        assert_ge(&m, Z3_mk_mul(m.ctx, 2, fu), Z3_mk_mul(m.ctx, 2, fx));
+    }
+    Z3_ast obj[2] = {m.T[0], F};
+    Z3_optimize_minimize(m.ctx, m.opt, Z3_mk_add(m.ctx, 2, obj));
+    set_limits(&m, rlimit, budget_s);
+    if (Z3_get_error_code(m.ctx) != Z3_OK) {
+        st = z3m_error(&m, err, "building the Z3 relaxation");
+        goto out;
+    }
+    Z3_lbool r = Z3_optimize_check(m.ctx, m.opt, 0, NULL);
+    stats->rlimit_used = rlimit_count(&m);
+    if (r != Z3_L_TRUE) {
+        snprintf(stats->reason, sizeof stats->reason, "%s",
+                 r == Z3_L_FALSE ? "infeasible" : Z3_optimize_get_reason_unknown(m.ctx, m.opt));
+        goto out;
+    }
+    Z3_model mdl = Z3_optimize_get_model(m.ctx, m.opt);
+    if (!mdl)
+        goto out;
+    Z3_model_inc_ref(m.ctx, mdl);
+    x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
+    int bad = 0;
+    for (int c = 0; c < pl->ncands && !bad; c++) {
+        Z3_ast v = NULL;
+        bad = !Z3_model_eval(m.ctx, mdl, m.u[c], true, &v) || !v;
+        x[c] = bad ? 0 : Z3_get_numeral_double(m.ctx, v);
+    }
+    Z3_model_dec_ref(m.ctx, mdl);
+    if (bad || Z3_get_error_code(m.ctx) != Z3_OK)
+        goto out;
+    round_units(pl, x, out);
+    mc_plan_sol_compact(pl, out);
+    if (mc_plan_check(pl, out) == 0)
+        stats->status = 1;
+out:
+    free(x);
+    z3m_close(&m);
     return st;
 }

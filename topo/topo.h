@@ -80,6 +80,10 @@ typedef struct mc_topo {
 double mc_topo_alpha(mc_link_kind_t kind);
 double mc_topo_default_latency(mc_link_kind_t kind);
 
+/* Fixed cost of one message along links[0..n): the largest alpha of their kinds (a message pays
+ * one software overhead, that of its slowest kind) plus the sum of their latencies. */
+double mc_topo_links_delay(const mc_topo_t *t, const int *links, int n);
+
 const char *mc_node_kind_str(mc_node_kind_t k);
 const char *mc_link_kind_str(mc_link_kind_t k);
 

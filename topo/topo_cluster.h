@@ -9,6 +9,8 @@
 
 /* More hosts than this in one cluster is taken for a typo (a 1024-node pod is 128 hosts). */
 #define MC_CLUSTER_MAX_HOSTS 16384
+/* Leaf-to-spine links (leaves x spines): a large fat tree has a few thousand. */
+#define MC_CLUSTER_MAX_UPLINKS (1 << 20)
 
 /* topologies/schema/cluster.rng, embedded at build time (NUL-terminated). */
 const char *mc_cluster_schema_text(size_t *len);

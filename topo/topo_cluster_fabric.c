@@ -83,6 +83,11 @@ static mc_status_t add_spines(mc_topo_t *t, xmlNodePtr el, const char *path, int
     if (bw > 0 && xmlHasProp(el, BAD_CAST "oversubscription"))
         return mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <spines>: give either bw (per link) or "
                           "oversubscription, not both", path, xmlGetLineNo(el));
+    if (count * nleaf > MC_CLUSTER_MAX_UPLINKS)
+        return mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <spines count=\"%lld\"> over %d switches "
+                          "makes %lld uplinks; at most %d are allowed", path, xmlGetLineNo(el),
+                          (long long)count, nleaf, (long long)count * nleaf,
+                          MC_CLUSTER_MAX_UPLINKS);
     int spine0 = t->nnodes;
     for (int s = 0; s < count; s++)
         add_switch(t, "spine", s, -1);

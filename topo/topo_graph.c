@@ -29,6 +29,19 @@ double mc_topo_default_latency(mc_link_kind_t kind)
     return (unsigned)kind < MC_LINK__COUNT ? lat[kind] : 0.0;
 }
 
+double mc_topo_links_delay(const mc_topo_t *t, const int *links, int n)
+{
+    double alpha = 0, lat = 0;
+    for (int i = 0; i < n; i++) {
+        const mc_link_t *l = &t->links[links[i]];
+        double a = mc_topo_alpha(l->kind);
+        if (a > alpha)
+            alpha = a;
+        lat += l->latency;
+    }
+    return alpha + lat;
+}
+
 const char *mc_node_kind_str(mc_node_kind_t k)
 {
     static const char *names[MC_NODE__COUNT] = {"GPU", "PCI", "NVS", "CPU", "NIC", "NET", "SWITCH"};
@@ -89,11 +102,7 @@ void mc_topo_warn(mc_topo_t *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = mc_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = mc_xvasprintf(fmt, ap);
     va_end(ap);
     MC_GROW(t->warnings, t->warn_cap, t->nwarnings + 1);
     t->warnings[t->nwarnings++] = s;

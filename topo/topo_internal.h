@@ -18,6 +18,11 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
 mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *doc,
                         mc_err_t *err);
 
+/* Validates doc against a RelaxNG schema held in memory. A violation is MC_ERR_PARSE with
+ * "path:line: not a valid <what>: <libxml2's first message>". */
+mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
+                             const char *what, mc_err_t *err);
+
 /* Builds t from a cluster XML document (root <cluster>, docs/topology-format.md), validated
  * against topologies/schema/cluster.rng; nodes given as NCCL files are read with
  * mc_nccl_xml_add. Does not call mc_topo_finalize. */

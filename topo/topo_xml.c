@@ -2,6 +2,7 @@
  * substitution and without DTD loading, parse errors turned into "file:line: what" messages,
  * and documents that declare entities refused outright (billion laughs, external entities). */
 #include <libxml/parser.h>
+#include <libxml/relaxng.h>
 #include <libxml/tree.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,5 +85,56 @@ out:
     if (ctxt)
         xmlFreeParserCtxt(ctxt);
     free(data);
+    return st;
+}
+
+/* Keeps the first error libxml2 reports (the later ones are usually its consequences), with a
+ * line number: attribute errors come without one but name their element. */
+typedef struct rng_error {
+    int seen, line;
+    char msg[512];
+} rng_error_t;
+
+static void keep_first_rng_error(void *data, xmlErrorPtr e)
+{
+    rng_error_t *fe = data;
+    if (fe->seen || !e)
+        return;
+    fe->seen = 1;
+    fe->line = e->line;
+    if (fe->line <= 0 && e->node)
+        fe->line = (int)xmlGetLineNo((xmlNodePtr)e->node);
+    snprintf(fe->msg, sizeof fe->msg, "%s", e->message ? e->message : "invalid");
+    size_t n = strlen(fe->msg);
+    while (n && (fe->msg[n - 1] == '\n' || fe->msg[n - 1] == ' '))
+        fe->msg[--n] = '\0';
+}
+
+mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
+                             const char *what, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    rng_error_t fe = {0};
+    xmlRelaxNGParserCtxtPtr pctx = xmlRelaxNGNewMemParserCtxt(rng, (int)len);
+    xmlRelaxNGPtr schema = NULL;
+    xmlRelaxNGValidCtxtPtr vctx = NULL;
+    if (pctx) {
+        xmlRelaxNGSetParserStructuredErrors(pctx, keep_first_rng_error, &fe);
+        schema = xmlRelaxNGParse(pctx);
+    }
+    vctx = schema ? xmlRelaxNGNewValidCtxt(schema) : NULL;
+    if (!vctx) {
+        st = mc_err_set(err, MC_ERR_INTERNAL, "the built-in %s schema does not load: line %d: %s",
+                        what, fe.line, fe.msg);
+        goto out;
+    }
+    xmlRelaxNGSetValidStructuredErrors(vctx, keep_first_rng_error, &fe);
+    if (xmlRelaxNGValidateDoc(vctx, doc) != 0)
+        st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", path, fe.line, what,
+                        fe.seen ? fe.msg : "invalid");
+out:
+    xmlRelaxNGFreeValidCtxt(vctx);
+    xmlRelaxNGFree(schema);
+    xmlRelaxNGFreeParserCtxt(pctx);
     return st;
 }

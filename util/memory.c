@@ -34,15 +34,22 @@ char *mc_xstrdup(const char *s)
     return memcpy(mc_xmalloc(n), s, n);
 }
 
+char *mc_xvasprintf(const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, again);
+    va_end(again);
+    char *s = mc_xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
 char *mc_xasprintf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = mc_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = mc_xvasprintf(fmt, ap);
     va_end(ap);
     return s;
 }
@@ -76,13 +83,9 @@ void mc_buf_printf(mc_buf_t *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *tmp = mc_xvasprintf(fmt, ap);
     va_end(ap);
-    char *tmp = mc_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    mc_buf_append(b, tmp, (size_t)n);
+    mc_buf_append(b, tmp, strlen(tmp));
     free(tmp);
 }
 

@@ -1,9 +1,10 @@
-/* Strict number parsing and human-readable formatting of sizes and times. */
+/* Strict number parsing, comment stripping, and human-readable formatting of sizes and times. */
 #include "util/util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int mc_parse_i64(const char *s, int64_t *out)
@@ -43,6 +44,19 @@ int mc_parse_double(const char *s, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+char *mc_strip_comment(char *line)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = '\0';
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return line;
 }
 
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len)

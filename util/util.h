@@ -62,6 +62,7 @@ void *mc_xcalloc(size_t n, size_t size);
 void *mc_xrealloc(void *p, size_t n);
 char *mc_xstrdup(const char *s);
 char *mc_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *mc_xvasprintf(const char *fmt, va_list ap);
 
 /* Grows *arr (element size elem) so that index need-1 fits, doubling *cap. */
 void mc_grow(void **arr, size_t elem, int *cap, int need);
@@ -88,10 +89,21 @@ int mc_parse_i64(const char *s, int64_t *out);
 int mc_parse_u64(const char *s, uint64_t *out);
 int mc_parse_double(const char *s, double *out);
 
+/* Cuts a '#' comment off a line and strips the blanks around what is left, in place. */
+char *mc_strip_comment(char *line);
+
 /* Human-readable bytes ("1.00 GiB") into buf. */
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* Seconds as "12.3 ms" / "4.56 s" into buf. */
 const char *mc_fmt_seconds(double s, char *buf, size_t len);
+
+/* Embeds a file into the binary at build time: declares NAME_start[] and NAME_stop[] around its
+ * bytes, followed by a NUL. The path is relative to the repository root, where make runs the
+ * compiler; a Makefile rule makes the object depend on the file. */
+#define MC_EMBED_FILE(name, path)                                               \
+    __asm__(".pushsection .rodata\n.balign 16\n" #name "_start:\n.incbin \"" path \
+            "\"\n" #name "_stop:\n.byte 0\n.popsection\n");                   \
+    extern const char name##_start[], name##_stop[]
 
 /* Monotonic wall-clock seconds, for reporting synthesis times. */
 double mc_now(void);

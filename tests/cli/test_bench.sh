@@ -27,6 +27,12 @@ expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
 expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"
+# On a terminal (script gives the command one) the progress line names the case and strategy.
+if command -v script >/dev/null; then
+  expect_exit 0 "progress on a terminal" -- script -qec \
+    "'$MESHCAST' bench --suite paper --cases case1 --strategies p2p >/dev/null" /dev/null
+  expect_grep "$TMP/out" 'bench: paper/case1 p2p' "progress line"
+fi
 
 # The table form carries the same figures.
 expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p
@@ -40,6 +46,11 @@ expect_grep "$TMP/err" 'bad\.cases:2: .*topology' "error names file and line"
 printf 'topology %s/topologies/aws-p3.8xlarge-x5.xml\ncase x\nmesh A={x:1}@[0]\nmesh B={x:1}@[1]\nmove f32[8] A[_] -> C[_]\n' "$ROOT" > "$TMP/bad2.cases"
 expect_exit 1 "bad task line" -- "$MESHCAST" bench --suite "$TMP/bad2.cases"
 expect_grep "$TMP/err" 'bad2\.cases:5:' "task error carries the case file's line"
+
+# What 'make demo' runs: every strategy on case 1; strategies that do not handle cross-mesh
+# tasks say n/a and are not failures.
+expect_exit 0 "demo command" -- "$MESHCAST" bench --suite paper --cases case1
+expect_grep "$TMP/out" '^paper +case1 +alpa-bcast .* yes$' "demo shows alpa-bcast"
 
 # The invariant over the whole paper suite for the baselines.
 expect_exit 0 "paper suite, baselines" -- "$MESHCAST" bench --suite paper \

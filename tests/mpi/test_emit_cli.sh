@@ -11,6 +11,8 @@ while IFS=";" read -r -u 3 name m1 m2 move; do
   synth_all "$name" "$m1" "$m2" -- "$move"
   all+=("${SCHEDS[@]}")
 done 3< <(paper_small)
+SCHEDS=("${all[@]}")
+need_scheds "the paper's cases"
 s=${all[0]}
 
 expect_exit 0 "emit" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e1" --name stage1

@@ -8,6 +8,7 @@ STRATEGIES=alpa-bcast
 
 synth_all c3 'A={host:2,gpu:2}@[0,1,4,5]' 'B={host:2,gpu:2}@[8,9,12,13]' -- \
   'i32[48,24,16] A[_,host,_] -> B[host,_,_]'
+need_scheds "case 3 on 8 ranks"
 sched=${SCHEDS[0]}
 expect_true "8 ranks" -- test "$(ranks_of "$sched")" -eq 8
 

@@ -124,6 +124,16 @@ static void test_dgx_h100(void **state)
                    48 * GB);
 }
 
+/* One DGX H100 on its own rails: 35 nodes + 8 rails, 82 links + 8 port pairs. */
+static void test_dgx_h100_x1(void **state)
+{
+    mc_topo_t *t = load_ok("topologies/dgx-h100-x1.xml");
+    expect_shape(t, 1, 8, 8, 8, 43, 98);
+    assert_float_equal(link_bw(t, "h0/NET6", "rail6"), 50 * GB, 1);
+    assert_float_equal(mc_topo_host_net_bw(t, 0), 400 * GB, 1);
+    mc_topo_free(t);
+}
+
 /* 128 x DGX H100: 128 x 35 nodes + 8 rails + 4 spines = 4492 nodes; 128 x 82 links + 1024 port
  * pairs + 8 x 4 rail-spine pairs = 12608 links. Each rail has 128 x 50 GB/s down, so at 1:1 each
  * of its 4 uplinks carries 1600 GB/s. */
@@ -165,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_aws_p3),
         cmocka_unit_test(test_dgx_a100),
         cmocka_unit_test(test_dgx_h100),
+        cmocka_unit_test(test_dgx_h100_x1),
         cmocka_unit_test(test_dgx_h100_x128),
         cmocka_unit_test(test_pcie),
     };

@@ -82,6 +82,7 @@ static const bad_case_t bad_cases[] = {
     {"bad-missing-file.xml", DATA "bad-missing-file.xml:2:", {"no-such-topo.xml", "file"}},
     {"bad-absurd-count.xml", DATA "bad-absurd-count.xml:3:", {"16390 hosts", "at most 16384"}},
     {"bad-huge-count.xml", DATA "bad-huge-count.xml:2:", {"99999999999999999999999", "16384"}},
+    {"bad-absurd-spines.xml", DATA "bad-absurd-spines.xml:5:", {"1200000 uplinks", "at most"}},
     {"bad-no-network.xml", DATA "bad-no-network.xml:1:", {"3 hosts", "<network>"}},
     {"bad-spines-bw-and-ratio.xml", DATA "bad-spines-bw-and-ratio.xml:5:",
      {"bw", "oversubscription, not both"}},

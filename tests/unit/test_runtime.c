@@ -191,6 +191,48 @@ static void test_plan_check(void **state)
     assert_non_null(strstr(err.msg, "peer 2 is not a rank of 2"));
 }
 
+/* The copy-engine form of a copy: a source box of 5 runs of 40 bytes at a pitch of 64 (base 3),
+ * copied from position 17 on for 150 bytes into a contiguous destination at 9. Head: the 23
+ * bytes left in run 0; body: (150 - 23) / 40 = 3 whole runs; tail: the 7 bytes after them. Doing
+ * the parts as the copy engine would gives the bytes the host copy gives. */
+static void test_copy_rows(void **state)
+{
+    static const mc_rt_box_t boxes[] = {{MC_RT_BUF_SRC, 2, 3, {5, 40}, {64, 0}},
+                                        {MC_RT_BUF_DST, 1, 9, {200}, {0}}};
+    mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, 150, {0, 17}, {1, 0}};
+    mc_rt_plan_t p = {0, 1, 320, 209, 0, 2, 1, 0, boxes, &op, NULL};
+    unsigned char src[320], want[209], got[209];
+    mc_rt_buffers_t b = {{src, want, NULL}, {320, 209, 0}};
+    mc_rt_rows_t rows;
+    for (int i = 0; i < 320; i++)
+        src[i] = (unsigned char)(i * 7);
+    memset(want, 0, sizeof want);
+    memset(got, 0, sizeof got);
+    assert_int_equal(mc_rt_copy_rows(&p, &op, 41, &rows), 0); /* runs of 40 are too narrow */
+    assert_int_equal(mc_rt_copy_rows(&p, &op, 40, &rows), 1);
+    assert_int_equal(rows.n, 3);
+    assert_int_equal(rows.part[0].src, 3 + 17);
+    assert_int_equal(rows.part[0].width, 23);
+    assert_int_equal(rows.part[1].src, 3 + 64);
+    assert_int_equal(rows.part[1].dst, 9 + 23);
+    assert_int_equal(rows.part[1].height, 3);
+    assert_int_equal(rows.part[1].spitch, 64);
+    assert_int_equal(rows.part[1].dpitch, 40);
+    assert_int_equal(rows.part[2].src, 3 + 4 * 64);
+    assert_int_equal(rows.part[2].width, 7);
+    mc_rt_copy_host(&p, &op, &b);
+    for (int k = 0; k < rows.n; k++)
+        for (uint64_t y = 0; y < rows.part[k].height; y++)
+            memcpy(got + rows.part[k].dst + y * rows.part[k].dpitch,
+                   src + rows.part[k].src + y * rows.part[k].spitch, rows.part[k].width);
+    assert_memory_equal(got, want, sizeof want);
+    /* Both sides strided with different runs: no copy-engine form. */
+    static const mc_rt_box_t other[] = {{MC_RT_BUF_SRC, 2, 3, {5, 40}, {64, 0}},
+                                        {MC_RT_BUF_DST, 2, 0, {10, 20}, {20, 0}}};
+    p.boxes = other;
+    assert_int_equal(mc_rt_copy_rows(&p, &op, 1, &rows), 0);
+}
+
 static void test_gpu_loopback(void **state)
 {
     struct chain c;
@@ -213,7 +255,7 @@ int main(void)
         cmocka_unit_test(test_box_addr),          cmocka_unit_test(test_loopback_columns),
         cmocka_unit_test(test_loopback_chain),    cmocka_unit_test(test_missing_send),
         cmocka_unit_test(test_wrong_buffers),     cmocka_unit_test(test_plan_check),
-        cmocka_unit_test(test_gpu_loopback),
+        cmocka_unit_test(test_copy_rows),         cmocka_unit_test(test_gpu_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

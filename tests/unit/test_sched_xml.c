@@ -179,6 +179,7 @@ static void test_malformed(void **state)
         {" root=\"0\"", "", MC_ERR_PARSE, "s.xml:"},                      /* schema */
         {"chunks=\"1\"", "chunks=\"0\"", MC_ERR_PARSE, "s.xml:"},          /* schema: >= 1 */
         {"root=\"0\"", "root=\"9\"", MC_ERR_INVALID, "root between 0 and 3"},
+        {"chunks=\"1\"", "chunks=\"16777217\"", MC_ERR_INVALID, "chunks between 1 and 16777216"},
         {"parent=\"0\"", "parent=\"-1\"", MC_ERR_PARSE, "s.xml:"},
         {"bytes=\"2048\"/>", "bytes=\"2049\"/>", MC_ERR_INVALID, "differs from the task's split"},
         {"move t0", "move t0 oops", MC_ERR_PARSE, "s.xml:7:"},

@@ -257,6 +257,14 @@ static void test_repeatable_and_bad_route(void **state)
     assert_int_equal(mc_sim_run(s, t, &a, &err), MC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "tree 1"));
     mc_sched_free(s);
+    /* 3 edges x 16 Mi chunks is refused before anything is allocated for it */
+    s = incast(t, 3, (double[]){1e6, 1e6, 1e6});
+    int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)1 << 40, 0, 0, MC_SCHED_MAX_CHUNKS);
+    for (int i = 0; i < 3; i++)
+        edge(s, t, ti, 0, 3, 3, (int[]){0, 4, 3});
+    assert_int_equal(mc_sim_run(s, t, &a, &err), MC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "more than 50000000 flows"));
+    mc_sched_free(s);
     mc_topo_free(t);
 }
 

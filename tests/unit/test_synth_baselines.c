@@ -202,6 +202,83 @@ static void test_single_sender(void **state)
     assert_true(t >= 8 * GIB / NIC_BW && t <= 8 * GIB / NIC_BW * 1.01);
 }
 
+/* Two tensors, each 1 GiB halves over 2 source hosts -> 2 destination GPUs per host. p2p-lb's
+ * loads carry over from tensor to tensor (Alpa shares them across the pipeline): tensor 0's
+ * destinations 8, 9 take GPUs 0, 1 (12, 13 take 4, 5), so tensor 1's take the still unloaded
+ * GPUs 2, 3 (and 6, 7). alpa-bcast solves each tensor afresh and runs them one after another: a
+ * round each, two phases. */
+static void test_two_tensors(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh A={host:2,gpu:4}@0..7\n"
+                               "mesh B={host:2,gpu:2}@[8,9,12,13]\n"
+                               "move x: i32[1024,1024,512] A[host,_,_] -> B[host,_,_]\n"
+                               "move y: i32[1024,1024,512] A[host,_,_] -> B[host,_,_]\n";
+    synth(f, "p2p-lb", text);
+    assert_int_equal(f->s->ntrees, 8);
+    for (int i = 0; i < 8; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        int tensor = f->task->pieces[t->piece].tensor, d = t->edges[0].child;
+        int want = (d >= 12 ? 4 : 0) + (d % 4) + 2 * tensor;
+        assert_int_equal(t->root, want);
+    }
+    synth(f, "alpa-bcast", text);
+    assert_int_equal(f->s->nphases, 2);
+    for (int i = 0; i < f->s->ntrees; i++)
+        assert_int_equal(f->s->trees[i].phase, f->task->pieces[f->s->trees[i].piece].tensor);
+}
+
+/* On DGX H100 nodes (8 GPUs, 8 NICs, one rail per GPU), a broadcast from GPU 0 to GPUs 1, 2 of
+ * its own host and 8, 9 of the next: the hosts can drive two NICs in common (host 1's group GPUs
+ * sit next to NICs 0 and 1), so two chains of half the bytes each, entering host 1 at GPU 8 and
+ * at GPU 9. A broadcast from GPU 0 alone to host 1 can only use GPU 0's NIC: one chain. */
+static void test_chains_per_nic(void **state)
+{
+    fixture_t *f = *state;
+    mc_err_t err = {0};
+    mc_topo_free(f->topo);
+    f->topo = NULL;
+    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+    synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={h:2,g:2}@[1,2,8,9]\n"
+                           "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
+    assert_int_equal(f->s->ntrees, 2);
+    for (int i = 0; i < 2; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        assert_int_equal(t->bytes, 16777216);
+        assert_int_equal(t->offset, 16777216 * (uint64_t)i);
+        assert_int_equal(t->nedges, 4);
+        assert_int_equal(t->edges[0].child, 1);
+        assert_int_equal(t->edges[1].child, 2);
+        assert_int_equal(t->edges[2].child, 8 + i);
+        assert_int_equal(t->edges[3].child, 9 - i);
+    }
+    synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={g:8}@8..15\n"
+                           "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
+    assert_int_equal(f->s->ntrees, 1);
+    assert_int_equal(f->s->trees[0].nedges, 8);
+}
+
+/* Alpa's broadcast resharding runs between disjoint meshes only: a same-mesh task is
+ * MC_ERR_UNSUPPORTED (bench shows n/a), while p2p still handles it. */
+static void test_same_mesh(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh M={host:2,gpu:4}@0..7\n"
+                               "move f32[64,64] M[host,gpu] -> M[gpu,host]\n";
+    mc_err_t err = {0};
+    mc_task_free(f->task);
+    f->task = NULL;
+    assert_int_equal(mc_task_parse_text(text, "test", &f->task, &err), MC_OK);
+    assert_int_equal(mc_task_split(f->task, &err), MC_OK);
+    mc_sched_t *s = NULL;
+    assert_int_equal(mc_synth("alpa-bcast", f->task, f->topo, NULL, &s, &err),
+                     MC_ERR_UNSUPPORTED);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "share GPU 0"));
+    synth(f, "p2p", text);
+    assert_true(f->s->ntrees > 0);
+}
+
 /* An unknown strategy is a usage error naming the known ones. */
 static void test_unknown_strategy(void **state)
 {
@@ -231,6 +308,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_mesh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_strategy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,18 +42,22 @@ static void plan_cand(mc_plan_t *pl, int p, int64_t fixed_ps, int n, const int *
 }
 
 /* Two pieces of 4 units may cross link 0 (a NIC, 100 ps per unit); piece 1 may instead take
- * link 1 at 300 ps per unit. Whole pieces: both on the NIC, 800 (what greedy finds). Best: piece
- * 1 split, x units on the NIC beside piece 0 and 4-x on link 1 in the same phase:
- * max(400 + 100x, 300(4-x)) is least at x = 2: 600. */
-static void shared_nic_plan(mc_plan_t *pl)
+ * link 1 at 300 ps per unit. Whole pieces: both on the NIC, 800. Best: piece 1 split, x units on
+ * the NIC beside piece 0 and 4-x on link 1 in the same phase: max(400 + 100x, 300(4-x)) is least
+ * at x = 2: 600. Water filling finds it: piece 1's units go to whichever link grows less. */
+/* Two pieces of 4 units, two links, three candidates crossing one link each. */
+static void two_piece_plan(mc_plan_t *pl, const int piece[3], const int link[3],
+                           const int64_t ps[3])
 {
     int units[2] = {4, 4};
     plan_init(pl, 2, units, 2);
-    int l0 = 0, l1 = 1;
-    int64_t c100 = 100, c300 = 300;
-    plan_cand(pl, 0, 0, 1, &l0, &c100);
-    plan_cand(pl, 1, 0, 1, &l0, &c100);
-    plan_cand(pl, 1, 0, 1, &l1, &c300);
+    for (int c = 0; c < 3; c++)
+        plan_cand(pl, piece[c], 0, 1, &link[c], &ps[c]);
+}
+
+static void shared_nic_plan(mc_plan_t *pl)
+{
+    two_piece_plan(pl, (int[]){0, 1, 1}, (int[]){0, 0, 1}, (int64_t[]){100, 100, 300});
 }
 
 static void test_greedy_shared_nic(void **state)
@@ -64,30 +68,48 @@ static void test_greedy_shared_nic(void **state)
     mc_plan_greedy(&pl, &g);
     assert_int_equal(mc_plan_check(&pl, &g), 0);
     assert_int_equal(g.nphases, 1);
-    assert_int_equal(g.est_ps, 800);
+    assert_int_equal(g.est_ps, 600);
+    assert_int_equal(g.units[0], 4);
+    assert_int_equal(g.units[1], 2);
+    assert_int_equal(g.units[2], 2);
     assert_int_equal(mc_plan_lower_ps(&pl), 400);
     mc_plan_sol_free(&g);
     mc_plan_free(&pl);
 }
 
+/* Greedy order hurts: piece 0 (4 units) may take link A (100 ps per unit) or link B (110); piece 1
+ * (4 units) only link A. Water filling places piece 0 first, half on each link (A 200, B 220),
+ * then piece 1 on A: 600. Best: piece 0 on B (440), piece 1 on A (400): 440, which both the
+ * relaxation (rounded) and the integer model find. */
+static void order_plan(mc_plan_t *pl)
+{
+    two_piece_plan(pl, (int[]){0, 0, 1}, (int[]){0, 1, 0}, (int64_t[]){100, 110, 100});
+}
+
 static void test_z3_beats_greedy(void **state)
 {
     mc_plan_t pl;
-    shared_nic_plan(&pl);
-    mc_plan_sol_t g = {0}, z = {0};
+    order_plan(&pl);
+    mc_plan_sol_t g = {0}, z = {0}, lp = {0};
     mc_plan_greedy(&pl, &g);
+    assert_int_equal(g.est_ps, 600);
     mc_z3_stats_t st;
     mc_err_t err = {0};
-    assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 0, 60, &z, &st, &err), MC_OK);
+    assert_int_equal(mc_plan_solve_lp(&pl, 0, 60, &lp, &st, &err), MC_OK);
+    assert_int_equal(st.status, 1);
+    assert_int_equal(lp.est_ps, 440);
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, mc_plan_lower_ps(&pl), 0, 60, &z, &st, &err),
+                     MC_OK);
     assert_int_equal(st.status, 1);
     assert_int_equal(mc_plan_check(&pl, &z), 0);
-    assert_int_equal(z.est_ps, 600);
+    assert_int_equal(z.est_ps, 440);
     assert_int_equal(z.nphases, 1);
-    assert_int_equal(z.units[0], 4);
-    assert_int_equal(z.units[1], 2);
-    assert_int_equal(z.units[2], 2);
+    assert_int_equal(z.units[0], 0);
+    assert_int_equal(z.units[1], 4);
+    assert_int_equal(z.units[2], 4);
     mc_plan_sol_free(&g);
     mc_plan_sol_free(&z);
+    mc_plan_sol_free(&lp);
     mc_plan_free(&pl);
 }
 
@@ -109,6 +131,13 @@ static void test_z3_shared_phase(void **state)
     assert_int_equal(g.nphases, 1);
     mc_z3_stats_t st;
     assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 0, 60, &z, &st, NULL), MC_OK);
+    assert_int_equal(st.status, 1); /* Z3 proves it */
+    assert_int_equal(z.est_ps, 400);
+    assert_int_equal(z.nphases, 1);
+    mc_plan_sol_free(&z);
+    assert_int_equal(mc_plan_lower_ps(&pl), 400);
+    assert_int_equal(mc_plan_solve_z3(&pl, &g, 400, 0, 60, &z, &st, NULL), MC_OK);
+    assert_int_equal(st.status, 2); /* the seed meets the load forced on link 0 */
     assert_int_equal(z.est_ps, 400);
     assert_int_equal(z.nphases, 1);
     mc_plan_sol_free(&g);
@@ -116,15 +145,15 @@ static void test_z3_shared_phase(void **state)
     mc_plan_free(&pl);
 }
 
-/* Eight pieces that each may take any of three links: a model big enough that a small rlimit
- * stops Z3 before it proves anything. */
+/* Four pieces that each may take any of three links, with a fixed cost per tree: a model big
+ * enough that a small rlimit stops Z3 before it proves anything. */
 static void wide_plan(mc_plan_t *pl)
 {
-    int units[8];
-    for (int p = 0; p < 8; p++)
+    int units[4];
+    for (int p = 0; p < 4; p++)
         units[p] = 16 + p;
-    plan_init(pl, 8, units, 3);
-    for (int p = 0; p < 8; p++)
+    plan_init(pl, 4, units, 3);
+    for (int p = 0; p < 4; p++)
         for (int l = 0; l < 3; l++) {
             int64_t ps = 100 + 37 * l + 11 * p;
             plan_cand(pl, p, 5, 1, &l, &ps);
