@@ -140,11 +140,6 @@ uint64_t coll_sched_peak(const mc_sched_t *s, const mc_topo_t *topo, int *gpu);
 /* The bound the collective form guarantees on a GPU: its source and destination shards (less what
  * they share) plus one intermediate array no larger than max(source tile, destination tile). */
 uint64_t coll_mem_bound(const mc_sched_t *s, int gpu);
-/* With limit != 0: MC_OK when no GPU's peak exceeds it, else MC_ERR_INVALID naming the strategy,
- * the GPU and the bytes it would need. Meant for mc_synth, so every strategy respects
- * --memory-limit or says it cannot. */
-mc_status_t mc_synth_check_memory(const mc_sched_t *s, const mc_topo_t *topo, uint64_t limit,
-                                  mc_err_t *err);
 
 /* ---- collective_pick.c ---- */
 
