@@ -43,6 +43,7 @@ typedef struct mc_bench_row {
     uint64_t bytes;         /* bytes delivered: piece bytes x destinations */
     double lower_bound_s, sim_s, ratio, algbw_gbps, synth_s;
     uint64_t peak_mem;      /* max over GPUs of mc_sched_peak_mem */
+    uint64_t moved_max;     /* max over GPUs of the bytes its tree edges deliver to it */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
     int failed;             /* the strategy or the simulator returned an error */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this

@@ -1,7 +1,8 @@
 /* The benchmark runner: for each case of a suite, loads its topology and task, computes the lower
  * bound once, then for each strategy synthesizes (timed), validates, simulates and measures peak
- * memory, giving one row per case and strategy. */
+ * memory and the bytes each GPU receives, giving one row per case and strategy. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
@@ -32,11 +33,18 @@ static void run_strategy(const mc_strategy_t *strat, mc_task_t *task, const mc_t
     row->sim_s = sim.makespan_s;
     row->ratio = row->lower_bound_s > 0 ? sim.makespan_s / row->lower_bound_s : 1.0;
     row->algbw_gbps = sim.makespan_s > 0 ? (double)row->bytes / sim.makespan_s / 1e9 : 0;
+    uint64_t *moved = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
+    for (int t = 0; t < s->ntrees; t++)
+        for (int e = 0; e < s->trees[t].nedges; e++)
+            moved[s->trees[t].edges[e].child] += s->trees[t].bytes;
     for (int g = 0; g < topo->ngpus; g++) {
         uint64_t m = mc_sched_peak_mem(s, g);
         if (m > row->peak_mem)
             row->peak_mem = m;
+        if (moved[g] > row->moved_max)
+            row->moved_max = moved[g];
     }
+    free(moved);
 out:
     mc_sim_result_free(&sim);
     mc_sched_free(s);

@@ -110,7 +110,7 @@ int cmd_synth(int argc, char **argv)
     MC_CHECK_GOTO(mc_synth(a.strategy, task, topo, &a.opts, &s, &err), out, st);
     mc_bound_t bound;
     MC_CHECK_GOTO(mc_task_bound(task, topo, &bound, &err), out, st);
-    MC_CHECK_GOTO(mc_sim_run(s, topo, &sim, &err), out, st);
+    MC_CHECK_GOTO(mc_sim_run_totals(s, topo, &sim, &err), out, st);
     MC_CHECK_GOTO(mc_sched_save(s, topo, a.output, &err), out, st);
     char tb[32], bb[32];
     printf("%s: %d tree%s, %d phase%s, simulated %s, lower bound %s (%s), ratio %.2f -> %s\n",
@@ -118,6 +118,8 @@ int cmd_synth(int argc, char **argv)
            s->nphases == 1 ? "" : "s", mc_fmt_seconds(sim.makespan_s, tb, sizeof(tb)),
            mc_fmt_seconds(bound.seconds, bb, sizeof(bb)), mc_bound_kind_str(bound.binding),
            bound.seconds > 0 ? sim.makespan_s / bound.seconds : 1.0, a.output);
+    if (s->params[0]) /* what the strategy chose and why */
+        printf("  %s\n", s->params);
 out:
     mc_sim_result_free(&sim);
     mc_sched_free(s);

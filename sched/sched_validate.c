@@ -291,7 +291,8 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
                                   tr->offset + tr->bytes, tr->phase, ti};
         }
     }
-    qsort(r, (size_t)n, sizeof(*r), cmp_recv);
+    if (n) /* qsort wants a real array even for no elements */
+        qsort(r, (size_t)n, sizeof(*r), cmp_recv);
     for (int ti = 0; ti < s->ntrees; ti++) {
         const mc_tree_t *tr = &s->trees[ti];
         if (ok[ti] && !root_holds(r, n, &s->task->pieces[tr->piece], tr->piece, tr->root,

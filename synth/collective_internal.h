@@ -140,10 +140,16 @@ uint64_t coll_sched_peak(const mc_sched_t *s, const mc_topo_t *topo, int *gpu);
 /* The bound the collective form guarantees on a GPU: its source and destination shards (less what
  * they share) plus one intermediate array no larger than max(source tile, destination tile). */
 uint64_t coll_mem_bound(const mc_sched_t *s, int gpu);
-/* With limit != 0: MC_OK when no GPU's peak exceeds it, else MC_ERR_INVALID naming the strategy,
- * the GPU and the bytes it would need. Meant for mc_synth, so every strategy respects
- * --memory-limit or says it cannot. */
-mc_status_t mc_synth_check_memory(const mc_sched_t *s, const mc_topo_t *topo, uint64_t limit,
-                                  mc_err_t *err);
+
+/* ---- collective_pick.c ---- */
+
+/* For the meshcast strategy: *s is its tree schedule (simulated time *t, possibly above
+ * opts->memory_limit). On a same-mesh task the collective form replaces it when the trees do not
+ * fit the limit and it does ("why=memory"), or when it fits and simulates faster ("why=faster");
+ * the new schedule keeps *s's strategy name and its params say which form, why, and both times
+ * and peaks. Anything else (not same-mesh, neither fits) leaves *s and *t alone. */
+mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
+                                         const mc_synth_opts_t *opts, mc_sched_t **s, double *t,
+                                         mc_err_t *err);
 
 #endif

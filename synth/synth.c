@@ -57,7 +57,13 @@ mc_status_t mc_synth(const char *strategy, mc_task_t *task, const mc_topo_t *top
                         msg.data ? msg.data : "(none)");
         goto out;
     }
-    MC_CHECK_GOTO(strat->fn(task, topo, opts ? opts : &defaults, &s, err), out, st);
+    if (!opts)
+        opts = &defaults;
+    MC_CHECK_GOTO(strat->fn(task, topo, opts, &s, err), out, st);
+    if ((st = mc_synth_check_memory(s, topo, opts->memory_limit, err)) != MC_OK) {
+        mc_sched_free(s);
+        goto out;
+    }
     int nbad = mc_sched_validate(s, topo, &msg);
     if (nbad) {
         st = mc_err_set(err, MC_ERR_INTERNAL,

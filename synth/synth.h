@@ -46,6 +46,12 @@ const mc_strategy_t *mc_synth_find(const char *name);
 mc_status_t mc_synth(const char *strategy, mc_task_t *task, const mc_topo_t *topo,
                      const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err);
 
+/* With limit != 0: MC_OK when no GPU's peak (mc_sched_peak_mem) exceeds it, else MC_ERR_INVALID
+ * naming the strategy, the GPU and the bytes it would need. mc_synth applies it to every
+ * strategy, so each respects --memory-limit or says that it cannot. */
+mc_status_t mc_synth_check_memory(const mc_sched_t *s, const mc_topo_t *topo, uint64_t limit,
+                                  mc_err_t *err);
+
 /* The strategies (one file each). */
 mc_status_t mc_synth_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *, mc_sched_t **,
                          mc_err_t *);

@@ -38,6 +38,8 @@ fi
 expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p
 expect_grep "$TMP/out" '^suite +case +strategy +bytes +bound +sim +time/lb' "table header"
 expect_grep "$TMP/out" '^all +geomean +p2p ' "table geomean row"
+# Each destination GPU of case 1 receives its 1 GiB tile once: peak memory 1 GiB, recv/GPU 1 GiB.
+expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +yes$' "peak memory and bytes received per GPU"
 
 # Case-file errors name the file and line.
 printf 'suite bad\ncase x\nmesh A={x:1}@[0]\n' > "$TMP/bad.cases"

@@ -365,6 +365,41 @@ static void test_memory_limit(void **state)
     assert_int_equal(f->s->mem_limit, 3840);
 }
 
+/* The meshcast strategy's choice, with the xla schedule standing in for its trees. */
+static void referee(coll_fixture_t *f, uint64_t limit, double t, const char *want_prefix)
+{
+    mc_synth_opts_t o = MC_SYNTH_OPTS_DEFAULT;
+    mc_err_t err = {0};
+    mc_sched_t *before = f->s;
+    o.memory_limit = limit;
+    assert_int_equal(mc_synth_collectives_referee(f->task, f->topo, &o, &f->s, &t, &err), MC_OK);
+    if (!want_prefix) {
+        assert_ptr_equal(f->s, before);
+        return;
+    }
+    assert_string_equal(f->s->strategy, "xla");
+    if (strncmp(f->s->params, want_prefix, strlen(want_prefix)))
+        print_error("%s\n", f->s->params);
+    assert_int_equal(strncmp(f->s->params, want_prefix, strlen(want_prefix)), 0);
+    assert_int_equal(mc_sched_validate(f->s, f->topo, NULL), 0);
+}
+
+static void test_referee(void **state)
+{
+    coll_fixture_t *f = *state;
+    coll_synth_ok(f, "xla", WORKED, 0);
+    referee(f, 0, 1e-9, NULL); /* trees faster than any collective: they stay */
+    referee(f, 0, 1.0, "plan=collectives(t0=all-to-all(x+y)) why=faster");
+    coll_synth_ok(f, "xla", WORKED, 0);
+    /* xla needs 14592 bytes per GPU; the collective form 3840 */
+    referee(f, 8192, 1e-9, "plan=collectives(t0=all-to-all(x+y)) why=memory");
+    assert_int_equal(f->s->mem_limit, 5888);
+    coll_synth_ok(f, "xla", WORKED, 0);
+    referee(f, 3000, 1.0, NULL); /* neither fits */
+    coll_synth_ok(f, "p2p", "mesh A={x:4}@0..3\nmesh B={x:4}@4..7\nmove f32[8] A[x] -> B[x]\n", 0);
+    referee(f, 0, 1.0, NULL); /* cross-mesh: not for collectives */
+}
+
 static void test_refused(void **state)
 {
     coll_fixture_t *f = *state;
@@ -393,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_local_slice),
         cmocka_unit_test(test_memory_brute_force),
         cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_referee),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, coll_setup, coll_teardown);
