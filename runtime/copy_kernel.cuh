@@ -57,13 +57,6 @@ __global__ void mc_rt_copy_kernel(const unsigned char *__restrict__ src, mc_rt_b
     }
 }
 
-/* Grid size for n words: enough blocks to fill the GPU, grid-stride beyond that. */
-static inline unsigned mc_rt_copy_blocks(uint64_t nwords, unsigned threads)
-{
-    uint64_t b = (nwords + threads - 1) / threads;
-    return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
-}
-
 /* Launches the kernel for one COPY op in words of W bytes (W from mc_rt_copy_word). */
 template <typename W, int SD, int DD>
 static inline void mc_rt_launch_copy(const mc_rt_plan_t *plan, const mc_rt_op_t *o,
@@ -72,7 +65,10 @@ static inline void mc_rt_launch_copy(const mc_rt_plan_t *plan, const mc_rt_op_t 
     const unsigned threads = 512;
     const mc_rt_box_t &sb = plan->boxes[o->src.box], &db = plan->boxes[o->dst.box];
     uint64_t n = o->bytes / sizeof(W);
-    mc_rt_copy_kernel<W, SD, DD><<<mc_rt_copy_blocks(n, threads), threads, 0, stream>>>(
+    /* Enough blocks to fill the GPU; the kernel's grid-stride loop covers the rest. */
+    uint64_t blocks = (n + threads - 1) / threads;
+    blocks = blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks;
+    mc_rt_copy_kernel<W, SD, DD><<<(unsigned)blocks, threads, 0, stream>>>(
         (const unsigned char *)bufs->buf[sb.buf], sb, o->src.off, (unsigned char *)bufs->buf[db.buf],
         db, o->dst.off, n);
 }

@@ -56,6 +56,10 @@ if [ -x "$nvcc" ]; then
   expect_exit 0 "emitted code of $i schedules compiles with nvcc -Werror" -- \
     "$nvcc" -std=c++17 -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
     -I"$TMP/all" -c "$TMP/all/all.cu" -o "$TMP/all/all.o"
+  # One file alone, as a repository builds it: nothing in it may go unused.
+  expect_exit 0 "one emitted file compiles alone with nvcc -Werror" -- \
+    "$nvcc" -std=c++17 -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
+    -I"$TMP/e3" -c "$TMP/e3/x.cu" -o "$TMP/e3/x.o"
   expect_exit 0 "... and links against NCCL" -- \
     "$nvcc" -I"$TMP/all" -o "$TMP/all/prog" "$TMP/all/all.o" "$rt_cu" "$TMP/all/plan.c" \
     "$TMP/all/main.c" -L/usr/local/cuda/lib64 -lnccl
