@@ -138,7 +138,11 @@ install: all
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/meshcast
 	install -m 644 $(LIB) $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/runtime.h $(DESTDIR)$(PREFIX)/include/meshcast/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' meshcast.pc.in \
+	install -d $(DESTDIR)$(PREFIX)/share/meshcast/topologies/schema
+	install -m 644 topologies/*.xml $(DESTDIR)$(PREFIX)/share/meshcast/topologies/
+	install -m 644 topologies/schema/cluster.rng $(DESTDIR)$(PREFIX)/share/meshcast/topologies/schema/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	  -e 's|@LIBS@|$(RT_EXTRA_LIBS) $(shell pkg-config --libs ompi-c)|g' meshcast.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/meshcast.pc
 
 clean:

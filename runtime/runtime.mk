@@ -19,7 +19,8 @@ endif
 
 $(BUILD)/obj/runtime/%.cu.o: runtime/%.cu runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cuh
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(say) NVCC $<
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # The files a training repository needs besides the generated ones (emit --standalone).
 RT_EMBED_FILES := runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cuh runtime/plan.c \
@@ -32,8 +33,10 @@ RT_EXTRA_OBJS += $(RT_EMBED_OBJ)
 .PRECIOUS: $(BUILD)/gen/%_embed.c
 $(BUILD)/gen/%_embed.c: $(RT_EMBED_FILES) runtime/embed.sh
 	@mkdir -p $(dir $@)
-	runtime/embed.sh $(RT_EMBED_FILES) > $@.tmp && mv $@.tmp $@
+	$(say) EMBED $@
+	$(Q)runtime/embed.sh $(RT_EMBED_FILES) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
