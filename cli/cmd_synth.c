@@ -17,7 +17,7 @@ static void usage(FILE *out)
             "\n"
             "Synthesizes a schedule for a resharding task, checks it (meshcast validate's rules),\n"
             "times it with the simulator and writes it. Prints one line: strategy, trees, phases,\n"
-            "simulated time, lower bound and their ratio.\n"
+            "simulated time, lower bound and their ratio; then what the strategy chose and why.\n"
             "\n"
             "options:\n"
             "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n"
