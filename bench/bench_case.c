@@ -218,7 +218,7 @@ mc_status_t mc_bench_list(const char *dir, char ***paths, int *n, mc_err_t *err)
     }
     closedir(d);
     if (cnt)
-        qsort(list, (size_t)cnt, sizeof(*list), cmp_str);
+        mc_sort(list, (size_t)cnt, sizeof(*list), cmp_str);
     *paths = list;
     *n = cnt;
     return MC_OK;

@@ -252,7 +252,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
         ws_box = intern_box(rb, &wb);
     }
     if (rb->nops)
-        qsort(rb->ops, rb->nops, sizeof *rb->ops, pending_cmp);
+        mc_sort(rb->ops, rb->nops, sizeof *rb->ops, pending_cmp);
     uint32_t nsteps = 0;
     for (int i = 0; i < rb->nops; i++) {
         mc_rt_op_t op = rb->ops[i].op;

@@ -189,7 +189,7 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const al
     for (int g = 0; g < topo->ngpus; g++)
         out[g] = mc_topo_gpu_egress_bw(topo, g);
     sort_task = task;
-    qsort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
+    mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
     for (int i = 0; i < task->npieces && st == MC_OK;) {
         const mc_piece_t *p = &task->pieces[order[i]];
         uint64_t bytes = 0;

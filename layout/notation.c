@@ -243,7 +243,7 @@ static mc_status_t check_unique_devices(cursor_t *c, const char *at, const mc_me
 {
     int *sorted = mc_xmalloc(sizeof(int) * (size_t)m->ndevices);
     memcpy(sorted, m->devices, sizeof(int) * (size_t)m->ndevices);
-    qsort(sorted, (size_t)m->ndevices, sizeof(int), cmp_int);
+    mc_sort(sorted, (size_t)m->ndevices, sizeof(int), cmp_int);
     int dup = -1;
     for (int i = 1; i < m->ndevices && dup < 0; i++)
         if (sorted[i] == sorted[i - 1])

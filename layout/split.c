@@ -49,7 +49,7 @@ static void groups_build(const mc_task_t *task, const mc_layout_t *l, groups_t *
     for (int p = 0; p < m->ndevices; p++)
         g->gpus[fill[gid[p]]++] = m->devices[p];
     for (int64_t i = 0; i < g->ngroups; i++)
-        qsort(g->gpus + g->start[i], (size_t)(g->start[i + 1] - g->start[i]), sizeof(int),
+        mc_sort(g->gpus + g->start[i], (size_t)(g->start[i + 1] - g->start[i]), sizeof(int),
               cmp_int);
     free(fill);
     free(gid);
@@ -204,7 +204,7 @@ static void sort_pieces(mc_task_t *task)
     order_t *ord = mc_xmalloc(sizeof(order_t) * (size_t)(task->npieces + 1));
     for (int i = 0; i < task->npieces; i++)
         ord[i] = (order_t){task->pieces[i].bytes, i};
-    qsort(ord, (size_t)task->npieces, sizeof(order_t), cmp_order);
+    mc_sort(ord, (size_t)task->npieces, sizeof(order_t), cmp_order);
     mc_piece_t *sorted = mc_xmalloc(sizeof(mc_piece_t) * (size_t)(task->npieces + 1));
     for (int i = 0; i < task->npieces; i++)
         sorted[i] = task->pieces[ord[i].index];

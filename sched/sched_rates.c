@@ -29,7 +29,7 @@ static void tree_links(const mc_tree_t *t, int nlinks, int **links, double **wei
             }
             (*links)[(*n)++] = l;
         }
-    qsort(*links + start, (size_t)(*n - start), sizeof(int), cmp_int);
+    mc_sort(*links + start, (size_t)(*n - start), sizeof(int), cmp_int);
     int w = start;
     for (int r = start; r < *n; r++) {
         if (w > start && (*links)[w - 1] == (*links)[r]) {

@@ -225,7 +225,7 @@ static void check_capacity(vctx_t *v)
                 MC_GROW(u, cap, n + 1);
                 u[n++] = (link_use_t){s->trees[ti].phase, l, ti};
             }
-    qsort(u, (size_t)n, sizeof(*u), cmp_use);
+    mc_sort(u, (size_t)n, sizeof(*u), cmp_use);
     for (int i = 0; i < n;) {
         int j = i, ntrees = 0, unrated = -1;
         double load = 0;
@@ -291,8 +291,7 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
                                   tr->offset + tr->bytes, tr->phase, ti};
         }
     }
-    if (n) /* qsort wants a real array even for no elements */
-        qsort(r, (size_t)n, sizeof(*r), cmp_recv);
+    mc_sort(r, (size_t)n, sizeof(*r), cmp_recv);
     for (int ti = 0; ti < s->ntrees; ti++) {
         const mc_tree_t *tr = &s->trees[ti];
         if (ok[ti] && !root_holds(r, n, &s->task->pieces[tr->piece], tr->piece, tr->root,

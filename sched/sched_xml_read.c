@@ -41,7 +41,7 @@ static void index_build(name_index_t *x, const mc_topo_t *t)
     for (int i = 0; i < t->nnodes; i++)
         x->by_name[i] = i;
     cmp_topo = t;
-    qsort(x->by_name, (size_t)t->nnodes, sizeof(int), cmp_names);
+    mc_sort(x->by_name, (size_t)t->nnodes, sizeof(int), cmp_names);
     x->out_off = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int));
     x->out_link = mc_xmalloc(sizeof(int) * (size_t)(t->nlinks + 1));
     for (int l = 0; l < t->nlinks; l++)

@@ -28,7 +28,7 @@ static int busy_links(const mc_sim_result_t *res, const mc_topo_t *topo, int **o
             ids[n++] = l;
     sort_res = res;
     sort_topo = topo;
-    qsort(ids, (size_t)n, sizeof(int), cmp_busy);
+    mc_sort(ids, (size_t)n, sizeof(int), cmp_busy);
     *out = ids;
     return n;
 }

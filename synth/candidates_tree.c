@@ -91,7 +91,7 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root
         if (depth[child[e]] > maxdepth)
             maxdepth = depth[child[e]];
     }
-    qsort(all, (size_t)nall, sizeof(int), cmp_int);
+    mc_sort(all, (size_t)nall, sizeof(int), cmp_int);
 
     MC_GROW(cs->c, cs->cap, cs->n + 1);
     mc_cand_t *c = &cs->c[cs->n++];

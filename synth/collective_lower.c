@@ -156,7 +156,7 @@ static int *assign_sigs(clower_t *L, int *nsigs)
     for (int i = 0; i < L->ntrees; i++)
         order[i] = i;
     sort_ctx = L;
-    qsort(order, (size_t)L->ntrees, sizeof(int), cmp_shape);
+    mc_sort(order, (size_t)L->ntrees, sizeof(int), cmp_shape);
     *nsigs = 0;
     for (int i = 0; i < L->ntrees; i++) {
         if (!i || cmp_shape(&order[i - 1], &order[i]))
@@ -210,7 +210,7 @@ static int cmp_run(const void *a, const void *b)
 /* Merges ranges of one shape that continue each other. */
 static void merge_runs(clower_t *L)
 {
-    qsort(L->runs, (size_t)L->nruns, sizeof(crun_t), cmp_run);
+    mc_sort(L->runs, (size_t)L->nruns, sizeof(crun_t), cmp_run);
     int k = 0;
     for (int i = 0; i < L->nruns; i++) {
         crun_t *prev = k ? &L->runs[k - 1] : NULL;
@@ -270,7 +270,7 @@ static mc_status_t emit_trees(clower_t *L, mc_sched_t *s, int t, const coll_prog
     int *rep = NULL, nsigs = 0;
     if (!L->nedges) /* only local slices */
         return MC_OK;
-    qsort(L->edges, (size_t)L->nedges, sizeof(cedge_t), cmp_edge);
+    mc_sort(L->edges, (size_t)L->nedges, sizeof(cedge_t), cmp_edge);
     for (int i = L->nedges - 1; i >= 0; i--) {
         L->trees[L->edges[i].tree].first = i;
         L->trees[L->edges[i].tree].nedges++;

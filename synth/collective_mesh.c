@@ -39,7 +39,7 @@ static int common_chain(const mc_mesh_t *a, const mc_mesh_t *b, int64_t *chain)
 {
     int64_t all[2 * MC_MAX_AXES];
     int n = running_products(b, all, running_products(a, all, 0)), k = 0;
-    qsort(all, (size_t)n, sizeof(int64_t), cmp_i64);
+    mc_sort(all, (size_t)n, sizeof(int64_t), cmp_i64);
     for (int i = 0; i < n; i++) {
         if (all[i] == 1 || (k && all[i] == chain[k - 1]))
             continue;

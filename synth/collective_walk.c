@@ -79,7 +79,7 @@ static mc_status_t build_cells(wstate_t *x, const char *strategy, mc_err_t *err)
             c[k++] = tiles[t].lo[d];
             c[k++] = tiles[t].hi[d];
         }
-        qsort(c, (size_t)k, sizeof(int64_t), cmp_i64);
+        mc_sort(c, (size_t)k, sizeof(int64_t), cmp_i64);
         for (int i = 0; i < k; i++)
             if (!u || c[i] != c[u - 1])
                 c[u++] = c[i];

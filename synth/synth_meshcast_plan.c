@@ -133,7 +133,7 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s)
             order[n++] = k;
     }
     cmp_time = time;
-    qsort(order, (size_t)n, sizeof(int), cmp_phase);
+    mc_sort(order, (size_t)n, sizeof(int), cmp_phase);
     int *units = mc_xcalloc((size_t)pl->ncands * (size_t)(n > 0 ? n : 1), sizeof(int));
     for (int c = 0; c < pl->ncands; c++)
         for (int j = 0; j < n; j++)

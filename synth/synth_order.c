@@ -97,7 +97,7 @@ synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n)
         for (int d = 0; d < pc->ndests; d++)
             fill_unit(task, p, pc->dests[d], &units[k++]);
     }
-    qsort(units, (size_t)count, sizeof(*units), cmp_unit);
+    mc_sort(units, (size_t)count, sizeof(*units), cmp_unit);
     *n = count;
     return units;
 }

@@ -34,7 +34,7 @@ static port_t *collect_ports(const mc_topo_t *t, int *nports)
         if (t->nodes[i].kind == MC_NODE_NET && t->nodes[i].host >= 0)
             ports[n++] = (port_t){i, t->nodes[i].host, 0};
     sort_t = t;
-    qsort(ports, (size_t)n, sizeof(port_t), cmp_ports);
+    mc_sort(ports, (size_t)n, sizeof(port_t), cmp_ports);
     for (int i = 1; i < n; i++)
         ports[i].index = ports[i].host == ports[i - 1].host ? ports[i - 1].index + 1 : 0;
     *nports = n;

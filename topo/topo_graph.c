@@ -165,7 +165,7 @@ mc_status_t mc_topo_finalize(mc_topo_t *t, mc_err_t *err)
         if (t->nodes[i].kind == MC_NODE_GPU)
             t->gpu_node[k++] = i;
     sort_topo = t;
-    qsort(t->gpu_node, (size_t)t->ngpus, sizeof(int), cmp_gpu_nodes);
+    mc_sort(t->gpu_node, (size_t)t->ngpus, sizeof(int), cmp_gpu_nodes);
     for (int g = 0; g < t->ngpus; g++)
         t->nodes[t->gpu_node[g]].gpu = g;
     for (int i = 0; i < t->nlinks; i++)

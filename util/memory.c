@@ -1,4 +1,4 @@
-/* Allocation helpers, growable arrays and the text buffer. */
+/* Allocation helpers, growable arrays, sorting and the text buffer. */
 #include "util/util.h"
 
 #include <stdlib.h>
@@ -63,6 +63,12 @@ void mc_grow(void **arr, size_t elem, int *cap, int need)
         c *= 2;
     *arr = mc_xrealloc(*arr, (size_t)c * elem);
     *cap = c;
+}
+
+void mc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
 }
 
 void mc_buf_append(mc_buf_t *b, const char *s, size_t n)

@@ -68,6 +68,9 @@ char *mc_xvasprintf(const char *fmt, va_list ap);
 void mc_grow(void **arr, size_t elem, int *cap, int need);
 #define MC_GROW(arr, cap, need) mc_grow((void **)&(arr), sizeof(*(arr)), &(cap), (need))
 
+/* qsort that accepts an empty array given as NULL (qsort's pointer must be valid even for n == 0). */
+void mc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* A growable text buffer. */
 typedef struct mc_buf {
     char *data;
