@@ -32,6 +32,12 @@ static int entity_line(const char *buf, size_t len)
     return line;
 }
 
+/* Some libxml2 errors (input encoding) go to its global handler even with XML_PARSE_NOERROR;
+ * the context keeps them, and the message we return says what went wrong. */
+static void quiet_generic_error(void *ctx, const char *msg, ...)
+{
+}
+
 mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *out,
                         mc_err_t *err)
 {
@@ -47,11 +53,12 @@ mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr
         buf = data;
     }
     if (len > MC_XML_MAX_BYTES) {
-        st = mc_err_set(err, MC_ERR_INVALID, "%s: %zu bytes is too large for a topology file "
+        st = mc_err_set(err, MC_ERR_INVALID, "%s: %zu bytes is too large for a meshcast XML file "
                         "(at most %u)", name, len, MC_XML_MAX_BYTES);
         goto out;
     }
     xmlInitParser();
+    xmlSetGenericErrorFunc(NULL, quiet_generic_error);
     ctxt = xmlNewParserCtxt();
     if (!ctxt) {
         st = mc_err_set(err, MC_ERR_NOMEM, "%s: cannot create an XML parser", name);
@@ -69,7 +76,7 @@ mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr
     }
     if (declares_entities(doc)) {
         st = mc_err_set(err, MC_ERR_INVALID,
-                        "%s:%d: the DOCTYPE declares entities; topology files may not (entities "
+                        "%s:%d: the DOCTYPE declares entities; meshcast XML files may not (entities "
                         "are never expanded)", name, entity_line(buf, len));
         goto out;
     }
