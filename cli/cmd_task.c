@@ -182,6 +182,16 @@ static json_t *json_u64(uint64_t v)
     return v <= (uint64_t)LLONG_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
+/* A JSON array of n byte counts; frees values, which the caller no longer needs. */
+static json_t *json_u64_array(uint64_t *values, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_u64(values[i]));
+    free(values);
+    return a;
+}
+
 static json_t *json_ids(const int *ids, int n)
 {
     json_t *a = json_array();
@@ -232,29 +242,15 @@ static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
         json_array_append_new(copies, o);
     }
     json_object_set_new(root, "local_copies", copies);
-    json_t *need = json_array(), *mem = json_array();
     uint64_t *needs, *mems;
     int ngpus = gpu_figures(task, topo, &needs, &mems);
-    for (int g = 0; g < ngpus; g++) {
-        json_array_append_new(need, json_u64(needs[g]));
-        json_array_append_new(mem, json_u64(mems[g]));
-    }
-    free(needs);
-    free(mems);
-    json_object_set_new(root, "need_bytes", need);
-    json_object_set_new(root, "peak_mem_bytes", mem);
+    json_object_set_new(root, "need_bytes", json_u64_array(needs, ngpus));
+    json_object_set_new(root, "peak_mem_bytes", json_u64_array(mems, ngpus));
     if (topo) {
         uint64_t *in, *out;
         host_bytes(task, topo, &in, &out);
-        json_t *hin = json_array(), *hout = json_array();
-        for (int h = 0; h < topo->nhosts; h++) {
-            json_array_append_new(hin, json_u64(in[h]));
-            json_array_append_new(hout, json_u64(out[h]));
-        }
-        free(in);
-        free(out);
-        json_object_set_new(root, "host_need_bytes", hin);
-        json_object_set_new(root, "host_send_bytes", hout);
+        json_object_set_new(root, "host_need_bytes", json_u64_array(in, topo->nhosts));
+        json_object_set_new(root, "host_send_bytes", json_u64_array(out, topo->nhosts));
         json_object_set_new(root, "lower_bound_s", json_real(b->seconds));
         json_object_set_new(root, "bound", json_string(mc_bound_kind_str(b->binding)));
         json_object_set_new(root, "bound_where", json_integer(b->where));
