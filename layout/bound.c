@@ -1,7 +1,8 @@
 /* Lower bounds on the time of any schedule for a task on a topology (array-redistribution.md
  * section 5.3). Every term must stay a true lower bound, because the simulator is tested against
- * it: capacities are summed generously (every link into or out of a set counts) and bytes are
- * counted as the least that must cross (distinct bytes, relaying allowed). */
+ * it: capacities are generous (a GPU's every link counts; a set of hosts gets the maximum flow
+ * between its GPUs and the rest) and bytes are counted as the least that must cross (distinct
+ * bytes, relaying allowed). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
