@@ -71,6 +71,7 @@ typedef struct mc_topo {
     igraph_t graph;       /* directed; edge id == link id */
     int graph_ready;
     int node_cap, link_cap, warn_cap;
+    int *link_index, link_index_cap;    /* open hash of (src, dst, kind) -> link id, -1 empty */
     struct mc_route_cache *route_cache; /* owned by topo_route.c */
 } mc_topo_t;
 

@@ -36,11 +36,6 @@ mc_status_t mc_node_type_add(mc_topo_t *t, const char *type, int host, mc_err_t 
 /* The names of the built-in types, comma-separated (for error messages and docs). */
 const char *mc_node_type_names(void);
 
-/* Appends a link pair without looking for an existing one: the cluster builder never adds a
- * pair twice, and mc_topo_add_link's duplicate scan would make a 1024-GPU pod quadratic. */
-void mc_cluster_link_pair(mc_topo_t *t, int a, int b, mc_link_kind_t kind, double bw,
-                          double latency, int count);
-
 /* Adds the hosts of one <nodes> element as hosts *nhosts.. and advances *nhosts. */
 mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path, int *nhosts,
                                  mc_err_t *err);

@@ -93,7 +93,7 @@ static mc_status_t add_spines(mc_topo_t *t, xmlNodePtr el, const char *path, int
         add_switch(t, "spine", s, -1);
     for (int l = 0; l < nleaf; l++)
         for (int s = 0; s < count; s++)
-            mc_cluster_link_pair(t, leaf0 + l, spine0 + s, MC_LINK_NET,
+            mc_topo_add_link_pair(t, leaf0 + l, spine0 + s, MC_LINK_NET,
                                  bw > 0 ? bw : down[l] / ratio / (double)count, lat, 1);
     return MC_OK;
 }
@@ -143,7 +143,7 @@ mc_status_t mc_cluster_fabric_build(mc_topo_t *t, xmlNodePtr network, const char
             mc_topo_warn(t, "%s:%ld: <%s bw> is faster than port %s (%.4g GB/s); its links run at "
                          "the port's speed", path, xmlGetLineNo(level), kind, net->name,
                          net->bw / 1e9);
-        mc_cluster_link_pair(t, ports[i].node, leaf0 + k, MC_LINK_NET, link_bw, lat, 1);
+        mc_topo_add_link_pair(t, ports[i].node, leaf0 + k, MC_LINK_NET, link_bw, lat, 1);
         down[k] += link_bw;
     }
     if (spines)

@@ -8,14 +8,6 @@
 #include "topo/topo_cluster.h"
 #include "topo/topo_internal.h"
 
-void mc_cluster_link_pair(mc_topo_t *t, int a, int b, mc_link_kind_t kind, double bw,
-                          double latency, int count)
-{
-    MC_GROW(t->links, t->link_cap, t->nlinks + 2);
-    t->links[t->nlinks++] = (mc_link_t){a, b, kind, bw, latency, count};
-    t->links[t->nlinks++] = (mc_link_t){b, a, kind, bw, latency, count};
-}
-
 /* "h<digits>/rest" becomes "h<host>/rest"; any other name gets the prefix added. */
 static void rename_node(char *dst, size_t len, const char *src, int host)
 {
@@ -42,12 +34,9 @@ static void stamp(mc_topo_t *t, const mc_topo_t *tmpl, int nhosts, int host_base
         rename_node(n.name, sizeof n.name, tmpl->nodes[i].name, n.host);
         mc_topo_add_node(t, &n);
     }
-    MC_GROW(t->links, t->link_cap, t->nlinks + tmpl->nlinks);
     for (int i = 0; i < tmpl->nlinks; i++) {
-        mc_link_t l = tmpl->links[i];
-        l.src += base;
-        l.dst += base;
-        t->links[t->nlinks++] = l;
+        const mc_link_t *l = &tmpl->links[i];
+        mc_topo_add_link(t, l->src + base, l->dst + base, l->kind, l->bw, l->latency, l->count);
     }
 }
 

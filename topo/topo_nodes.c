@@ -88,7 +88,7 @@ static int add(mc_topo_t *t, mc_node_kind_t kind, int host, const char *what, in
 
 static void pair(mc_topo_t *t, int a, int b, mc_link_kind_t kind, double gbs, int count)
 {
-    mc_cluster_link_pair(t, a, b, kind, gbs * 1e9, mc_topo_default_latency(kind), count);
+    mc_topo_add_link_pair(t, a, b, kind, gbs * 1e9, mc_topo_default_latency(kind), count);
 }
 
 static void build(mc_topo_t *t, const node_type_t *ty, int host)
