@@ -18,17 +18,20 @@
 typedef struct mc_share {
     int piece;
     int ndests;
-    const int *dests;     /* ascending; points into the piece's dests */
+    const int *dests;     /* ascending; points into the shares' pool */
     int root_host;        /* holder host tried first, -1 for none */
 } mc_share_t;
 
 typedef struct mc_shares {
     int n, cap;
     mc_share_t *s;
+    int *pool, npool;     /* every share's destinations, laid end to end */
 } mc_shares_t;
 
-/* Splits every piece with destinations into shares (one when it has a single holder host or a
- * single destination host). */
+/* Splits every piece with destinations into shares: one when it has a single holder host or a
+ * single destination host; otherwise one per destination host that holds the piece itself
+ * (served from inside), and the other destination hosts in contiguous groups, one per holder
+ * host. */
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out);
 void mc_shares_free(mc_shares_t *sh);
 

@@ -1,8 +1,9 @@
 /* Shares of a piece for the meshcast strategy (docs/synthesis.md, "Shares"): when a piece is held
- * on several hosts and needed on several, its destination hosts are cut into as many contiguous
- * groups as there are holder hosts (at most one per destination host), each group served from its
- * own holder host. So a tensor replicated over many data-parallel hosts is not funnelled through
- * one sender, and each share's trees stay inside one pair of hosts. */
+ * on several hosts and needed on several, a destination host that holds the piece itself is served
+ * from inside, and the other destination hosts are cut into as many contiguous groups as there are
+ * holder hosts, each group served from its own holder host. So a tensor replicated over many
+ * data-parallel hosts is not funnelled through one sender, a host never fetches over the network
+ * what it already has, and each share's trees stay inside one pair of hosts. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 void mc_shares_free(mc_shares_t *sh)
 {
     free(sh->s);
+    free(sh->pool);
     memset(sh, 0, sizeof(*sh));
 }
 
@@ -25,15 +27,36 @@ static int distinct_hosts(const mc_topo_t *topo, const int *gpus, int n, int *ho
     return k;
 }
 
-static void add(mc_shares_t *sh, int p, const int *dests, int n, int root_host)
+static int has(const int *v, int n, int x)
 {
-    MC_GROW(sh->s, sh->cap, sh->n + 1);
-    sh->s[sh->n++] = (mc_share_t){p, n, dests, root_host};
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Adds a share of piece p: its destinations on hosts[0..nh), copied to the pool (sized for every
+ * piece's destinations, so earlier shares' pointers stay put). */
+static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t *pc,
+                const int *hosts, int nh, int root_host)
+{
+    int *dests = out->pool + out->npool;
+    int n = 0;
+    for (int i = 0; i < pc->ndests; i++)
+        if (has(hosts, nh, mc_topo_gpu_host(topo, pc->dests[i])))
+            dests[n++] = pc->dests[i];
+    out->npool += n;
+    MC_GROW(out->s, out->cap, out->n + 1);
+    out->s[out->n++] = (mc_share_t){p, n, dests, root_host};
 }
 
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)
 {
     memset(out, 0, sizeof(*out));
+    size_t total = 1;
+    for (int p = 0; p < task->npieces; p++)
+        total += (size_t)task->pieces[p].ndests;
+    out->pool = mc_xmalloc(sizeof(int) * total);
     for (int p = 0; p < task->npieces; p++) {
         const mc_piece_t *pc = &task->pieces[p];
         if (pc->ndests == 0)
@@ -43,20 +66,20 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
         int *sh = mc_xmalloc(sizeof(int) * (size_t)(pc->nholders + 1));
         int m = distinct_hosts(topo, pc->dests, pc->ndests, dh);
         int n = distinct_hosts(topo, pc->holders, pc->nholders, sh);
-        int k = n >= 2 && m >= 2 ? (n < m ? n : m) : 1;
-        int first = 0;
-        for (int j = 0; j < k; j++) {
-            int hi = (j + 1) * m / k, root = k > 1 ? sh[j % n] : -1;
-            int last = first;
-            while (last < pc->ndests && mc_topo_gpu_host(topo, pc->dests[last]) <= dh[hi - 1])
-                last++;
-            /* a group holding the piece itself serves itself */
-            for (int i = j * m / k; i < hi && k > 1; i++)
-                for (int s = 0; s < n; s++)
-                    if (sh[s] == dh[i])
-                        root = sh[s];
-            add(out, p, pc->dests + first, last - first, root);
-            first = last;
+        if (n < 2 || m < 2) {
+            add(out, topo, p, pc, dh, m, -1);
+        } else {
+            int remote = 0;
+            for (int i = 0; i < m; i++) {
+                if (has(sh, n, dh[i]))
+                    add(out, topo, p, pc, &dh[i], 1, dh[i]);
+                else
+                    dh[remote++] = dh[i];
+            }
+            int k = remote < n ? remote : n;
+            for (int j = 0; j < k; j++)
+                add(out, topo, p, pc, dh + j * remote / k, (j + 1) * remote / k - j * remote / k,
+                    sh[j]);
         }
         free(dh);
         free(sh);

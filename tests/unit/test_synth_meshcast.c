@@ -120,6 +120,30 @@ static void test_two_pieces_share_one_nic(void **state)
                      "i32[268435456] A[gpu] -> B[host]", 2);
 }
 
+/* Overlapping meshes (a reallocation): hosts 0-1 hold the tensor in quarters, replicated per
+ * host; the new mesh spans hosts 0-3 with neighbouring GPUs swapped, so hosts 0-1 fetch their
+ * quarters inside the host and hosts 2-3 need all 1 GiB. A host that holds a piece serves itself,
+ * and hosts 2 and 3 are served one from each holder host: 1 GiB out of each of the two NICs. */
+static void test_holder_hosts_serve_themselves(void **state)
+{
+    fixture_t *f = *state;
+    mc_task_t *t = task_of("A={host:2,gpu:4}@0..7",
+                           "B={host:4,gpu:4}@[1,0,3,2,5,4,7,6,9,8,11,10,13,12,15,14]",
+                           "i32[268435456] A[gpu] -> B[gpu]");
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    opts.rlimit = 2000000;
+    mc_sched_t *s;
+    mc_sim_result_t res = {0};
+    double ms = run(f->topo, t, &opts, &s, &res);
+    double once = (double)(1u << 30) / NIC_BW;
+    assert_float_equal(host_out_bytes(f->topo, &res, 0), (double)(1u << 30), 1);
+    assert_float_equal(host_out_bytes(f->topo, &res, 1), (double)(1u << 30), 1);
+    assert_true(ms < once * 1.01);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_task_free(t);
+}
+
 /* The paper's case 2 (fully replicated on hosts 0-1 -> dim0 over hosts 2-3) twice with the same
  * rlimit: byte-identical schedules. */
 static void test_same_rlimit_same_schedule(void **state)
@@ -172,6 +196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replicated_destination_host),
         cmocka_unit_test(test_two_pieces_share_one_nic),
+        cmocka_unit_test(test_holder_hosts_serve_themselves),
         cmocka_unit_test(test_same_rlimit_same_schedule),
         cmocka_unit_test(test_stopped_solver_still_valid),
     };
