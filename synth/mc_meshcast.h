@@ -164,6 +164,13 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err);
 
+/* ---- staggered chunking (synth_meshcast_stagger.c) ---- */
+
+/* Among the trees of one phase whose slowest link is the same, gives the j-th of m trees
+ * 1 + spread * j/m times its chunks, so that their per-message overheads do not all fall at
+ * once. */
+void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread);
+
 /* ---- components (synth_meshcast_split.c) ---- */
 
 typedef struct mc_comp {

@@ -238,15 +238,18 @@ out:
 }
 
 /* The simulator referees: the plan's cost model does not charge everything the simulator does,
- * so the solved plan is raced against two alternatives built from the same candidates (every
- * share whole on its direct tree, as point-to-point sends do; every share whole on its main
- * tree) and the fastest is kept. */
+ * so the solved plan is raced against alternatives built from the same candidates (its chunks
+ * staggered three ways; every share whole on its direct tree, as point-to-point sends do; every
+ * share whole on its main tree, as it is and staggered) and the fastest is kept. */
 static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
 {
     static const struct {
-        int which;
+        int which, stagger;
         const char *name;
-    } alt[] = {{PLAN_DIRECT, "direct"}, {PLAN_WHOLE, "whole"}};
+    } alt[] = {{PLAN_SOLVED, 1, "z3+stagger1"},   {PLAN_SOLVED, 2, "z3+stagger2"},
+               {PLAN_SOLVED, 3, "z3+stagger3"},   {PLAN_DIRECT, 0, "direct"},
+               {PLAN_WHOLE, 0, "whole"},          {PLAN_WHOLE, 1, "whole+stagger1"},
+               {PLAN_WHOLE, 2, "whole+stagger2"}, {PLAN_WHOLE, 3, "whole+stagger3"}};
     mc_sched_t *d = NULL;
     mc_status_t st = MC_OK;
     for (size_t a = 0; a < sizeof alt / sizeof alt[0]; a++) {
@@ -254,9 +257,11 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
         double td;
         for (int i = 0; i < r->ncomps && alt[a].which == PLAN_DIRECT; i++)
             ok &= r->comps[i].has_direct;
-        if (!ok)
+        if (!ok || (alt[a].stagger && r->chunk))
             continue;
         MC_CHECK_GOTO(assemble(r, alt[a].which, &d, err), out, st);
+        if (alt[a].stagger)
+            mc_sched_stagger(d, r->topo, alt[a].stagger);
         MC_CHECK_GOTO(certify(r, d, alt[a].name, &td, &simulated, err), out, st);
         if (simulated && td < *t) {
             mc_sched_free(*s);
