@@ -138,9 +138,10 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
 
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
- * candidate and phase that grow the estimate least; then rounds in which every piece is lifted
- * and filled again. Always feasible. */
-void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out);
+ * candidate and phase that grow the estimate least (among equals, with balance, where the
+ * candidate's own links stay least loaded; then on a tree already running); then rounds in which
+ * every piece is lifted and filled again. Always feasible. */
+void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out);
 
 typedef struct mc_z3_stats {
     int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model,
@@ -170,6 +171,8 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
  * 1 + spread * j/m times its chunks, so that their per-message overheads do not all fall at
  * once. */
 void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread);
+/* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
+#define MC_STAGGER_MAX 3
 
 /* ---- components (synth_meshcast_split.c) ---- */
 
@@ -185,6 +188,8 @@ typedef struct mc_comp {
     mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternatives */
     int has_direct;
     mc_plan_sol_t whole;  /* every share whole on the tree that carries most of it in sol */
+    mc_plan_sol_t others[2]; /* the starting plans that were not the best, refined too */
+    int nothers;
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan

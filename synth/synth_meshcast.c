@@ -54,12 +54,36 @@ out:
 /* A plan this close to its lower bound is not refined. */
 #define MC_GOOD_ENOUGH 1.002
 
-/* One component: greedy seed, the relaxation rounded, then (small models) the integer model.
- * Keeps the best feasible plan of the three. */
+/* Refines plan `from` with the integer model into *out; a copy of it when it is already within
+ * MC_GOOD_ENOUGH of the lower bound or no time is left. *optimal: whether out is proven
+ * optimal (or good enough). */
+static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *from, int64_t lower,
+                          uint64_t rl, double left, mc_plan_sol_t *out, int *optimal,
+                          mc_err_t *err)
+{
+    mc_z3_stats_t zs;
+    if ((double)from->est_ps <= MC_GOOD_ENOUGH * (double)lower || left <= 0.001) {
+        size_t n = (size_t)pl->ncands * (size_t)from->nphases;
+        *out = *from;
+        out->units = mc_xmalloc(sizeof(int) * (n + 1));
+        memcpy(out->units, from->units, sizeof(int) * n);
+        *optimal = (double)from->est_ps <= MC_GOOD_ENOUGH * (double)lower;
+        return MC_OK;
+    }
+    mc_status_t st = mc_plan_solve_z3(pl, from, lower, rl, left, out, &zs, err);
+    r->rlimit_used += zs.rlimit_used;
+    *optimal = zs.status == 1 || zs.status == 2;
+    return st;
+}
+
+/* One component: two greedy seeds (the two tie-breaks) and the relaxation rounded; the integer
+ * model refines the best of the three (sol) and, since the estimate does not see everything the
+ * simulator charges, the other two as well (others, raced by the referee). The rlimit is split:
+ * half to the relaxation, a sixth to each refinement. */
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
-    mc_plan_sol_t seed = {0}, lp = {0};
+    mc_plan_sol_t from[3] = {{0}};
     mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
@@ -68,38 +92,35 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         direct[c] = r->cs.c[cp->cand_ids[c]].direct;
     cp->has_direct = mc_plan_direct(pl, direct, &cp->direct) == 0;
     free(direct);
-    mc_plan_greedy(pl, &seed);
-    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, budget, &lp, &zs, err), out, st);
+    mc_plan_greedy(pl, 0, &from[0]);
+    mc_plan_greedy(pl, 1, &from[1]);
+    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, budget, &from[2], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
-    const mc_plan_sol_t *best = &seed;
-    if (zs.status == 1 && lp.est_ps < seed.est_ps)
-        best = &lp;
+    int nfrom = zs.status == 1 ? 3 : 2, best = 0;
+    for (int i = 1; i < nfrom; i++)
+        if (from[i].est_ps < from[best].est_ps)
+            best = i;
     int64_t lower = mc_plan_lower_ps(pl);
-    double left = budget - (mc_now() - t0);
-    if ((double)best->est_ps <= MC_GOOD_ENOUGH * (double)lower || left <= 0.001) {
-        r->nz3_optimal += (double)best->est_ps <= MC_GOOD_ENOUGH * (double)lower;
-        cp->sol = *best;
-        if (best == &seed)
-            seed.units = NULL;
-        else
-            lp.units = NULL;
-        goto out;
+    uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 3;
+    for (int i = 0, n = 0; i < nfrom; i++) {
+        int optimal;
+        mc_plan_sol_t *out = i == best ? &cp->sol : &cp->others[n++];
+        double left = (budget - (mc_now() - t0)) / (nfrom - i);
+        MC_CHECK_GOTO(refine(r, pl, &from[i], lower, rest / 3, left, out, &optimal, err), out, st);
+        if (i == best)
+            r->nz3_optimal += optimal;
     }
-    uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 1;
-    MC_CHECK_GOTO(mc_plan_solve_z3(pl, best, lower, rest, left, &cp->sol, &zs, err), out, st);
-    r->rlimit_used += zs.rlimit_used;
-    r->nz3_optimal += zs.status == 1 || zs.status == 2;
-out:
-    if (st == MC_OK)
-        mc_plan_whole(pl, &cp->sol, &cp->whole);
-    if (r->opts->progress && st == MC_OK) {
+    cp->nothers = nfrom - 1;
+    mc_plan_whole(pl, &cp->sol, &cp->whole);
+    if (r->opts->progress) {
         char a[32], b[32];
         fprintf(stderr, "\rmeshcast: z3 component %d: best %s, lower bound %s   ", r->nsolved + 1,
                 mc_fmt_seconds((double)cp->sol.est_ps * 1e-12, a, sizeof a),
                 mc_fmt_seconds((double)lower * 1e-12, b, sizeof b));
     }
-    mc_plan_sol_free(&seed);
-    mc_plan_sol_free(&lp);
+out:
+    for (int i = 0; i < 3; i++)
+        mc_plan_sol_free(&from[i]);
     return st;
 }
 
@@ -161,7 +182,7 @@ out:
     return st;
 }
 
-enum { PLAN_SOLVED, PLAN_DIRECT, PLAN_WHOLE };
+enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
 
 /* The schedule of the solved plans, or of one of the referee's alternatives. */
 static mc_status_t assemble(run_t *r, int which, mc_sched_t **out, mc_err_t *err)
@@ -175,6 +196,8 @@ static mc_status_t assemble(run_t *r, int which, mc_sched_t **out, mc_err_t *err
         const mc_comp_t *rep = cp->same_as >= 0 ? &r->comps[cp->same_as] : cp;
         const mc_plan_sol_t *sol = which == PLAN_DIRECT  ? &rep->direct
                                    : which == PLAN_WHOLE ? &rep->whole
+                                   : which == PLAN_OTHER0 ? &rep->others[0]
+                                   : which == PLAN_OTHER1 ? &rep->others[1]
                                                          : &rep->sol;
         MC_CHECK_GOTO(decode(r, s, cp, sol, err), out, st);
         if (sol->nphases > nphases)
@@ -238,40 +261,40 @@ out:
 }
 
 /* The simulator referees: the plan's cost model does not charge everything the simulator does,
- * so the solved plan is raced against alternatives built from the same candidates (its chunks
- * staggered three ways; every share whole on its direct tree, as point-to-point sends do; every
- * share whole on its main tree, as it is and staggered) and the fastest is kept. */
+ * so the solved plan is raced against alternatives built from the same candidates (the other
+ * two starting plans, refined; every share whole on the tree that carries most of it; every share whole on its
+ * direct tree, as point-to-point sends do), each also with its chunks staggered three ways, and
+ * the fastest is kept. */
 static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
 {
-    static const struct {
-        int which, stagger;
-        const char *name;
-    } alt[] = {{PLAN_SOLVED, 1, "z3+stagger1"},   {PLAN_SOLVED, 2, "z3+stagger2"},
-               {PLAN_SOLVED, 3, "z3+stagger3"},   {PLAN_DIRECT, 0, "direct"},
-               {PLAN_WHOLE, 0, "whole"},          {PLAN_WHOLE, 1, "whole+stagger1"},
-               {PLAN_WHOLE, 2, "whole+stagger2"}, {PLAN_WHOLE, 3, "whole+stagger3"}};
+    static const char *names[] = {"z3", "other0", "other1", "direct", "whole"};
     mc_sched_t *d = NULL;
     mc_status_t st = MC_OK;
-    for (size_t a = 0; a < sizeof alt / sizeof alt[0]; a++) {
-        int ok = 1, simulated;
-        double td;
-        for (int i = 0; i < r->ncomps && alt[a].which == PLAN_DIRECT; i++)
-            ok &= r->comps[i].has_direct;
-        if (!ok || (alt[a].stagger && r->chunk))
-            continue;
-        MC_CHECK_GOTO(assemble(r, alt[a].which, &d, err), out, st);
-        if (alt[a].stagger)
-            mc_sched_stagger(d, r->topo, alt[a].stagger);
-        MC_CHECK_GOTO(certify(r, d, alt[a].name, &td, &simulated, err), out, st);
-        if (simulated && td < *t) {
-            mc_sched_free(*s);
-            *s = d;
-            *t = td;
+    for (int which = PLAN_SOLVED; which <= PLAN_WHOLE; which++)
+        for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++) {
+            int ok = (which != PLAN_SOLVED || stagger > 0) && (!stagger || !r->chunk), simulated;
+            double td;
+            char name[32];
+            for (int i = 0; i < r->ncomps; i++)
+                ok &= (which != PLAN_DIRECT || r->comps[i].has_direct) &&
+                      (which != PLAN_OTHER0 || r->comps[i].nothers > 0) &&
+                      (which != PLAN_OTHER1 || r->comps[i].nothers > 1);
+            if (!ok)
+                continue;
+            MC_CHECK_GOTO(assemble(r, which, &d, err), out, st);
+            if (stagger)
+                mc_sched_stagger(d, r->topo, stagger);
+            snprintf(name, sizeof name, stagger ? "%s+stagger%d" : "%s", names[which], stagger);
+            MC_CHECK_GOTO(certify(r, d, name, &td, &simulated, err), out, st);
+            if (simulated && td < *t) {
+                mc_sched_free(*s);
+                *s = d;
+                *t = td;
+                d = NULL;
+            }
+            mc_sched_free(d);
             d = NULL;
         }
-        mc_sched_free(d);
-        d = NULL;
-    }
 out:
     mc_sched_free(d);
     return st;

@@ -153,42 +153,48 @@ typedef struct fill {
     const mc_plan_t *pl;
     mc_plan_sol_t *out;
     int K, nopen;
+    int balance;    /* break ties by the load of the candidate's own links */
     int64_t *load;  /* [k * nlinks + l] */
     int64_t *phase; /* [k] */
 } fill_t;
 
-/* Phase k's time if candidate c took one more unit there. */
-static int64_t with_unit(const fill_t *f, int c, int k)
+/* Phase k's time if candidate c took one more unit there; *local gets the same without the
+ * phase's other trees and links: the busiest of c's own links, or c's own time. */
+static int64_t with_unit(const fill_t *f, int c, int k, int64_t *local)
 {
     const mc_pcand_t *pc = &f->pl->cands[c];
     int64_t t = (f->out->units[c * f->K + k] + 1) * pc->unit_ps + pc->fixed_ps;
-    if (t < f->phase[k])
-        t = f->phase[k];
     for (int i = 0; i < pc->nlinks; i++) {
         int64_t l = f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] +
                     pc->link_ps[i];
         if (l > t)
             t = l;
     }
-    return t;
+    *local = t;
+    return t > f->phase[k] ? t : f->phase[k];
 }
 
-/* Places one unit of piece p where it grows the estimate least; among equals, on a tree that
- * already runs (no new fixed cost), then the lowest candidate and phase. */
+/* Places one unit of piece p where it grows the estimate least; among equals, where its own links
+ * stay least loaded (so that links off the critical path fill evenly and do not become the next
+ * critical one), then on a tree that already runs (no new fixed cost), then the lowest candidate
+ * and phase. */
 static void place_unit(fill_t *f, int first, int end)
 {
     int best_c = -1, best_k = -1, best_used = 0;
-    int64_t best_inc = 0, best_t = 0;
+    int64_t best_inc = 0, best_t = 0, best_local = 0;
     for (int c = first; c < end; c++)
         for (int k = 0; k <= f->nopen && k < f->K; k++) {
-            int64_t t = with_unit(f, c, k);
+            int64_t local, t = with_unit(f, c, k, &local);
             int used = f->out->units[c * f->K + k] > 0;
             int64_t inc = t - f->phase[k];
-            if (best_c < 0 || inc < best_inc || (inc == best_inc && used && !best_used)) {
+            if (best_c < 0 || inc < best_inc ||
+                (inc == best_inc && f->balance && local < best_local) ||
+                (inc == best_inc && (!f->balance || local == best_local) && used && !best_used)) {
                 best_c = c;
                 best_k = k;
                 best_inc = inc;
                 best_t = t;
+                best_local = local;
                 best_used = used;
             }
         }
@@ -221,9 +227,9 @@ static void lift_piece(fill_t *f, int first, int end)
  * knowing where all the others went, which undoes the worst of the largest-first order. */
 #define MC_GREEDY_ROUNDS 2
 
-void mc_plan_greedy(const mc_plan_t *pl, mc_plan_sol_t *out)
+void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
 {
-    fill_t f = {.pl = pl, .out = out};
+    fill_t f = {.pl = pl, .out = out, .balance = balance};
     f.K = pl->npieces < MC_GREEDY_PHASES ? pl->npieces : MC_GREEDY_PHASES;
     if (f.K < 1)
         f.K = 1;

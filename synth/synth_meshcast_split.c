@@ -158,6 +158,8 @@ void mc_comps_free(mc_comp_t *comps, int n)
         mc_plan_sol_free(&comps[i].sol);
         mc_plan_sol_free(&comps[i].direct);
         mc_plan_sol_free(&comps[i].whole);
+        mc_plan_sol_free(&comps[i].others[0]);
+        mc_plan_sol_free(&comps[i].others[1]);
     }
     free(comps);
 }

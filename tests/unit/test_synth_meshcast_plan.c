@@ -65,7 +65,7 @@ static void test_greedy_shared_nic(void **state)
     mc_plan_t pl;
     shared_nic_plan(&pl);
     mc_plan_sol_t g = {0};
-    mc_plan_greedy(&pl, &g);
+    mc_plan_greedy(&pl, 0, &g);
     assert_int_equal(mc_plan_check(&pl, &g), 0);
     assert_int_equal(g.nphases, 1);
     assert_int_equal(g.est_ps, 600);
@@ -92,7 +92,7 @@ static void test_z3_improves_seed(void **state)
     mc_plan_t pl;
     order_plan(&pl);
     mc_plan_sol_t g = {0}, z = {0}, lp = {0};
-    mc_plan_greedy(&pl, &g);
+    mc_plan_greedy(&pl, 0, &g);
     assert_int_equal(g.est_ps, 440);
     mc_plan_sol_free(&g);
     g.nphases = 1;
@@ -134,7 +134,7 @@ static void test_z3_shared_phase(void **state)
     plan_cand(&pl, 0, 50, 1, &l0, &c100);
     plan_cand(&pl, 1, 50, 1, &l0, &c100);
     mc_plan_sol_t g = {0}, z = {0};
-    mc_plan_greedy(&pl, &g);
+    mc_plan_greedy(&pl, 0, &g);
     assert_int_equal(g.est_ps, 400);
     assert_int_equal(g.nphases, 1);
     mc_z3_stats_t st;
@@ -173,7 +173,7 @@ static void test_z3_rlimit_deterministic(void **state)
     mc_plan_t pl;
     wide_plan(&pl);
     mc_plan_sol_t g = {0}, a = {0}, b = {0};
-    mc_plan_greedy(&pl, &g);
+    mc_plan_greedy(&pl, 0, &g);
     mc_z3_stats_t sa, sb;
     assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 200000, 0, &a, &sa, NULL), MC_OK);
     assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 200000, 0, &b, &sb, NULL), MC_OK);
@@ -194,7 +194,7 @@ static void test_z3_tiny_rlimit(void **state)
     mc_plan_t pl;
     wide_plan(&pl);
     mc_plan_sol_t g = {0}, z = {0};
-    mc_plan_greedy(&pl, &g);
+    mc_plan_greedy(&pl, 0, &g);
     mc_z3_stats_t st;
     assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 1, 0, &z, &st, NULL), MC_OK);
     assert_int_equal(mc_plan_check(&pl, &z), 0);
