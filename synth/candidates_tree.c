@@ -126,13 +126,17 @@ out:
     return st;
 }
 
-/* Modelled time of the tree moving bytes in n chunks. */
-static double pipelined_s(const mc_cand_t *c, double bytes, int n)
+/* Modelled time of the tree moving bytes in n chunks, no edge faster than min_spb seconds per
+ * byte: the tree's planned share of the link it shares with other trees. Trees that share a link
+ * progress together and finish together, so their last chunks also cross the later hops together:
+ * every hop, not only the shared one, is taken at no more than the tree's share. */
+static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_spb)
 {
     double chunk = bytes / n, first = 0, slowest = 0;
     double *at = mc_xmalloc(sizeof(double) * (size_t)c->nedges);
     for (int e = 0; e < c->nedges; e++) {
-        double t = c->edge_hop[e] + chunk * c->edge_spb[e];
+        double spb = c->edge_spb[e] > min_spb ? c->edge_spb[e] : min_spb;
+        double t = c->edge_hop[e] + chunk * spb;
         at[e] = t + (c->edge_up[e] >= 0 ? at[c->edge_up[e]] : 0);
         if (at[e] > first)
             first = at[e];
@@ -143,33 +147,34 @@ static double pipelined_s(const mc_cand_t *c, double bytes, int n)
     return first + (n - 1) * slowest;
 }
 
-int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate)
 {
     if (chunk_bytes) {
         uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
         return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
     }
+    double min_spb = rate > 0 ? 1.0 / rate : 0;
     /* a fill term falling as 1/n and an overhead term growing with n: convex, so a ternary
      * search on the integers finds the best count */
     int lo = 1, hi = MC_CHUNKS_MAX;
     while (hi - lo > 2) {
         int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        if (pipelined_s(c, (double)bytes, m1) <= pipelined_s(c, (double)bytes, m2))
+        if (pipelined_s(c, (double)bytes, m1, min_spb) <= pipelined_s(c, (double)bytes, m2, min_spb))
             hi = m2;
         else
             lo = m1;
     }
     int best = lo;
     for (int n = lo + 1; n <= hi; n++)
-        if (pipelined_s(c, (double)bytes, n) < pipelined_s(c, (double)bytes, best))
+        if (pipelined_s(c, (double)bytes, n, min_spb) < pipelined_s(c, (double)bytes, best, min_spb))
             best = n;
     return best;
 }
 
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
 {
-    int n = mc_cand_chunks(c, bytes, chunk_bytes);
-    double t = pipelined_s(c, (double)bytes, n) - (double)bytes * c->sec_per_byte;
+    int n = mc_cand_chunks(c, bytes, chunk_bytes, 0);
+    double t = pipelined_s(c, (double)bytes, n, 0) - (double)bytes * c->sec_per_byte;
     return t > 0 ? t : 0;
 }
 

@@ -77,10 +77,11 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root
 
 /* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
  * count that minimizes the modelled time (the first chunk down the longest path, the others at
- * the pace of the slowest edge, every chunk paying each edge's overhead); and the time that
- * pipelining adds to bytes x sec_per_byte. */
+ * the pace of the slowest edge, every chunk paying each edge's overhead; with rate > 0, no edge
+ * faster than the tree's planned rate); and the time that pipelining adds to bytes x sec_per_byte
+ * when the tree runs alone. */
 #define MC_CHUNKS_MAX 1024
-int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate);
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
 
 /* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
@@ -168,9 +169,9 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
 /* ---- staggered chunking (synth_meshcast_stagger.c) ---- */
 
 /* Among the trees of one phase whose slowest link is the same, gives the j-th of m trees
- * 1 + spread * j/m times its chunks, so that their per-message overheads do not all fall at
- * once. */
-void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread);
+ * 1 + spread * j/m times its chunks (none smaller than min_chunk bytes), so that their
+ * per-message overheads do not all fall at once. */
+void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t min_chunk);
 /* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
 #define MC_STAGGER_MAX 3
 

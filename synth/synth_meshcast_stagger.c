@@ -37,7 +37,7 @@ static int cmp_keyed(const void *a, const void *b)
     return (x->tree > y->tree) - (x->tree < y->tree);
 }
 
-void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread)
+void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t min_chunk)
 {
     keyed_t *k = mc_xmalloc(sizeof(keyed_t) * (size_t)(s->ntrees + 1));
     for (int t = 0; t < s->ntrees; t++)
@@ -50,6 +50,9 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread)
         for (int j = 1; j < m; j++) {
             mc_tree_t *t = &s->trees[k[a + j].tree];
             uint64_t n = (uint64_t)t->nchunks * (uint64_t)(m + spread * j) / (uint64_t)m;
+            uint64_t most = t->bytes / (min_chunk ? min_chunk : 1);
+            if (n > most)
+                n = most;
             /* chunks of ceil(bytes / n): every one must be non-empty */
             while (n > (uint64_t)t->nchunks && (n - 1) * ((t->bytes + n - 1) / n) >= t->bytes)
                 n--;

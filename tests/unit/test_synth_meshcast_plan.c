@@ -205,6 +205,43 @@ static void test_z3_tiny_rlimit(void **state)
     mc_plan_free(&pl);
 }
 
+/* Units candidate c carries over all phases. */
+static int units_of(const mc_plan_sol_t *s, int c)
+{
+    int u = 0;
+    for (int k = 0; k < s->nphases; k++)
+        u += s->units[c * s->nphases + k];
+    return u;
+}
+
+/* Piece 0 (4 units, only on link 0 at 100 ps) makes every phase-0 plan take 400 ps; piece 1 (4
+ * units) may take link 1 or link 2 at 10 ps per unit, and no placement changes the estimate.
+ * Plain, the greedy keeps adding to the tree already running (link 1 carries 40 ps, link 2
+ * nothing); balanced, it spreads them where its own links stay least loaded (20 and 20), so a
+ * link off the critical path does not become the next critical one. */
+static void test_greedy_balance_tie_break(void **state)
+{
+    (void)state;
+    mc_plan_t pl;
+    int units[2] = {4, 4};
+    plan_init(&pl, 2, units, 3);
+    plan_cand(&pl, 0, 0, 1, (int[]){0}, (int64_t[]){100});
+    plan_cand(&pl, 1, 0, 1, (int[]){1}, (int64_t[]){10});
+    plan_cand(&pl, 1, 0, 1, (int[]){2}, (int64_t[]){10});
+    mc_plan_sol_t plain = {0}, balanced = {0};
+    mc_plan_greedy(&pl, 0, &plain);
+    mc_plan_greedy(&pl, 1, &balanced);
+    assert_int_equal(plain.est_ps, 400);
+    assert_int_equal(balanced.est_ps, 400);
+    assert_int_equal(units_of(&plain, 1), 4);
+    assert_int_equal(units_of(&plain, 2), 0);
+    assert_int_equal(units_of(&balanced, 1), 2);
+    assert_int_equal(units_of(&balanced, 2), 2);
+    mc_plan_sol_free(&plain);
+    mc_plan_sol_free(&balanced);
+    mc_plan_free(&pl);
+}
+
 /* A solution that leaves units out or makes some up is refused; a feasible one is costed by its
  * busiest link. */
 static void test_check_refuses(void **state)
@@ -236,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_z3_shared_phase),
         cmocka_unit_test(test_z3_rlimit_deterministic),
         cmocka_unit_test(test_z3_tiny_rlimit),
+        cmocka_unit_test(test_greedy_balance_tie_break),
         cmocka_unit_test(test_check_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,136 @@
+/* Tests for how the meshcast strategy cuts its trees into chunks, on the paper's cluster (one
+ * 1.25e9 B/s NIC per host): staggered chunk counts among trees that share a link, which the
+ * simulator must find faster than the same trees in lockstep; the smallest chunk it keeps; and
+ * re-chunking a tree for the share of a link it gets. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "synth/mc_meshcast.h"
+
+#define TOPO "topologies/aws-p3.8xlarge-x5.xml"
+#define GIB (1ull << 30)
+
+typedef struct fixture {
+    mc_topo_t *topo;
+    mc_task_t *task;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+    mc_err_t err = {0};
+    f->task = mc_task_new();
+    if (mc_topo_load(TOPO, &f->topo, &err) != MC_OK ||
+        mc_task_add_mesh(f->task, "A={gpu:1}@[0]", &err) != MC_OK ||
+        mc_task_add_mesh(f->task, "B={gpu:2}@[4,5]", &err) != MC_OK ||
+        mc_task_add_move(f->task, "i32[268435456] A[_] -> B[_]", &err) != MC_OK ||
+        mc_task_split(f->task, &err) != MC_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    mc_task_free(f->task);
+    mc_topo_free(f->topo);
+    free(f);
+    return 0;
+}
+
+/* The 1 GiB piece from GPU 0 to GPUs 4 and 5 (host 1) as three chains 0 -> 4 -> 5 of 8 chunks:
+ * the first two (384 MiB each) share host 0's NIC in phase 0, the third (256 MiB) runs alone in
+ * phase 1. */
+static mc_sched_t *three_chains(const fixture_t *f)
+{
+    static const uint64_t off[3] = {0, 3 * GIB / 8, 3 * GIB / 4};
+    static const uint64_t len[3] = {3 * GIB / 8, 3 * GIB / 8, GIB / 4};
+    mc_sched_t *s = mc_sched_new(f->task, f->topo, "meshcast");
+    mc_err_t err = {0};
+    for (int i = 0; i < 3; i++) {
+        int t = mc_sched_add_tree(s, 0, off[i], len[i], 0, i == 2, 8);
+        assert_int_equal(mc_sched_add_edge(s, f->topo, t, 0, 4, &err), MC_OK);
+        assert_int_equal(mc_sched_add_edge(s, f->topo, t, 4, 5, &err), MC_OK);
+    }
+    s->nphases = 2;
+    mc_sched_plan_rates(s, f->topo);
+    assert_int_equal(mc_sched_validate(s, f->topo, NULL), 0);
+    return s;
+}
+
+static double makespan(const fixture_t *f, const mc_sched_t *s)
+{
+    mc_sim_result_t res = {0};
+    mc_err_t err = {0};
+    assert_int_equal(mc_sim_run(s, f->topo, &res, &err), MC_OK);
+    double t = res.makespan_s;
+    mc_sim_result_free(&res);
+    return t;
+}
+
+/* Spread 2 over the two trees of phase 0: the second gets 8 x (2 + 2) / 2 = 16 chunks, the tree
+ * alone in phase 1 keeps its 8. In lockstep both trees of phase 0 pay their per-message overhead
+ * at the same instants and the NIC idles meanwhile; staggered, one moves bytes while the other
+ * waits, so the simulator finds the schedule faster. */
+static void test_stagger_breaks_lockstep(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_t *s = three_chains(f);
+    double before = makespan(f, s);
+    mc_sched_stagger(s, f->topo, 2, 0);
+    assert_int_equal(s->trees[0].nchunks, 8);
+    assert_int_equal(s->trees[1].nchunks, 16);
+    assert_int_equal(s->trees[2].nchunks, 8);
+    assert_int_equal(mc_sched_validate(s, f->topo, NULL), 0);
+    assert_true(makespan(f, s) < before);
+    mc_sched_free(s);
+}
+
+/* No chunk below min_chunk: with a tenth of the second tree's bytes, it stops at 10 chunks. */
+static void test_stagger_keeps_the_smallest_chunk(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_t *s = three_chains(f);
+    mc_sched_stagger(s, f->topo, 2, 3 * GIB / 8 / 10);
+    assert_int_equal(s->trees[1].nchunks, 10);
+    mc_sched_free(s);
+}
+
+/* A tree that gets a sixteenth of the NIC finishes together with the fifteen others, so its last
+ * chunk crosses the NVLink hop behind the NIC together with theirs: it is cut into more chunks
+ * than the same tree alone, and into more the smaller its share. */
+static void test_chunks_follow_the_planned_rate(void **state)
+{
+    fixture_t *f = *state;
+    mc_cands_t cs = {0};
+    mc_err_t err = {0};
+    int idx;
+    assert_int_equal(mc_cands_push(&cs, f->topo, 0, 0, 2, (int[]){0, 4}, (int[]){4, 5}, &idx, &err),
+                     MC_OK);
+    const mc_cand_t *c = &cs.c[idx];
+    int alone = mc_cand_chunks(c, GIB, 0, 0);
+    int sixteenth = mc_cand_chunks(c, GIB, 0, 1.25e9 / 16);
+    assert_true(sixteenth > alone);
+    assert_true(mc_cand_chunks(c, GIB, 0, 1.25e9 / 64) > sixteenth);
+    mc_cands_free(&cs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stagger_breaks_lockstep),
+        cmocka_unit_test(test_stagger_keeps_the_smallest_chunk),
+        cmocka_unit_test(test_chunks_follow_the_planned_rate),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
