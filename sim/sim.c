@@ -64,6 +64,7 @@ typedef struct sim {
     double *rates;
     int rate_cap;
     int keep_intervals;
+    int64_t work, work_max;  /* flows and links re-rated so far; the limit, 0 for none */
 } sim_t;
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
@@ -254,6 +255,7 @@ static void recompute(sim_t *sm, double now)
 {
     collect_component(sm);
     int n = sm->ncomp_flows;
+    sm->work += n + sm->ncomp_links;
     MC_GROW(sm->off, sm->off_cap, n + 1);
     MC_GROW(sm->rates, sm->rate_cap, n + 1);
     int nl = 0;
@@ -324,6 +326,11 @@ static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, doub
         }
         if (sm->ntouched)
             recompute(sm, now);
+        if (sm->work_max && sm->work > sm->work_max) {
+            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld flows "
+                            "and links re-rated)", (long long)sm->work_max);
+            goto out;
+        }
     }
     for (int i = 0; i < sm->nedges; i++)
         if (sm->edges[i].arrived < sm->edges[i].nchunks) {
@@ -379,7 +386,7 @@ static void sim_free(sim_t *sm)
 }
 
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
-                           mc_sim_result_t *res, mc_err_t *err)
+                           int64_t *work_left, mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
@@ -387,7 +394,8 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     res->nlinks = topo->nlinks;
     res->link_busy_s = mc_xcalloc(nl, sizeof(double));
     res->link_bytes = mc_xcalloc(nl, sizeof(double));
-    sim_t sm = {.s = s, .topo = topo, .res = res, .keep_intervals = keep_intervals};
+    sim_t sm = {.s = s, .topo = topo, .res = res, .keep_intervals = keep_intervals,
+                .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0};
     sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
     sm.cap = mc_xcalloc(nl, sizeof(double));
     for (int l = 0; l < topo->nlinks; l++)
@@ -405,6 +413,8 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     res->makespan_s = t;
     gather_intervals(&sm);
 out:
+    if (work_left)
+        *work_left -= sm.work;
     free(edge_of);
     sim_free(&sm);
     if (st != MC_OK)
@@ -415,13 +425,19 @@ out:
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, res, err);
+    return sim_run(s, topo, 1, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, res, err);
+    return sim_run(s, topo, 0, NULL, res, err);
+}
+
+mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                               mc_sim_result_t *res, mc_err_t *err)
+{
+    return sim_run(s, topo, 0, work_left, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

@@ -78,6 +78,9 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
     return st;
 }
 
+/* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
+#define MC_LP_MAX_S 0.5
+
 /* One component: two greedy seeds (the two tie-breaks) and the relaxation rounded; the integer
  * model refines the best of the three (sol) and, since the estimate does not see everything the
  * simulator charges, the other two as well (others, raced by the referee). The rlimit is split:
@@ -96,7 +99,10 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     free(direct);
     mc_plan_greedy(pl, 0, &from[0]);
     mc_plan_greedy(pl, 1, &from[1]);
-    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, budget, &from[2], &zs, err), out, st);
+    /* Z3's rlimit does not bound all of its work on the relaxation (seconds with a count that
+     * barely moves): without a caller's rlimit, its wall clock is capped too */
+    double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
+    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[2], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
     int nfrom = zs.status == 1 ? 3 : 2, best = 0;
     for (int i = 1; i < nfrom; i++)
@@ -186,14 +192,16 @@ out:
     return st;
 }
 
-/* The smallest chunk a tree is re-chunked into for its planned rate: one NCCL step (512 KiB with
- * the Simple protocol), as for the baselines. */
+/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
+ * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
 #define MC_STEP_BYTES (128u * 1024u)
 
-/* How much the referee simulates at most, over all the variants it races, in the units of
- * sim_work: a measure of work rather than of time, so that the choice does not depend on the
- * machine. About a second on the 2-core development machine for the heaviest modern case. */
-#define MC_REFEREE_WORK 8000000
+/* How much the referee may simulate, over all the variants it races, and how much the first
+ * schedule's own simulation may take, in mc_sim_run_bounded's units of work (flows and links
+ * re-rated): counted the same on every machine, so that the choice does not depend on its speed.
+ * About 0.2 us each on the 2-core development machine: a little over a second, and 0.4 s. */
+#define MC_REFEREE_WORK 6000000
+#define MC_SIM_WORK_MAX 2000000
 
 enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
 
@@ -240,14 +248,10 @@ out:
     return st;
 }
 
-/* Schedules up to this many trees are simulated for the gap they state; larger ones state the
- * plan's estimate (the bench and 'meshcast sim' simulate them anyway). */
-#define MC_SIM_TREES_MAX 4096
-
 /* Validates the schedule and records in its params its time (simulated, or the plan's estimate
  * for large schedules: *t, *simulated), the bound and the gap. */
-static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, double *t, int *simulated,
-                           mc_err_t *err)
+static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, int64_t *work_left,
+                           double *t, int *simulated, mc_err_t *err)
 {
     mc_buf_t v = {0};
     mc_status_t st = MC_OK;
@@ -261,9 +265,15 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, double *t,
     }
     MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
     *t = 0;
-    *simulated = s->ntrees <= MC_SIM_TREES_MAX;
+    mc_err_t stopped = {0};
+    st = mc_sim_run_bounded(s, r->topo, work_left, &sim, &stopped);
+    *simulated = st == MC_OK;
+    if (st != MC_OK && st != MC_ERR_TIMEOUT) {
+        *err = stopped;
+        goto out;
+    }
+    st = MC_OK;
     if (*simulated) {
-        MC_CHECK_GOTO(mc_sim_run(s, r->topo, &sim, err), out, st);
         *t = sim.makespan_s;
     } else {
         for (int i = 0; i < r->ncomps; i++) {
@@ -285,36 +295,6 @@ out:
     return st;
 }
 
-/* What simulating s costs, roughly: its chunk-edge flows times the most trees that share one link
- * in a phase (every event re-rates the flows that share links with it). */
-static int64_t sim_work(const mc_sched_t *s, const mc_topo_t *topo)
-{
-    int *users = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(int));
-    int *seen = mc_xmalloc(sizeof(int) * ((size_t)topo->nlinks + 1));
-    int64_t flows = 0, most = 1;
-    for (int p = 0; p < s->nphases; p++) {
-        memset(users, 0, sizeof(int) * (size_t)topo->nlinks);
-        for (int l = 0; l < topo->nlinks; l++)
-            seen[l] = -1;
-        for (int i = 0; i < s->ntrees; i++) {
-            const mc_tree_t *t = &s->trees[i];
-            if (t->phase != p)
-                continue;
-            flows += (int64_t)t->nedges * t->nchunks;
-            for (int e = 0; e < t->nedges; e++)
-                for (int j = 0; j < t->edges[e].nlinks; j++) {
-                    int l = t->edges[e].links[j];
-                    if (seen[l] != i && ++users[l] > most)
-                        most = users[l];
-                    seen[l] = i;
-                }
-        }
-    }
-    free(users);
-    free(seen);
-    return flows * most;
-}
-
 /* Races schedule variant (which, rechunk, stagger) against the best so far (*s, simulated *t),
  * keeping it when faster; *tv gets its own simulated time (HUGE_VAL when not simulated). */
 static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_t **s, double *t,
@@ -327,16 +307,14 @@ static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_
     int simulated;
     char name[48];
     *tv = HUGE_VAL;
+    if (r->sim_work_left <= 0)
+        return MC_OK;
     MC_CHECK_GOTO(assemble(r, which, rechunk, &d, err), out, st);
     if (stagger)
         mc_sched_stagger(d, r->topo, stagger, MC_STEP_BYTES);
-    int64_t work = sim_work(d, r->topo);
-    if (work > r->sim_work_left)
-        goto out;
-    r->sim_work_left -= work;
     snprintf(name, sizeof name, "%s%s%s", names[which], rechunk ? "+rechunk" : "",
              staggers[stagger]);
-    MC_CHECK_GOTO(certify(r, d, name, tv, &simulated, err), out, st);
+    MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, tv, &simulated, err), out, st);
     if (!simulated)
         *tv = HUGE_VAL;
     if (*tv < *t) {
@@ -355,29 +333,30 @@ out:
  * two starting plans, refined; every share whole on the tree that carries most of it; every share
  * whole on its direct tree, as point-to-point sends do), each as decoded and with its chunks
  * staggered MC_STAGGER_MAX ways; then the plan of the fastest is raced with its trees re-chunked
- * for their planned rates, as it is and staggered. The fastest of all is kept; variants beyond
- * the simulation allowance are not tried. */
+ * for their planned rates, as it is and staggered. The fastest of all is kept. The simulations
+ * share one allowance of work (mc_sim_run_bounded); a variant it does not cover is dropped. */
 static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
 {
+    /* the plans as decoded, cheapest to simulate first, then their staggered forms */
+    static const int order[] = {PLAN_DIRECT, PLAN_WHOLE, PLAN_OTHER0, PLAN_OTHER1, PLAN_SOLVED};
     mc_status_t st = MC_OK;
-    int best = PLAN_SOLVED;
+    int best = PLAN_SOLVED, n = (int)(sizeof order / sizeof order[0]);
     double best_t = *t, tv;
-    for (int which = PLAN_SOLVED; which <= PLAN_WHOLE; which++) {
-        int ok = 1;
-        for (int i = 0; i < r->ncomps; i++)
-            ok &= (which != PLAN_DIRECT || r->comps[i].has_direct) &&
-                  (which != PLAN_OTHER0 || r->comps[i].nothers > 0) &&
-                  (which != PLAN_OTHER1 || r->comps[i].nothers > 1);
-        for (int stagger = which == PLAN_SOLVED; ok && stagger <= MC_STAGGER_MAX; stagger++) {
-            if (stagger && r->chunk)
-                break;
+    for (int stagger = 0; stagger <= (r->chunk ? 0 : MC_STAGGER_MAX); stagger++)
+        for (int i = 0; i < n; i++) {
+            int which = order[i], ok = which != PLAN_SOLVED || stagger;
+            for (int c = 0; c < r->ncomps; c++)
+                ok &= (which != PLAN_DIRECT || r->comps[c].has_direct) &&
+                      (which != PLAN_OTHER0 || r->comps[c].nothers > 0) &&
+                      (which != PLAN_OTHER1 || r->comps[c].nothers > 1);
+            if (!ok)
+                continue;
             MC_CHECK_GOTO(race(r, which, 0, stagger, s, t, &tv, err), out, st);
             if (tv < best_t) {
                 best = which;
                 best_t = tv;
             }
         }
-    }
     for (int stagger = 0; stagger <= MC_STAGGER_MAX && !r->chunk; stagger++)
         MC_CHECK_GOTO(race(r, best, 1, stagger, s, t, &tv, err), out, st);
 out:
@@ -402,9 +381,16 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     MC_CHECK_GOTO(assemble(&r, PLAN_SOLVED, 0, &s, err), out, st);
     double t;
     int simulated;
-    MC_CHECK_GOTO(certify(&r, s, "z3", &t, &simulated, err), out, st);
-    if (simulated)
-        MC_CHECK_GOTO(referee(&r, &s, &t, err), out, st);
+    int64_t certify_work = MC_SIM_WORK_MAX;
+    MC_CHECK_GOTO(certify(&r, s, "z3", &certify_work, &t, &simulated, err), out, st);
+    /* a plan too large to simulate states its estimate, which any simulated variant beats */
+    double estimate = t;
+    if (!simulated)
+        t = HUGE_VAL;
+    MC_CHECK_GOTO(referee(&r, &s, &t, err), out, st);
+    simulated = t < HUGE_VAL;
+    if (!simulated)
+        t = estimate;
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &t, err), out, st);
     if (r.opts->progress) {

@@ -207,6 +207,22 @@ static void place_unit(fill_t *f, int first, int end)
         f->nopen++;
 }
 
+/* Phase k's time from the loads kept in f: mc_plan_phase_ps without summing the loads again. */
+static int64_t fill_phase_ps(const fill_t *f, int k)
+{
+    int64_t t = 0;
+    for (int c = 0; c < f->pl->ncands; c++) {
+        int u = f->out->units[c * f->K + k];
+        int64_t tc = u > 0 ? u * f->pl->cands[c].unit_ps + f->pl->cands[c].fixed_ps : 0;
+        if (tc > t)
+            t = tc;
+    }
+    for (int l = 0; l < f->pl->nlinks; l++)
+        if (f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)l] > t)
+            t = f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)l];
+    return t;
+}
+
 /* Takes piece p's units (candidates first..end) out of every phase. */
 static void lift_piece(fill_t *f, int first, int end)
 {
@@ -220,7 +236,7 @@ static void lift_piece(fill_t *f, int first, int end)
             f->out->units[c * f->K + k] = 0;
         }
     for (int k = 0; k < f->K; k++)
-        f->phase[k] = mc_plan_phase_ps(f->pl, f->out, k);
+        f->phase[k] = fill_phase_ps(f, k);
 }
 
 /* Rounds of rip-up and re-route after the first fill: each piece is lifted and filled again

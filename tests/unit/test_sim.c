@@ -147,6 +147,30 @@ static void test_two_flows_share_a_link(void **state)
     mc_topo_free(t);
 }
 
+/* The three-flow incast within an allowance of work: enough gives the unbounded result and takes
+ * what it used (each of the six events re-rates at most three flows and their five links); too
+ * little stops the simulation with MC_ERR_TIMEOUT and no result, the allowance spent. */
+static void test_bounded_work(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t full, res;
+    mc_err_t err = {0};
+    run(s, t, &full);
+    int64_t left = 1000;
+    assert_int_equal(mc_sim_run_bounded(s, t, &left, &res, &err), MC_OK);
+    assert_true(res.makespan_s == full.makespan_s);
+    assert_true(left < 1000 && left >= 1000 - 6 * 8);
+    mc_sim_result_free(&res);
+    left = 3;
+    assert_int_equal(mc_sim_run_bounded(s, t, &left, &res, &err), MC_ERR_TIMEOUT);
+    assert_true(left <= 0);
+    assert_non_null(strstr(err.msg, "work limit"));
+    mc_sim_result_free(&full);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
  * for the last 1 MB. */
 static void test_three_flows_share_a_link(void **state)
@@ -275,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_chain),
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_three_flows_share_a_link),
+        cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),
