@@ -64,7 +64,8 @@ typedef struct sim {
     double *rates;
     int rate_cap;
     int keep_intervals;
-    int64_t work, work_max;  /* flows and links re-rated so far; the limit, 0 for none */
+    int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
+    double stopped_at;       /* simulated time when the limit stopped it */
 } sim_t;
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
@@ -311,6 +312,7 @@ static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, doub
         sim_event_t ev = sim_queue_pop(&sm->q);
         now = ev.t;
         sm->ntouched = 0;
+        sm->work++;
         if (++sm->epoch == 0) { /* wrapped: clear the marks */
             memset(sm->link_mark, 0, sizeof(unsigned) * (size_t)sm->topo->nlinks);
             memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
@@ -321,12 +323,14 @@ static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, doub
         /* events at the same instant (up to rounding) share one rate computation */
         while (sm->q.n > 0 && sm->q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
             ev = sim_queue_pop(&sm->q);
+            sm->work++;
             if (process(sm, &ev, now))
                 last = now;
         }
         if (sm->ntouched)
             recompute(sm, now);
         if (sm->work_max && sm->work > sm->work_max) {
+            sm->stopped_at = now;
             st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld flows "
                             "and links re-rated)", (long long)sm->work_max);
             goto out;
@@ -391,6 +395,14 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
     memset(res, 0, sizeof(*res));
+    /* every flow costs two events and two re-ratings at least, and in practice more: a schedule
+     * with more flows than a quarter of the allowance is not started */
+    int64_t flows = 0;
+    for (int i = 0; work_left && i < s->ntrees; i++)
+        flows += (int64_t)s->trees[i].nedges * s->trees[i].nchunks;
+    if (work_left && 4 * flows > *work_left)
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
+                          (long long)flows);
     res->nlinks = topo->nlinks;
     res->link_busy_s = mc_xcalloc(nl, sizeof(double));
     res->link_bytes = mc_xcalloc(nl, sizeof(double));
@@ -419,6 +431,8 @@ out:
     sim_free(&sm);
     if (st != MC_OK)
         mc_sim_result_free(res);
+    if (st == MC_ERR_TIMEOUT)
+        res->makespan_s = sm.stopped_at;
     return st;
 }
 

@@ -33,9 +33,10 @@ mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result
  * intervals). For callers that only need the numbers: synth, bench. */
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err);
-/* mc_sim_run_totals within an allowance of work (flows and links re-rated, summed over the
- * simulation's events: what its time grows with, counted the same on every machine). Takes
- * what it used from *work_left; when that runs out it stops with MC_ERR_TIMEOUT and no result. */
+/* mc_sim_run_totals within an allowance of work (events, plus the flows and links each one
+ * re-rates: what its time grows with, counted the same on every machine). Takes
+ * what it used from *work_left; when that runs out it stops with MC_ERR_TIMEOUT, and of the
+ * result only makespan_s is set: the simulated time it reached, a lower bound on the makespan. */
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);

@@ -23,7 +23,9 @@ typedef struct run {
     mc_comp_t *comps;
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
-    int64_t sim_work_left; /* what the referee may still simulate (sim_work units) */
+    int64_t sim_work_left;  /* simulation work left to certify and the referee */
+    double sim_reached;     /* where the last simulation the allowance stopped had got to */
+    int replaced;           /* the referee replaced the solved schedule */
 } run_t;
 
 static mc_status_t gen_cands(run_t *r, mc_err_t *err)
@@ -196,12 +198,11 @@ out:
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
 #define MC_STEP_BYTES (128u * 1024u)
 
-/* How much the referee may simulate, over all the variants it races, and how much the first
- * schedule's own simulation may take, in mc_sim_run_bounded's units of work (flows and links
- * re-rated): counted the same on every machine, so that the choice does not depend on its speed.
- * About 0.2 us each on the 2-core development machine: a little over a second, and 0.4 s. */
-#define MC_REFEREE_WORK 6000000
-#define MC_SIM_WORK_MAX 2000000
+/* How much synthesis may simulate (the solved schedule, then the referee's variants), in
+ * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
+ * the same on every machine, so that the choice does not depend on its speed. About 0.2 us each
+ * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
+#define MC_SIM_WORK 8000000
 
 enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
 
@@ -268,6 +269,7 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, int64_t *w
     mc_err_t stopped = {0};
     st = mc_sim_run_bounded(s, r->topo, work_left, &sim, &stopped);
     *simulated = st == MC_OK;
+    r->sim_reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     if (st != MC_OK && st != MC_ERR_TIMEOUT) {
         *err = stopped;
         goto out;
@@ -321,6 +323,7 @@ static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_
         mc_sched_free(*s);
         *s = d;
         *t = *tv;
+        r->replaced = 1;
         d = NULL;
     }
 out:
@@ -368,7 +371,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
 {
     mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
-               .sim_work_left = MC_REFEREE_WORK};
+               .sim_work_left = MC_SIM_WORK};
     r.chunk = r.opts->chunk_bytes;
     mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
@@ -381,16 +384,16 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     MC_CHECK_GOTO(assemble(&r, PLAN_SOLVED, 0, &s, err), out, st);
     double t;
     int simulated;
-    int64_t certify_work = MC_SIM_WORK_MAX;
-    MC_CHECK_GOTO(certify(&r, s, "z3", &certify_work, &t, &simulated, err), out, st);
-    /* a plan too large to simulate states its estimate, which any simulated variant beats */
+    MC_CHECK_GOTO(certify(&r, s, "z3", &r.sim_work_left, &t, &simulated, err), out, st);
+    /* A plan too large to simulate states its estimate; a variant is faster when its simulated
+     * time beats the time the simulation of the plan had reached when it stopped. */
     double estimate = t;
     if (!simulated)
-        t = HUGE_VAL;
+        t = r.sim_reached;
     MC_CHECK_GOTO(referee(&r, &s, &t, err), out, st);
-    simulated = t < HUGE_VAL;
-    if (!simulated)
+    if (!r.replaced && !simulated)
         t = estimate;
+    simulated = simulated || r.replaced;
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &t, err), out, st);
     if (r.opts->progress) {

@@ -149,7 +149,8 @@ static void test_two_flows_share_a_link(void **state)
 
 /* The three-flow incast within an allowance of work: enough gives the unbounded result and takes
  * what it used (each of the six events re-rates at most three flows and their five links); too
- * little stops the simulation with MC_ERR_TIMEOUT and no result, the allowance spent. */
+ * little stops the simulation with MC_ERR_TIMEOUT, the allowance spent, and only the time it
+ * reached; less than four units per flow does not start it. */
 static void test_bounded_work(void **state)
 {
     mc_topo_t *t = topo_incast(3, NULL);
@@ -162,10 +163,14 @@ static void test_bounded_work(void **state)
     assert_true(res.makespan_s == full.makespan_s);
     assert_true(left < 1000 && left >= 1000 - 6 * 8);
     mc_sim_result_free(&res);
-    left = 3;
+    left = 14;
     assert_int_equal(mc_sim_run_bounded(s, t, &left, &res, &err), MC_ERR_TIMEOUT);
     assert_true(left <= 0);
+    assert_true(res.makespan_s >= 0 && res.makespan_s < full.makespan_s);
     assert_non_null(strstr(err.msg, "work limit"));
+    left = 11; /* under four units per flow: not started, nothing spent */
+    assert_int_equal(mc_sim_run_bounded(s, t, &left, &res, &err), MC_ERR_TIMEOUT);
+    assert_int_equal(left, 11);
     mc_sim_result_free(&full);
     mc_sched_free(s);
     mc_topo_free(t);
