@@ -196,7 +196,7 @@ out:
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
-#define MC_STEP_BYTES (128u * 1024u)
+#define MC_MIN_CHUNK_BYTES (128u * 1024u)
 
 /* How much synthesis may simulate (the solved schedule, then the referee's variants), in
  * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
@@ -231,11 +231,11 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
      * load of every link stays within its bandwidth */
     mc_sched_plan_rates(s, r->topo);
     /* with rechunk, a tree slowed to its share is pipelined in more chunks than it would be alone
-     * (its first chunk arrives later), none smaller than an NCCL step */
+     * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES */
     for (int t = 0; t < s->ntrees && rechunk && !r->chunk; t++) {
         mc_tree_t *tr = &s->trees[t];
         int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
-        uint64_t most = tr->bytes / MC_STEP_BYTES;
+        uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
         if ((uint64_t)n > most)
             n = most > (uint64_t)tr->nchunks ? (int)most : tr->nchunks;
         tr->nchunks = n;
@@ -313,7 +313,7 @@ static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_
         return MC_OK;
     MC_CHECK_GOTO(assemble(r, which, rechunk, &d, err), out, st);
     if (stagger)
-        mc_sched_stagger(d, r->topo, stagger, MC_STEP_BYTES);
+        mc_sched_stagger(d, r->topo, stagger, MC_MIN_CHUNK_BYTES);
     snprintf(name, sizeof name, "%s%s%s", names[which], rechunk ? "+rechunk" : "",
              staggers[stagger]);
     MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, tv, &simulated, err), out, st);
