@@ -202,7 +202,7 @@ out:
  * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
  * the same on every machine, so that the choice does not depend on its speed. About 0.2 us each
  * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
-#define MC_SIM_WORK 8000000
+#define MC_SIM_WORK 7000000
 
 enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
 
