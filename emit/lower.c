@@ -77,14 +77,6 @@ typedef struct place {
     int nslots;
 } place_t;
 
-static int is_in(const int *v, int n, int x)
-{
-    for (int i = 0; i < n; i++)
-        if (v[i] == x)
-            return 1;
-    return 0;
-}
-
 /* A WS box that covers a slot: the whole workspace is one box, whose size is only known at the
  * end, so slots refer to box -2 until then. */
 #define WS_BOX (-2)
@@ -95,8 +87,8 @@ static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, 
     const mc_piece_t *pc = &L->t->pieces[tr->piece];
     rank_build_t *rb = &L->rb[gpu];
     mc_rt_box_t box;
-    int dest = is_in(pc->dests, pc->ndests, gpu);
-    int holder = is_in(pc->holders, pc->nholders, gpu);
+    int dest = mc_ints_contain(pc->dests, pc->ndests, gpu);
+    int holder = mc_ints_contain(pc->holders, pc->nholders, gpu);
     memset(pl, 0, sizeof *pl);
     pl->box = pl->shard_box = -1;
     if (depth == 0 && !holder && !dest)
@@ -186,7 +178,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
         const place_t *rp = &pl[tr->root];
         if (rp->box < 0) {
             mc_rt_box_t sb;
-            int src = is_in(pc->holders, pc->nholders, tr->root);
+            int src = mc_ints_contain(pc->holders, pc->nholders, tr->root);
             mc_emit_region_box(&L->sh, L->t, pc->tensor, tr->root,
                                src ? MC_RT_BUF_SRC : MC_RT_BUF_DST, &pc->box, &sb);
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};

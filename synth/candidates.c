@@ -27,14 +27,6 @@ typedef struct gen {
     int *seen;            /* per GPU: already in the tree being built */
 } gen_t;
 
-static int contains(const int *v, int n, int x)
-{
-    for (int i = 0; i < n; i++)
-        if (v[i] == x)
-            return 1;
-    return 0;
-}
-
 static int gpu_dev(const mc_topo_t *t, int g)
 {
     return t->nodes[t->gpu_node[g]].dev;
@@ -135,7 +127,7 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
             return MC_OK;
     if (g->no_relays)
         for (int e = 0; e < g->ne; e++)
-            if (!contains(g->pc->dests, g->pc->ndests, g->child[e]))
+            if (!mc_ints_contain(g->pc->dests, g->pc->ndests, g->child[e]))
                 return MC_OK;
     int at;
     st = mc_cands_push(g->cs, g->topo, g->p, root, g->ne, g->parent, g->child, &at, err);
@@ -154,11 +146,11 @@ static int root_hosts(const gen_t *g, int *hosts)
     int nh = 0, *hh = mc_xmalloc(sizeof(int) * (size_t)(pc->nholders + 1));
     for (int i = 0; i < pc->nholders; i++) {
         int h = mc_topo_gpu_host(g->topo, pc->holders[i]);
-        if (!contains(hh, nh, h))
+        if (!mc_ints_contain(hh, nh, h))
             hh[nh++] = h;
     }
     int n = 0;
-    if (contains(hh, nh, g->root_host)) {
+    if (mc_ints_contain(hh, nh, g->root_host)) {
         /* a share has its own holder host: trees from others would tie its component to the
          * other shares' */
         hosts[n++] = g->root_host;
@@ -167,11 +159,11 @@ static int root_hosts(const gen_t *g, int *hosts)
     }
     for (int i = 0; i < nh; i++)
         for (int d = 0; d < g->ndh; d++)
-            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS && !contains(hosts, n, hh[i]))
+            if (g->dh_host[d] == hh[i] && n < MC_ROOT_HOSTS && !mc_ints_contain(hosts, n, hh[i]))
                 hosts[n++] = hh[i];
     for (int j = 0; j < nh && n < MC_ROOT_HOSTS; j++) {
         int h = hh[(j + g->rot) % nh];
-        if (!contains(hosts, n, h))
+        if (!mc_ints_contain(hosts, n, h))
             hosts[n++] = h;
     }
     free(hh);
@@ -234,7 +226,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
                         __FILE__, __LINE__, p);
         goto out;
     }
-    int remote = g.ndh - contains(g.dh_host, g.ndh, hosts[0]);
+    int remote = g.ndh - mc_ints_contain(g.dh_host, g.ndh, hosts[0]);
     int shape = remote >= 2 ? TREE_CHAIN : TREE_HOSTS;
     int r0 = holder_on(&g, hosts[0], 0);
     /* one tree per rail, so that the optimizer can stripe the piece over every NIC: rooted at
@@ -245,7 +237,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
             ndev++;
     for (int k = 0; k < ndev; k++) {
         int r = on_rail(topo, hosts[0], k);
-        if (r < 0 || !contains(g.pc->holders, g.pc->nholders, r))
+        if (r < 0 || !mc_ints_contain(g.pc->holders, g.pc->nholders, r))
             r = r0;
         g.rail = k;
         /* inside each destination host: a chain (every link once) or the shortest-path tree

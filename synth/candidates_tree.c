@@ -153,20 +153,20 @@ int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, dou
         uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
         return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
     }
-    double min_spb = rate > 0 ? 1.0 / rate : 0;
+    double min_spb = rate > 0 ? 1.0 / rate : 0, b = (double)bytes;
     /* a fill term falling as 1/n and an overhead term growing with n: convex, so a ternary
      * search on the integers finds the best count */
     int lo = 1, hi = MC_CHUNKS_MAX;
     while (hi - lo > 2) {
         int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        if (pipelined_s(c, (double)bytes, m1, min_spb) <= pipelined_s(c, (double)bytes, m2, min_spb))
+        if (pipelined_s(c, b, m1, min_spb) <= pipelined_s(c, b, m2, min_spb))
             hi = m2;
         else
             lo = m1;
     }
     int best = lo;
     for (int n = lo + 1; n <= hi; n++)
-        if (pipelined_s(c, (double)bytes, n, min_spb) < pipelined_s(c, (double)bytes, best, min_spb))
+        if (pipelined_s(c, b, n, min_spb) < pipelined_s(c, b, best, min_spb))
             best = n;
     return best;
 }

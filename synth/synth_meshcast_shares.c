@@ -27,14 +27,6 @@ static int distinct_hosts(const mc_topo_t *topo, const int *gpus, int n, int *ho
     return k;
 }
 
-static int has(const int *v, int n, int x)
-{
-    for (int i = 0; i < n; i++)
-        if (v[i] == x)
-            return 1;
-    return 0;
-}
-
 /* Adds a share of piece p: its destinations on hosts[0..nh), copied to the pool (sized for every
  * piece's destinations, so earlier shares' pointers stay put). */
 static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t *pc,
@@ -43,7 +35,7 @@ static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t
     int *dests = out->pool + out->npool;
     int n = 0;
     for (int i = 0; i < pc->ndests; i++)
-        if (has(hosts, nh, mc_topo_gpu_host(topo, pc->dests[i])))
+        if (mc_ints_contain(hosts, nh, mc_topo_gpu_host(topo, pc->dests[i])))
             dests[n++] = pc->dests[i];
     out->npool += n;
     MC_GROW(out->s, out->cap, out->n + 1);
@@ -71,7 +63,7 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
         } else {
             int remote = 0;
             for (int i = 0; i < m; i++) {
-                if (has(sh, n, dh[i]))
+                if (mc_ints_contain(sh, n, dh[i]))
                     add(out, topo, p, pc, &dh[i], 1, dh[i]);
                 else
                     dh[remote++] = dh[i];

@@ -1,8 +1,8 @@
 /* Staggered chunking for the meshcast strategy (docs/synthesis.md, "Referee"). Trees of one phase
  * that share their bottleneck link and are cut into the same number of chunks move in lockstep:
  * every one of them pays its per-message overhead at the same instant, and the link idles while
- * they do. Giving the j-th of m such trees 1 + spread * j/m times the chunks puts their overheads at
- * different instants, so one tree's overhead falls while another moves bytes (the effect NCCL
+ * they do. Giving the j-th of m such trees 1 + spread * j/m times the chunks puts their overheads
+ * at different instants, so one tree's overhead falls while another moves bytes (the effect NCCL
  * gets from several channels on one NIC). How far apart (the spread) is left to the simulator: the
  * referee tries a few and keeps a staggered schedule only when it is faster. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Allocation helpers, growable arrays, sorting and the text buffer. */
+/* Allocation helpers, growable arrays, sorting, membership and the text buffer. */
 #include "util/util.h"
 
 #include <stdlib.h>
@@ -69,6 +69,14 @@ void mc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 {
     if (n > 1)
         qsort(base, n, size, cmp);
+}
+
+int mc_ints_contain(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
 }
 
 void mc_buf_append(mc_buf_t *b, const char *s, size_t n)
