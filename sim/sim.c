@@ -331,8 +331,8 @@ static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, doub
             recompute(sm, now);
         if (sm->work_max && sm->work > sm->work_max) {
             sm->stopped_at = now;
-            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld flows "
-                            "and links re-rated)", (long long)sm->work_max);
+            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld events, "
+                            "flows and links re-rated)", (long long)sm->work_max);
             goto out;
         }
     }

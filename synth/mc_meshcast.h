@@ -118,6 +118,8 @@ typedef struct mc_plan_sol {
 
 void mc_plan_free(mc_plan_t *pl);
 void mc_plan_sol_free(mc_plan_sol_t *s);
+/* A deep copy of src into dst. */
+void mc_plan_sol_copy(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol_t *dst);
 /* Phase time under the plan's cost model: the slowest tree, or the busiest link (trees of one
  * phase share links at planned rates). */
 int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k);

@@ -67,10 +67,7 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 {
     mc_z3_stats_t zs;
     if ((double)from->est_ps <= MC_GOOD_ENOUGH * (double)lower || left <= 0.001) {
-        size_t n = (size_t)pl->ncands * (size_t)from->nphases;
-        *out = *from;
-        out->units = mc_xmalloc(sizeof(int) * (n + 1));
-        memcpy(out->units, from->units, sizeof(int) * n);
+        mc_plan_sol_copy(pl, from, out);
         *optimal = (double)from->est_ps <= MC_GOOD_ENOUGH * (double)lower;
         return MC_OK;
     }

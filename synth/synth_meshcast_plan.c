@@ -30,24 +30,41 @@ static void sol_init(const mc_plan_t *pl, mc_plan_sol_t *s, int nphases)
     s->est_ps = 0;
 }
 
-int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k)
+void mc_plan_sol_copy(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol_t *dst)
+{
+    size_t n = (size_t)pl->ncands * (size_t)(src->nphases > 0 ? src->nphases : 1);
+    dst->nphases = src->nphases;
+    dst->units = mc_xmalloc(sizeof(int) * n);
+    memcpy(dst->units, src->units, sizeof(int) * n);
+    dst->est_ps = src->est_ps;
+}
+
+/* Phase k's time given its link loads (load[0..nlinks)): the slowest tree or the busiest link. */
+static int64_t phase_ps_at(const mc_plan_t *pl, const mc_plan_sol_t *s, int k, const int64_t *load)
 {
     int64_t t = 0;
-    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
     for (int c = 0; c < pl->ncands; c++) {
         int u = s->units[c * s->nphases + k];
-        if (u <= 0)
-            continue;
-        const mc_pcand_t *pc = &pl->cands[c];
-        int64_t tc = u * pc->unit_ps + pc->fixed_ps;
+        int64_t tc = u > 0 ? u * pl->cands[c].unit_ps + pl->cands[c].fixed_ps : 0;
         if (tc > t)
             t = tc;
-        for (int i = 0; i < pc->nlinks; i++)
-            load[pc->links[i]] += u * pc->link_ps[i];
     }
     for (int l = 0; l < pl->nlinks; l++)
         if (load[l] > t)
             t = load[l];
+    return t;
+}
+
+int64_t mc_plan_phase_ps(const mc_plan_t *pl, const mc_plan_sol_t *s, int k)
+{
+    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
+    for (int c = 0; c < pl->ncands; c++) {
+        int u = s->units[c * s->nphases + k];
+        const mc_pcand_t *pc = &pl->cands[c];
+        for (int i = 0; i < pc->nlinks && u > 0; i++)
+            load[pc->links[i]] += u * pc->link_ps[i];
+    }
+    int64_t t = phase_ps_at(pl, s, k, load);
     free(load);
     return t;
 }
@@ -207,22 +224,6 @@ static void place_unit(fill_t *f, int first, int end)
         f->nopen++;
 }
 
-/* Phase k's time from the loads kept in f: mc_plan_phase_ps without summing the loads again. */
-static int64_t fill_phase_ps(const fill_t *f, int k)
-{
-    int64_t t = 0;
-    for (int c = 0; c < f->pl->ncands; c++) {
-        int u = f->out->units[c * f->K + k];
-        int64_t tc = u > 0 ? u * f->pl->cands[c].unit_ps + f->pl->cands[c].fixed_ps : 0;
-        if (tc > t)
-            t = tc;
-    }
-    for (int l = 0; l < f->pl->nlinks; l++)
-        if (f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)l] > t)
-            t = f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)l];
-    return t;
-}
-
 /* Takes piece p's units (candidates first..end) out of every phase. */
 static void lift_piece(fill_t *f, int first, int end)
 {
@@ -236,7 +237,7 @@ static void lift_piece(fill_t *f, int first, int end)
             f->out->units[c * f->K + k] = 0;
         }
     for (int k = 0; k < f->K; k++)
-        f->phase[k] = fill_phase_ps(f, k);
+        f->phase[k] = phase_ps_at(f->pl, f->out, k, f->load + (size_t)k * (size_t)f->pl->nlinks);
 }
 
 /* Rounds of rip-up and re-route after the first fill: each piece is lifted and filled again

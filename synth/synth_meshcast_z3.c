@@ -312,15 +312,6 @@ static int read_model(z3m_t *m, const mc_plan_t *pl, mc_plan_sol_t *sol)
     return bad ? -1 : 0;
 }
 
-static void copy_sol(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol_t *dst)
-{
-    size_t n = (size_t)pl->ncands * (size_t)(src->nphases > 0 ? src->nphases : 1);
-    dst->nphases = src->nphases;
-    dst->units = mc_xmalloc(sizeof(int) * n);
-    memcpy(dst->units, src->units, sizeof(int) * n);
-    dst->est_ps = src->est_ps;
-}
-
 mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err)
@@ -334,13 +325,13 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     if (seed->est_ps <= lower) {
         stats->status = 2;
         snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");
-        copy_sol(pl, seed, out);
+        mc_plan_sol_copy(pl, seed, out);
         return MC_OK;
     }
     if ((int64_t)pl->ncands * K > MC_Z3_MAX_INT_VARS) {
         snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees x %d phases)",
                  pl->ncands, K);
-        copy_sol(pl, seed, out);
+        mc_plan_sol_copy(pl, seed, out);
         return MC_OK;
     }
     MC_CHECK_GOTO(z3m_open(&m, pl, K, err), out, st);
@@ -373,7 +364,7 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
         *out = got;
         got.units = NULL;
     } else {
-        copy_sol(pl, seed, out);
+        mc_plan_sol_copy(pl, seed, out);
     }
 out:
     mc_plan_sol_free(&got);
