@@ -48,7 +48,7 @@ typedef struct mc_emit_file {
 } mc_emit_file_t;
 
 /* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
- * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, cuda_exec.cu). */
+ * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c, cuda_exec.cu). */
 mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
                           int standalone, mc_emit_file_t **files, int *nfiles, mc_err_t *err);
 void mc_emit_files_free(mc_emit_file_t *files, int nfiles);

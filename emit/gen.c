@@ -142,6 +142,25 @@ static const char *buf_enum(int buf)
 }
 
 /* One rank's tables; records the copy kinds it uses. */
+static void gen_u32s(mc_buf_t *cu, const char *what, const char *name, int r, const uint32_t *v,
+                     uint32_t n)
+{
+    mc_buf_printf(cu, "static const uint32_t %s_%s_%d[] = {", name, what, r);
+    for (uint32_t i = 0; i < n; i++)
+        mc_buf_printf(cu, "%s%u", !i ? "\n    " : i % 16 ? ", " : ",\n    ", v[i]);
+    mc_buf_printf(cu, "\n};\n");
+}
+
+/* The dependency table: op i waits for deps[dep_first[i] .. dep_first[i+1]). */
+static void gen_deps(mc_buf_t *cu, const char *name, int r, const mc_rt_plan_t *p)
+{
+    if (!p->dep_first)
+        return;
+    gen_u32s(cu, "dep_first", name, r, p->dep_first, p->nops + 1);
+    if (p->dep_first[p->nops])
+        gen_u32s(cu, "deps", name, r, p->deps, p->dep_first[p->nops]);
+}
+
 static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, variant_t *vs, int *nv)
 {
     int r = p->rank;
@@ -178,6 +197,7 @@ static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, vari
             mc_buf_printf(cu, "    {%u, %u, %u, %u, %u},\n", p->steps[s].index, p->steps[s].first,
                           p->steps[s].npre, p->steps[s].ncomm, p->steps[s].npost);
         mc_buf_printf(cu, "};\n");
+        gen_deps(cu, name, r, p);
         /* The copy kind of every op (sends and receives: 0, unused). */
         mc_buf_printf(cu, "static const unsigned char %s_kinds_%d[] = {", name, r);
         for (uint32_t i = 0; i < p->nops; i++) {
@@ -202,9 +222,17 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
         else
             mc_buf_printf(cu, "NULL, ");
         if (p->nops)
-            mc_buf_printf(cu, "%s_ops_%d, %s_steps_%d},\n", name, r, name, r);
+            mc_buf_printf(cu, "%s_ops_%d, %s_steps_%d, ", name, r, name, r);
         else
-            mc_buf_printf(cu, "NULL, NULL},\n");
+            mc_buf_printf(cu, "NULL, NULL, ");
+        if (p->nops && p->dep_first)
+            mc_buf_printf(cu, "%s_dep_first_%d, ", name, r);
+        else
+            mc_buf_printf(cu, "NULL, ");
+        if (p->nops && p->dep_first && p->dep_first[p->nops])
+            mc_buf_printf(cu, "%s_deps_%d},\n", name, r);
+        else
+            mc_buf_printf(cu, "NULL},\n");
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
                   P->nranks);

@@ -3,7 +3,16 @@
  * receives chunk c while it forwards chunk c-1 (two staging slots), a root packs one chunk per
  * step (one slot) and a leaf unpacks what it just received (one slot). A node whose part of the
  * piece is contiguous in its shard sends from or receives into the shard itself, without
- * staging. Staging is reused from phase to phase, so the workspace is the largest phase's. */
+ * staging. Staging is reused from phase to phase, so the workspace is the largest phase's.
+ *
+ * Besides the steps, every op gets the ops of its own rank it must wait for (the dependency graph
+ * of runtime.h): a send waits for the receive or pack that gives it its chunk and for the previous
+ * chunk on its edge, a receive for the previous chunk on its edge and for the last users of the
+ * staging slot it overwrites, a pack for the last users of its slot, an unpack for its receive.
+ * The first ops of a phase on a rank wait for the last ops of the rank's previous phase, since
+ * staging is reused and a root may send what it received in an earlier phase. Every dependency
+ * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
+ * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,12 +24,23 @@ typedef struct pending {
     uint32_t step;
     int stage;
     uint32_t seq;
+    int local_deps, has_succ; /* within its phase: whether it waits for / is waited for by an op */
     mc_rt_op_t op;
 } pending_t;
+
+/* Op seq waits for op dep (both creation indices of one rank). */
+typedef struct dep_pair {
+    uint32_t op, dep;
+} dep_pair_t;
 
 typedef struct rank_build {
     pending_t *ops;
     int nops, ops_cap;
+    dep_pair_t *deps;
+    int ndeps, deps_cap;
+    int phase_first;    /* first op of the current phase */
+    uint32_t *fence;    /* the last ops of the latest phase that had ops here */
+    int nfence, fence_cap;
     mc_rt_box_t *boxes;
     int nboxes, boxes_cap;
     uint64_t ws_phase; /* staging used by the current phase */
@@ -55,15 +75,25 @@ static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
     return rb->nboxes++;
 }
 
-static void add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_op_t *op)
+/* Adds an op; returns its creation index. */
+static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_op_t *op)
 {
     MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
     pending_t *p = &rb->ops[rb->nops];
+    memset(p, 0, sizeof *p);
     p->step = step;
     p->stage = stage;
     p->seq = (uint32_t)rb->nops;
     p->op = *op;
-    rb->nops++;
+    return (uint32_t)rb->nops++;
+}
+
+static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
+{
+    MC_GROW(rb->deps, rb->deps_cap, rb->ndeps + 1);
+    rb->deps[rb->ndeps++] = (dep_pair_t){op, dep};
+    rb->ops[op].local_deps = 1;
+    rb->ops[dep].has_succ = 1;
 }
 
 enum { STAGE_PRE, STAGE_COMM, STAGE_POST };
@@ -80,6 +110,14 @@ typedef struct place {
 /* A WS box that covers a slot: the whole workspace is one box, whose size is only known at the
  * end, so slots refer to box -2 until then. */
 #define WS_BOX (-2)
+
+/* The largest chunk of a tree: the size of one staging slot. */
+static uint64_t slot_bytes(const mc_tree_t *tr)
+{
+    uint64_t off, len;
+    mc_tree_chunk(tr, 0, &off, &len);
+    return len;
+}
 
 static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, int depth,
                               int has_children, place_t *pl, mc_err_t *err)
@@ -111,23 +149,23 @@ static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, 
         }
     }
     /* Staged: a relay holds the chunk it forwards while the next one arrives. */
-    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
     pl->nslots = depth > 0 && has_children && tr->nchunks > 1 ? 2 : 1;
     pl->ws_off = rb->ws_phase;
-    rb->ws_phase += cb * pl->nslots;
+    rb->ws_phase += slot_bytes(tr) * pl->nslots;
     return MC_OK;
 }
 
 static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
 {
-    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
+    uint64_t off, len;
     mc_rt_ref_t r;
+    mc_tree_chunk(tr, c, &off, &len);
     if (pl->box >= 0) {
         r.box = pl->box;
-        r.off = tr->offset + c * cb;
+        r.off = tr->offset + off;
     } else {
         r.box = WS_BOX;
-        r.off = pl->ws_off + (c % pl->nslots) * cb;
+        r.off = pl->ws_off + (uint64_t)(c % pl->nslots) * slot_bytes(tr);
     }
     return r;
 }
@@ -152,9 +190,45 @@ static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *dept
     return MC_OK;
 }
 
+/* The ops of the last three chunks of one tree, by chunk modulo 3 (a slot is reused two chunks
+ * later at most): per node the op that gives it the chunk (receive or pack) and its unpack, per
+ * edge its send. -1: none. */
+typedef struct tree_ops {
+    int64_t *got, *unpack; /* [gpu * 3 + c % 3] */
+    int64_t *send;         /* [edge * 3 + c % 3] */
+    int send_cap;
+} tree_ops_t;
+
+/* The op at a ring position, or -1 when the chunk is before the first. */
+static int64_t ring(const int64_t *a, int i, int c)
+{
+    return c < 0 ? -1 : a[i * 3 + c % 3];
+}
+
+static void dep_on(rank_build_t *rb, uint32_t op, int64_t dep)
+{
+    if (dep >= 0)
+        add_dep(rb, op, (uint32_t)dep);
+}
+
+/* Op `op` of GPU g overwrites g's slot of chunk c: it waits for the users of the chunk that held
+ * the slot before (its sends onwards and its unpack). */
+static void wait_slot(rank_build_t *rb, uint32_t op, const mc_tree_t *tr, const place_t *pl,
+                      const tree_ops_t *to, int g, int c)
+{
+    int prev = c - pl->nslots;
+    if (pl->box >= 0 || prev < 0)
+        return;
+    for (int e = 0; e < tr->nedges; e++)
+        if (tr->edges[e].parent == g)
+            dep_on(rb, op, ring(to->send, e, prev));
+    dep_on(rb, op, ring(to->unpack, g, prev));
+}
+
 /* Adds the ops of one tree starting at global step base; returns its number of steps. */
 static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int *depth,
-                              int *nkids, place_t *pl, uint32_t *nsteps, mc_err_t *err)
+                              int *nkids, place_t *pl, tree_ops_t *to, uint32_t *nsteps,
+                              mc_err_t *err)
 {
     const mc_tree_t *tr = &L->s->trees[ti];
     mc_status_t st;
@@ -168,38 +242,52 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             maxd = depth[g] > maxd ? depth[g] : maxd;
             MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
         }
-    uint64_t cb = (tr->bytes + tr->nchunks - 1) / tr->nchunks;
+    MC_GROW(to->send, to->send_cap, 3 * tr->nedges);
     const mc_piece_t *pc = &L->t->pieces[tr->piece];
+    rank_build_t *rrb = &L->rb[tr->root];
     for (int c = 0; c < tr->nchunks; c++) {
-        uint64_t lo = c * cb, n = lo >= tr->bytes ? 0 : tr->bytes - lo < cb ? tr->bytes - lo : cb;
+        uint64_t lo, n;
+        mc_tree_chunk(tr, c, &lo, &n);
         if (!n)
             break;
         /* The root packs the chunk right before it sends it. */
         const place_t *rp = &pl[tr->root];
+        to->got[tr->root * 3 + c % 3] = to->unpack[tr->root * 3 + c % 3] = -1;
         if (rp->box < 0) {
             mc_rt_box_t sb;
             int src = mc_ints_contain(pc->holders, pc->nholders, tr->root);
             mc_emit_region_box(&L->sh, L->t, pc->tensor, tr->root,
                                src ? MC_RT_BUF_SRC : MC_RT_BUF_DST, &pc->box, &sb);
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
-            op.src.box = intern_box(&L->rb[tr->root], &sb);
+            op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
-            add_op(&L->rb[tr->root], base + c, STAGE_PRE, &op);
+            uint32_t id = add_op(rrb, base + c, STAGE_PRE, &op);
+            wait_slot(rrb, id, tr, rp, to, tr->root, c);
+            to->got[tr->root * 3 + c % 3] = id;
         }
         for (int e = 0; e < tr->nedges; e++) {
             const mc_tree_edge_t *ed = &tr->edges[e];
+            rank_build_t *prb = &L->rb[ed->parent], *crb = &L->rb[ed->child];
             uint32_t step = base + c + depth[ed->parent];
-            int tag = ti % 32768;
-            mc_rt_op_t snd = {MC_RT_OP_SEND, ed->child, tag, n, chunk_ref(&pl[ed->parent], tr, c),
+            mc_rt_op_t snd = {MC_RT_OP_SEND, ed->child, ti, n, chunk_ref(&pl[ed->parent], tr, c),
                               {0, 0}};
-            mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, tag, n, {0, 0},
+            mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, ti, n, {0, 0},
                               chunk_ref(&pl[ed->child], tr, c)};
-            add_op(&L->rb[ed->parent], step, STAGE_COMM, &snd);
-            add_op(&L->rb[ed->child], step, STAGE_COMM, &rcv);
+            uint32_t sid = add_op(prb, step, STAGE_COMM, &snd);
+            dep_on(prb, sid, ring(to->got, ed->parent, c));
+            dep_on(prb, sid, ring(to->send, e, c - 1));
+            uint32_t rid = add_op(crb, step, STAGE_COMM, &rcv);
+            dep_on(crb, rid, ring(to->got, ed->child, c - 1));
+            wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
+            to->send[e * 3 + c % 3] = sid;
+            to->got[ed->child * 3 + c % 3] = rid;
+            to->unpack[ed->child * 3 + c % 3] = -1;
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
                                   {pl[ed->child].shard_box, tr->offset + lo}};
-                add_op(&L->rb[ed->child], step, STAGE_POST, &unp);
+                uint32_t uid = add_op(crb, step, STAGE_POST, &unp);
+                add_dep(crb, uid, rid);
+                to->unpack[ed->child * 3 + c % 3] = uid;
             }
         }
     }
@@ -232,12 +320,33 @@ static int pending_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The plan's dependency table: op i waits for deps[dep_first[i] .. dep_first[i+1]), in final op
+ * order (final[seq] is where op seq ended up). */
+static void finish_deps(const rank_build_t *rb, const uint32_t *final, mc_rt_plan_t *p)
+{
+    uint32_t *first = mc_xcalloc(rb->nops + 1, sizeof *first);
+    uint32_t *deps = mc_xcalloc(rb->ndeps + 1, sizeof *deps);
+    for (int i = 0; i < rb->ndeps; i++)
+        first[final[rb->deps[i].op] + 1]++;
+    for (int i = 0; i < rb->nops; i++)
+        first[i + 1] += first[i];
+    uint32_t *at = mc_xcalloc(rb->nops + 1, sizeof *at);
+    for (int i = 0; i < rb->ndeps; i++) {
+        uint32_t o = final[rb->deps[i].op];
+        deps[first[o] + at[o]++] = final[rb->deps[i].dep];
+    }
+    free(at);
+    p->dep_first = first;
+    p->deps = deps;
+}
+
 /* Turns GPU gpu's pending ops into the plan of its rank; peers become ranks too. */
 static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nranks,
                         const mc_emit_shards_t *sh, mc_rt_plan_t *p)
 {
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
+    uint32_t *final = mc_xcalloc(rb->nops + 1, sizeof *final);
     int ws_box = -1;
     if (rb->ws_max) {
         mc_rt_box_t wb = {MC_RT_BUF_WS, 1, 0, {rb->ws_max}, {0}};
@@ -248,6 +357,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     uint32_t nsteps = 0;
     for (int i = 0; i < rb->nops; i++) {
         mc_rt_op_t op = rb->ops[i].op;
+        final[rb->ops[i].seq] = (uint32_t)i;
         if (op.kind != MC_RT_OP_COPY)
             op.peer = rank_of[op.peer];
         if (op.kind != MC_RT_OP_RECV && op.src.box == WS_BOX)
@@ -264,6 +374,8 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
         *(rb->ops[i].stage == STAGE_PRE ? &s->npre : rb->ops[i].stage == STAGE_COMM ? &s->ncomm
                                                                                    : &s->npost) += 1;
     }
+    finish_deps(rb, final, p);
+    free(final);
     p->rank = rank_of[gpu];
     p->nranks = nranks;
     p->src_bytes = sh->src_bytes[gpu];
@@ -278,12 +390,29 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     rb->boxes = NULL;
 }
 
+/* Closes a phase: its first ops on every rank wait for the last ops of the rank's previous phase
+ * (staging is reused, a root may send what it received), and its own last ops become the fence
+ * of the next phase. */
 static void end_phase(lower_t *L, int ngpus)
 {
     for (int g = 0; g < ngpus; g++) {
         rank_build_t *rb = &L->rb[g];
+        int first = rb->phase_first, n = rb->nops;
         rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
         rb->ws_phase = 0;
+        rb->phase_first = n;
+        if (first == n)
+            continue;
+        for (int i = first; i < n; i++)
+            if (!rb->ops[i].local_deps)
+                for (int k = 0; k < rb->nfence; k++)
+                    add_dep(rb, (uint32_t)i, rb->fence[k]);
+        rb->nfence = 0;
+        for (int i = first; i < n; i++)
+            if (!rb->ops[i].has_succ) {
+                MC_GROW(rb->fence, rb->fence_cap, rb->nfence + 1);
+                rb->fence[rb->nfence++] = (uint32_t)i;
+            }
     }
 }
 
@@ -300,6 +429,10 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
     mc_emit_shards_init(&L.sh, s->task, ngpus);
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
     lower_copies(&L);
+    for (int g = 0; g < ngpus; g++)
+        L.rb[g].phase_first = L.rb[g].nops;
+    tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
+                     mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
@@ -312,7 +445,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &n, err), out, st);
+            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
             len = n > len ? n : len;
         }
         end_phase(&L, ngpus);
@@ -332,8 +465,13 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
 out:
     for (int g = 0; g < ngpus; g++) {
         free(L.rb[g].ops);
+        free(L.rb[g].deps);
+        free(L.rb[g].fence);
         free(L.rb[g].boxes);
     }
+    free(to.got);
+    free(to.unpack);
+    free(to.send);
     free(L.rb);
     mc_emit_shards_free(&L.sh);
     mc_emit_plans_free(P);
@@ -352,6 +490,8 @@ void mc_emit_plans_free(mc_emit_plans_t *p)
         free((void *)p->plans[g].boxes);
         free((void *)p->plans[g].ops);
         free((void *)p->plans[g].steps);
+        free((void *)p->plans[g].dep_first);
+        free((void *)p->plans[g].deps);
     }
     free(p->plans);
     free(p->gpus);

@@ -107,7 +107,7 @@ int mc_rt_run_loopback_gpu(int nranks, const mc_rt_plan_t *plans, const mc_rt_bu
         if ((st = to_device(&bufs[r], &dev[r], t.stream, err)) != MC_RT_OK)
             goto out;
     CU(cudaEventRecord(t.e0, t.stream));
-    if ((st = mc_rt_loopback_exec(nranks, plans, dev, &mv, err)) != MC_RT_OK)
+    if ((st = mc_rt_loopback_exec(nranks, plans, dev, &mv, MC_RT_ORDER_DEPS, 0, err)) != MC_RT_OK)
         goto out;
     CU(cudaEventRecord(t.e1, t.stream));
     CU(cudaStreamSynchronize(t.stream));

@@ -1,6 +1,8 @@
-/* The mpi backend: one rank's plan on host buffers with MPI_Isend/MPI_Irecv, one wait per
- * micro-step. The wait polls MPI_Testall against a deadline instead of blocking in MPI_Waitall,
- * so a peer that never arrives ends the run with an error naming the rank and the step. */
+/* The mpi backend: one rank's plan on host buffers with MPI_Isend/MPI_Irecv, in the order of its
+ * dependency graph: every op starts as soon as the ops it waits for are done (copies run at once,
+ * sends and receives are posted), and one MPI_Testsome loop progresses what is posted. The loop
+ * never blocks in MPI: when nothing completes for timeout_s seconds the run fails naming the rank,
+ * the step and the oldest op still pending, so a peer that never arrives ends the run. */
 #include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -8,108 +10,155 @@
 
 #include "rt_internal.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int check_comm(const mc_rt_plan_t *plan, MPI_Comm comm, mc_rt_err_t *err)
 {
-    int rank, size;
+    int rank, size, *tag_ub, flag = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
     if (size != plan->nranks || rank != plan->rank)
         return mc_rt_fail(err, MC_RT_ERR_INVALID,
                           "rank %d of %d: the plan is for rank %d of %d ranks; start %d ranks", rank,
                           size, plan->rank, plan->nranks, plan->nranks);
-    for (uint32_t i = 0; i < plan->nops; i++)
-        if (plan->ops[i].kind != MC_RT_OP_COPY && plan->ops[i].bytes > INT_MAX)
+    for (uint32_t i = 0; i < plan->nops; i++) {
+        const mc_rt_op_t *op = &plan->ops[i];
+        if (op->kind == MC_RT_OP_COPY)
+            continue;
+        if (op->bytes > INT_MAX)
             return mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED,
                               "rank %d: op %u moves %llu bytes, more than one MPI message holds",
-                              rank, i, (unsigned long long)plan->ops[i].bytes);
-    return MC_RT_OK;
-}
-
-/* Names the first request still pending after the deadline. */
-static int timed_out(const mc_rt_plan_t *plan, const mc_rt_step_t *st, MPI_Request *reqs,
-                     double timeout_s, mc_rt_err_t *err)
-{
-    for (uint32_t k = 0; k < st->ncomm; k++) {
-        int done = 0;
-        if (reqs[k] != MPI_REQUEST_NULL)
-            MPI_Test(&reqs[k], &done, MPI_STATUS_IGNORE);
-        if (reqs[k] == MPI_REQUEST_NULL || done)
-            continue;
-        const mc_rt_op_t *op = &plan->ops[st->first + st->npre + k];
-        return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
-                          "rank %d, step %u: timed out after %.1f s waiting for the %s of %llu "
-                          "bytes (tag %d) %s rank %d",
-                          plan->rank, st->index, timeout_s,
-                          op->kind == MC_RT_OP_SEND ? "send" : "receive",
-                          (unsigned long long)op->bytes, op->tag,
-                          op->kind == MC_RT_OP_SEND ? "to" : "from", op->peer);
+                              rank, i, (unsigned long long)op->bytes);
+        if (op->tag < 0 || (flag && op->tag > *tag_ub))
+            return mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED,
+                              "rank %d: op %u has tag %d, beyond this MPI's tags 0..%d", rank, i,
+                              op->tag, flag ? *tag_ub : 0);
     }
     return MC_RT_OK;
 }
 
-static int exchange(const mc_rt_plan_t *plan, const mc_rt_step_t *st, MPI_Comm comm,
-                    const mc_rt_buffers_t *bufs, MPI_Request *reqs, double timeout_s,
-                    mc_rt_err_t *err)
+/* The requests in flight and the ops they belong to. */
+typedef struct inflight {
+    MPI_Request *req;
+    uint32_t *op;
+    int *idx;
+    int n;
+} inflight_t;
+
+static int post(const mc_rt_plan_t *plan, uint32_t i, MPI_Comm comm, const mc_rt_buffers_t *bufs,
+                inflight_t *f, mc_rt_err_t *err)
 {
-    for (uint32_t k = 0; k < st->ncomm; k++) {
-        const mc_rt_op_t *op = &plan->ops[st->first + st->npre + k];
-        int rc = op->kind == MC_RT_OP_RECV
-                     ? MPI_Irecv(mc_rt_ref_ptr(plan, &op->dst, bufs), (int)op->bytes, MPI_BYTE,
-                                 op->peer, op->tag, comm, &reqs[k])
-                     : MPI_Isend(mc_rt_ref_ptr(plan, &op->src, bufs), (int)op->bytes, MPI_BYTE,
-                                 op->peer, op->tag, comm, &reqs[k]);
-        if (rc != MPI_SUCCESS)
-            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d, step %u: MPI error %d posting op %u",
-                              plan->rank, st->index, rc, st->first + st->npre + k);
+    const mc_rt_op_t *op = &plan->ops[i];
+    int rc = op->kind == MC_RT_OP_RECV
+                 ? MPI_Irecv(mc_rt_ref_ptr(plan, &op->dst, bufs), (int)op->bytes, MPI_BYTE,
+                             op->peer, op->tag, comm, &f->req[f->n])
+                 : MPI_Isend(mc_rt_ref_ptr(plan, &op->src, bufs), (int)op->bytes, MPI_BYTE,
+                             op->peer, op->tag, comm, &f->req[f->n]);
+    if (rc != MPI_SUCCESS)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d, step %u: MPI error %d posting op %u",
+                          plan->rank, mc_rt_op_step(plan, i), rc, i);
+    f->op[f->n++] = i;
+    return MC_RT_OK;
+}
+
+/* Names the oldest op still in flight. */
+static int timed_out(const mc_rt_plan_t *plan, const inflight_t *f, double timeout_s,
+                     mc_rt_err_t *err)
+{
+    uint32_t oldest = f->op[0];
+    for (int k = 1; k < f->n; k++)
+        oldest = f->op[k] < oldest ? f->op[k] : oldest;
+    const mc_rt_op_t *op = &plan->ops[oldest];
+    return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
+                      "rank %d, step %u: timed out after %.1f s waiting for the %s of %llu bytes "
+                      "(tag %d) %s rank %d",
+                      plan->rank, mc_rt_op_step(plan, oldest), timeout_s,
+                      op->kind == MC_RT_OP_SEND ? "send" : "receive",
+                      (unsigned long long)op->bytes, op->tag,
+                      op->kind == MC_RT_OP_SEND ? "to" : "from", op->peer);
+}
+
+/* Starts every op that is ready: copies run, sends and receives are posted. */
+static int start_ready(mc_rt_exec_t *x, MPI_Comm comm, const mc_rt_buffers_t *bufs, inflight_t *f,
+                       mc_rt_err_t *err)
+{
+    int64_t i;
+    while ((i = mc_rt_exec_next(x, 0)) >= 0) {
+        const mc_rt_op_t *op = &x->plan->ops[i];
+        if (op->kind == MC_RT_OP_COPY) {
+            mc_rt_copy_host(x->plan, op, bufs);
+            mc_rt_exec_done(x, (uint32_t)i);
+        } else {
+            int st = post(x->plan, (uint32_t)i, comm, bufs, f, err);
+            if (st != MC_RT_OK)
+                return st;
+        }
     }
-    double deadline = now_s() + timeout_s;
-    for (;;) {
-        int done = 0;
-        MPI_Testall((int)st->ncomm, reqs, &done, MPI_STATUSES_IGNORE);
-        if (done)
-            return MC_RT_OK;
-        if (now_s() > deadline)
-            return timed_out(plan, st, reqs, timeout_s, err);
-        /* Ranks share few cores when oversubscribed: give the peers the CPU. */
-        struct timespec nap = {0, 20000};
-        nanosleep(&nap, NULL);
-    }
+    return MC_RT_OK;
+}
+
+/* Completes what finished; the requests left are moved to the front. Returns how many finished. */
+static int reap(mc_rt_exec_t *x, inflight_t *f)
+{
+    int out = 0, kept = 0;
+    MPI_Testsome(f->n, f->req, &out, f->idx, MPI_STATUSES_IGNORE);
+    if (out <= 0)
+        return 0;
+    for (int k = 0; k < out; k++)
+        mc_rt_exec_done(x, f->op[f->idx[k]]);
+    for (int k = 0; k < f->n; k++)
+        if (f->req[k] != MPI_REQUEST_NULL) {
+            f->req[kept] = f->req[k];
+            f->op[kept++] = f->op[k];
+        }
+    f->n = kept;
+    return out;
 }
 
 int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
                   double timeout_s, mc_rt_err_t *err)
 {
     int st;
-    MPI_Request *reqs = NULL;
+    mc_rt_exec_t x = {0};
+    inflight_t f = {0};
     if ((st = check_comm(plan, comm, err)) != MC_RT_OK ||
         (st = mc_rt_plan_check(plan, err)) != MC_RT_OK ||
-        (st = mc_rt_buffers_check(plan, bufs, err)) != MC_RT_OK)
+        (st = mc_rt_buffers_check(plan, bufs, err)) != MC_RT_OK ||
+        (st = mc_rt_exec_init(&x, plan, MC_RT_ORDER_DEPS, err)) != MC_RT_OK)
         goto out;
-    uint32_t maxcomm = 1;
-    for (uint32_t s = 0; s < plan->nsteps; s++)
-        maxcomm = plan->steps[s].ncomm > maxcomm ? plan->steps[s].ncomm : maxcomm;
-    if (!(reqs = malloc(maxcomm * sizeof *reqs))) {
+    size_t n = plan->nops + 1;
+    f.req = malloc(n * sizeof *f.req);
+    f.op = malloc(n * sizeof *f.op);
+    f.idx = malloc(n * sizeof *f.idx);
+    if (!f.req || !f.op || !f.idx) {
         st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: out of memory", plan->rank);
         goto out;
     }
-    for (uint32_t s = 0; s < plan->nsteps; s++) {
-        const mc_rt_step_t *stp = &plan->steps[s];
-        for (uint32_t i = stp->first; i < stp->first + stp->npre; i++)
-            mc_rt_copy_host(plan, &plan->ops[i], bufs);
-        if (stp->ncomm && (st = exchange(plan, stp, comm, bufs, reqs, timeout_s, err)) != MC_RT_OK)
+    double last = mc_rt_now();
+    for (;;) {
+        if ((st = start_ready(&x, comm, bufs, &f, err)) != MC_RT_OK)
             goto out;
-        for (uint32_t i = stp->first + stp->npre + stp->ncomm;
-             i < stp->first + stp->npre + stp->ncomm + stp->npost; i++)
-            mc_rt_copy_host(plan, &plan->ops[i], bufs);
+        if (!f.n)
+            break;
+        if (reap(&x, &f)) {
+            last = mc_rt_now();
+            continue;
+        }
+        if (mc_rt_now() - last > timeout_s) {
+            st = timed_out(plan, &f, timeout_s, err);
+            goto out;
+        }
+        /* Ranks share few cores when oversubscribed: give the peers the CPU. */
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
     }
+    if (!mc_rt_exec_finished(&x))
+        st = mc_rt_fail(err, MC_RT_ERR_INVALID,
+                        "rank %d: %u of %u ops can never start: their dependencies form a cycle",
+                        plan->rank, plan->nops - x.ndone, plan->nops);
 out:
-    free(reqs);
+    free(f.req);
+    free(f.op);
+    free(f.idx);
+    mc_rt_exec_free(&x);
     return st;
 }

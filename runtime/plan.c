@@ -3,8 +3,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_internal.h"
+
+double mc_rt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 int mc_rt_fail(mc_rt_err_t *err, int status, const char *fmt, ...)
 {
@@ -51,6 +59,19 @@ unsigned char *mc_rt_ref_ptr(const mc_rt_plan_t *plan, const mc_rt_ref_t *ref,
 {
     const mc_rt_box_t *b = &plan->boxes[ref->box];
     return (unsigned char *)bufs->buf[b->buf] + mc_rt_box_addr(b, ref->off, NULL);
+}
+
+uint32_t mc_rt_op_step(const mc_rt_plan_t *plan, uint32_t i)
+{
+    uint32_t lo = 0, hi = plan->nsteps;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (plan->steps[mid].first <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return plan->nsteps ? plan->steps[lo].index : 0;
 }
 
 static uint64_t plan_buf_bytes(const mc_rt_plan_t *p, int buf)
@@ -123,6 +144,39 @@ static int check_op(const mc_rt_plan_t *p, uint32_t i, int comm, mc_rt_err_t *er
     return check_ref(p, i, op->kind == MC_RT_OP_SEND ? &op->src : &op->dst, op->bytes, 1, err);
 }
 
+/* Every dependency lies in an earlier step or an earlier part of the same step: then the steps are
+ * an order of the graph, which makes it free of cycles and deadlocks (runtime.h). */
+static int check_deps(const mc_rt_plan_t *p, mc_rt_err_t *err)
+{
+    if (!p->dep_first)
+        return p->deps ? mc_rt_fail(err, MC_RT_ERR_INVALID,
+                                    "rank %d: deps without dep_first", p->rank)
+                       : MC_RT_OK;
+    if (p->dep_first[0] != 0 || (p->dep_first[p->nops] && !p->deps))
+        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                          "rank %d: dep_first must start at 0, and deps hold its %u entries",
+                          p->rank, p->dep_first[p->nops]);
+    for (uint32_t s = 0; s < p->nsteps; s++) {
+        const mc_rt_step_t *st = &p->steps[s];
+        uint32_t bounds[4] = {st->first, st->first + st->npre, st->first + st->npre + st->ncomm,
+                              st->first + st->npre + st->ncomm + st->npost};
+        for (int part = 0; part < 3; part++)
+            for (uint32_t i = bounds[part]; i < bounds[part + 1]; i++) {
+                if (p->dep_first[i + 1] < p->dep_first[i])
+                    return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u: dep_first decreases",
+                                      p->rank, i);
+                for (uint32_t k = p->dep_first[i]; k < p->dep_first[i + 1]; k++)
+                    if (p->deps[k] >= bounds[part])
+                        return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                                          "rank %d: op %u of step %u waits for op %u; an op may "
+                                          "only wait for ops of earlier steps or earlier parts of "
+                                          "its step",
+                                          p->rank, i, st->index, p->deps[k]);
+            }
+    }
+    return MC_RT_OK;
+}
+
 int mc_rt_plan_check(const mc_rt_plan_t *p, mc_rt_err_t *err)
 {
     int st;
@@ -153,7 +207,7 @@ int mc_rt_plan_check(const mc_rt_plan_t *p, mc_rt_err_t *err)
     if (next != p->nops)
         return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %u ops belong to no step", p->rank,
                           p->nops - next);
-    return MC_RT_OK;
+    return check_deps(p, err);
 }
 
 int mc_rt_buffers_check(const mc_rt_plan_t *p, const mc_rt_buffers_t *bufs, mc_rt_err_t *err)

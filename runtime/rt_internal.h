@@ -12,9 +12,15 @@ extern "C" {
 int mc_rt_fail(mc_rt_err_t *err, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Monotonic seconds, for the deadlines of waits. */
+double mc_rt_now(void);
+
 /* Contiguous address of a SEND's source or a RECV's destination in bufs. */
 unsigned char *mc_rt_ref_ptr(const mc_rt_plan_t *plan, const mc_rt_ref_t *ref,
                              const mc_rt_buffers_t *bufs);
+
+/* The micro-step op i of plan belongs to, for messages. */
+uint32_t mc_rt_op_step(const mc_rt_plan_t *plan, uint32_t i);
 
 /* How the loopback stepping moves bytes: copy runs a COPY op, move a send's bytes into the
  * matching receive. Host memory or one GPU. */
@@ -25,8 +31,10 @@ typedef struct mc_rt_mover {
     void *ctx;
 } mc_rt_mover_t;
 
+/* Runs every rank's graph (order: MC_RT_ORDER_*); seed 0 starts ready ops oldest first, any other
+ * seed in a pseudo-random order drawn from it (tests: any order must give the same bytes). */
 int mc_rt_loopback_exec(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
-                        const mc_rt_mover_t *mv, mc_rt_err_t *err);
+                        const mc_rt_mover_t *mv, int order, uint64_t seed, mc_rt_err_t *err);
 
 #ifdef __cplusplus
 }

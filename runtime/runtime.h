@@ -13,7 +13,19 @@
  * waits for them once, then runs its copies out of staging (unpacks). A tree of the schedule
  * becomes micro-steps: at step t the edges at depth l move chunk t-l, so a relay never forwards
  * what it has not received. A send and its receive sit in the same step on both ranks, in the
- * same order, with the same tag.
+ * same order, with the same tag (the tree's index). Running the steps in order is always correct.
+ *
+ * Dependencies. A plan may also say, for every op, which earlier ops of its rank it waits for
+ * (dep_first/deps; NULL in plans made before them): a send waits for the receive or pack that
+ * gives it its chunk and for the previous chunk on its edge, a receive for the previous chunk on
+ * its edge and for the ops that still read the staging slot it overwrites, an unpack for its
+ * receive. The backends run this graph instead of the steps: an op starts as soon as its
+ * dependencies are done (a send or receive is posted then, and completes when its peer's side is
+ * posted too), so independent trees never wait for each other and a relay forwards chunk c as soon
+ * as it holds it, as the simulator assumes. Every dependency points to an op of an earlier step
+ * (or of an earlier part of the same step), so the steps are one order of the graph, which makes
+ * it deadlock-free: the unfinished op of lowest step on any rank has its dependencies done, and
+ * the matching op on its peer is in the same step, so both get posted.
  *
  * Backends: loopback (every rank in this process, host memory), mpi (host memory, declared when
  * <mpi.h> is included first), nccl and the GPU loopback (declared when <nccl.h> is included
@@ -84,6 +96,11 @@ typedef struct mc_rt_plan {
     const mc_rt_box_t *boxes;
     const mc_rt_op_t *ops;
     const mc_rt_step_t *steps;                /* ascending index */
+    /* Op i waits for ops deps[dep_first[i] .. dep_first[i+1]), each below i; dep_first NULL: the
+     * plan has no dependency table and runs by steps. dep_first has nops + 1 entries; deps may be
+     * NULL when there are none. */
+    const uint32_t *dep_first;
+    const uint32_t *deps;
 } mc_rt_plan_t;
 
 typedef struct mc_rt_buffers {
@@ -123,22 +140,63 @@ int mc_rt_copy_rows(const mc_rt_plan_t *plan, const mc_rt_op_t *op, uint64_t min
                     mc_rt_rows_t *rows);
 
 /* Checks that the plan is well formed: boxes inside buffers, references inside boxes, sends and
- * receives contiguous, peers in range, steps ascending and ops covered exactly once. */
+ * receives contiguous, peers in range, steps ascending, ops covered exactly once and every
+ * dependency on an earlier op. */
 int mc_rt_plan_check(const mc_rt_plan_t *plan, mc_rt_err_t *err);
 /* Checks that the buffers have the sizes the plan needs (a workspace may be larger). */
 int mc_rt_buffers_check(const mc_rt_plan_t *plan, const mc_rt_buffers_t *bufs, mc_rt_err_t *err);
 
+/* The graph a backend executes for one rank: nodes 0..nops-1 are the plan's ops, the others are
+ * joins that only order (the ends of the parts of each step when the steps order the ops).
+ * npred[n]: how many nodes n waits for; succ[succ_first[n] .. succ_first[n+1]): those waiting
+ * for n. */
+typedef struct mc_rt_graph {
+    uint32_t nnodes;
+    uint32_t *npred, *succ_first, *succ;
+} mc_rt_graph_t;
+
+enum {
+    MC_RT_ORDER_DEPS = 0,  /* the plan's dependency table (its steps when it has none) */
+    MC_RT_ORDER_STEPS = 1  /* the steps: each part of a step waits for the part before */
+};
+/* Builds the graph of a checked plan in the given order. */
+int mc_rt_graph_build(const mc_rt_plan_t *plan, int order, mc_rt_graph_t *g, mc_rt_err_t *err);
+void mc_rt_graph_free(mc_rt_graph_t *g);
+
+/* One rank's progress through its graph: which ops may start now. The backends and the simulator's
+ * executed-plan timing (sim --executed) share it, so they follow the same order. */
+typedef struct mc_rt_exec {
+    const mc_rt_plan_t *plan;
+    mc_rt_graph_t g;
+    uint32_t *left;             /* per node: dependencies not yet done */
+    uint32_t *queue, head, tail; /* ready nodes, in the order they became ready */
+    uint32_t ndone;             /* ops done */
+} mc_rt_exec_t;
+
+int mc_rt_exec_init(mc_rt_exec_t *x, const mc_rt_plan_t *plan, int order, mc_rt_err_t *err);
+void mc_rt_exec_free(mc_rt_exec_t *x);
+/* The next op whose dependencies are done (joins are passed through), or -1 when none is. With
+ * pick, the pick-th ready op modulo their number instead of the oldest (tests of the order). */
+int64_t mc_rt_exec_next(mc_rt_exec_t *x, uint64_t pick);
+/* Marks op (or join) i done, making ready what waited only for it. */
+void mc_rt_exec_done(mc_rt_exec_t *x, uint32_t i);
+/* Whether every op is done. */
+int mc_rt_exec_finished(const mc_rt_exec_t *x);
+
 /* Runs a COPY op on host memory. */
 void mc_rt_copy_host(const mc_rt_plan_t *plan, const mc_rt_op_t *op, const mc_rt_buffers_t *bufs);
 
-/* Runs every rank's plan in this process on host buffers (bufs[r] for rank r), step by step;
- * a receive with no matching send (or the reverse) is an error naming both ranks and the step. */
+/* Runs every rank's plan in this process on host buffers (bufs[r] for rank r) in the order of
+ * its dependency graph; a receive with no matching send (or the reverse) is an error naming both
+ * ranks and the step. */
 int mc_rt_run_loopback(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
                        mc_rt_err_t *err);
 
 #ifdef MPI_VERSION
 /* Runs this rank's plan with MPI point-to-point on host buffers; the plan's rank and nranks must
- * be comm's. Every wait polls with a deadline of timeout_s seconds. */
+ * be comm's. Sends and receives are posted as their dependencies complete and progressed by one
+ * MPI_Testsome loop; when no op completes for timeout_s seconds the run fails naming the rank, the
+ * step and the oldest op still pending. */
 int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
                   double timeout_s, mc_rt_err_t *err);
 #endif

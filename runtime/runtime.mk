@@ -24,7 +24,7 @@ $(BUILD)/obj/runtime/%.cu.o: runtime/%.cu runtime/runtime.h runtime/rt_internal.
 
 # The files a training repository needs besides the generated ones (emit --standalone).
 RT_EMBED_FILES := runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cuh runtime/plan.c \
-                  runtime/cuda_exec.cu
+                  runtime/graph.c runtime/cuda_exec.cu
 RT_EMBED_OBJ := $(BUILD)/obj/gen/rt_embed.o
 RT_EXTRA_OBJS += $(RT_EMBED_OBJ)
 

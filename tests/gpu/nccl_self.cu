@@ -21,7 +21,7 @@ static const mc_rt_op_t ops[] = {
     {MC_RT_OP_COPY, 0, 0, 16, {1, 16}, {2, 0}},
 };
 static const mc_rt_step_t steps[] = {{0, 0, 1, 2, 1}};
-static const mc_rt_plan_t plan = {0, 1, 64, 32, 32, 3, 4, 1, boxes, ops, steps};
+static const mc_rt_plan_t plan = {0, 1, 64, 32, 32, 3, 4, 1, boxes, ops, steps, NULL, NULL};
 
 int main(void)
 {
