@@ -45,6 +45,10 @@ typedef struct mc_bench_row {
     uint64_t peak_mem;      /* max over GPUs of mc_sched_peak_mem */
     uint64_t moved_max;     /* max over GPUs of the bytes its tree edges deliver to it */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
+    double exec_s;          /* the lowered plans as the runtime executes them (mc_sim_exec), 0 when
+                             * they could not be timed */
+    double exec_steps_s;    /* the same plans run in lockstep micro-steps (code emitted without
+                             * dependency tables) */
     int failed;             /* the strategy or the simulator returned an error */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
                              * kind of task (a same-mesh strategy on a cross-mesh case) */

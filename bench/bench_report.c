@@ -74,13 +74,44 @@ static void name_widths(const mc_bench_row_t *rows, int n, int *cw, int *sw)
     }
 }
 
+/* The exec column: the executed plans' time over the bound, "-" when they could not be timed. */
+static const char *exec_cell(const mc_bench_row_t *r, char *b, size_t n)
+{
+    if (r->exec_s > 0 && r->lower_bound_s > 0)
+        snprintf(b, n, "%.2f", r->exec_s / r->lower_bound_s);
+    else
+        snprintf(b, n, "-");
+    return b;
+}
+
+/* Per suite, the largest executed / simulated time: how far the runtime is from the model. */
+static void exec_footer(FILE *out, const mc_bench_row_t *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int first = 1, worst = -1;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(rows[j].suite, rows[i].suite) != 0;
+        if (!first)
+            continue;
+        for (int j = i; j < n; j++)
+            if (!strcmp(rows[j].suite, rows[i].suite) && !rows[j].failed && rows[j].exec_s > 0 &&
+                rows[j].sim_s > 0 &&
+                (worst < 0 || rows[j].exec_s / rows[j].sim_s > rows[worst].exec_s / rows[worst].sim_s))
+                worst = j;
+        if (worst >= 0)
+            fprintf(out, "%s: executed plan / simulated schedule at most %.3f (%s, %s)\n",
+                    rows[i].suite, rows[worst].exec_s / rows[worst].sim_s, rows[worst].cas,
+                    rows[worst].strategy);
+    }
+}
+
 void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 {
     int cw, sw;
     name_widths(rows, n, &cw, &sw);
-    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-    fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7s %9s %10s %10s %10s  %s\n", "suite", cw,
-            "case", sw, "strategy", "bytes", "bound", "sim", "time/lb", "algbw", "synth",
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+    fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7s %7s %9s %10s %10s %10s  %s\n", "suite", cw,
+            "case", sw, "strategy", "bytes", "bound", "sim", "time/lb", "exec", "algbw", "synth",
             "peak mem", "recv/GPU", "valid");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
@@ -89,10 +120,11 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                     mc_fmt_bytes(r->bytes, b1, sizeof(b1)), valid_str(r), r->error);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s  %s\n", r->suite, cw,
-                r->cas, sw, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %7s %9.3f %10s %10s %10s  %s\n", r->suite,
+                cw, r->cas, sw, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
                 mc_fmt_seconds(r->lower_bound_s, b2, sizeof(b2)),
-                mc_fmt_seconds(r->sim_s, b3, sizeof(b3)), r->ratio, r->algbw_gbps,
+                mc_fmt_seconds(r->sim_s, b3, sizeof(b3)), r->ratio, exec_cell(r, b7, sizeof b7),
+                r->algbw_gbps,
                 mc_fmt_seconds(r->synth_s, b4, sizeof(b4)),
                 mc_fmt_bytes(r->peak_mem, b5, sizeof(b5)),
                 mc_fmt_bytes(r->moved_max, b6, sizeof(b6)), valid_str(r));
@@ -107,14 +139,15 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                     g[k].strategy, g[k].total - g[k].invalid, g[k].total);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s  %d/%d\n", "all", cw,
-                "geomean", sw, g[k].strategy, "-", mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2,
-                                                              sizeof(b2)),
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %7s %9.3f %10s %10s %10s  %d/%d\n", "all",
+                cw, "geomean", sw, g[k].strategy, "-",
+                mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2, sizeof(b2)),
                 mc_fmt_seconds(mean_of(g[k].sim, g[k].n), b3, sizeof(b3)),
-                mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
+                mean_of(g[k].ratio, g[k].n), "-", mean_of(g[k].algbw, g[k].n),
                 mc_fmt_seconds(mean_of(g[k].synth, g[k].n), b4, sizeof(b4)), "-", "-",
                 g[k].total - g[k].invalid, g[k].total);
     }
+    exec_footer(out, rows, n);
     fprintf(out, "algbw = bytes delivered to destinations / simulated time, GB/s (1e9 B/s); "
                  "recv/GPU = most bytes any GPU receives; "
                  "geomean over rows that ran; valid column of geomean rows: valid/total; n/a: the strategy does "
@@ -124,17 +157,17 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
 {
     fprintf(out, "suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,"
-                 "peak_mem_bytes,valid\n");
+                 "peak_mem_bytes,valid,exec_s,exec_steps_s\n");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed)
-            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s\n", r->suite, r->cas, r->strategy,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s,,\n", r->suite, r->cas, r->strategy,
                     (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s, valid_str(r));
         else
-            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s\n", r->suite, r->cas,
-                    r->strategy, (unsigned long long)r->bytes, r->lower_bound_s, r->sim_s,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%.9g,%.9g\n", r->suite,
+                    r->cas, r->strategy, (unsigned long long)r->bytes, r->lower_bound_s, r->sim_s,
                     r->ratio, r->algbw_gbps, r->synth_s, (unsigned long long)r->peak_mem,
-                    valid_str(r));
+                    valid_str(r), r->exec_s, r->exec_steps_s);
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
@@ -142,10 +175,10 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
         if (!g[k].total)
             continue;
         if (!g[k].n) {
-            fprintf(out, "all,geomean,%s,,,,,,,,no\n", g[k].strategy);
+            fprintf(out, "all,geomean,%s,,,,,,,,no,,\n", g[k].strategy);
             continue;
         }
-        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s\n", g[k].strategy,
+        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s,,\n", g[k].strategy,
                 mean_of(g[k].bound, g[k].n), mean_of(g[k].sim, g[k].n),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mean_of(g[k].synth, g[k].n), g[k].invalid ? "no" : "yes");

@@ -1,19 +1,22 @@
 /* meshcast sim: times a schedule on a topology with the flow-level simulator and reports the
  * makespan against the task's lower bound, the algorithm bandwidth and the busiest links; JSON
- * on request, and an SVG timeline of the busy links. */
+ * on request, an SVG timeline of the busy links, and with --executed the time of the plans the
+ * runtime executes for it. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "emit/emit.h"
 #include "sched/sched.h"
 #include "sim/sim.h"
+#include "sim/sim_exec.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: meshcast sim --topo FILE [--json] [--timeline OUT.svg] [--links N] [--force]\n"
-            "                    SCHEDULE\n"
+            "                    [--executed [--steps]] SCHEDULE\n"
             "\n"
             "Times a schedule with the flow-level simulator (max-min fair sharing of every link,\n"
             "store and forward per chunk at relay GPUs, NCCL's per-message overheads). Prints the\n"
@@ -26,6 +29,12 @@ static void usage(FILE *out)
             "  --timeline OUT.svg  also draw one row per busy link over time\n"
             "  --links N           how many of the busiest links to list (default 5)\n"
             "  --force             time a schedule made for another topology\n"
+            "  --executed          also time the plans `meshcast run` and emitted code execute (the\n"
+            "                      schedule lowered per rank, each op started when the ops it\n"
+            "                      waits for are done) on the same link model, and their ratio to\n"
+            "                      the schedule's makespan\n"
+            "  --steps             with --executed: run the plans in lockstep micro-steps instead,\n"
+            "                      as code emitted without dependency tables does\n"
             "  -q, --quiet         no topology warnings\n"
             "\n"
             "exit status: 0 ok, 1 invalid input, 2 usage error\n");
@@ -33,19 +42,21 @@ static void usage(FILE *out)
 
 typedef struct sim_args {
     const char *topo, *timeline, *path;
-    int json, force, quiet, nlinks;
+    int json, force, quiet, nlinks, executed, steps;
 } sim_args_t;
 
 /* Returns -1 when the arguments are good, else the exit code. */
 static int parse_args(int argc, char **argv, sim_args_t *a)
 {
-    enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE };
+    enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE, OPT_EXEC, OPT_STEPS };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"json", no_argument, NULL, OPT_JSON},
         {"timeline", required_argument, NULL, OPT_TIMELINE},
         {"links", required_argument, NULL, OPT_LINKS},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"executed", no_argument, NULL, OPT_EXEC},
+        {"steps", no_argument, NULL, OPT_STEPS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -60,6 +71,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         case OPT_JSON: a->json = 1; break;
         case OPT_TIMELINE: a->timeline = optarg; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_EXEC: a->executed = 1; break;
+        case OPT_STEPS: a->steps = 1; break;
         case OPT_LINKS:
             if (mc_parse_i64(optarg, &n) != 0 || n < 0 || n > 100000)
                 return cli_usage_error("sim", "--links expects a count, got '%s'", optarg);
@@ -75,6 +88,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         return cli_usage_error("sim", "--topo FILE is required");
     if (argc - optind != 1)
         return cli_usage_error("sim", "expected one SCHEDULE file, got %d", argc - optind);
+    if (a->steps && !a->executed)
+        return cli_usage_error("sim", "--steps goes with --executed");
     a->path = argv[optind];
     return -1;
 }
@@ -87,7 +102,14 @@ typedef struct sim_report {
     uint64_t bytes;
     int *busy, nbusy;
     int violations;
+    const mc_sim_exec_result_t *x; /* the executed plans' timing, or NULL */
+    int steps;
 } sim_report_t;
+
+static double exec_ratio(const sim_report_t *p)
+{
+    return p->r->makespan_s > 0 ? p->x->makespan_s / p->r->makespan_s : 1.0;
+}
 
 static double ratio(const sim_report_t *p)
 {
@@ -117,6 +139,11 @@ static void print_text(const sim_report_t *p, const char *path)
     printf("ratio      %.3f\n", ratio(p));
     printf("algbw      %.3f GB/s (%s to destinations)\n", algbw_gbps(p),
            mc_fmt_bytes(p->bytes, b3, sizeof b3));
+    if (p->x)
+        printf("executed   %s (%s, %ld sends), %.3f x the makespan, %.3f x the bound\n",
+               mc_fmt_seconds(p->x->makespan_s, b1, sizeof b1),
+               p->steps ? "lockstep micro-steps" : "dependency graph", p->x->nflows, exec_ratio(p),
+               p->bound.seconds > 0 ? p->x->makespan_s / p->bound.seconds : 1.0);
     if (p->nbusy)
         printf("busiest links:\n");
     for (int i = 0; i < p->nbusy; i++) {
@@ -147,6 +174,11 @@ static void print_json(const sim_report_t *p, const char *path)
     json_object_set_new(o, "ratio", json_real(ratio(p)));
     json_object_set_new(o, "algbw_gbps", json_real(algbw_gbps(p)));
     json_object_set_new(o, "violations", json_integer(p->violations));
+    if (p->x) {
+        json_object_set_new(o, "executed_s", json_real(p->x->makespan_s));
+        json_object_set_new(o, "executed_order", json_string(p->steps ? "steps" : "deps"));
+        json_object_set_new(o, "executed_ratio", json_real(exec_ratio(p)));
+    }
     for (int i = 0; i < p->nbusy; i++) {
         int l = p->busy[i];
         char *name = link_name(p->topo, l);
@@ -176,6 +208,8 @@ int cmd_sim(int argc, char **argv)
     mc_err_t err = {0};
     mc_status_t st = MC_OK;
     char *svg = NULL;
+    mc_emit_plans_t *plans = NULL;
+    mc_sim_exec_result_t xres = {0};
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
     MC_CHECK_GOTO(mc_sched_load(a.path, topo, a.force, &s, &err), out, st);
     rep = (sim_report_t){.s = s, .topo = topo, .r = &res, .bytes = mc_task_total_bytes(s->task)};
@@ -185,6 +219,14 @@ int cmd_sim(int argc, char **argv)
                         "it anyway\n", a.path, rep.violations, rep.violations == 1 ? "" : "s");
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
     MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
+    if (a.executed) {
+        MC_CHECK_GOTO(mc_emit_lower(s, &plans, &err), out, st);
+        MC_CHECK_GOTO(mc_sim_exec(s, topo, plans->nranks, plans->plans, plans->gpus,
+                                  a.steps ? MC_RT_ORDER_STEPS : MC_RT_ORDER_DEPS, &xres, &err),
+                      out, st);
+        rep.x = &xres;
+        rep.steps = a.steps;
+    }
     rep.busy = mc_xmalloc(sizeof(int) * (size_t)(a.nlinks + 1));
     rep.nbusy = mc_sim_busiest(&res, topo, rep.busy, a.nlinks);
     if (a.timeline) {
@@ -196,6 +238,7 @@ int cmd_sim(int argc, char **argv)
     else
         print_text(&rep, a.path);
 out:
+    mc_emit_plans_free(plans);
     free(svg);
     free(rep.busy);
     mc_sim_result_free(&res);

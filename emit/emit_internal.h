@@ -24,6 +24,8 @@ const struct mc_emit_rt_file *mc_emit_rt_file(const char *name);
 
 /* One more than the largest GPU id the schedule names. */
 int mc_emit_ngpus(const mc_sched_t *s);
+/* One more than the largest link id the schedule's routes name. */
+int mc_emit_nlinks(const mc_sched_t *s);
 /* Numbers the GPUs the schedule involves (in a mesh or a tree) 0, 1, ... in GPU order; the
  * others get -1. Returns the number of ranks. */
 int mc_emit_ranks(const mc_sched_t *s, int ngpus, int *rank_of);

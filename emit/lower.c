@@ -47,11 +47,21 @@ typedef struct rank_build {
     uint64_t ws_max;
 } rank_build_t;
 
+/* Where an edge of the schedule starts and ends in the plans: its first send (at the parent) and
+ * its last receive (at the child), -1 when it moves nothing. */
+typedef struct edge_ends {
+    int64_t first_send, last_recv;
+    mc_rt_ref_t send_ref, recv_ref;
+    int child;
+} edge_ends_t;
+
 typedef struct lower {
     const mc_sched_t *s;
     const mc_task_t *t;
     mc_emit_shards_t sh;
     rank_build_t *rb;
+    edge_ends_t *ends;  /* per edge, numbered tree by tree */
+    int *gid0;          /* per tree: the number of its first edge */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -88,10 +98,17 @@ static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_o
     return (uint32_t)rb->nops++;
 }
 
-static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
+/* A dependency on an op of an earlier phase: it orders, but leaves op a first op of its phase
+ * (which still waits for the fence). */
+static void add_dep_cross(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
     MC_GROW(rb->deps, rb->deps_cap, rb->ndeps + 1);
     rb->deps[rb->ndeps++] = (dep_pair_t){op, dep};
+}
+
+static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
+{
+    add_dep_cross(rb, op, dep);
     rb->ops[op].local_deps = 1;
     rb->ops[dep].has_succ = 1;
 }
@@ -281,6 +298,10 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
             to->send[e * 3 + c % 3] = sid;
             to->got[ed->child * 3 + c % 3] = rid;
+            edge_ends_t *end = &L->ends[L->gid0[ti] + e];
+            if (!c)
+                end->first_send = sid, end->send_ref = snd.src;
+            end->last_recv = rid, end->recv_ref = rcv.dst, end->child = ed->child;
             to->unpack[ed->child * 3 + c % 3] = -1;
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
@@ -416,10 +437,75 @@ static void end_phase(lower_t *L, int ngpus)
     }
 }
 
+/* Link order between phases. The schedule's phases run one after another, each link carrying one
+ * phase at a time; without a global barrier the plans keep that per link: an edge's first send
+ * waits until every edge of the latest earlier phase that shares a link with it has delivered its
+ * last chunk. Across two ranks that takes a token, a message of 0 bytes from that edge's child
+ * to this edge's parent (one per pair of ranks and phase), sent and received in the step reserved
+ * before the phase. */
+typedef struct link_order {
+    int **users, *nusers, *ucap, *uphase; /* per link: the edges of the latest phase using it */
+    int *stamp;                           /* [child * ngpus + parent]: phase + 1 of its token */
+    uint32_t *tok_send, *tok_recv;        /* the same index: the token's ops */
+    int ntokens;
+} link_order_t;
+
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus,
+                       const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
+{
+    const edge_ends_t *a = &L->ends[ua];
+    int c = a->child, d = eb->parent;
+    if (c == d) {
+        add_dep_cross(&L->rb[d], (uint32_t)b->first_send, (uint32_t)a->last_recv);
+        return;
+    }
+    size_t k = (size_t)c * (size_t)ngpus + (size_t)d;
+    if (o->stamp[k] != ph + 1) {
+        int tag = L->s->ntrees + o->ntokens++;
+        mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->recv_ref, {0, 0}};
+        mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
+        o->stamp[k] = ph + 1;
+        o->tok_send[k] = add_op(&L->rb[c], step, STAGE_COMM, &snd);
+        o->tok_recv[k] = add_op(&L->rb[d], step, STAGE_COMM, &rcv);
+    }
+    add_dep_cross(&L->rb[c], o->tok_send[k], (uint32_t)a->last_recv);
+    add_dep_cross(&L->rb[d], (uint32_t)b->first_send, o->tok_recv[k]);
+}
+
+/* Orders phase ph's edges after the earlier phases' users of their links, then makes them the
+ * users of those links. */
+static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus)
+{
+    const mc_sched_t *s = L->s;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
+            const mc_tree_edge_t *eb = &s->trees[ti].edges[e];
+            const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
+            for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
+                for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
+                    order_edge(L, o, ph, step, ngpus, eb, b, o->users[eb->links[j]][u]);
+        }
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
+            const mc_tree_edge_t *eb = &s->trees[ti].edges[e];
+            if (L->ends[L->gid0[ti] + e].first_send < 0)
+                continue;
+            for (int j = 0; j < eb->nlinks; j++) {
+                int l = eb->links[j];
+                if (l < 0)
+                    continue;
+                if (o->uphase[l] != ph)
+                    o->nusers[l] = 0, o->uphase[l] = ph;
+                MC_GROW(o->users[l], o->ucap[l], o->nusers[l] + 1);
+                o->users[l][o->nusers[l]++] = L->gid0[ti] + e;
+            }
+        }
+}
+
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -433,9 +519,26 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         L.rb[g].phase_first = L.rb[g].nops;
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
+    L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
+    for (int ti = 0; ti < s->ntrees; ti++)
+        L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
+    L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
+    for (int i = 0; i < L.gid0[s->ntrees]; i++)
+        L.ends[i].first_send = L.ends[i].last_recv = -1;
+    int nlinks = mc_emit_nlinks(s);
+    link_order_t lo = {mc_xcalloc((size_t)nlinks + 1, sizeof(int *)),
+                       mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
+                       mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
+                       mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
+                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(int)),
+                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(uint32_t)),
+                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(uint32_t)), 0};
+    for (int l = 0; l < nlinks; l++)
+        lo.uphase[l] = -1;
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
+        base += ph > 0; /* the step of the tokens */
         for (int ti = 0; ti < s->ntrees; ti++) {
             uint32_t n;
             if (s->trees[ti].phase != ph)
@@ -448,6 +551,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
             MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
             len = n > len ? n : len;
         }
+        order_phase(&L, &lo, ph, base - 1, ngpus);
         end_phase(&L, ngpus);
         base += len;
     }
@@ -472,6 +576,17 @@ out:
     free(to.got);
     free(to.unpack);
     free(to.send);
+    for (int l = 0; l < nlinks; l++)
+        free(lo.users[l]);
+    free(lo.users);
+    free(lo.nusers);
+    free(lo.ucap);
+    free(lo.uphase);
+    free(lo.stamp);
+    free(lo.tok_send);
+    free(lo.tok_recv);
+    free(L.ends);
+    free(L.gid0);
     free(L.rb);
     mc_emit_shards_free(&L.sh);
     mc_emit_plans_free(P);

@@ -20,6 +20,16 @@ int mc_emit_ngpus(const mc_sched_t *s)
     return n;
 }
 
+int mc_emit_nlinks(const mc_sched_t *s)
+{
+    int n = 0;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; e < s->trees[ti].nedges; e++)
+            for (int j = 0; j < s->trees[ti].edges[e].nlinks; j++)
+                n = s->trees[ti].edges[e].links[j] + 1 > n ? s->trees[ti].edges[e].links[j] + 1 : n;
+    return n;
+}
+
 int mc_emit_ranks(const mc_sched_t *s, int ngpus, int *rank_of)
 {
     const mc_task_t *t = s->task;

@@ -4,7 +4,7 @@
 # invariant: every baseline schedule of every paper case validates and never beats the bound.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid'
+header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid,exec_s,exec_steps_s'
 
 expect_exit 0 "help" -- "$MESHCAST" bench --help
 expect_grep "$TMP/out" '^usage: meshcast bench' "help text"

@@ -173,7 +173,9 @@ static void test_strided_relay(void **state)
 }
 
 /* Phase 0 brings the piece to GPU 4; in phase 1 GPU 4 roots a tree to GPU 5 from its own
- * destination shard. Phase 1 starts after phase 0's single step. */
+ * destination shard. Phase 1 starts after phase 0's single step and the step reserved for the
+ * tokens that order links between phases (none here: the two edges share no link, and GPU 4
+ * waits for its own receive). */
 static void test_root_from_earlier_phase(void **state)
 {
     mc_task_t *task;
@@ -187,8 +189,18 @@ static void test_root_from_earlier_phase(void **state)
     edge(s, t1, 4, 5);
     s->nphases = 2;
     assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
-    assert_int_equal(P->nphase_steps, 2);
-    assert_int_equal(P->plans[2].steps[0].index, 1);
+    assert_int_equal(P->nphase_steps, 3);
+    assert_int_equal(P->plans[2].steps[0].index, 2);
+    /* GPU 4 receives (op 0), unpacks into its shard (op 1, waiting for op 0), and in phase 1
+     * sends from the shard: the send waits for the unpack, by the fence between phases. */
+    const mc_rt_plan_t *p4 = &P->plans[1];
+    assert_int_equal(p4->nops, 3);
+    assert_int_equal(p4->ops[2].kind, MC_RT_OP_SEND);
+    assert_int_equal(p4->dep_first[1], 0);
+    assert_int_equal(p4->dep_first[2] - p4->dep_first[1], 1);
+    assert_int_equal(p4->deps[p4->dep_first[1]], 0);
+    assert_int_equal(p4->dep_first[3] - p4->dep_first[2], 1);
+    assert_int_equal(p4->deps[p4->dep_first[2]], 1);
     check_and_free(task, s, P);
 }
 

@@ -1,0 +1,268 @@
+/* The executed-plan simulation (sim_exec.h). Each rank's graph comes from the runtime itself
+ * (mc_rt_exec_*), so the order is the backend's by construction; posted sends meet posted
+ * receives as MPI matches them (oldest send of the peer with the tag), and the resulting flows
+ * share links max-min fairly, re-rated whenever one starts or ends. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_exec.h"
+#include "sim/sim_internal.h"
+
+/* The links a send crosses: its schedule edge's route, or for a token (a 0-byte message that
+ * orders phases, tag beyond the trees) the topology's route between the two GPUs. */
+typedef struct xpath {
+    const int *links;
+    int nlinks;
+    double delay;
+} xpath_t;
+
+typedef struct xflow {
+    const xpath_t *e;
+    int rank, peer;            /* receiving rank and sending rank */
+    uint32_t recv, send;       /* their ops */
+    double remaining, rate, t_upd, delay;
+    unsigned version;
+} xflow_t;
+
+typedef struct xrank {
+    mc_rt_exec_t x;
+    uint32_t *pend;            /* posted sends and receives not matched yet, in posting order */
+    uint32_t npend;
+    xpath_t *path;             /* per op: a send's links */
+    mc_route_t *routes;        /* tokens' routes */
+} xrank_t;
+
+typedef struct xsim {
+    const mc_sched_t *s;
+    const mc_topo_t *topo;
+    int nranks;
+    const mc_rt_plan_t *plans;
+    xrank_t *r;
+    xflow_t *flows;
+    int nflows, flow_cap;
+    int *active, nactive, active_cap;
+    sim_queue_t q;
+    mc_sched_maxmin_t *mm;
+    double *cap, *rates;
+    int *off, *links, rate_cap, link_cap;
+} xsim_t;
+
+/* The edge of tree `tree` from GPU parent to GPU child, or NULL. */
+static const mc_tree_edge_t *find_edge(const mc_sched_t *s, int tree, int parent, int child)
+{
+    if (tree < 0 || tree >= s->ntrees)
+        return NULL;
+    for (int e = 0; e < s->trees[tree].nedges; e++)
+        if (s->trees[tree].edges[e].parent == parent && s->trees[tree].edges[e].child == child)
+            return &s->trees[tree].edges[e];
+    return NULL;
+}
+
+static mc_status_t rank_init(xsim_t *xs, int r, const int *gpus, int order, mc_err_t *err)
+{
+    const mc_rt_plan_t *p = &xs->plans[r];
+    mc_rt_err_t re = {0};
+    xrank_t *xr = &xs->r[r];
+    if (mc_rt_plan_check(p, &re) != MC_RT_OK || mc_rt_exec_init(&xr->x, p, order, &re) != MC_RT_OK)
+        return mc_err_set(err, MC_ERR_INVALID, "sim: %s", re.msg);
+    xr->pend = mc_xmalloc((p->nops + 1) * sizeof *xr->pend);
+    xr->path = mc_xcalloc(p->nops + 1, sizeof *xr->path);
+    xr->routes = mc_xcalloc(p->nops + 1, sizeof *xr->routes);
+    for (uint32_t i = 0; i < p->nops; i++) {
+        const mc_rt_op_t *op = &p->ops[i];
+        if (op->kind != MC_RT_OP_SEND)
+            continue;
+        if (op->tag >= xs->s->ntrees && !op->bytes) {
+            mc_status_t st = mc_topo_route(xs->topo, gpus[r], gpus[op->peer], &xr->routes[i], err);
+            if (st != MC_OK)
+                return st;
+            xr->path[i] = (xpath_t){xr->routes[i].links, xr->routes[i].nlinks, 0};
+        } else {
+            const mc_tree_edge_t *e = find_edge(xs->s, op->tag, gpus[r], gpus[op->peer]);
+            if (!e || e->nlinks < 1)
+                return mc_err_set(err, MC_ERR_INVALID,
+                                  "sim: rank %d (GPU %d), op %u: the schedule has no routed edge "
+                                  "GPU %d -> GPU %d in tree %d",
+                                  r, gpus[r], i, gpus[r], gpus[op->peer], op->tag);
+            xr->path[i] = (xpath_t){e->links, e->nlinks, 0};
+        }
+        xr->path[i].delay = mc_topo_links_delay(xs->topo, xr->path[i].links, xr->path[i].nlinks);
+    }
+    return MC_OK;
+}
+
+/* Starts what is ready on every rank (copies finish at once) and turns each posted receive whose
+ * send is posted too into a flow that starts after the edge's overhead. */
+static void advance(xsim_t *xs, double now)
+{
+    for (int r = 0; r < xs->nranks; r++) {
+        int64_t i;
+        while ((i = mc_rt_exec_next(&xs->r[r].x, 0)) >= 0) {
+            if (xs->plans[r].ops[i].kind == MC_RT_OP_COPY)
+                mc_rt_exec_done(&xs->r[r].x, (uint32_t)i);
+            else
+                xs->r[r].pend[xs->r[r].npend++] = (uint32_t)i;
+        }
+    }
+    for (int r = 0; r < xs->nranks; r++) {
+        xrank_t *xr = &xs->r[r];
+        for (uint32_t k = 0; k < xr->npend;) {
+            const mc_rt_op_t *op = &xs->plans[r].ops[xr->pend[k]];
+            xrank_t *xq = &xs->r[op->peer];
+            uint32_t j = 0;
+            while (op->kind == MC_RT_OP_RECV && j < xq->npend) {
+                const mc_rt_op_t *o = &xs->plans[op->peer].ops[xq->pend[j]];
+                if (o->kind == MC_RT_OP_SEND && o->peer == r && o->tag == op->tag)
+                    break;
+                j++;
+            }
+            if (op->kind != MC_RT_OP_RECV || j == xq->npend) {
+                k++;
+                continue;
+            }
+            MC_GROW(xs->flows, xs->flow_cap, xs->nflows + 1);
+            const xpath_t *e = &xq->path[xq->pend[j]];
+            xs->flows[xs->nflows] = (xflow_t){.e = e, .rank = r, .peer = op->peer,
+                                              .recv = xr->pend[k], .send = xq->pend[j],
+                                              .remaining = (double)op->bytes, .delay = e->delay};
+            sim_queue_push(&xs->q, now + xs->flows[xs->nflows].delay, SIM_EV_ACTIVATE,
+                           xs->nflows, 0);
+            xs->nflows++;
+            memmove(&xq->pend[j], &xq->pend[j + 1], (xq->npend - j - 1) * sizeof *xq->pend);
+            xq->npend--;
+            memmove(&xr->pend[k], &xr->pend[k + 1], (xr->npend - k - 1) * sizeof *xr->pend);
+            xr->npend--;
+        }
+    }
+}
+
+/* New max-min rates for the active flows; a flow whose rate changed gets a new finish event. */
+static void rerate(xsim_t *xs, double now)
+{
+    int n = xs->nactive, nl = 0;
+    MC_GROW(xs->off, xs->rate_cap, n + 1);
+    xs->rates = mc_xrealloc(xs->rates, sizeof(double) * (size_t)(xs->rate_cap + 1));
+    for (int i = 0; i < n; i++)
+        nl += xs->flows[xs->active[i]].e->nlinks;
+    MC_GROW(xs->links, xs->link_cap, nl + 1);
+    xs->off[0] = 0;
+    for (int i = 0, at = 0; i < n; i++) {
+        const xpath_t *e = xs->flows[xs->active[i]].e;
+        memcpy(&xs->links[at], e->links, sizeof(int) * (size_t)e->nlinks);
+        at += e->nlinks;
+        xs->off[i + 1] = at;
+    }
+    mc_sched_maxmin_solve(xs->mm, n, xs->off, xs->links, NULL, xs->cap, xs->rates);
+    for (int i = 0; i < n; i++) {
+        xflow_t *f = &xs->flows[xs->active[i]];
+        f->remaining -= f->rate * (now - f->t_upd);
+        if (f->remaining < 0)
+            f->remaining = 0;
+        f->t_upd = now;
+        if (xs->rates[i] == f->rate)
+            continue;
+        f->rate = xs->rates[i];
+        f->version++;
+        sim_queue_push(&xs->q, now + f->remaining / f->rate, SIM_EV_FINISH, xs->active[i],
+                       f->version);
+    }
+}
+
+/* Applies one event; returns whether the set of active flows changed. */
+static int process(xsim_t *xs, const sim_event_t *ev, double now)
+{
+    xflow_t *f = &xs->flows[ev->flow];
+    if (ev->kind == SIM_EV_ACTIVATE && f->remaining > 0) {
+        f->t_upd = now;
+        MC_GROW(xs->active, xs->active_cap, xs->nactive + 1);
+        xs->active[xs->nactive++] = ev->flow;
+        return 1;
+    }
+    if (ev->kind == SIM_EV_FINISH && ev->version != f->version)
+        return 0;
+    for (int i = 0; i < xs->nactive; i++)
+        if (xs->active[i] == ev->flow) {
+            memmove(&xs->active[i], &xs->active[i + 1],
+                    sizeof(int) * (size_t)(xs->nactive - i - 1));
+            xs->nactive--;
+            break;
+        }
+    f->remaining = 0;
+    mc_rt_exec_done(&xs->r[f->rank].x, f->recv);
+    mc_rt_exec_done(&xs->r[f->peer].x, f->send);
+    return 1;
+}
+
+/* The first rank that did not finish, with its oldest posted op. */
+static mc_status_t stalled(const xsim_t *xs, mc_err_t *err)
+{
+    for (int r = 0; r < xs->nranks; r++) {
+        const xrank_t *xr = &xs->r[r];
+        if (mc_rt_exec_finished(&xr->x))
+            continue;
+        if (!xr->npend)
+            return mc_err_set(err, MC_ERR_INTERNAL, "sim: rank %d stalled with %u of %u ops done",
+                              r, xr->x.ndone, xs->plans[r].nops);
+        const mc_rt_op_t *op = &xs->plans[r].ops[xr->pend[0]];
+        return mc_err_set(err, MC_ERR_INTERNAL,
+                          "sim: rank %d stalled: its %s of %llu bytes (tag %d) %s rank %d never "
+                          "meets its peer's",
+                          r, op->kind == MC_RT_OP_SEND ? "send" : "receive",
+                          (unsigned long long)op->bytes, op->tag,
+                          op->kind == MC_RT_OP_SEND ? "to" : "from", op->peer);
+    }
+    return MC_OK;
+}
+
+mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
+                        const mc_rt_plan_t *plans, const int *gpus, int order,
+                        mc_sim_exec_result_t *res, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    xsim_t xs = {.s = s, .topo = topo, .nranks = nranks, .plans = plans};
+    memset(res, 0, sizeof *res);
+    xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
+    xs.cap = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
+    for (int l = 0; l < topo->nlinks; l++)
+        xs.cap[l] = topo->links[l].bw;
+    xs.mm = mc_sched_maxmin_new(topo->nlinks);
+    for (int r = 0; r < nranks; r++)
+        MC_CHECK_GOTO(rank_init(&xs, r, gpus, order, err), out, st);
+    double now = 0, last = 0;
+    advance(&xs, now);
+    while (xs.q.n > 0) {
+        sim_event_t ev = sim_queue_pop(&xs.q);
+        int changed = process(&xs, &ev, now = ev.t);
+        /* events at the same instant (up to rounding) share one rate computation, as in sim.c */
+        while (xs.q.n > 0 && xs.q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
+            ev = sim_queue_pop(&xs.q);
+            changed |= process(&xs, &ev, now);
+        }
+        if (!changed)
+            continue;
+        last = now;
+        advance(&xs, now);
+        rerate(&xs, now);
+    }
+    MC_CHECK_GOTO(stalled(&xs, err), out, st);
+    res->makespan_s = last;
+    res->nflows = xs.nflows;
+out:
+    for (int r = 0; r < nranks; r++) {
+        mc_rt_exec_free(&xs.r[r].x);
+        free(xs.r[r].pend);
+        free(xs.r[r].path);
+        free(xs.r[r].routes);
+    }
+    free(xs.r);
+    free(xs.flows);
+    free(xs.active);
+    sim_queue_free(&xs.q);
+    mc_sched_maxmin_free(xs.mm);
+    free(xs.cap);
+    free(xs.rates);
+    free(xs.off);
+    free(xs.links);
+    return st;
+}
