@@ -21,8 +21,10 @@ static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, mc_bench_row_t
         return;
     if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS, &x, &err) == MC_OK)
         row->exec_s = x.makespan_s;
+    mc_sim_exec_result_free(&x);
     if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_STEPS, &x, &err) == MC_OK)
         row->exec_steps_s = x.makespan_s;
+    mc_sim_exec_result_free(&x);
     mc_emit_plans_free(P);
 }
 

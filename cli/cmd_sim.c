@@ -239,6 +239,7 @@ int cmd_sim(int argc, char **argv)
         print_text(&rep, a.path);
 out:
     mc_emit_plans_free(plans);
+    mc_sim_exec_result_free(&xres);
     free(svg);
     free(rep.busy);
     mc_sim_result_free(&res);

@@ -180,9 +180,15 @@ static int host_move(void *ctx, void *dst, const void *src, uint64_t bytes, mc_r
     return MC_RT_OK;
 }
 
+int mc_rt_run_loopback_order(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                             int order, uint64_t seed, mc_rt_err_t *err)
+{
+    const mc_rt_mover_t mv = {host_copy, host_move, NULL};
+    return mc_rt_loopback_exec(nranks, plans, bufs, &mv, order, seed, err);
+}
+
 int mc_rt_run_loopback(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
                        mc_rt_err_t *err)
 {
-    const mc_rt_mover_t mv = {host_copy, host_move, NULL};
-    return mc_rt_loopback_exec(nranks, plans, bufs, &mv, MC_RT_ORDER_DEPS, 0, err);
+    return mc_rt_run_loopback_order(nranks, plans, bufs, MC_RT_ORDER_DEPS, 0, err);
 }

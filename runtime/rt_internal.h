@@ -36,6 +36,10 @@ typedef struct mc_rt_mover {
 int mc_rt_loopback_exec(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
                         const mc_rt_mover_t *mv, int order, uint64_t seed, mc_rt_err_t *err);
 
+/* mc_rt_run_loopback in a given order and pick seed (mc_rt_loopback_exec). */
+int mc_rt_run_loopback_order(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                             int order, uint64_t seed, mc_rt_err_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,9 @@
  * its edge and for the ops that still read the staging slot it overwrites, an unpack for its
  * receive. The backends run this graph instead of the steps: an op starts as soon as its
  * dependencies are done (a send or receive is posted then, and completes when its peer's side is
- * posted too), so independent trees never wait for each other and a relay forwards chunk c as soon
+ * posted too; two sends, or two receives, with the same peer and tag must be ordered by the
+ * dependencies, since messages match in the order they are posted), so independent trees never
+ * wait for each other and a relay forwards chunk c as soon
  * as it holds it, as the simulator assumes. Every dependency points to an op of an earlier step
  * (or of an earlier part of the same step), so the steps are one order of the graph, which makes
  * it deadlock-free: the unfinished op of lowest step on any rank has its dependencies done, and

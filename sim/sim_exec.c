@@ -39,6 +39,7 @@ typedef struct xsim {
     int nranks;
     const mc_rt_plan_t *plans;
     xrank_t *r;
+    double *end;               /* per rank: its last completion */
     xflow_t *flows;
     int nflows, flow_cap;
     int *active, nactive, active_cap;
@@ -189,6 +190,7 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
             break;
         }
     f->remaining = 0;
+    xs->end[f->rank] = xs->end[f->peer] = now;
     mc_rt_exec_done(&xs->r[f->rank].x, f->recv);
     mc_rt_exec_done(&xs->r[f->peer].x, f->send);
     return 1;
@@ -223,6 +225,7 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     xsim_t xs = {.s = s, .topo = topo, .nranks = nranks, .plans = plans};
     memset(res, 0, sizeof *res);
     xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
+    xs.end = mc_xcalloc((size_t)nranks + 1, sizeof *xs.end);
     xs.cap = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
     for (int l = 0; l < topo->nlinks; l++)
         xs.cap[l] = topo->links[l].bw;
@@ -248,7 +251,11 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     MC_CHECK_GOTO(stalled(&xs, err), out, st);
     res->makespan_s = last;
     res->nflows = xs.nflows;
+    res->nranks = nranks;
+    res->rank_end_s = xs.end;
+    xs.end = NULL;
 out:
+    free(xs.end);
     for (int r = 0; r < nranks; r++) {
         mc_rt_exec_free(&xs.r[r].x);
         free(xs.r[r].pend);
@@ -265,4 +272,10 @@ out:
     free(xs.off);
     free(xs.links);
     return st;
+}
+
+void mc_sim_exec_result_free(mc_sim_exec_result_t *res)
+{
+    free(res->rank_end_s);
+    memset(res, 0, sizeof *res);
 }

@@ -16,6 +16,8 @@
 typedef struct mc_sim_exec_result {
     double makespan_s;
     long nflows;       /* sends simulated */
+    int nranks;
+    double *rank_end_s; /* per rank: when its last send or receive completed (0: it has none) */
 } mc_sim_exec_result_t;
 
 /* Times the plans of schedule s (plans[r] runs GPU gpus[r]; a send's tag is its tree's index in s)
@@ -24,5 +26,6 @@ typedef struct mc_sim_exec_result {
 mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
                         const mc_rt_plan_t *plans, const int *gpus, int order,
                         mc_sim_exec_result_t *res, mc_err_t *err);
+void mc_sim_exec_result_free(mc_sim_exec_result_t *res);
 
 #endif

@@ -1,0 +1,211 @@
+/* Tests for sim/sim_exec.c, the simulation of the plans the runtime executes, on the paper's
+ * cluster: the dependency graph keeps two trees that share a root but no link independent (the
+ * lockstep steps make the fast one wait for the slow one); a relayed chain and phases that share a
+ * NIC take what the schedule's simulation says; and the loopback delivers those plans' bytes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "emit/emit.h"
+#include "sim/sim.h"
+#include "sim/sim_exec.h"
+
+static mc_topo_t *topo;
+
+static int setup(void **state)
+{
+    mc_err_t err = {0};
+    if (mc_topo_load("topologies/aws-p3.8xlarge-x5.xml", &topo, &err) != MC_OK) {
+        print_message("%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mc_topo_free(topo);
+    return 0;
+}
+
+/* GPU 0 holds a 64 MiB tensor that GPUs a and b both need. */
+static mc_sched_t *two_dests(mc_task_t **task, int a, int b)
+{
+    mc_err_t err = {0};
+    char text[128];
+    snprintf(text, sizeof text,
+             "mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[%d,%d]\nmove f32[16777216] A[_] -> B[_]\n",
+             a, b);
+    assert_int_equal(mc_task_parse_text(text, "test", task, &err), MC_OK);
+    assert_int_equal(mc_task_split(*task, &err), MC_OK);
+    assert_int_equal((*task)->npieces, 1);
+    return mc_sched_new(*task, topo, "hand");
+}
+
+static void edge(mc_sched_t *s, int tree, int parent, int child)
+{
+    mc_err_t err = {0};
+    assert_int_equal(mc_sched_add_edge(s, topo, tree, parent, child, &err), MC_OK);
+}
+
+static double sim_time(const mc_sched_t *s)
+{
+    mc_sim_result_t r;
+    mc_err_t err = {0};
+    assert_int_equal(mc_sim_run_totals(s, topo, &r, &err), MC_OK);
+    double t = r.makespan_s;
+    mc_sim_result_free(&r);
+    return t;
+}
+
+/* Lowers s, checks every byte through the host loopback when s is a whole schedule (it
+ * validates), and times the plans in `order`; *end_of gets when GPU `gpu`'s rank finished. */
+static double exec_time(const mc_sched_t *s, int order, int gpu, double *end_of)
+{
+    mc_emit_plans_t *P = NULL;
+    mc_sim_exec_result_t x;
+    mc_err_t err = {0};
+    mc_rt_err_t re = {0};
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    mc_rt_buffers_t *b = calloc(P->nranks, sizeof *b);
+    for (int r = 0; r < P->nranks; r++) {
+        const mc_rt_plan_t *p = &P->plans[r];
+        uint64_t n[MC_RT_NBUFS] = {p->src_bytes, p->dst_bytes, p->ws_bytes};
+        for (int i = 0; i < MC_RT_NBUFS; i++) {
+            b[r].bytes[i] = n[i];
+            b[r].buf[i] = malloc(n[i] + 1);
+        }
+        mc_emit_fill_src(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_SRC]);
+        mc_emit_poison_dst(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_DST]);
+    }
+    assert_int_equal(mc_rt_run_loopback(P->nranks, P->plans, b, &re), MC_RT_OK);
+    int whole = mc_sched_validate(s, topo, NULL) == 0;
+    for (int r = 0; r < P->nranks; r++) {
+        if (whole)
+            assert_int_equal(
+                mc_emit_check_dst(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], NULL, 0), 0);
+        for (int i = 0; i < MC_RT_NBUFS; i++)
+            free(b[r].buf[i]);
+    }
+    free(b);
+    assert_int_equal(mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, order, &x, &err), MC_OK);
+    for (int r = 0; r < P->nranks; r++)
+        if (P->gpus[r] == gpu)
+            *end_of = x.rank_end_s[r];
+    double t = x.makespan_s;
+    mc_sim_exec_result_free(&x);
+    mc_emit_plans_free(P);
+    return t;
+}
+
+static void assert_close(double got, double want)
+{
+    if (fabs(got - want) > 1e-9 * want)
+        fail_msg("got %.12g s, want %.12g s", got, want);
+}
+
+/* Two trees from GPU 0 in one phase, on disjoint links, 16 chunks each. The fast tree (NVLink to
+ * GPU 1) must end when it would alone; in lockstep steps GPU 0 waits every step for its slow
+ * send too, so GPU 1 ends with the slow tree. */
+static void test_independent_trees(void **state)
+{
+    mc_task_t *task, *task1;
+    double end1, end4, alone_end, unused;
+    mc_sched_t *s = two_dests(&task, 1, 4);
+    int fast = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16);
+    edge(s, fast, 0, 1);
+    int slow = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16);
+    edge(s, slow, 0, 4);
+    s->nphases = 1;
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    /* The fast tree alone, in a schedule of its own. */
+    mc_sched_t *s1 = two_dests(&task1, 1, 4);
+    edge(s1, mc_sched_add_tree(s1, 0, 0, 64 << 20, 0, 0, 16), 0, 1);
+    s1->nphases = 1;
+    double t_fast = sim_time(s1);
+    exec_time(s1, MC_RT_ORDER_DEPS, 1, &alone_end);
+    assert_close(alone_end, t_fast);
+
+    double t = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1);
+    exec_time(s, MC_RT_ORDER_DEPS, 4, &end4);
+    assert_close(t, sim_time(s));
+    assert_close(end1, t_fast);
+    assert_true(end4 > 10 * end1);
+    exec_time(s, MC_RT_ORDER_STEPS, 1, &end1);
+    exec_time(s, MC_RT_ORDER_STEPS, 4, &unused);
+    assert_true(end1 > 0.9 * end4);
+    mc_sched_free(s1);
+    mc_task_free(task1);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
+ * model says. */
+static void test_relay_chain(void **state)
+{
+    mc_task_t *task;
+    double end;
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
+                                        "move f32[4194304] A[_] -> B[_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    int t = mc_sched_add_tree(s, 0, 0, 16 << 20, 0, 0, 8);
+    edge(s, t, 0, 4);
+    edge(s, t, 4, 5);
+    s->nphases = 1;
+    assert_close(exec_time(s, MC_RT_ORDER_DEPS, 5, &end), sim_time(s));
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* Two phases whose trees share GPU 0's NIC (to GPU 4, then to GPU 8): a token from GPU 4 to GPU 0
+ * keeps the second off the link until the first is done, so the plans take the schedule's time
+ * plus one token's overhead, and the trees do not share the NIC as they would without it. */
+static void test_phases_share_a_link(void **state)
+{
+    mc_task_t *task;
+    double end;
+    mc_err_t err = {0};
+    mc_sched_t *s = two_dests(&task, 4, 8);
+    int a = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 4);
+    edge(s, a, 0, 4);
+    int b = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 1, 4);
+    edge(s, b, 0, 8);
+    s->nphases = 2;
+    mc_emit_plans_t *P = NULL;
+    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    const mc_rt_plan_t *p0 = &P->plans[0]; /* GPU 0: the token's receive, 0 bytes from GPU 4 */
+    int tokens = 0;
+    for (uint32_t i = 0; i < p0->nops; i++)
+        tokens += p0->ops[i].kind == MC_RT_OP_RECV && !p0->ops[i].bytes &&
+                  P->gpus[p0->ops[i].peer] == 4 && p0->ops[i].tag == s->ntrees;
+    assert_int_equal(tokens, 1);
+    mc_emit_plans_free(P);
+    mc_route_t r;
+    assert_int_equal(mc_topo_route(topo, 4, 0, &r, &err), MC_OK);
+    double token = mc_topo_links_delay(topo, r.links, r.nlinks);
+    double want = sim_time(s), got = exec_time(s, MC_RT_ORDER_DEPS, 8, &end);
+    assert_close(got, want + token);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_independent_trees),
+        cmocka_unit_test(test_relay_chain),
+        cmocka_unit_test(test_phases_share_a_link),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
