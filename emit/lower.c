@@ -1,7 +1,8 @@
 /* Lowering: a schedule becomes one runtime plan per rank. Phases run one after the other; inside
  * a phase every tree moves chunk t-l over its edges of depth l at micro-step t, so a relay
- * receives chunk c while it forwards chunk c-1 (two staging slots), a root packs one chunk per
- * step (one slot) and a leaf unpacks what it just received (one slot). A node whose part of the
+ * receives chunk c while it forwards chunk c-1 (two staging slots), a root packs chunk c while
+ * chunk c-1 may still be on its way to a slow child (two slots: its children need not keep pace
+ * with each other) and a leaf unpacks what it just received (one slot). A node whose part of the
  * piece is contiguous in its shard sends from or receives into the shard itself, without
  * staging. Staging is reused from phase to phase, so the workspace is the largest phase's.
  *
@@ -165,8 +166,9 @@ static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, 
             return MC_OK;
         }
     }
-    /* Staged: a relay holds the chunk it forwards while the next one arrives. */
-    pl->nslots = depth > 0 && has_children && tr->nchunks > 1 ? 2 : 1;
+    /* Staged: a relay holds the chunk it forwards while the next one arrives, a root the chunk a
+     * slow child still receives while it packs the next. */
+    pl->nslots = (depth == 0 || has_children) && tr->nchunks > 1 ? 2 : 1;
     pl->ws_off = rb->ws_phase;
     rb->ws_phase += slot_bytes(tr) * pl->nslots;
     return MC_OK;
