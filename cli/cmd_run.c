@@ -1,8 +1,8 @@
 /* meshcast run: executes a schedule end to end on real buffers and checks every byte. Sources are
  * filled with a pattern derived from each element's global index, destinations with its
- * complement; after the run every destination byte must hold the pattern. Backends: loopback
- * (every rank in this process, host memory or one GPU), mpi (one process per rank, under mpirun)
- * and nccl (one GPU per rank, under mpirun). */
+ * complement; after the run every destination byte must hold the pattern. The work is the
+ * runtime driver's (mc_rt_drive, its table of backends) with emit's pattern as hooks; this file
+ * parses and prints. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +27,16 @@ static void usage(FILE *out)
             "  --topo FILE          the topology the schedule was made for\n"
             "  --backend NAME       loopback (default), mpi or nccl\n"
             "  --gpu                loopback on GPU 0: one buffer set per rank, device copies\n"
-            "  --timeout S          seconds any wait may take before the run fails (default 30)\n"
+            "  --timeout S          seconds any wait may go without progress before the run fails\n"
+            "                       (default 30); a rank that finished waits for the others\n"
             "  --workspace BYTES    give every rank this much workspace instead of what its plan\n"
             "                       needs (a smaller one is refused)\n"
             "  --absent-rank R      mpi/nccl: rank R does not take part, as if it had died (fault\n"
             "                       tests: the others must fail within --timeout)\n"
+            "  --stop-rank R --stop-at STAGE\n"
+            "                       mpi/nccl: rank R stops itself (SIGSTOP) at STAGE: set-up,\n"
+            "                       transfer or check (fault tests: the job must end within\n"
+            "                       --timeout plus 2 s, naming the rank and the stage)\n"
             "  --print-ranks        print the number of ranks each schedule needs, run nothing\n"
             "  --print-memory       print the host bytes a loopback run of each schedule\n"
             "                       allocates, run nothing\n"
@@ -44,13 +49,12 @@ static void usage(FILE *out)
             "2 usage error\n");
 }
 
-enum { BK_LOOPBACK, BK_MPI, BK_NCCL };
-
 typedef struct run_args {
     const char *topo, *sched; /* sched: the schedule being run */
     char **scheds;
     int nscheds;
-    int backend, gpu, quiet, absent, print_ranks, print_memory, bench_copies;
+    const mc_rt_backend_t *backend;
+    int gpu, quiet, absent, stop_rank, stop_at, print_ranks, print_memory, bench_copies;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
@@ -59,7 +63,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     enum {
         OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
-        OPT_BENCH, OPT_MEMORY
+        OPT_BENCH, OPT_MEMORY, OPT_STOP_RANK, OPT_STOP_AT
     };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
@@ -68,6 +72,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"workspace", required_argument, NULL, OPT_WS},
         {"absent-rank", required_argument, NULL, OPT_ABSENT},
+        {"stop-rank", required_argument, NULL, OPT_STOP_RANK},
+        {"stop-at", required_argument, NULL, OPT_STOP_AT},
         {"print-ranks", no_argument, NULL, OPT_RANKS},
         {"print-memory", no_argument, NULL, OPT_MEMORY},
         {"bench-copies", required_argument, NULL, OPT_BENCH},
@@ -88,15 +94,14 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_BACKEND:
-            if (!strcmp(optarg, "loopback"))
-                a->backend = BK_LOOPBACK;
-            else if (!strcmp(optarg, "mpi"))
-                a->backend = BK_MPI;
-            else if (!strcmp(optarg, "nccl"))
-                a->backend = BK_NCCL;
-            else
+            if (!strcmp(optarg, "loopback-gpu") || !(a->backend = mc_rt_backend_find(optarg)))
                 return cli_usage_error("run", "--backend: expected loopback, mpi or nccl, got '%s'",
                                        optarg);
+            break;
+        case OPT_STOP_AT:
+            if ((a->stop_at = mc_rt_stage_parse(optarg)) < 0)
+                return cli_usage_error("run", "--stop-at: expected set-up, transfer or check, got "
+                                       "'%s'", optarg);
             break;
         case OPT_TIMEOUT:
             if (mc_parse_double(optarg, &a->timeout) || a->timeout <= 0)
@@ -113,9 +118,11 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->bench_copies = (int)v;
             break;
         case OPT_ABSENT:
+        case OPT_STOP_RANK:
             if (mc_parse_i64(optarg, &v) || v < 0 || v > 1 << 20)
-                return cli_usage_error("run", "--absent-rank: expected a rank, got '%s'", optarg);
-            a->absent = (int)v;
+                return cli_usage_error("run", "%s: expected a rank, got '%s'", argv[optind - 2],
+                                       optarg);
+            *(opt == OPT_ABSENT ? &a->absent : &a->stop_rank) = (int)v;
             break;
         default:
             return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -127,56 +134,12 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     a->nscheds = argc - optind;
     if (!a->topo)
         return cli_usage_error("run", "--topo FILE is required");
-    if (a->gpu && a->backend != BK_LOOPBACK)
+    if (a->gpu && a->backend->run_rank)
         return cli_usage_error("run", "--gpu goes with --backend loopback");
-    return -1;
-}
-
-/* Host buffers for a rank that runs GPU gpu: the source holds the pattern, the destination its
- * complement. With src given, the rank reads that source buffer instead of its own (its tiles
- * are the same, and sources are only read). */
-static mc_status_t alloc_bufs(const run_args_t *a, const mc_task_t *task, const mc_rt_plan_t *p,
-                              int gpu, void *src, mc_rt_buffers_t *b, mc_err_t *err)
-{
-    memset(b, 0, sizeof *b);
-    b->bytes[MC_RT_BUF_SRC] = p->src_bytes;
-    b->bytes[MC_RT_BUF_DST] = p->dst_bytes;
-    b->bytes[MC_RT_BUF_WS] = a->workspace >= 0 ? (uint64_t)a->workspace : p->ws_bytes;
-    b->buf[MC_RT_BUF_SRC] = src;
-    for (int i = 0; i < MC_RT_NBUFS; i++)
-        if (!b->buf[i] && !(b->buf[i] = malloc(b->bytes[i] ? b->bytes[i] : 1)))
-            return mc_err_set(err, MC_ERR_RUNTIME, "rank %d: cannot allocate %llu bytes of %s",
-                              p->rank, (unsigned long long)b->bytes[i], mc_rt_buf_name(i));
-    if (!src)
-        mc_emit_fill_src(task, gpu, b->buf[MC_RT_BUF_SRC]);
-    mc_emit_poison_dst(task, gpu, b->buf[MC_RT_BUF_DST]);
-    return MC_OK;
-}
-
-/* Frees b, except its source buffer when it is shared. */
-static void free_bufs(mc_rt_buffers_t *b, int shared_src)
-{
-    for (int i = 0; i < MC_RT_NBUFS; i++)
-        if (i != MC_RT_BUF_SRC || !shared_src)
-            free(b->buf[i]);
-}
-
-/* An earlier rank whose source tiles are those of rank r (replicas), or -1: in one process they
- * can read one buffer, which keeps replicated sources from multiplying the memory a run needs. */
-static int same_source(const mc_task_t *task, const mc_emit_plans_t *P, int r)
-{
-    for (int q = 0; q < r; q++) {
-        int same = P->plans[q].src_bytes == P->plans[r].src_bytes && P->plans[r].src_bytes;
-        for (int k = 0; same && k < task->ntensors; k++) {
-            const mc_layout_t *l = &task->tensors[k].src;
-            mc_box_t tq, tr;
-            int hq = mc_layout_tile(task, l, P->gpus[q], &tq);
-            int hr = mc_layout_tile(task, l, P->gpus[r], &tr);
-            same = hq == hr && (!hq || !memcmp(&tq, &tr, sizeof tq));
-        }
-        if (same)
-            return q;
-    }
+    if ((a->stop_rank >= 0) != (a->stop_at >= 0))
+        return cli_usage_error("run", "--stop-rank and --stop-at go together");
+    if (a->gpu)
+        a->backend = mc_rt_backend_find("loopback-gpu");
     return -1;
 }
 
@@ -199,111 +162,38 @@ static void summary(const run_args_t *a, const char *backend, int nranks, const 
         printf("%llu wrong bytes\n", (unsigned long long)wrong);
 }
 
-static int run_loopback(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
+/* Runs the plans through the runtime's driver and prints the result. Under mpirun, an error once
+ * the ranks started talking aborts the job: a peer may still wait on this rank. */
+static int run_driven(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
 {
-    mc_rt_buffers_t *b = mc_xcalloc(P->nranks, sizeof *b);
-    mc_err_t err = {0};
+    MPI_Comm comm = MPI_COMM_WORLD;
+    mc_emit_pattern_t pt = {task, P, {0}};
+    mc_rt_drive_hooks_t hooks;
+    mc_rt_drive_opts_t o = {a->backend, a->workspace, a->timeout, &comm,
+                            a->absent, a->stop_rank, a->stop_at};
+    mc_rt_drive_result_t res;
     mc_rt_err_t re = {0};
-    mc_buf_t report = {0};
-    mc_status_t st = MC_OK;
-    uint64_t wrong = 0;
-    double secs = 0;
-    int *shared = mc_xcalloc(P->nranks, sizeof *shared);
-    for (int r = 0; r < P->nranks; r++) {
-        int q = same_source(task, P, r);
-        shared[r] = q >= 0;
-        MC_CHECK_GOTO(alloc_bufs(a, task, &P->plans[r], P->gpus[r],
-                                 q >= 0 ? b[q].buf[MC_RT_BUF_SRC] : NULL, &b[r], &err),
-                      out, st);
-    }
-    if (a->gpu) {
-        if (mc_rt_run_loopback_gpu(P->nranks, P->plans, b, &secs, &re) != MC_RT_OK) {
-            st = rt_status(&re, &err);
-            goto out;
-        }
-    } else {
-        double t0 = mc_now();
-        if (mc_rt_run_loopback(P->nranks, P->plans, b, &re) != MC_RT_OK) {
-            st = rt_status(&re, &err);
-            goto out;
-        }
-        secs = mc_now() - t0;
-    }
-    for (int r = 0; r < P->nranks; r++) {
-        int lines = 0;
-        for (size_t i = 0; i < report.len; i++)
-            lines += report.data[i] == '\n';
-        wrong += mc_emit_check_dst(task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], &report, 5 - lines);
-    }
-    if (report.len)
-        fputs(report.data, stdout);
-    summary(a, a->gpu ? "loopback (gpu)" : "loopback", P->nranks, task, secs, wrong);
-out:
-    for (int r = 0; r < P->nranks; r++)
-        free_bufs(&b[r], shared[r]);
-    free(shared);
-    free(b);
-    mc_buf_free(&report);
-    if (st != MC_OK)
-        return cli_fail(&err);
-    return wrong ? MC_EXIT_INVALID : MC_EXIT_OK;
-}
-
-/* One rank under mpirun. Errors after communication started abort the job, since a peer may
- * still wait on this rank. */
-static int run_mpi_rank(const run_args_t *a, const mc_task_t *task, const mc_emit_plans_t *P)
-{
-    int rank, size, rc = MC_EXIT_OK;
     mc_err_t err = {0};
-    mc_rt_err_t re = {0};
-    mc_rt_buffers_t b;
-    mc_buf_t report = {0};
-    double secs = 0, maxsecs = 0;
-    memset(&b, 0, sizeof b);
-    uint64_t wrong = 0, total = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != P->nranks) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "meshcast: %s: the schedule needs %d ranks (one per GPU it involves), "
-                    "mpirun started %d\n",
-                    a->sched, P->nranks, size);
-        return MC_EXIT_INVALID;
-    }
-    if (alloc_bufs(a, task, &P->plans[rank], P->gpus[rank], NULL, &b, &err) != MC_OK) {
-        cli_fail(&err);
+    int st;
+    mc_emit_pattern_hooks(&pt, &hooks);
+    st = mc_rt_drive(P->nranks, P->plans, &o, &hooks, &res, &re);
+    if (st == MC_RT_OK && res.absent) {
+        /* gone: its peers end the job */
+    } else if (st == MC_RT_OK) {
+        if (pt.report.len)
+            fputs(pt.report.data, stdout);
+        fflush(stdout);
+        if (res.rank == 0)
+            summary(a, a->backend->name, P->nranks, task, res.seconds, res.wrong);
+    } else if (res.started) {
+        fprintf(stderr, "meshcast: %s\n", re.msg);
+        fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
+    } else if (res.rank == 0) {
+        cli_fail((mc_err_set(&err, rt_status(&re, &err), "%s: %s", a->sched, re.msg), &err));
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank != a->absent) {
-        int st;
-        double t0 = MPI_Wtime();
-        if (a->backend == BK_MPI) {
-            st = mc_rt_run_mpi(&P->plans[rank], MPI_COMM_WORLD, &b, a->timeout, &re);
-            secs = MPI_Wtime() - t0;
-        } else {
-            st = mc_rt_run_nccl_mpi(&P->plans[rank], MPI_COMM_WORLD, &b, a->timeout, &secs, &re);
-        }
-        if (st != MC_RT_OK) {
-            fprintf(stderr, "meshcast: %s\n", re.msg);
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, MC_EXIT_INVALID);
-        }
-    }
-    wrong = mc_emit_check_dst(task, P->gpus[rank], b.buf[MC_RT_BUF_DST], &report, 5);
-    if (report.len)
-        fputs(report.data, stdout);
-    fflush(stdout);
-    MPI_Reduce(&wrong, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&secs, &maxsecs, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&total, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        summary(a, a->backend == BK_MPI ? "mpi" : "nccl", size, task, maxsecs, total);
-    rc = total ? MC_EXIT_INVALID : MC_EXIT_OK;
-    free_bufs(&b, 0);
-    mc_buf_free(&report);
-    return rc;
+    mc_buf_free(&pt.report);
+    return st != MC_RT_OK ? MC_EXIT_INVALID : res.wrong ? MC_EXIT_INVALID : MC_EXIT_OK;
 }
 
 /* Times up to a->bench_copies strided copies of the plans, one per distinct shape, on GPU 0.
@@ -358,18 +248,18 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
         goto out;
     }
     if (a->print_memory) {
-        uint64_t bytes = 0;
-        for (int r = 0; r < P->nranks; r++)
-            bytes += P->plans[r].dst_bytes + P->plans[r].ws_bytes +
-                     (same_source(s->task, P, r) < 0 ? P->plans[r].src_bytes : 0);
-        printf("%llu\n", (unsigned long long)bytes);
+        mc_emit_pattern_t pt = {s->task, P, {0}};
+        mc_rt_drive_hooks_t hooks;
+        mc_emit_pattern_hooks(&pt, &hooks);
+        printf("%llu\n", (unsigned long long)mc_rt_drive_host_bytes(P->nranks, P->plans, &hooks,
+                                                                     -1));
         goto out;
     }
     if (a->bench_copies) {
         rc = bench_copies(a, P);
         goto out;
     }
-    rc = a->backend == BK_LOOPBACK ? run_loopback(a, s->task, P) : run_mpi_rank(a, s->task, P);
+    rc = run_driven(a, s->task, P);
 out:
     mc_emit_plans_free(P);
     mc_sched_free(s);
@@ -378,7 +268,8 @@ out:
 
 int cmd_run(int argc, char **argv)
 {
-    run_args_t a = {.backend = BK_LOOPBACK, .timeout = 30, .workspace = -1, .absent = -1};
+    run_args_t a = {.backend = mc_rt_backend_find("loopback"), .timeout = 30, .workspace = -1,
+                    .absent = -1, .stop_rank = -1, .stop_at = -1};
     mc_topo_t *topo = NULL;
     mc_err_t err = {0};
     int provided, rc = parse_args(argc, argv, &a), worst = MC_EXIT_OK;
@@ -387,8 +278,8 @@ int cmd_run(int argc, char **argv)
     if (cli_load_topo(a.topo, a.quiet, &topo, &err) != MC_OK)
         return cli_fail(&err);
     if (a.print_ranks || a.print_memory || a.bench_copies)
-        a.backend = BK_LOOPBACK;
-    if (a.backend != BK_LOOPBACK)
+        a.backend = mc_rt_backend_find("loopback");
+    if (a.backend->run_rank)
         MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
     for (int i = 0; i < a.nscheds; i++) {
         a.sched = a.scheds[i];
@@ -396,7 +287,7 @@ int cmd_run(int argc, char **argv)
         worst = rc > worst ? rc : worst;
         fflush(stdout);
     }
-    if (a.backend != BK_LOOPBACK)
+    if (a.backend->run_rank)
         MPI_Finalize();
     mc_topo_free(topo);
     return worst;

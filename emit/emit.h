@@ -68,4 +68,13 @@ void mc_emit_poison_dst(const mc_task_t *task, int gpu, void *buf);
 uint64_t mc_emit_check_dst(const mc_task_t *task, int gpu, const void *buf, mc_buf_t *report,
                            int max);
 
+/* The pattern as the runtime driver's hooks (mc_rt_drive) for plans P of task: report gets the
+ * first wrong elements (5 lines at most). */
+typedef struct mc_emit_pattern {
+    const mc_task_t *task;
+    const mc_emit_plans_t *P;
+    mc_buf_t report;
+} mc_emit_pattern_t;
+void mc_emit_pattern_hooks(mc_emit_pattern_t *pt, mc_rt_drive_hooks_t *h);
+
 #endif

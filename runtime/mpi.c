@@ -12,10 +12,9 @@
 
 static int check_comm(const mc_rt_plan_t *plan, MPI_Comm comm, mc_rt_err_t *err)
 {
-    int rank, size, *tag_ub, flag = 0;
+    int rank, size, sync_tag = mc_rt_mpi_sync_tag(comm);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
     if (size != plan->nranks || rank != plan->rank)
         return mc_rt_fail(err, MC_RT_ERR_INVALID,
                           "rank %d of %d: the plan is for rank %d of %d ranks; start %d ranks", rank,
@@ -28,10 +27,10 @@ static int check_comm(const mc_rt_plan_t *plan, MPI_Comm comm, mc_rt_err_t *err)
             return mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED,
                               "rank %d: op %u moves %llu bytes, more than one MPI message holds",
                               rank, i, (unsigned long long)op->bytes);
-        if (op->tag < 0 || (flag && op->tag > *tag_ub))
+        if (op->tag < 0 || op->tag >= sync_tag)
             return mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED,
                               "rank %d: op %u has tag %d, beyond this MPI's tags 0..%d", rank, i,
-                              op->tag, flag ? *tag_ub : 0);
+                              op->tag, sync_tag - 1);
     }
     return MC_RT_OK;
 }

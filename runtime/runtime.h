@@ -195,6 +195,19 @@ int mc_rt_run_loopback(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffer
                        mc_rt_err_t *err);
 
 #ifdef MPI_VERSION
+/* Bounded synchronization for drivers (every wait polls against a deadline; on a timeout the caller
+ * should MPI_Abort, as requests may still be pending). A gate is a barrier that carries n (at most
+ * MC_RT_GATE_MAX) values from every rank and gives every rank their sums and maxima; rank 0 names
+ * the ranks that did not arrive, the others wait one second longer so that its message comes
+ * first. The broadcast sends rank 0's bytes to every rank. Both use the tag mc_rt_mpi_sync_tag
+ * (MPI_TAG_UB), which plans may not use. */
+#define MC_RT_GATE_MAX 4
+int mc_rt_mpi_gate(MPI_Comm comm, const char *stage, int n, const double *in, double *sum,
+                   double *max, double timeout_s, mc_rt_err_t *err);
+int mc_rt_mpi_bcast(MPI_Comm comm, const char *stage, void *buf, int bytes, double timeout_s,
+                    mc_rt_err_t *err);
+int mc_rt_mpi_sync_tag(MPI_Comm comm);
+
 /* Runs this rank's plan with MPI point-to-point on host buffers; the plan's rank and nranks must
  * be comm's. Sends and receives are posted as their dependencies complete and progressed by one
  * MPI_Testsome loop; when no op completes for timeout_s seconds the run fails naming the rank, the
@@ -202,6 +215,67 @@ int mc_rt_run_loopback(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffer
 int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
                   double timeout_s, mc_rt_err_t *err);
 #endif
+
+/* ---- The driver: what `meshcast run` does, for any program that has plans ---- */
+
+/* A backend: either every rank in this process (run_all) or one rank per MPI process (run_rank,
+ * comm pointing to an MPI_Comm). *seconds: the run alone. */
+typedef struct mc_rt_backend {
+    const char *name; /* loopback, loopback-gpu, mpi, nccl */
+    const char *what; /* one line for help texts */
+    int (*run_all)(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
+                   double *seconds, mc_rt_err_t *err);
+    int (*run_rank)(const mc_rt_plan_t *plan, const void *comm, const mc_rt_buffers_t *bufs,
+                    double timeout_s, double *seconds, mc_rt_err_t *err);
+} mc_rt_backend_t;
+extern const mc_rt_backend_t mc_rt_backends[]; /* ends with a NULL name */
+const mc_rt_backend_t *mc_rt_backend_find(const char *name);
+
+/* The stages of a driven run, where a fault test may stop a rank. */
+enum { MC_RT_STAGE_SETUP, MC_RT_STAGE_TRANSFER, MC_RT_STAGE_CHECK, MC_RT_NSTAGES };
+const char *mc_rt_stage_name(int stage);
+int mc_rt_stage_parse(const char *name);
+
+/* What the driver asks of the caller about the data: fill a rank's source, poison its
+ * destination, count its wrong destination bytes, and (may be NULL) name an earlier rank whose
+ * source buffer is the same, so that one process keeps one copy of replicated sources. */
+typedef struct mc_rt_drive_hooks {
+    void *ctx;
+    void (*fill_src)(void *ctx, int rank, void *src);
+    void (*poison_dst)(void *ctx, int rank, void *dst);
+    uint64_t (*check_dst)(void *ctx, int rank, const void *dst);
+    int (*same_source)(void *ctx, int rank);
+} mc_rt_drive_hooks_t;
+
+typedef struct mc_rt_drive_opts {
+    const mc_rt_backend_t *backend;
+    int64_t workspace;   /* bytes of every rank's workspace, -1: what its plan needs */
+    double timeout_s;    /* every wait: set-up, transfer, result gathering */
+    const void *comm;    /* an MPI_Comm, for backends with one process per rank */
+    int absent_rank;     /* -1, or a rank that takes no part in the transfer (fault tests) */
+    int stop_rank;       /* -1, or a rank that stops itself (SIGSTOP) at stop_stage (fault tests) */
+    int stop_stage;
+} mc_rt_drive_opts_t;
+
+typedef struct mc_rt_drive_result {
+    int rank;          /* this process's rank (0 when every rank runs here) */
+    double seconds;    /* the run alone, the slowest rank's */
+    uint64_t wrong;    /* wrong destination bytes over all ranks */
+    int absent;        /* this rank was opts.absent_rank: it stopped after the set-up */
+    int started;       /* one process per rank: communication began, so after an error the caller
+                        * should MPI_Abort (peers may wait on this rank) */
+} mc_rt_drive_result_t;
+
+/* Allocates the buffers of this process's ranks, fills them through the hooks, runs the plans with
+ * the backend, checks every destination byte and, with one process per rank, gathers the results:
+ * every wait ends within timeout_s without progress (plus one second for ranks other than 0) with
+ * an error naming the rank and the stage; a rank that finished waits for the slowest one at the
+ * check, so timeout_s must also cover how much earlier a rank may finish. */
+int mc_rt_drive(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_opts_t *o,
+                const mc_rt_drive_hooks_t *h, mc_rt_drive_result_t *res, mc_rt_err_t *err);
+/* The host bytes a run of every rank in one process allocates (workspace -1: the plans'). */
+uint64_t mc_rt_drive_host_bytes(int nranks, const mc_rt_plan_t *plans,
+                                const mc_rt_drive_hooks_t *h, int64_t workspace);
 
 /* ---- CUDA (libmeshcast_rt built with nvcc; otherwise these return MC_RT_ERR_UNSUPPORTED) ---- */
 
