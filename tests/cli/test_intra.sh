@@ -39,7 +39,7 @@ expect_exit 0 "bench intra: every schedule valid" -- "$MESHCAST" bench --suite i
   --strategies xla,collectives --csv
 expect_true "collectives >= 1.2x faster than xla in geometric mean" -- awk -F, '
   $2 == "geomean" { t[$3] = $6 } END { exit !(t["xla"] / t["collectives"] >= 1.2) }' "$TMP/out"
-expect_true "every intra case ran both" -- test "$(grep -c ',yes$' "$TMP/out")" -eq \
+expect_true "every intra case ran both" -- test "$(grep -c ',yes,' "$TMP/out")" -eq \
   "$(($(grep -c '^intra,' "$TMP/out") + 2))"
 
 # Small same-mesh cases (the second mesh names the same GPUs in the same order), run under MPI.
