@@ -49,6 +49,7 @@ typedef struct mc_bench_row {
                              * they could not be timed */
     double exec_steps_s;    /* the same plans run in lockstep micro-steps (code emitted without
                              * dependency tables) */
+    double exec_nccl_s;     /* the same plans as the nccl backend runs them (MC_RT_NCCL_LANES) */
     int failed;             /* the strategy or the simulator returned an error */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
                              * kind of task (a same-mesh strategy on a cross-mesh case) */

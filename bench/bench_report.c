@@ -157,17 +157,17 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
 {
     fprintf(out, "suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,"
-                 "peak_mem_bytes,valid,exec_s,exec_steps_s\n");
+                 "peak_mem_bytes,valid,exec_s,exec_steps_s,exec_nccl_s\n");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed)
-            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s,,\n", r->suite, r->cas, r->strategy,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s,,,\n", r->suite, r->cas, r->strategy,
                     (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s, valid_str(r));
         else
-            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%.9g,%.9g\n", r->suite,
-                    r->cas, r->strategy, (unsigned long long)r->bytes, r->lower_bound_s, r->sim_s,
-                    r->ratio, r->algbw_gbps, r->synth_s, (unsigned long long)r->peak_mem,
-                    valid_str(r), r->exec_s, r->exec_steps_s);
+            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%.9g,%.9g,%.9g\n",
+                    r->suite, r->cas, r->strategy, (unsigned long long)r->bytes, r->lower_bound_s,
+                    r->sim_s, r->ratio, r->algbw_gbps, r->synth_s, (unsigned long long)r->peak_mem,
+                    valid_str(r), r->exec_s, r->exec_steps_s, r->exec_nccl_s);
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
@@ -175,10 +175,10 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
         if (!g[k].total)
             continue;
         if (!g[k].n) {
-            fprintf(out, "all,geomean,%s,,,,,,,,no,,\n", g[k].strategy);
+            fprintf(out, "all,geomean,%s,,,,,,,,no,,,\n", g[k].strategy);
             continue;
         }
-        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s,,\n", g[k].strategy,
+        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s,,,\n", g[k].strategy,
                 mean_of(g[k].bound, g[k].n), mean_of(g[k].sim, g[k].n),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mean_of(g[k].synth, g[k].n), g[k].invalid ? "no" : "yes");

@@ -10,21 +10,24 @@
 #include "sim/sim.h"
 #include "sim/sim_exec.h"
 
-/* Times the plans the runtime executes for s, with their dependency graph and in lockstep steps.
- * A schedule the lowering refuses (a tree rooted where no data is) keeps 0: its row says so. */
+/* Times the plans the runtime executes for s: with their dependency graph (mpi, loopback), in
+ * lockstep steps (code emitted without dependency tables) and on the nccl backend's lanes. A
+ * schedule the lowering refuses (a tree rooted where no data is) keeps 0: its row says so. */
 static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, mc_bench_row_t *row)
 {
+    static const int orders[3] = {MC_RT_ORDER_DEPS, MC_RT_ORDER_STEPS,
+                                  MC_RT_ORDER_LANES(MC_RT_NCCL_LANES)};
+    double *out[3] = {&row->exec_s, &row->exec_steps_s, &row->exec_nccl_s};
     mc_emit_plans_t *P = NULL;
-    mc_sim_exec_result_t x;
     mc_err_t err = {0};
     if (mc_emit_lower(s, &P, &err) != MC_OK)
         return;
-    if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS, &x, &err) == MC_OK)
-        row->exec_s = x.makespan_s;
-    mc_sim_exec_result_free(&x);
-    if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_STEPS, &x, &err) == MC_OK)
-        row->exec_steps_s = x.makespan_s;
-    mc_sim_exec_result_free(&x);
+    for (int k = 0; k < 3; k++) {
+        mc_sim_exec_result_t x;
+        if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, orders[k], &x, &err) == MC_OK)
+            *out[k] = x.makespan_s;
+        mc_sim_exec_result_free(&x);
+    }
     mc_emit_plans_free(P);
 }
 

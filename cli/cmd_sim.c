@@ -16,7 +16,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: meshcast sim --topo FILE [--json] [--timeline OUT.svg] [--links N] [--force]\n"
-            "                    [--executed [--steps]] SCHEDULE\n"
+            "                    [--executed [--steps | --lanes K]] SCHEDULE\n"
             "\n"
             "Times a schedule with the flow-level simulator (max-min fair sharing of every link,\n"
             "store and forward per chunk at relay GPUs, NCCL's per-message overheads). Prints the\n"
@@ -35,6 +35,8 @@ static void usage(FILE *out)
             "                      the schedule's makespan\n"
             "  --steps             with --executed: run the plans in lockstep micro-steps instead,\n"
             "                      as code emitted without dependency tables does\n"
+            "  --lanes K           with --executed: as the nccl backend runs them on K\n"
+            "                      communicators and streams (meshcast run uses 4)\n"
             "  -q, --quiet         no topology warnings\n"
             "\n"
             "exit status: 0 ok, 1 invalid input, 2 usage error\n");
@@ -42,13 +44,14 @@ static void usage(FILE *out)
 
 typedef struct sim_args {
     const char *topo, *timeline, *path;
-    int json, force, quiet, nlinks, executed, steps;
+    int json, force, quiet, nlinks, executed, steps, lanes;
 } sim_args_t;
 
 /* Returns -1 when the arguments are good, else the exit code. */
 static int parse_args(int argc, char **argv, sim_args_t *a)
 {
-    enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE, OPT_EXEC, OPT_STEPS };
+    enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE, OPT_EXEC, OPT_STEPS,
+           OPT_LANES };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"json", no_argument, NULL, OPT_JSON},
@@ -57,6 +60,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         {"force", no_argument, NULL, OPT_FORCE},
         {"executed", no_argument, NULL, OPT_EXEC},
         {"steps", no_argument, NULL, OPT_STEPS},
+        {"lanes", required_argument, NULL, OPT_LANES},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -73,6 +77,11 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         case OPT_FORCE: a->force = 1; break;
         case OPT_EXEC: a->executed = 1; break;
         case OPT_STEPS: a->steps = 1; break;
+        case OPT_LANES:
+            if (mc_parse_i64(optarg, &n) != 0 || n < 1 || n > 64)
+                return cli_usage_error("sim", "--lanes expects 1 to 64, got '%s'", optarg);
+            a->lanes = (int)n;
+            break;
         case OPT_LINKS:
             if (mc_parse_i64(optarg, &n) != 0 || n < 0 || n > 100000)
                 return cli_usage_error("sim", "--links expects a count, got '%s'", optarg);
@@ -88,8 +97,10 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         return cli_usage_error("sim", "--topo FILE is required");
     if (argc - optind != 1)
         return cli_usage_error("sim", "expected one SCHEDULE file, got %d", argc - optind);
-    if (a->steps && !a->executed)
-        return cli_usage_error("sim", "--steps goes with --executed");
+    if ((a->steps || a->lanes) && !a->executed)
+        return cli_usage_error("sim", "--steps and --lanes go with --executed");
+    if (a->steps && a->lanes)
+        return cli_usage_error("sim", "--steps or --lanes, not both");
     a->path = argv[optind];
     return -1;
 }
@@ -103,7 +114,7 @@ typedef struct sim_report {
     int *busy, nbusy;
     int violations;
     const mc_sim_exec_result_t *x; /* the executed plans' timing, or NULL */
-    int steps;
+    const char *order;             /* how they ran */
 } sim_report_t;
 
 static double exec_ratio(const sim_report_t *p)
@@ -141,8 +152,7 @@ static void print_text(const sim_report_t *p, const char *path)
            mc_fmt_bytes(p->bytes, b3, sizeof b3));
     if (p->x)
         printf("executed   %s (%s, %ld sends), %.3f x the makespan, %.3f x the bound\n",
-               mc_fmt_seconds(p->x->makespan_s, b1, sizeof b1),
-               p->steps ? "lockstep micro-steps" : "dependency graph", p->x->nflows, exec_ratio(p),
+               mc_fmt_seconds(p->x->makespan_s, b1, sizeof b1), p->order, p->x->nflows, exec_ratio(p),
                p->bound.seconds > 0 ? p->x->makespan_s / p->bound.seconds : 1.0);
     if (p->nbusy)
         printf("busiest links:\n");
@@ -176,7 +186,7 @@ static void print_json(const sim_report_t *p, const char *path)
     json_object_set_new(o, "violations", json_integer(p->violations));
     if (p->x) {
         json_object_set_new(o, "executed_s", json_real(p->x->makespan_s));
-        json_object_set_new(o, "executed_order", json_string(p->steps ? "steps" : "deps"));
+        json_object_set_new(o, "executed_order", json_string(p->order));
         json_object_set_new(o, "executed_ratio", json_real(exec_ratio(p)));
     }
     for (int i = 0; i < p->nbusy; i++) {
@@ -210,6 +220,7 @@ int cmd_sim(int argc, char **argv)
     char *svg = NULL;
     mc_emit_plans_t *plans = NULL;
     mc_sim_exec_result_t xres = {0};
+    char order_name[32];
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
     MC_CHECK_GOTO(mc_sched_load(a.path, topo, a.force, &s, &err), out, st);
     rep = (sim_report_t){.s = s, .topo = topo, .r = &res, .bytes = mc_task_total_bytes(s->task)};
@@ -221,11 +232,19 @@ int cmd_sim(int argc, char **argv)
     MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
     if (a.executed) {
         MC_CHECK_GOTO(mc_emit_lower(s, &plans, &err), out, st);
-        MC_CHECK_GOTO(mc_sim_exec(s, topo, plans->nranks, plans->plans, plans->gpus,
-                                  a.steps ? MC_RT_ORDER_STEPS : MC_RT_ORDER_DEPS, &xres, &err),
+        int order = a.steps ? MC_RT_ORDER_STEPS
+                    : a.lanes ? MC_RT_ORDER_LANES(a.lanes) : MC_RT_ORDER_DEPS;
+        MC_CHECK_GOTO(mc_sim_exec(s, topo, plans->nranks, plans->plans, plans->gpus, order, &xres,
+                                  &err),
                       out, st);
         rep.x = &xres;
-        rep.steps = a.steps;
+        if (a.lanes)
+            snprintf(order_name, sizeof order_name, "nccl, %d lane%s", a.lanes,
+                     a.lanes == 1 ? "" : "s");
+        else
+            snprintf(order_name, sizeof order_name, "%s",
+                     a.steps ? "lockstep micro-steps" : "dependency graph");
+        rep.order = order_name;
     }
     rep.busy = mc_xmalloc(sizeof(int) * (size_t)(a.nlinks + 1));
     rep.nbusy = mc_sim_busiest(&res, topo, rep.busy, a.nlinks);

@@ -159,6 +159,12 @@ static void gen_deps(mc_buf_t *cu, const char *name, int r, const mc_rt_plan_t *
     gen_u32s(cu, "dep_first", name, r, p->dep_first, p->nops + 1);
     if (p->dep_first[p->nops])
         gen_u32s(cu, "deps", name, r, p->deps, p->dep_first[p->nops]);
+    if (!p->lane)
+        return;
+    mc_buf_printf(cu, "static const uint16_t %s_lane_%d[] = {", name, r);
+    for (uint32_t i = 0; i < p->nops; i++)
+        mc_buf_printf(cu, "%s%u", !i ? "\n    " : i % 32 ? ", " : ",\n    ", p->lane[i]);
+    mc_buf_printf(cu, "\n};\n");
 }
 
 static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, variant_t *vs, int *nv)
@@ -230,7 +236,11 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
         else
             mc_buf_printf(cu, "NULL, ");
         if (p->nops && p->dep_first && p->dep_first[p->nops])
-            mc_buf_printf(cu, "%s_deps_%d},\n", name, r);
+            mc_buf_printf(cu, "%s_deps_%d, ", name, r);
+        else
+            mc_buf_printf(cu, "NULL, ");
+        if (p->nops && p->dep_first && p->lane)
+            mc_buf_printf(cu, "%s_lane_%d},\n", name, r);
         else
             mc_buf_printf(cu, "NULL},\n");
     }

@@ -26,6 +26,7 @@ typedef struct pending {
     int stage;
     uint32_t seq;
     int local_deps, has_succ; /* within its phase: whether it waits for / is waited for by an op */
+    uint16_t lane;
     mc_rt_op_t op;
 } pending_t;
 
@@ -63,6 +64,7 @@ typedef struct lower {
     rank_build_t *rb;
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
+    uint16_t *lane;     /* per tree: its lane (assign_lanes) */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -86,8 +88,9 @@ static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
     return rb->nboxes++;
 }
 
-/* Adds an op; returns its creation index. */
-static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_op_t *op)
+/* Adds an op in a lane; returns its creation index. */
+static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane,
+                       const mc_rt_op_t *op)
 {
     MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
     pending_t *p = &rb->ops[rb->nops];
@@ -95,6 +98,7 @@ static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, const mc_rt_o
     p->step = step;
     p->stage = stage;
     p->seq = (uint32_t)rb->nops;
+    p->lane = lane;
     p->op = *op;
     return (uint32_t)rb->nops++;
 }
@@ -280,7 +284,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, &op);
+            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[ti], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }
@@ -292,10 +296,10 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
                               {0, 0}};
             mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, ti, n, {0, 0},
                               chunk_ref(&pl[ed->child], tr, c)};
-            uint32_t sid = add_op(prb, step, STAGE_COMM, &snd);
+            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[ti], &snd);
             dep_on(prb, sid, ring(to->got, ed->parent, c));
             dep_on(prb, sid, ring(to->send, e, c - 1));
-            uint32_t rid = add_op(crb, step, STAGE_COMM, &rcv);
+            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[ti], &rcv);
             dep_on(crb, rid, ring(to->got, ed->child, c - 1));
             wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
             to->send[e * 3 + c % 3] = sid;
@@ -308,7 +312,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
                                   {pl[ed->child].shard_box, tr->offset + lo}};
-                uint32_t uid = add_op(crb, step, STAGE_POST, &unp);
+                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[ti], &unp);
                 add_dep(crb, uid, rid);
                 to->unpack[ed->child * 3 + c % 3] = uid;
             }
@@ -329,7 +333,7 @@ static void lower_copies(lower_t *L)
         mc_emit_region_box(&L->sh, L->t, cp->tensor, cp->gpu, MC_RT_BUF_DST, &cp->box, &db);
         mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, cp->bytes, {intern_box(rb, &sb), 0},
                          {intern_box(rb, &db), 0}};
-        add_op(rb, 0, STAGE_PRE, &op);
+        add_op(rb, 0, STAGE_PRE, 0, &op);
     }
 }
 
@@ -370,6 +374,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
     uint32_t *final = mc_xcalloc(rb->nops + 1, sizeof *final);
+    uint16_t *lane = mc_xcalloc(rb->nops + 1, sizeof *lane);
     int ws_box = -1;
     if (rb->ws_max) {
         mc_rt_box_t wb = {MC_RT_BUF_WS, 1, 0, {rb->ws_max}, {0}};
@@ -381,6 +386,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     for (int i = 0; i < rb->nops; i++) {
         mc_rt_op_t op = rb->ops[i].op;
         final[rb->ops[i].seq] = (uint32_t)i;
+        lane[i] = rb->ops[i].lane;
         if (op.kind != MC_RT_OP_COPY)
             op.peer = rank_of[op.peer];
         if (op.kind != MC_RT_OP_RECV && op.src.box == WS_BOX)
@@ -410,6 +416,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     p->boxes = rb->boxes;
     p->ops = ops;
     p->steps = steps;
+    p->lane = lane;
     rb->boxes = NULL;
 }
 
@@ -452,7 +459,7 @@ typedef struct link_order {
     int ntokens;
 } link_order_t;
 
-static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus,
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus, int tb,
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
@@ -467,8 +474,8 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int n
         mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->recv_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
         o->stamp[k] = ph + 1;
-        o->tok_send[k] = add_op(&L->rb[c], step, STAGE_COMM, &snd);
-        o->tok_recv[k] = add_op(&L->rb[d], step, STAGE_COMM, &rcv);
+        o->tok_send[k] = add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd);
+        o->tok_recv[k] = add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv);
     }
     add_dep_cross(&L->rb[c], o->tok_send[k], (uint32_t)a->last_recv);
     add_dep_cross(&L->rb[d], (uint32_t)b->first_send, o->tok_recv[k]);
@@ -485,7 +492,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step, int 
             const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
             for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
                 for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
-                    order_edge(L, o, ph, step, ngpus, eb, b, o->users[eb->links[j]][u]);
+                    order_edge(L, o, ph, step, ngpus, ti, eb, b, o->users[eb->links[j]][u]);
         }
     for (int ti = 0; ti < s->ntrees; ti++)
         for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
@@ -504,10 +511,40 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step, int 
         }
 }
 
+/* Lanes of the trees, for a backend that runs groups of trees on their own communicators and
+ * streams (nccl): trees of one phase that share a GPU should not share a lane, or one waits for
+ * the other's steps. Greedy, tree by tree: the lane least used so far by the tree's GPUs in its
+ * phase (the lowest on a tie). */
+static void assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
+{
+    int *use = mc_xcalloc((size_t)ngpus * MC_RT_NCCL_LANES + 1, sizeof *use);
+    for (int ph = 0; ph < s->nphases; ph++) {
+        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_NCCL_LANES);
+        for (int ti = 0; ti < s->ntrees; ti++) {
+            const mc_tree_t *tr = &s->trees[ti];
+            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
+                continue;
+            int best = 0, best_load = -1;
+            for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
+                int load = use[tr->root * MC_RT_NCCL_LANES + l];
+                for (int e = 0; e < tr->nedges; e++)
+                    load += use[tr->edges[e].child * MC_RT_NCCL_LANES + l];
+                if (best_load < 0 || load < best_load)
+                    best = l, best_load = load;
+            }
+            lane[ti] = (uint16_t)best;
+            use[tr->root * MC_RT_NCCL_LANES + best]++;
+            for (int e = 0; e < tr->nedges; e++)
+                use[tr->edges[e].child * MC_RT_NCCL_LANES + best]++;
+        }
+    }
+    free(use);
+}
+
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -521,6 +558,8 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         L.rb[g].phase_first = L.rb[g].nops;
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
+    L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
+    assign_lanes(s, ngpus, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
@@ -589,6 +628,7 @@ out:
     free(lo.tok_recv);
     free(L.ends);
     free(L.gid0);
+    free(L.lane);
     free(L.rb);
     mc_emit_shards_free(&L.sh);
     mc_emit_plans_free(P);
@@ -609,6 +649,7 @@ void mc_emit_plans_free(mc_emit_plans_t *p)
         free((void *)p->plans[g].steps);
         free((void *)p->plans[g].dep_first);
         free((void *)p->plans[g].deps);
+        free((void *)p->plans[g].lane);
     }
     free(p->plans);
     free(p->gpus);

@@ -189,61 +189,96 @@ static int local_rank(MPI_Comm comm)
     return r;
 }
 
+/* The lanes' communicators: nc for lane 0, the others split from it (same ranks, same order). */
+static int make_lanes(ncclComm_t nc, int rank, ncclComm_t *comms, cudaStream_t *streams,
+                      mc_rt_err_t *err)
+{
+    int st = MC_RT_OK;
+    comms[0] = nc;
+    for (int l = 1; l < MC_RT_NCCL_LANES; l++)
+        if (ncclCommSplit(nc, 0, rank, &comms[l], NULL) != ncclSuccess) {
+            comms[l] = NULL;
+            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommSplit failed", rank);
+        }
+    for (int l = 0; l < MC_RT_NCCL_LANES; l++)
+        CU(cudaStreamCreateWithFlags(&streams[l], cudaStreamNonBlocking));
+out:
+    return st;
+}
+
+/* Waits for every lane's stream with one deadline; on a timeout every communicator is aborted. */
+static int wait_lanes(int rank, ncclComm_t *comms, cudaStream_t *streams, double timeout_s,
+                      mc_rt_err_t *err)
+{
+    double end = mc_rt_now() + timeout_s;
+    int st = MC_RT_OK;
+    for (int l = 0; l < MC_RT_NCCL_LANES && st == MC_RT_OK; l++) {
+        double left = end - mc_rt_now();
+        st = mc_rt_cuda_wait(streams[l], NULL, rank, left > 0 ? left : 0, err);
+    }
+    if (st == MC_RT_ERR_TIMEOUT)
+        for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
+            ncclCommAbort(comms[l]);
+            comms[l] = NULL;
+        }
+    return st;
+}
+
 int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
                        double timeout_s, double *seconds, mc_rt_err_t *err)
 {
-    int st = need_gpu(err), ok;
+    int st = need_gpu(err);
+    double in = st != MC_RT_OK, any_bad, unused;
     ncclUniqueId id;
-    ncclComm_t nc = NULL;
-    cudaStream_t stream = NULL;
+    ncclComm_t comms[MC_RT_NCCL_LANES] = {NULL};
+    cudaStream_t streams[MC_RT_NCCL_LANES] = {NULL};
     mc_rt_buffers_t dev;
     double t0;
-    cudaEvent_t *events = (cudaEvent_t *)calloc(plan->nsteps + 1, sizeof *events);
     memset(&dev, 0, sizeof dev);
-    /* Every rank must agree before any of them enters the collective NCCL init. */
-    ok = st == MC_RT_OK;
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, comm);
-    if (!ok) {
-        st = st != MC_RT_OK ? st
-                            : mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED, "rank %d: another rank has no GPU",
-                                         plan->rank);
+    /* Every rank must agree before any of them enters the collective NCCL init; the gates and the
+     * broadcast are bounded, NCCL's own init is bounded by its bootstrap. */
+    if (mc_rt_mpi_gate(comm, "nccl set-up", 1, &in, &unused, &any_bad, timeout_s, err) !=
+        MC_RT_OK)
+        return MC_RT_ERR_TIMEOUT;
+    if (any_bad > 0) {
+        if (st == MC_RT_OK)
+            st = mc_rt_fail(err, MC_RT_ERR_UNSUPPORTED, "rank %d: another rank has no GPU",
+                            plan->rank);
         goto out;
     }
     CU(cudaSetDevice(local_rank(comm) % mc_rt_cuda_devices()));
     if (plan->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
         memset(&id, 0, sizeof id);
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
-    if (ncclCommInitRank(&nc, plan->nranks, id, plan->rank) != ncclSuccess) {
+    if ((st = mc_rt_mpi_bcast(comm, "nccl set-up", &id, sizeof id, timeout_s, err)) != MC_RT_OK)
+        goto out;
+    if (ncclCommInitRank(&comms[0], plan->nranks, id, plan->rank) != ncclSuccess) {
         st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommInitRank failed", plan->rank);
-        nc = NULL;
+        comms[0] = NULL;
         goto out;
     }
-    CU(cudaStreamCreate(&stream));
-    for (uint32_t s = 0; s < plan->nsteps; s++)
-        CU(cudaEventCreateWithFlags(&events[s], cudaEventDisableTiming));
-    if ((st = to_device(bufs, &dev, stream, err)) != MC_RT_OK)
+    if ((st = make_lanes(comms[0], plan->rank, comms, streams, err)) != MC_RT_OK ||
+        (st = to_device(bufs, &dev, streams[0], err)) != MC_RT_OK)
         goto out;
-    CU(cudaStreamSynchronize(stream));
-    MPI_Barrier(comm);
+    CU(cudaStreamSynchronize(streams[0]));
+    in = 0;
+    if ((st = mc_rt_mpi_gate(comm, "nccl start", 1, &in, &unused, &any_bad, timeout_s, err)) !=
+        MC_RT_OK)
+        goto out;
     t0 = MPI_Wtime();
-    if ((st = mc_rt_run_nccl_traced(plan, nc, &dev, stream, NULL, events, err)) != MC_RT_OK)
+    if ((st = mc_rt_run_nccl_lanes(plan, MC_RT_NCCL_LANES, comms, streams, &dev, NULL, err)) !=
+            MC_RT_OK ||
+        (st = wait_lanes(plan->rank, comms, streams, timeout_s, err)) != MC_RT_OK)
         goto out;
-    if ((st = mc_rt_cuda_wait_steps(stream, nc, plan, events, timeout_s, err)) != MC_RT_OK) {
-        nc = NULL; /* aborted */
-        goto out;
-    }
     *seconds = MPI_Wtime() - t0;
     CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
                   cudaMemcpyDeviceToHost));
 out:
     free_device(&dev);
-    for (uint32_t s = 0; events && s < plan->nsteps; s++)
-        if (events[s])
-            cudaEventDestroy(events[s]);
-    free(events);
-    if (stream)
-        cudaStreamDestroy(stream);
-    if (nc)
-        ncclCommDestroy(nc);
+    for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
+        if (streams[l])
+            cudaStreamDestroy(streams[l]);
+        if (comms[l])
+            ncclCommDestroy(comms[l]);
+    }
     return st;
 }

@@ -3,6 +3,7 @@
  * wait. Generated code links this file (or ships it with --standalone). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -180,4 +181,149 @@ int mc_rt_cuda_wait_steps(cudaStream_t stream, ncclComm_t comm, const mc_rt_plan
     return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
                       "rank %d: timed out after %.1f s waiting for the GPU (a peer did not "
                       "arrive or the device hangs)", plan->rank, timeout_s);
+}
+
+/* The lanes executor's state: every op's lane and, for ops that an op of another lane waits for,
+ * an event recorded after them. */
+typedef struct lanes {
+    uint32_t *lane;
+    cudaEvent_t *ev;
+} lanes_t;
+
+/* Makes stream l wait for the events of op i's dependencies in other lanes. */
+static int wait_deps(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t i, cudaStream_t stream,
+                     mc_rt_err_t *err)
+{
+    for (uint32_t k = plan->dep_first ? plan->dep_first[i] : 0;
+         plan->dep_first && k < plan->dep_first[i + 1]; k++) {
+        uint32_t j = plan->deps[k];
+        if (ln->lane[j] != ln->lane[i] && cudaStreamWaitEvent(stream, ln->ev[j], 0) != cudaSuccess)
+            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: op %u: cudaStreamWaitEvent failed",
+                              plan->rank, i);
+    }
+    return MC_RT_OK;
+}
+
+static int mark(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t i, cudaStream_t stream,
+                mc_rt_err_t *err)
+{
+    if (ln->ev[i] && cudaEventRecord(ln->ev[i], stream) != cudaSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: op %u: cudaEventRecord failed",
+                          plan->rank, i);
+    return MC_RT_OK;
+}
+
+/* The copies of [first, first+n) in lane l. */
+static int lane_copies(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l, uint32_t first,
+                       uint32_t n, const mc_rt_buffers_t *bufs, cudaStream_t stream,
+                       mc_rt_cuda_copy_fn copy, mc_rt_err_t *err)
+{
+    int st = MC_RT_OK;
+    for (uint32_t i = first; i < first + n && st == MC_RT_OK; i++)
+        if (ln->lane[i] == l && (st = wait_deps(plan, ln, i, stream, err)) == MC_RT_OK &&
+            (st = copy(plan, i, bufs, stream, err)) == MC_RT_OK)
+            st = mark(plan, ln, i, stream, err);
+    return st;
+}
+
+/* The sends and receives of step stp in lane l: one NCCL group. */
+static int lane_comm(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l,
+                     const mc_rt_step_t *stp, ncclComm_t comm, const mc_rt_buffers_t *bufs,
+                     cudaStream_t stream, mc_rt_err_t *err)
+{
+    uint32_t first = stp->first + stp->npre, end = first + stp->ncomm, n = 0;
+    int st = MC_RT_OK;
+    for (uint32_t i = first; i < end && st == MC_RT_OK; i++)
+        if (ln->lane[i] == l) {
+            st = wait_deps(plan, ln, i, stream, err);
+            n++;
+        }
+    if (st != MC_RT_OK || !n)
+        return st;
+    ncclResult_t nr = ncclGroupStart();
+    for (uint32_t i = first; nr == ncclSuccess && i < end; i++) {
+        const mc_rt_op_t *op = &plan->ops[i];
+        if (ln->lane[i] != l)
+            continue;
+        nr = op->kind == MC_RT_OP_SEND
+                 ? ncclSend(mc_rt_ref_ptr(plan, &op->src, bufs), op->bytes, ncclUint8, op->peer,
+                            comm, stream)
+                 : ncclRecv(mc_rt_ref_ptr(plan, &op->dst, bufs), op->bytes, ncclUint8, op->peer,
+                            comm, stream);
+    }
+    ncclResult_t ne = ncclGroupEnd();
+    nr = nr != ncclSuccess ? nr : ne;
+    if (nr != ncclSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d, step %u, lane %u: NCCL: %s",
+                          plan->rank, stp->index, l, ncclGetErrorString(nr));
+    for (uint32_t i = first; i < end && st == MC_RT_OK; i++)
+        if (ln->lane[i] == l)
+            st = mark(plan, ln, i, stream, err);
+    return st;
+}
+
+/* Creates an event after every op that an op of another lane waits for. */
+static int lane_events(const mc_rt_plan_t *plan, lanes_t *ln, mc_rt_err_t *err)
+{
+    for (uint32_t i = 0; plan->dep_first && i < plan->nops; i++)
+        for (uint32_t k = plan->dep_first[i]; k < plan->dep_first[i + 1]; k++) {
+            uint32_t j = plan->deps[k];
+            if (ln->lane[j] == ln->lane[i] || ln->ev[j])
+                continue;
+            if (cudaEventCreateWithFlags(&ln->ev[j], cudaEventDisableTiming) != cudaSuccess) {
+                ln->ev[j] = NULL;
+                return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: cannot create CUDA events",
+                                  plan->rank);
+            }
+        }
+    return MC_RT_OK;
+}
+
+int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, int nlanes, ncclComm_t *comms,
+                         cudaStream_t *streams, const mc_rt_buffers_t *bufs,
+                         mc_rt_cuda_copy_fn copy, mc_rt_err_t *err)
+{
+    int st = MC_RT_OK;
+    lanes_t ln;
+    ln.lane = (uint32_t *)calloc(plan->nops + 1, sizeof *ln.lane);
+    ln.ev = (cudaEvent_t *)calloc(plan->nops + 1, sizeof *ln.ev);
+    if (nlanes < 1 || !ln.lane || !ln.ev) {
+        st = mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %d lanes", plan->rank, nlanes);
+        goto out;
+    }
+    for (int l = 0; l < nlanes; l++) {
+        int nranks = 0, rank = -1;
+        if (ncclCommCount(comms[l], &nranks) != ncclSuccess ||
+            ncclCommUserRank(comms[l], &rank) != ncclSuccess || nranks != plan->nranks ||
+            rank != plan->rank) {
+            st = mc_rt_fail(err, MC_RT_ERR_INVALID,
+                            "rank %d: lane %d's communicator is not rank %d of %d", plan->rank, l,
+                            plan->rank, plan->nranks);
+            goto out;
+        }
+    }
+    if ((st = mc_rt_plan_check(plan, err)) != MC_RT_OK ||
+        (st = mc_rt_buffers_check(plan, bufs, err)) != MC_RT_OK)
+        goto out;
+    mc_rt_op_lanes(plan, (uint32_t)nlanes, ln.lane);
+    if ((st = lane_events(plan, &ln, err)) != MC_RT_OK)
+        goto out;
+    copy = copy ? copy : mc_rt_copy_cuda;
+    for (uint32_t s = 0; s < plan->nsteps && st == MC_RT_OK; s++) {
+        const mc_rt_step_t *stp = &plan->steps[s];
+        for (uint32_t l = 0; l < (uint32_t)nlanes && st == MC_RT_OK; l++)
+            if ((st = lane_copies(plan, &ln, l, stp->first, stp->npre, bufs, streams[l], copy,
+                                  err)) == MC_RT_OK &&
+                (st = lane_comm(plan, &ln, l, stp, comms[l], bufs, streams[l], err)) == MC_RT_OK)
+                st = lane_copies(plan, &ln, l, stp->first + stp->npre + stp->ncomm, stp->npost,
+                                 bufs, streams[l], copy, err);
+    }
+out:
+    /* Destroying an event that a stream still has to record is allowed: CUDA releases it after. */
+    for (uint32_t i = 0; ln.ev && i < plan->nops; i++)
+        if (ln.ev[i])
+            cudaEventDestroy(ln.ev[i]);
+    free(ln.lane);
+    free(ln.ev);
+    return st;
 }

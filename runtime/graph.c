@@ -29,50 +29,100 @@ static int arc(arcs_t *a, uint32_t from, uint32_t to)
     return 0;
 }
 
-/* Node `join` waits for nodes [first, first+n) and for `prev` (UINT32_MAX: none); those nodes wait
- * for prev. */
-static int part(arcs_t *a, uint32_t first, uint32_t n, uint32_t prev, uint32_t join)
+/* Node `join` waits for the ops of [first, first+n) in lane l and for `prev` (UINT32_MAX: none);
+ * those ops wait for prev. *any: whether there was one. */
+static int lane_part(arcs_t *a, uint32_t first, uint32_t n, const uint32_t *lane, uint32_t l,
+                     uint32_t prev, uint32_t join, int *any)
 {
     int rc = 0;
     for (uint32_t i = first; i < first + n && !rc; i++)
-        rc = (prev != UINT32_MAX ? arc(a, prev, i) : 0) || arc(a, i, join);
+        if (lane[i] == l) {
+            *any = 1;
+            rc = (prev != UINT32_MAX ? arc(a, prev, i) : 0) || arc(a, i, join);
+        }
     return rc || (prev != UINT32_MAX ? arc(a, prev, join) : 0);
 }
 
-/* Three joins per step: after its packs, after its sends and receives, after its unpacks. */
-static int step_arcs(const mc_rt_plan_t *p, arcs_t *a)
+/* Per step and lane (all ops in lane 0 for the steps order), three joins: after its packs, after
+ * its sends and receives, after its unpacks; a lane's groups follow each other. */
+static int step_arcs(const mc_rt_plan_t *p, const uint32_t *lane, uint32_t nlanes, arcs_t *a)
 {
-    uint32_t prev = UINT32_MAX;
-    for (uint32_t s = 0; s < p->nsteps; s++) {
+    uint32_t *prev = malloc(nlanes * sizeof *prev);
+    int rc = !prev;
+    for (uint32_t l = 0; !rc && l < nlanes; l++)
+        prev[l] = UINT32_MAX;
+    for (uint32_t s = 0; !rc && s < p->nsteps; s++) {
         const mc_rt_step_t *st = &p->steps[s];
-        uint32_t j = p->nops + 3 * s, at = st->first;
-        if (part(a, at, st->npre, prev, j) || part(a, at + st->npre, st->ncomm, j, j + 1) ||
-            part(a, at + st->npre + st->ncomm, st->npost, j + 1, j + 2))
-            return -1;
-        prev = j + 2;
+        uint32_t at = st->first;
+        for (uint32_t l = 0; !rc && l < nlanes; l++) {
+            uint32_t j = p->nops + 3 * (s * nlanes + l);
+            int any = 0;
+            rc = lane_part(a, at, st->npre, lane, l, prev[l], j, &any) ||
+                 lane_part(a, at + st->npre, st->ncomm, lane, l, j, j + 1, &any) ||
+                 lane_part(a, at + st->npre + st->ncomm, st->npost, lane, l, j + 1, j + 2, &any);
+            if (any)
+                prev[l] = j + 2;
+        }
     }
-    return 0;
+    free(prev);
+    return rc ? -1 : 0;
+}
+
+void mc_rt_op_lanes(const mc_rt_plan_t *p, uint32_t nlanes, uint32_t *lane)
+{
+    const uint32_t unset = UINT32_MAX;
+    for (uint32_t i = 0; i < p->nops; i++)
+        lane[i] = p->ops[i].kind == MC_RT_OP_COPY ? unset : (uint32_t)p->ops[i].tag % nlanes;
+    if (!p->dep_first || nlanes == 1 || p->lane) {
+        for (uint32_t i = 0; i < p->nops; i++)
+            lane[i] = !p->dep_first || nlanes == 1 ? 0 : p->lane ? p->lane[i] % nlanes : 0;
+        return;
+    }
+    /* a copy: the lane of the first send or receive that waits for it (a pack), else of the
+     * first it waits for (an unpack), else 0 */
+    for (uint32_t i = 0; i < p->nops; i++)
+        for (uint32_t k = p->dep_first[i]; p->ops[i].kind != MC_RT_OP_COPY && k < p->dep_first[i + 1];
+             k++)
+            if (p->ops[p->deps[k]].kind == MC_RT_OP_COPY && lane[p->deps[k]] == unset)
+                lane[p->deps[k]] = lane[i] | 0x80000000u;
+    for (uint32_t i = 0; i < p->nops; i++) {
+        if (lane[i] != unset) {
+            lane[i] &= 0x7fffffffu;
+            continue;
+        }
+        lane[i] = 0;
+        for (uint32_t k = p->dep_first[i]; k < p->dep_first[i + 1]; k++)
+            if (p->ops[p->deps[k]].kind != MC_RT_OP_COPY) {
+                lane[i] = lane[p->deps[k]];
+                break;
+            }
+    }
 }
 
 int mc_rt_graph_build(const mc_rt_plan_t *p, int order, mc_rt_graph_t *g, mc_rt_err_t *err)
 {
     arcs_t a = {0};
-    int st = MC_RT_OK, steps = order == MC_RT_ORDER_STEPS || !p->dep_first;
-    g->nnodes = p->nops + (steps ? 3 * p->nsteps : 0);
+    int st = MC_RT_OK;
+    /* lanes: 0 for the dependency table alone, else how many lanes the steps are grouped by */
+    uint32_t nlanes = order == MC_RT_ORDER_STEPS || !p->dep_first ? 1
+                      : order >= MC_RT_ORDER_LANES(1) ? (uint32_t)(order - MC_RT_ORDER_LANES(0))
+                                                      : 0;
+    uint32_t *lane = calloc(p->nops + 1, sizeof *lane);
+    g->nnodes = p->nops + 3 * p->nsteps * nlanes;
     g->npred = calloc(g->nnodes + 1, sizeof *g->npred);
     g->succ_first = calloc(g->nnodes + 2, sizeof *g->succ_first);
     g->succ = NULL;
-    if (!g->npred || !g->succ_first)
+    if (!lane || !g->npred || !g->succ_first)
         goto oom;
-    if (steps) {
-        if (step_arcs(p, &a))
+    if (nlanes) {
+        mc_rt_op_lanes(p, nlanes, lane);
+        if (step_arcs(p, lane, nlanes, &a))
             goto oom;
-    } else {
-        for (uint32_t i = 0; i < p->nops; i++)
-            for (uint32_t k = p->dep_first[i]; k < p->dep_first[i + 1]; k++)
-                if (arc(&a, p->deps[k], i))
-                    goto oom;
     }
+    for (uint32_t i = 0; p->dep_first && order != MC_RT_ORDER_STEPS && i < p->nops; i++)
+        for (uint32_t k = p->dep_first[i]; k < p->dep_first[i + 1]; k++)
+            if (arc(&a, p->deps[k], i))
+                goto oom;
     if (!(g->succ = malloc((a.n + 1) * sizeof *g->succ)))
         goto oom;
     for (uint32_t k = 0; k < a.n; k++) {
@@ -89,6 +139,7 @@ oom:
     st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: out of memory for the dependency graph",
                     p->rank);
 out:
+    free(lane);
     free(a.from);
     free(a.to);
     return st;

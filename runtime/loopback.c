@@ -84,6 +84,12 @@ static int match(int nranks, const mc_rt_plan_t *plans, lb_rank_t *lr, const mc_
                                   "sends %llu",
                                   r, mc_rt_op_step(&plans[r], i), (unsigned long long)op->bytes,
                                   op->tag, op->peer, (unsigned long long)pp->ops[si].bytes);
+            if (plans[r].lane && pp->lane && plans[r].lane[i] != pp->lane[si])
+                return mc_rt_fail(err, MC_RT_ERR_INVALID,
+                                  "rank %d, step %u: receives (tag %d) in lane %u but rank %d "
+                                  "sends in lane %u",
+                                  r, mc_rt_op_step(&plans[r], i), op->tag, plans[r].lane[i],
+                                  op->peer, pp->lane[si]);
             int st = mv->move(mv->ctx, mc_rt_ref_ptr(&plans[r], &op->dst, &bufs[r]),
                               mc_rt_ref_ptr(pp, &pp->ops[si].src, &bufs[op->peer]), op->bytes, err);
             if (st != MC_RT_OK)

@@ -103,6 +103,10 @@ typedef struct mc_rt_plan {
      * NULL when there are none. */
     const uint32_t *dep_first;
     const uint32_t *deps;
+    /* Per op, its lane (the nccl backend takes it modulo its number of lanes; the two sides of a
+     * message have the same), so that trees sharing a GPU run on different communicators; NULL:
+     * derived from the tags (mc_rt_op_lanes). */
+    const uint16_t *lane;
 } mc_rt_plan_t;
 
 typedef struct mc_rt_buffers {
@@ -161,6 +165,18 @@ enum {
     MC_RT_ORDER_DEPS = 0,  /* the plan's dependency table (its steps when it has none) */
     MC_RT_ORDER_STEPS = 1  /* the steps: each part of a step waits for the part before */
 };
+/* The nccl backend's order with k lanes (k communicators and streams): every op is in the lane of
+ * its tree (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
+ * the dependency table orders ops of different lanes. */
+#define MC_RT_ORDER_LANES(k) (2 + (k))
+/* The lanes of the nccl backend: how many communicators and streams mc_rt_run_nccl_mpi uses, and
+ * how many lanes emit/ spreads the trees over. */
+#define MC_RT_NCCL_LANES 4
+/* The lane of every op for k lanes: the plan's lane modulo k when it has lanes, else a send or
+ * receive's tag modulo k, and a copy the lane of the first send or receive that waits for it (a
+ * pack), else of the first it waits for (an unpack), else 0. A plan without a dependency table has
+ * one lane. */
+void mc_rt_op_lanes(const mc_rt_plan_t *plan, uint32_t k, uint32_t *lane);
 /* Builds the graph of a checked plan in the given order. */
 int mc_rt_graph_build(const mc_rt_plan_t *plan, int order, mc_rt_graph_t *g, mc_rt_err_t *err);
 void mc_rt_graph_free(mc_rt_graph_t *g);
@@ -325,6 +341,17 @@ int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffer
 int mc_rt_run_nccl_traced(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
                           cudaStream_t stream, mc_rt_cuda_copy_fn copy, cudaEvent_t *events,
                           mc_rt_err_t *err);
+/* Enqueues this rank's plan on nlanes communicators and streams (lane l: comms[l], streams[l]; all
+ * communicators of the same ranks, in the same order): every op goes to the lane of its tree
+ * (mc_rt_op_lanes); groups are issued in (step, lane) order on every rank, each step's packs,
+ * one ncclGroupStart/End of its sends and receives and its unpacks on the lane's stream; a
+ * dependency on an op of another lane is a CUDA event between the two streams. Trees of
+ * different lanes do not wait for each other; as the issue order is the same on every rank and
+ * every event points to an op issued earlier, NCCL serializing the lanes' kernels cannot
+ * deadlock (it falls back to that order). Returns without waiting for the streams. */
+int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, int nlanes, ncclComm_t *comms,
+                         cudaStream_t *streams, const mc_rt_buffers_t *bufs,
+                         mc_rt_cuda_copy_fn copy, mc_rt_err_t *err);
 /* Waits for stream until timeout_s; on timeout aborts comm (may be NULL) and names the rank, and
  * with plan and events (from mc_rt_run_nccl_traced; both may be NULL) the first step that did
  * not finish. */

@@ -4,7 +4,7 @@
 # invariant: every baseline schedule of every paper case validates and never beats the bound.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid,exec_s,exec_steps_s'
+header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid,exec_s,exec_steps_s,exec_nccl_s'
 
 expect_exit 0 "help" -- "$MESHCAST" bench --help
 expect_grep "$TMP/out" '^usage: meshcast bench' "help text"
@@ -25,8 +25,8 @@ expect_true "four rows" -- test "$(wc -l < "$TMP/out")" -eq 5
 expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.859[0-9]*,3\.43[5-9][0-9]*,(3\.999|4\.00)[0-9]*,.*,yes,' "p2p row"
 expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9][0-9]*,1\.0[0-4][0-9]*,.*,yes,' "alpa-bcast row"
 # The plans the runtime executes take the schedule's time (one tree per destination, no relay):
-# exec_s equals sim_s, with the dependency graph and in lockstep steps alike.
-expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,\1,\1$' "p2p row: executed as simulated"
+# exec_s equals sim_s, with the dependency graph, in lockstep steps and on nccl lanes alike.
+expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,\1,\1,\1$' "p2p row: executed as simulated"
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
 expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"

@@ -53,7 +53,10 @@ expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.008063
 expect_exit 0 "executed in steps" -- "$MESHCAST" sim --topo $topo --executed --steps "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.06 ms \(lockstep micro-steps, 3 sends\)' "steps text"
 expect_exit 2 "--steps alone" -- "$MESHCAST" sim --topo $topo --steps "$TMP/two-phases.xml"
-expect_grep "$TMP/err" -- '--steps goes with --executed' "--steps alone: says why"
+expect_grep "$TMP/err" -- '--steps and --lanes go with --executed' "--steps alone: says why"
+expect_exit 0 "executed on nccl lanes" -- "$MESHCAST" sim --topo $topo --executed --lanes 4 \
+  "$TMP/two-phases.xml"
+expect_grep "$TMP/out" '^executed +8\.06 ms \(nccl, 4 lanes, 3 sends\)' "lanes text"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"

@@ -8,7 +8,9 @@
 #  3. times the pack kernel on the strided copies of the full-size strided cases (3, 4, 9)
 #     against cudaMemcpyAsync of the same bytes (target: >= 90%);
 #  4. runs a one-rank NCCL communicator through the nccl backend (pack, send/recv to self,
-#     unpack) and `meshcast run --backend nccl` under mpirun -np 1;
+#     unpack), the lanes executor on two one-rank communicators and streams with an event
+#     between them, and `meshcast run --backend nccl` under mpirun -np 1 (its lanes split from
+#     one communicator);
 # and prints a summary. Usage: tests/gpu/run.sh [BUILD]   (from the repository root)
 set -u
 cd "$(dirname "$0")/../.."
@@ -91,7 +93,7 @@ done
 echo "== 4. nccl backend, one rank"
 if timeout 120 /usr/local/cuda/bin/nvcc -std=c++17 -arch=sm_90 -Werror all-warnings \
      -Xcompiler -Wall,-Wextra,-Werror -Iruntime -o "$tmp/nccl_self" tests/gpu/nccl_self.cu \
-     runtime/cuda_exec.cu runtime/plan.c -L/usr/local/cuda/lib64 -lnccl >"$tmp/nvcc.log" 2>&1 &&
+     runtime/cuda_exec.cu runtime/plan.c runtime/graph.c -L/usr/local/cuda/lib64 -lnccl >"$tmp/nvcc.log" 2>&1 &&
    timeout 60 "$tmp/nccl_self" >"$tmp/self.out" 2>&1; then
   note "$(cat "$tmp/self.out")"
 else
