@@ -84,18 +84,23 @@ static int run_copies(const mc_rt_plan_t *plan, uint32_t first, uint32_t n,
     return st;
 }
 
+/* A send or receive as NCCL's. */
+static ncclResult_t nccl_op(const mc_rt_plan_t *plan, const mc_rt_op_t *op, ncclComm_t comm,
+                            const mc_rt_buffers_t *bufs, cudaStream_t stream)
+{
+    return op->kind == MC_RT_OP_SEND
+               ? ncclSend(mc_rt_ref_ptr(plan, &op->src, bufs), op->bytes, ncclUint8, op->peer,
+                          comm, stream)
+               : ncclRecv(mc_rt_ref_ptr(plan, &op->dst, bufs), op->bytes, ncclUint8, op->peer,
+                          comm, stream);
+}
+
 static int nccl_step(const mc_rt_plan_t *plan, const mc_rt_step_t *stp, ncclComm_t comm,
                      const mc_rt_buffers_t *bufs, cudaStream_t stream, mc_rt_err_t *err)
 {
     ncclResult_t nr = ncclGroupStart();
-    for (uint32_t k = 0; nr == ncclSuccess && k < stp->ncomm; k++) {
-        const mc_rt_op_t *op = &plan->ops[stp->first + stp->npre + k];
-        nr = op->kind == MC_RT_OP_SEND
-                 ? ncclSend(mc_rt_ref_ptr(plan, &op->src, bufs), op->bytes, ncclUint8, op->peer,
-                            comm, stream)
-                 : ncclRecv(mc_rt_ref_ptr(plan, &op->dst, bufs), op->bytes, ncclUint8, op->peer,
-                            comm, stream);
-    }
+    for (uint32_t k = 0; nr == ncclSuccess && k < stp->ncomm; k++)
+        nr = nccl_op(plan, &plan->ops[stp->first + stp->npre + k], comm, bufs, stream);
     ncclResult_t ne = ncclGroupEnd();
     nr = nr != ncclSuccess ? nr : ne;
     if (nr != ncclSuccess)
@@ -241,16 +246,9 @@ static int lane_comm(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l,
     if (st != MC_RT_OK || !n)
         return st;
     ncclResult_t nr = ncclGroupStart();
-    for (uint32_t i = first; nr == ncclSuccess && i < end; i++) {
-        const mc_rt_op_t *op = &plan->ops[i];
-        if (ln->lane[i] != l)
-            continue;
-        nr = op->kind == MC_RT_OP_SEND
-                 ? ncclSend(mc_rt_ref_ptr(plan, &op->src, bufs), op->bytes, ncclUint8, op->peer,
-                            comm, stream)
-                 : ncclRecv(mc_rt_ref_ptr(plan, &op->dst, bufs), op->bytes, ncclUint8, op->peer,
-                            comm, stream);
-    }
+    for (uint32_t i = first; nr == ncclSuccess && i < end; i++)
+        if (ln->lane[i] == l)
+            nr = nccl_op(plan, &plan->ops[i], comm, bufs, stream);
     ncclResult_t ne = ncclGroupEnd();
     nr = nr != ncclSuccess ? nr : ne;
     if (nr != ncclSuccess)

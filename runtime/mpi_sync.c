@@ -59,6 +59,17 @@ static void missing(int n, MPI_Request *reqs, char *out, size_t cap)
     }
 }
 
+/* Rank 0's timeout: names the ranks whose request is pending. */
+static int not_there(int size, MPI_Request *reqs, const char *stage, const char *doing,
+                     const char *what, double timeout_s, mc_rt_err_t *err)
+{
+    char who[256];
+    missing(size - 1, reqs, who, sizeof who);
+    return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
+                      "rank 0, %s: timed out after %.1f s %s: rank %s %s (stalled or dead)", stage,
+                      timeout_s, doing, who, what);
+}
+
 int mc_rt_mpi_gate(MPI_Comm comm, const char *stage, int n, const double *in, double *sum,
                    double *max, double timeout_s, mc_rt_err_t *err)
 {
@@ -80,12 +91,8 @@ int mc_rt_mpi_gate(MPI_Comm comm, const char *stage, int n, const double *in, do
         for (int r = 1; r < size; r++)
             MPI_Irecv(vals + r * n, n, MPI_DOUBLE, r, tag, comm, &reqs[r - 1]);
         if (wait_all(size - 1, reqs, start, timeout_s)) {
-            char who[256];
-            missing(size - 1, reqs, who, sizeof who);
-            st = mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
-                            "rank 0, %s: timed out after %.1f s without a rank arriving: rank %s "
-                            "did not reach it (stalled or dead)",
-                            stage, timeout_s, who);
+            st = not_there(size, reqs, stage, "without a rank arriving", "did not reach it",
+                           timeout_s, err);
             goto out;
         }
         for (int k = 0; k < n; k++) {
@@ -135,14 +142,9 @@ int mc_rt_mpi_bcast(MPI_Comm comm, const char *stage, void *buf, int bytes, doub
     if (rank == 0) {
         for (int r = 1; r < size; r++)
             MPI_Isend(buf, bytes, MPI_BYTE, r, tag, comm, &reqs[r - 1]);
-        if (wait_all(size - 1, reqs, start, timeout_s)) {
-            char who[256];
-            missing(size - 1, reqs, who, sizeof who);
-            st = mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
-                            "rank 0, %s: timed out after %.1f s: rank %s did not take the "
-                            "broadcast (stalled or dead)",
-                            stage, timeout_s, who);
-        }
+        if (wait_all(size - 1, reqs, start, timeout_s))
+            st = not_there(size, reqs, stage, "sending its broadcast", "did not take it",
+                           timeout_s, err);
     } else {
         MPI_Irecv(buf, bytes, MPI_BYTE, 0, tag, comm, &reqs[0]);
         if (wait_all(1, reqs, start, timeout_s + MC_RT_GATE_LAG_S))
