@@ -171,7 +171,7 @@ enum {
 #define MC_RT_ORDER_LANES(k) (2 + (k))
 /* The lanes of the nccl backend: how many communicators and streams mc_rt_run_nccl_mpi uses, and
  * how many lanes emit/ spreads the trees over. */
-#define MC_RT_NCCL_LANES 4
+#define MC_RT_NCCL_LANES 8
 /* The lane of every op for k lanes: the plan's lane modulo k when it has lanes, else a send or
  * receive's tag modulo k, and a copy the lane of the first send or receive that waits for it (a
  * pack), else of the first it waits for (an unpack), else 0. A plan without a dependency table has
