@@ -87,6 +87,15 @@ ranks_of() {
   "$MESHCAST" run -q --topo "$TOPO" --print-ranks "$1"
 }
 
+# fault_sched: sets sched to Alpa's broadcast schedule of the paper's case 3 on 8 ranks (2x2
+# meshes), the fault tests' subject.
+fault_sched() {
+  STRATEGIES=alpa-bcast synth_all c3 'A={host:2,gpu:2}@[0,1,4,5]' 'B={host:2,gpu:2}@[8,9,12,13]' \
+    -- 'i32[48,24,16] A[_,host,_] -> B[host,_,_]'
+  need_scheds "case 3 on 8 ranks"
+  sched=${SCHEDS[0]}
+}
+
 # mpi_cases: for every case line on fd 3 (as paper_small prints them), synthesizes every strategy
 # and runs the schedules in one mpirun job per rank count they need (relays outside the meshes
 # add ranks); every byte must arrive.

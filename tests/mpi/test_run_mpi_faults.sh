@@ -4,12 +4,8 @@
 # smaller than the plan needs.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$(dirname "$0")/lib_run.sh"
-STRATEGIES=alpa-bcast
 
-synth_all c3 'A={host:2,gpu:2}@[0,1,4,5]' 'B={host:2,gpu:2}@[8,9,12,13]' -- \
-  'i32[48,24,16] A[_,host,_] -> B[host,_,_]'
-need_scheds "case 3 on 8 ranks"
-sched=${SCHEDS[0]}
+fault_sched
 expect_true "8 ranks" -- test "$(ranks_of "$sched")" -eq 8
 
 # Rank 0 (GPU 0) holds data everybody downstream waits for, and never takes part.

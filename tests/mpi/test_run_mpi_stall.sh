@@ -6,12 +6,8 @@
 # rank stopped at set-up left the others in an untimed barrier.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$(dirname "$0")/lib_run.sh"
-STRATEGIES=alpa-bcast
 
-synth_all c3 'A={host:2,gpu:2}@[0,1,4,5]' 'B={host:2,gpu:2}@[8,9,12,13]' -- \
-  'i32[48,24,16] A[_,host,_] -> B[host,_,_]'
-need_scheds "case 3 on 8 ranks"
-sched=${SCHEDS[0]}
+fault_sched
 
 for stage in set-up transfer check; do
   start=$SECONDS
