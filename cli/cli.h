@@ -19,6 +19,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 
 /* Prints "meshcast: <message>" and returns the exit code for err's status. */
 int cli_fail(const mc_err_t *err);

@@ -59,6 +59,16 @@ char *mc_strip_comment(char *line)
     return line;
 }
 
+const char *mc_line_keyword(const char *line, const char *kw)
+{
+    size_t n = strlen(kw);
+    if (strncmp(line, kw, n) || (line[n] != ' ' && line[n] != '\t'))
+        return NULL;
+    for (line += n; *line == ' ' || *line == '\t'; line++)
+        ;
+    return line;
+}
+
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len)
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

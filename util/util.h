@@ -96,6 +96,9 @@ int mc_parse_double(const char *s, double *out);
 
 /* Cuts a '#' comment off a line and strips the blanks around what is left, in place. */
 char *mc_strip_comment(char *line);
+/* When line starts with the keyword kw followed by a blank, what follows the blanks; else NULL.
+ * The line-oriented files (tasks, pipelines) read their statements with it. */
+const char *mc_line_keyword(const char *line, const char *kw);
 
 /* Human-readable bytes ("1.00 GiB") into buf. */
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len);
