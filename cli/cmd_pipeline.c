@@ -130,22 +130,26 @@ static void print_text(const pipe_args_t *a, const mc_pipe_t *p, const order_run
     for (int r = 0; r < n; r++)
         printf(" %14s", mc_pipe_order_name(runs[r].with.order));
     printf("\n");
+    /* One row: the label, then one cell per order. */
 #define ROW(label, fmt, expr)                        \
     do {                                             \
         printf("%-26s", label);                      \
-        for (int r = 0; r < n; r++)                  \
-            printf(" %14" fmt, expr);                \
+        for (int r = 0; r < n; r++) {                \
+            snprintf(b3, sizeof b3, fmt, expr);      \
+            printf(" %14s", b3);                     \
+        }                                            \
         printf("\n");                                \
     } while (0)
-    ROW("iteration", "s", mc_fmt_seconds(runs[r].with.iteration_s, b1, sizeof b1));
-    ROW("without communication", "s", mc_fmt_seconds(runs[r].without.iteration_s, b1, sizeof b1));
-    ROW("bubble", ".1f%%", 100 * runs[r].with.bubble);
-    ROW("exposed communication", "s", mc_fmt_seconds(runs[r].with.exposed_comm_s, b1, sizeof b1));
-    ROW("transfers on critical path", "d", runs[r].with.critical_transfers);
+    ROW("iteration", "%s", mc_fmt_seconds(runs[r].with.iteration_s, b1, sizeof b1));
+    ROW("without communication", "%s",
+        mc_fmt_seconds(runs[r].without.iteration_s, b1, sizeof b1));
+    ROW("bubble", "%.1f%%", 100 * runs[r].with.bubble);
+    ROW("exposed communication", "%s", mc_fmt_seconds(runs[r].with.exposed_comm_s, b1, sizeof b1));
+    ROW("transfers on critical path", "%d", runs[r].with.critical_transfers);
     for (int s = 0; s < p->nstages; s++) {
         char label[MC_NAME_MAX + 24];
         snprintf(label, sizeof label, "peak activations %s", p->stages[s].name);
-        ROW(label, "d", runs[r].with.peak_stored[s]);
+        ROW(label, "%d", runs[r].with.peak_stored[s]);
     }
 #undef ROW
 }
