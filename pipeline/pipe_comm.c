@@ -7,18 +7,30 @@
 #include "pipeline/pipeline.h"
 #include "sim/sim.h"
 
-static mc_status_t time_group(const mc_pipe_t *p, mc_pipe_group_t *g, const mc_topo_t *topo,
+/* Every stage's GPUs exist on the topology; an error names the stage's line. */
+static mc_status_t check_stages(const mc_pipe_t *p, const mc_topo_t *topo, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    for (int s = 0; s < p->nstages && st == MC_OK; s++) {
+        mc_task_t *t = mc_task_new();
+        st = mc_task_add_mesh(t, p->stages[s].mesh_text, err);
+        if (st == MC_OK && (st = mc_task_check_topo(t, topo, err)) != MC_OK) {
+            char msg[sizeof(err->msg)];
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+            st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: %s", p->name, p->stages[s].line, msg);
+        }
+        mc_task_free(t);
+    }
+    return st;
+}
+
+static mc_status_t time_group(mc_pipe_group_t *g, const mc_topo_t *topo,
                               const char *strategy, const mc_synth_opts_t *opts, mc_err_t *err)
 {
     mc_sched_t *s = NULL;
     mc_sim_result_t res = {0};
     mc_bound_t bound;
     mc_status_t st;
-    if (mc_task_check_topo(g->task, topo, err) != MC_OK) {
-        char msg[sizeof(err->msg)];
-        snprintf(msg, sizeof(msg), "%s", err->msg);
-        return mc_err_set(err, MC_ERR_INVALID, "%s:%d: %s", p->name, g->line, msg);
-    }
     MC_CHECK_GOTO(mc_task_split(g->task, err), out, st);
     MC_CHECK_GOTO(mc_task_bound(g->task, topo, &bound, err), out, st);
     MC_CHECK_GOTO(mc_synth(strategy, g->task, topo, opts, &s, err), out, st);
@@ -40,11 +52,11 @@ out:
 mc_status_t mc_pipe_time_comm(mc_pipe_t *p, const mc_topo_t *topo, const char *strategy,
                               const mc_synth_opts_t *opts, mc_err_t *err)
 {
-    mc_status_t st = MC_OK;
+    mc_status_t st = check_stages(p, topo, err);
     for (int g = 0; g < p->ngroups && st == MC_OK; g++) {
         free(p->groups[g].links);
         p->groups[g].links = NULL;
-        st = time_group(p, &p->groups[g], topo, strategy, opts, err);
+        st = time_group(&p->groups[g], topo, strategy, opts, err);
     }
     p->timed = st == MC_OK;
     return st;

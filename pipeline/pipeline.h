@@ -28,14 +28,12 @@ typedef struct mc_pipe_group {
     int src, dst;           /* stage indices; src < dst forward, src > dst backward */
     int backward;
     mc_task_t *task;        /* the two stages' meshes and the tensors, as a task file would */
-    int line;               /* the first line that added a move to it */
     /* Filled by mc_pipe_time_comm (tests may set them directly): */
     double seconds;         /* one micro-batch's transfer, simulated */
     double bound_s;         /* the task's lower bound */
     uint64_t bytes;         /* bytes the destinations receive */
     int nlinks;
     int *links;             /* topology links its schedule loads */
-    int same_as;            /* index of an earlier group with the same task, else -1 */
 } mc_pipe_group_t;
 
 typedef struct mc_pipe {
