@@ -171,8 +171,8 @@ static void test_time_comm(void **state)
         assert_true(p->groups[g].seconds == r.makespan_s);
         assert_true(p->groups[g].seconds >= p->groups[g].bound_s);
         assert_true(p->groups[g].nlinks > 0);
-        /* Forward each of B's GPUs gets a quarter; backward each of A's gets all of it. */
-        assert_int_equal(p->groups[g].bytes, (g ? 4 : 1) * 8 * 1024 * 64 * 2);
+        /* Forward B gets the tensor once (a quarter per GPU); backward each of A's 4 GPUs all of it. */
+        assert_int_equal(p->groups[g].bytes, (g ? 4 : 1) * 8 * 1024 * 256 * 2);
         mc_sim_result_free(&r);
         mc_sched_free(s);
     }
