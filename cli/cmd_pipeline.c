@@ -119,11 +119,15 @@ static void print_text(const pipe_args_t *a, const mc_pipe_t *p, const order_run
         char route[2 * MC_NAME_MAX + 8];
         snprintf(route, sizeof route, "%s -> %s", p->stages[gr->src].name,
                  p->stages[gr->dst].name);
-        printf("transfer   %-16s %-8s %2d tensor%s %10s  %-10s (bound %s)\n", route,
+        printf("transfer   %-16s %-8s %2d tensor%s %10s  %-10s (bound %s)", route,
                gr->backward ? "backward" : "forward", gr->task->ntensors,
                gr->task->ntensors == 1 ? " " : "s", mc_fmt_bytes(gr->bytes, b1, sizeof b1),
                mc_fmt_seconds(gr->seconds, b2, sizeof b2),
                mc_fmt_seconds(gr->bound_s, b3, sizeof b3));
+        if (gr->same_as >= 0)
+            printf(" schedule of %s -> %s", p->stages[p->groups[gr->same_as].src].name,
+                   p->stages[p->groups[gr->same_as].dst].name);
+        printf("\n");
     }
     int n = a->norders;
     printf("%-26s", "");
@@ -182,13 +186,14 @@ static void print_json(const pipe_args_t *a, const mc_pipe_t *p, const order_run
                                                 p->stages[s].bwd_s));
     for (int g = 0; g < p->ngroups; g++) {
         const mc_pipe_group_t *gr = &p->groups[g];
-        json_array_append_new(transfers, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}",
-                                                   "from", p->stages[gr->src].name, "to",
-                                                   p->stages[gr->dst].name, "direction",
-                                                   gr->backward ? "backward" : "forward",
-                                                   "tensors", gr->task->ntensors, "bytes",
-                                                   (json_int_t)gr->bytes, "seconds", gr->seconds,
-                                                   "lower_bound_s", gr->bound_s));
+        json_t *t = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "from",
+                              p->stages[gr->src].name, "to", p->stages[gr->dst].name,
+                              "direction", gr->backward ? "backward" : "forward", "tensors",
+                              gr->task->ntensors, "bytes", (json_int_t)gr->bytes, "seconds",
+                              gr->seconds, "lower_bound_s", gr->bound_s);
+        /* The earlier transfer whose schedule it reuses, or null when synthesized for it. */
+        json_object_set_new(t, "schedule_of", gr->same_as < 0 ? json_null() : json_integer(gr->same_as));
+        json_array_append_new(transfers, t);
     }
     for (int r = 0; r < a->norders; r++)
         json_array_append_new(orders, order_json(p, &runs[r]));

@@ -132,7 +132,8 @@ static mc_status_t group_for(parser_t *ps, int src, int dst, int backward, mc_pi
         }
     MC_GROW(p->groups, p->group_cap, p->ngroups + 1);
     mc_pipe_group_t *g = &p->groups[p->ngroups++];
-    *g = (mc_pipe_group_t){.src = src, .dst = dst, .backward = backward, .task = mc_task_new()};
+    *g = (mc_pipe_group_t){.src = src, .dst = dst, .backward = backward, .task = mc_task_new(),
+                           .same_as = -1};
     const int ends[2] = {src, dst};
     for (int k = 0; k < 2; k++) {
         char *text = mc_xasprintf("%s", p->stages[ends[k]].mesh_text);

@@ -34,6 +34,8 @@ typedef struct mc_pipe_group {
     uint64_t bytes;         /* bytes the destinations receive */
     int nlinks;
     int *links;             /* topology links its schedule loads */
+    int same_as;            /* the earlier group whose schedule it reuses, moved onto its GPUs;
+                             * -1 when synthesized for it */
 } mc_pipe_group_t;
 
 typedef struct mc_pipe {
@@ -55,8 +57,11 @@ mc_status_t mc_pipe_load(const char *path, mc_pipe_t **out, mc_err_t *err);
 mc_status_t mc_pipe_parse_text(const char *text, const char *name, mc_pipe_t **out, mc_err_t *err);
 void mc_pipe_free(mc_pipe_t *p);
 
-/* Synthesizes every group's schedule with the strategy (groups whose task text is identical share
- * one synthesis), validates and simulates it, and fills the group's seconds, bytes and links. */
+/* Synthesizes every group's schedule with the strategy, validates and simulates it, and fills the
+ * group's seconds, bytes and links. A group whose task is an earlier group's on other GPUs, where
+ * each edge of that schedule has a route of the same links (kind by kind, bandwidth by bandwidth)
+ * between the corresponding GPUs, reuses that schedule moved onto its GPUs (validated again and
+ * simulated on its own links) instead of a synthesis of its own. */
 mc_status_t mc_pipe_time_comm(mc_pipe_t *p, const mc_topo_t *topo, const char *strategy,
                               const mc_synth_opts_t *opts, mc_err_t *err);
 

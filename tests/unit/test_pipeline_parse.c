@@ -149,9 +149,31 @@ static void test_errors(void **state)
     }
 }
 
-/* On the paper's cluster with p2p: each group's time is its schedule's simulated time, GPUs off
- * the topology are refused at the stage's line, and with one micro-batch the iteration is the
- * compute plus every transfer. */
+/* Each group's time and links come from its schedule simulated; a schedule moved onto another
+ * boundary's GPUs times the same as one synthesized for them. */
+static void check_groups(mc_pipe_t *p, const mc_topo_t *topo, const int *same_as)
+{
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    mc_err_t err = {0};
+    assert_int_equal(mc_pipe_time_comm(p, topo, "p2p", &opts, &err), MC_OK);
+    for (int g = 0; g < p->ngroups; g++) {
+        mc_sched_t *s = NULL;
+        mc_sim_result_t r = {0};
+        assert_int_equal(mc_synth("p2p", p->groups[g].task, topo, &opts, &s, &err), MC_OK);
+        assert_int_equal(mc_sim_run_totals(s, topo, &r, &err), MC_OK);
+        assert_true(p->groups[g].seconds == r.makespan_s);
+        assert_true(p->groups[g].seconds >= p->groups[g].bound_s);
+        assert_true(p->groups[g].nlinks > 0);
+        assert_int_equal(p->groups[g].same_as, same_as[g]);
+        mc_sim_result_free(&r);
+        mc_sched_free(s);
+    }
+}
+
+/* On the paper's cluster with p2p: transfer times are the schedules' simulated times; a
+ * boundary between two other hosts reuses the first boundary's schedule, one inside a host (NVLink
+ * instead of the network) does not; GPUs off the topology are refused at the stage's line; and
+ * with one micro-batch the iteration is the compute plus every transfer. */
 static void test_time_comm(void **state)
 {
     mc_topo_t *topo = NULL;
@@ -160,31 +182,35 @@ static void test_time_comm(void **state)
     mc_pipe_t *p = parse("microbatches 1\n"
                          "stage A={gpu:4}@0..3 forward 1ms backward 2ms\n"
                          "stage B={gpu:4}@4..7 forward 1ms backward 2ms\n"
-                         "activation h: f16[8,1024,256] A[_,_,_] -> B[gpu,_,_]\n");
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    assert_int_equal(mc_pipe_time_comm(p, topo, "p2p", &opts, &err), MC_OK);
-    for (int g = 0; g < 2; g++) {
-        mc_sched_t *s = NULL;
-        mc_sim_result_t r = {0};
-        assert_int_equal(mc_synth("p2p", p->groups[g].task, topo, &opts, &s, &err), MC_OK);
-        assert_int_equal(mc_sim_run_totals(s, topo, &r, &err), MC_OK);
-        assert_true(p->groups[g].seconds == r.makespan_s);
-        assert_true(p->groups[g].seconds >= p->groups[g].bound_s);
-        assert_true(p->groups[g].nlinks > 0);
-        /* Forward B gets the tensor once (a quarter per GPU); backward each of A's 4 GPUs all of it. */
-        assert_int_equal(p->groups[g].bytes, (g ? 4 : 1) * 8 * 1024 * 256 * 2);
-        mc_sim_result_free(&r);
-        mc_sched_free(s);
-    }
+                         "stage C={gpu:4}@8..11 forward 1ms backward 2ms\n"
+                         "activation h: f16[8,1024,256] A[_,_,_] -> B[gpu,_,_]\n"
+                         "activation g: f16[8,1024,256] B[_,_,_] -> C[gpu,_,_]\n");
+    /* A->B, B->A, B->C (A->B's, moved), C->B (B->A's, moved). */
+    check_groups(p, topo, (const int[]){-1, -1, 0, 1});
+    /* Forward B gets the tensor once (a quarter per GPU); backward A's 4 GPUs all of it. */
+    assert_int_equal(p->groups[0].bytes, 8 * 1024 * 256 * 2);
+    assert_int_equal(p->groups[1].bytes, 4 * 8 * 1024 * 256 * 2);
     mc_pipe_result_t res;
     assert_int_equal(mc_pipe_simulate(p, MC_PIPE_1F1B, 0, &res, &err), MC_OK);
-    assert_true(fabs(res.iteration_s - (6e-3 + p->groups[0].seconds + p->groups[1].seconds)) <
-                1e-12);
+    double comm = 0;
+    for (int g = 0; g < p->ngroups; g++)
+        comm += p->groups[g].seconds;
+    assert_true(fabs(res.iteration_s - (9e-3 + comm)) < 1e-12);
     mc_pipe_result_free(&res);
+    mc_pipe_free(p);
+
+    p = parse("microbatches 1\n"
+              "stage A={gpu:2}@0..1 forward 1ms backward 2ms\n"
+              "stage B={gpu:2}@2..3 forward 1ms backward 2ms\n"
+              "stage C={gpu:2}@4..5 forward 1ms backward 2ms\n"
+              "forward h: f16[1024] A[gpu] -> B[_]\n"
+              "forward g: f16[1024] B[gpu] -> C[_]\n");
+    check_groups(p, topo, (const int[]){-1, -1});
     mc_pipe_free(p);
 
     p = parse("microbatches 1\nstage A={gpu:4}@0..3 forward 1ms backward 2ms\n"
               "stage B={gpu:2}@19..20 forward 1ms backward 2ms\n");
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
     assert_int_equal(mc_pipe_time_comm(p, topo, "p2p", &opts, &err), MC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "t.pipeline:3: device 20 of mesh B is outside the topology"));
     mc_pipe_free(p);
