@@ -44,6 +44,14 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
     "  --task-file FILE            meshes and moves from a task file (docs/task-format.md)\n" \
     "  MOVE...                     moves, e.g. 'f32[1024,512] A[x,_] -> B[_,y]'\n"
 
+/* The synthesis options of every command that synthesizes (synth, bench, pipeline), all with the
+ * option id given: hand each to mc_synth_opts_set under its long name. */
+#define CLI_SYNTH_LONG_OPTIONS(id)                       \
+    {"budget", required_argument, NULL, (id)},           \
+    {"rlimit", required_argument, NULL, (id)},           \
+    {"memory-limit", required_argument, NULL, (id)},     \
+    {"chunk", required_argument, NULL, (id)}
+
 typedef struct cli_task_args {
     const char *task_file;
     int nmeshes;

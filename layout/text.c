@@ -117,17 +117,10 @@ mc_status_t mc_task_parse_text(const char *text, const char *name, mc_task_t **o
 mc_status_t mc_task_load(const char *path, mc_task_t **out, mc_err_t *err)
 {
     char *data = NULL;
-    size_t len = 0;
     *out = NULL;
-    mc_status_t st = mc_read_file(path, &data, &len, err);
-    if (st != MC_OK)
-        goto out;
-    if (strlen(data) != len) {
-        st = mc_err_set(err, MC_ERR_PARSE, "%s: expected a text file (found a NUL byte)", path);
-        goto out;
-    }
-    st = mc_task_parse_text(data, path, out, err);
-out:
+    mc_status_t st = mc_read_text_file(path, &data, err);
+    if (st == MC_OK)
+        st = mc_task_parse_text(data, path, out, err);
     free(data);
     return st;
 }

@@ -231,8 +231,10 @@ static mc_status_t parse_count(parser_t *ps, const char *text, const char *what,
     return MC_OK;
 }
 
-static mc_status_t parse_line(parser_t *ps, char *line)
+static mc_status_t parse_line(void *ctx, char *line, int lineno)
 {
+    parser_t *ps = ctx;
+    ps->line = lineno;
     line = mc_strip_comment(line);
     if (!*line)
         return MC_OK;
@@ -309,15 +311,7 @@ mc_status_t mc_pipe_parse_text(const char *text, const char *name, mc_pipe_t **o
                    .err = err ? err : &scratch};
     ps.p->name = mc_xstrdup(name);
     char *copy = mc_xstrdup(text);
-    mc_status_t st = MC_OK;
-    ps.line = 1;
-    for (char *line = copy; line && st == MC_OK; ps.line++) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        st = parse_line(&ps, line);
-        line = nl ? nl + 1 : NULL;
-    }
+    mc_status_t st = mc_parse_lines(copy, parse_line, &ps);
     if (st == MC_OK)
         st = finish(&ps);
     free(copy);
@@ -335,15 +329,9 @@ mc_status_t mc_pipe_parse_text(const char *text, const char *name, mc_pipe_t **o
 mc_status_t mc_pipe_load(const char *path, mc_pipe_t **out, mc_err_t *err)
 {
     char *data = NULL;
-    size_t len = 0;
     *out = NULL;
-    mc_status_t st = mc_read_file(path, &data, &len, err);
-    if (st != MC_OK)
-        goto out;
-    if (strlen(data) != len) {
-        st = mc_err_set(err, MC_ERR_PARSE, "%s: expected a text file (found a NUL byte)", path);
-        goto out;
-    }
+    mc_status_t st;
+    MC_CHECK_GOTO(mc_read_text_file(path, &data, err), out, st);
     MC_CHECK_GOTO(mc_pipe_parse_text(data, path, out, err), out, st);
     const char *slash = strrchr(path, '/');
     if ((*out)->topo_path && (*out)->topo_path[0] != '/' && slash) {

@@ -5,8 +5,9 @@
  * names it. */
 #include "pipeline/pipeline.h"
 #include "sched/sched.h"
+#include "sim/sim.h"
 
-enum { LABEL_W = 140, PLOT_W = 900, ROW_H = 16, HEAD_H = 24, TICKS = 5 };
+enum { LABEL_W = 140, PLOT_W = 900, ROW_H = 16, HEAD_H = 24 };
 
 static void bar(mc_buf_t *b, const mc_pipe_t *p, const mc_pipe_span_t *sp, double span, int y)
 {
@@ -32,11 +33,7 @@ char *mc_pipe_timeline_svg(const mc_pipe_t *p, const mc_pipe_result_t *res, int 
     span = span > 0 ? span : 1;
     int section = HEAD_H + 2 * ROW_H * p->nstages, height = 24 + nres * section + 20;
     mc_buf_t b = {0};
-    mc_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                      "font-family=\"monospace\" font-size=\"11\">\n<text x=\"4\" y=\"16\">",
-                  LABEL_W + PLOT_W + 20, height);
-    mc_sched_xml_escape(&b, title ? title : "");
+    mc_sim_svg_begin(&b, LABEL_W + PLOT_W + 20, height, title);
     mc_buf_printf(&b, " (blue forward, orange backward; pale bars are transfers)</text>\n");
     for (int r = 0; r < nres; r++) {
         int top = 24 + r * section;
@@ -56,13 +53,7 @@ char *mc_pipe_timeline_svg(const mc_pipe_t *p, const mc_pipe_result_t *res, int 
                 bar(&b, p, sp, span, top + HEAD_H + ROW_H * (2 * sp->stage + (sp->group >= 0)));
         }
     }
-    int axis = 24 + nres * section;
-    for (int k = 0; k <= TICKS; k++) {
-        double x = LABEL_W + PLOT_W * (double)k / TICKS;
-        mc_buf_printf(&b, "<line x1=\"%.1f\" y1=\"24\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
-                          "<text x=\"%.1f\" y=\"%d\">%.3g ms</text>\n",
-                      x, x, axis, x, axis + 14, span * k / TICKS * 1e3);
-    }
+    mc_sim_svg_time_axis(&b, LABEL_W, PLOT_W, 24, 24 + nres * section, span);
     mc_buf_printf(&b, "</svg>\n");
     return b.data;
 }
