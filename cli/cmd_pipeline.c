@@ -17,13 +17,15 @@ static void usage(FILE *out)
             "Simulates one training iteration of a pipeline (docs/pipeline.md): each stage runs\n"
             "its forward and backward steps in the order's sequence; the tensors crossing each\n"
             "boundary move by the schedule the strategy synthesizes for them, timed by the\n"
-            "flow-level simulator, while the stages compute. Prints each boundary's transfer time,\n"
-            "then per order the iteration time, the time without any communication, the bubble,\n"
-            "the communication left on the critical path and the peak stored activations.\n"
+            "flow-level simulator, while the stages compute. Prints each boundary's transfer\n"
+            "time, then per order the iteration time, the time without any communication, the\n"
+            "bubble, the communication left on the critical path and the peak stored\n"
+            "activations.\n"
             "\n"
             "options:\n"
             "  --topo FILE          topology (default: the pipeline file's 'topology' line)\n"
-            "  --strategy NAME      resharding strategy (default meshcast; see meshcast synth --help)\n"
+            "  --strategy NAME      resharding strategy (default meshcast; meshcast synth --help\n"
+            "                       lists them)\n"
             "  --order ORDER        1f1b, eager-1f1b or both (default both)\n"
             "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES\n"
             "                       synthesis options, as for meshcast synth\n"
@@ -189,7 +191,8 @@ static void print_json(const pipe_args_t *a, const mc_pipe_t *p, const order_run
                               gr->task->ntensors, "bytes", (json_int_t)gr->bytes, "seconds",
                               gr->seconds, "lower_bound_s", gr->bound_s);
         /* The earlier transfer whose schedule it reuses, or null when synthesized for it. */
-        json_object_set_new(t, "schedule_of", gr->same_as < 0 ? json_null() : json_integer(gr->same_as));
+        json_object_set_new(t, "schedule_of",
+                            gr->same_as < 0 ? json_null() : json_integer(gr->same_as));
         json_array_append_new(transfers, t);
     }
     for (int r = 0; r < a->norders; r++)

@@ -34,7 +34,8 @@ typedef struct psim {
     long seq;
 } psim_t;
 
-/* Items: step k of stage s is s * 2B + k; group g's transfer of micro-batch m is S * 2B + g * B + m. */
+/* Items: step k of stage s is s * 2B + k; group g's transfer of micro-batch m is
+ * S * 2B + g * B + m. */
 static int op_item(const psim_t *m, int s, int k)
 {
     return s * 2 * m->B + k;
@@ -56,9 +57,11 @@ static void push(psim_t *m, double t, int item)
 static event_t pop(psim_t *m)
 {
     int best = 0;
-    for (int i = 1; i < m->nev; i++)
-        if (m->ev[i].t < m->ev[best].t || (m->ev[i].t == m->ev[best].t && m->ev[i].seq < m->ev[best].seq))
+    for (int i = 1; i < m->nev; i++) {
+        const event_t *e = &m->ev[i], *b = &m->ev[best];
+        if (e->t < b->t || (e->t == b->t && e->seq < b->seq))
             best = i;
+    }
     event_t e = m->ev[best];
     m->ev[best] = m->ev[--m->nev];
     return e;

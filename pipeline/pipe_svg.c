@@ -43,7 +43,8 @@ char *mc_pipe_timeline_svg(const mc_pipe_t *p, const mc_pipe_result_t *res, int 
                       res[r].exposed_comm_s);
         for (int s = 0; s < p->nstages; s++)
             for (int lane = 0; lane < 2; lane++) {
-                mc_buf_printf(&b, "<text x=\"4\" y=\"%d\">", top + HEAD_H + ROW_H * (2 * s + lane) + 12);
+                mc_buf_printf(&b, "<text x=\"4\" y=\"%d\">",
+                              top + HEAD_H + ROW_H * (2 * s + lane) + 12);
                 mc_sched_xml_escape(&b, p->stages[s].name);
                 mc_buf_printf(&b, " %s</text>\n", lane ? "comm" : "compute");
             }

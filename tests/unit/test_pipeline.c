@@ -118,7 +118,8 @@ static mc_pipe_t *uniform(int S, int B, double f, double b, double fwd_t, double
     mc_buf_t text = {0};
     mc_buf_printf(&text, "microbatches %d\n", B);
     for (int s = 0; s < S; s++)
-        mc_buf_printf(&text, "stage %c={x:1}@%d forward %.17gs backward %.17gs\n", 'A' + s, s, f, b);
+        mc_buf_printf(&text, "stage %c={x:1}@%d forward %.17gs backward %.17gs\n", 'A' + s, s,
+                      f, b);
     for (int s = 0; s + 1 < S; s++)
         mc_buf_printf(&text, "activation h%d: f32[4] %c[_] -> %c[_]\n", s, 'A' + s, 'B' + s);
     mc_pipe_t *p = NULL;
