@@ -2,9 +2,10 @@
  * each as soon as the stage is free and every transfer it needs has arrived. A finished step
  * issues its group transfers at once (Alpa's emitter sends each output right after the step that
  * makes it); a transfer holds every link its schedule loads, so one that shares a link with a
- * transfer still running waits for it (first come, first served). Every bar records what it
- * waited for last, so the critical path can be walked back from the last step and split into
- * compute and communication. */
+ * transfer still running waits for it (first come, first served). Transfers are issued in time
+ * order, so each one's times are known when it is issued: the only events are the ends of steps,
+ * at most one per stage pending. Every bar records what it waited for last, so the critical path
+ * can be walked back from the last step and split into compute and communication. */
 #include <stdlib.h>
 
 #include "pipeline/pipeline.h"
@@ -52,8 +53,7 @@ static void push(psim_t *m, double t, int item)
     m->ev[m->nev++] = (event_t){t, m->seq++, item};
 }
 
-/* The earliest event, then the first pushed: at most a stage's step per stage and the transfers
- * in flight are pending, so a scan is enough. */
+/* The earliest event, then the first pushed: with one pending per stage at most, a scan. */
 static event_t pop(psim_t *m)
 {
     int best = 0;
@@ -67,6 +67,8 @@ static event_t pop(psim_t *m)
     return e;
 }
 
+/* Starts stage s's next step when the stage is free and every input has been issued: at now, or
+ * when the last input arrives. */
 static void try_start(psim_t *m, int s, double now)
 {
     if (m->busy[s] || m->next[s] == 2 * m->B)
@@ -78,11 +80,12 @@ static void try_start(psim_t *m, int s, double now)
         return;
     int waited_for_input = m->arr_item[w] >= 0 && (k == 0 || m->arr_t[w] > m->prev_end[s]);
     m->pred[item] = waited_for_input ? m->arr_item[w] : k ? m->prev_item[s] : -1;
+    double start = m->arr_item[w] >= 0 && m->arr_t[w] > now ? m->arr_t[w] : now;
     const mc_pipe_stage_t *st = &m->p->stages[s];
     double dur = op->backward ? st->bwd_s : st->fwd_s;
-    m->spans[item] = (mc_pipe_span_t){s, -1, op->mb, op->backward, now, now + dur};
+    m->spans[item] = (mc_pipe_span_t){s, -1, op->mb, op->backward, start, start + dur};
     m->busy[s] = 1;
-    push(m, now + dur, item);
+    push(m, start + dur, item);
 }
 
 static void issue(psim_t *m, int g, int mb, double now, int producer)
@@ -104,32 +107,28 @@ static void issue(psim_t *m, int g, int mb, double now, int producer)
         m->link_holder[gr->links[i]] = item;
     }
     m->spans[item] = (mc_pipe_span_t){gr->src, g, mb, gr->backward, start, end};
-    push(m, end, item);
-}
-
-static void on_event(psim_t *m, event_t e)
-{
-    int nops = m->S * 2 * m->B;
-    if (e.item < nops) {
-        int s = e.item / (2 * m->B);
-        const mc_pipe_op_t *op = &m->ops[e.item];
-        m->busy[s] = 0;
-        m->next[s]++;
-        m->prev_end[s] = e.t;
-        m->prev_item[s] = e.item;
-        for (int g = 0; g < m->p->ngroups; g++)
-            if (m->p->groups[g].src == s && m->p->groups[g].backward == op->backward)
-                issue(m, g, op->mb, e.t, e.item);
-        try_start(m, s, e.t);
-        return;
-    }
-    int g = (e.item - nops) / m->B, mb = (e.item - nops) % m->B;
-    const mc_pipe_group_t *gr = &m->p->groups[g];
     int w = slot(m, gr->dst, gr->backward, mb);
     m->need[w]--;
-    m->arr_t[w] = e.t;
-    m->arr_item[w] = e.item;
-    try_start(m, gr->dst, e.t);
+    if (m->arr_item[w] < 0 || end > m->arr_t[w]) {
+        m->arr_t[w] = end;
+        m->arr_item[w] = item;
+    }
+    try_start(m, gr->dst, now);
+}
+
+/* Step e.item ended: its stage is free, its outputs leave, and its next step may start. */
+static void on_event(psim_t *m, event_t e)
+{
+    int s = e.item / (2 * m->B);
+    const mc_pipe_op_t *op = &m->ops[e.item];
+    m->busy[s] = 0;
+    m->next[s]++;
+    m->prev_end[s] = e.t;
+    m->prev_item[s] = e.item;
+    for (int g = 0; g < m->p->ngroups; g++)
+        if (m->p->groups[g].src == s && m->p->groups[g].backward == op->backward)
+            issue(m, g, op->mb, e.t, e.item);
+    try_start(m, s, e.t);
 }
 
 static void setup(psim_t *m, const mc_pipe_t *p, mc_pipe_order_t order, int no_comm)
