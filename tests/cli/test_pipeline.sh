@@ -64,6 +64,10 @@ expect_true "a broadcast crosses the NIC once: under twice the bound" -- \
 expect_true "eager-1F1B hides more than 1F1B" -- \
   py 'j["orders"][1]["iteration_s"] < j["orders"][0]["iteration_s"] and j["orders"][1]["exposed_comm_s"] < j["orders"][0]["exposed_comm_s"]' "$TMP/bcast.json"
 
+# Synthesis options reach the strategy.
+expect_exit 1 "memory limit passed to the strategy" -- "$MESHCAST" pipeline --strategy p2p --memory-limit 1K $gpt
+expect_grep "$TMP/err" "strategy p2p cannot stay within --memory-limit 1.00 KiB" "the strategy's refusal"
+
 expect_exit 0 "one order" -- "$MESHCAST" pipeline --strategy p2p --order eager-1f1b $gpt
 expect_grep "$TMP/out" '^ +eager-1f1b$' "one column"
 expect_grep "$TMP/out" '^peak activations A +7$' "eager-1F1B's peak on stage A"
