@@ -15,9 +15,8 @@ typedef struct parser {
     mc_task_t *all;     /* every stage's mesh and every declared move: checks names and meshes */
     const char *name;
     int line;
-    int *flop_line;     /* per stage: the line of a time given in flop, 0 if none */
-    double (*flops)[2]; /* per stage: forward and backward flop counts */
-    int ngpus_total;
+    double (*flops)[2]; /* per stage: forward and backward FLOP, for times given in flop (the
+                         * stage's time is -1 until the file's gpu-rate is known) */
     mc_err_t *err;
 } parser_t;
 
@@ -102,7 +101,6 @@ static mc_status_t parse_stage(parser_t *ps, char *rest)
                             ps->p->stages[s].line);
     mc_pipe_t *p = ps->p;
     MC_GROW(p->stages, p->stage_cap, p->nstages + 1);
-    ps->flop_line = mc_xrealloc(ps->flop_line, sizeof(int) * (size_t)(p->nstages + 1));
     ps->flops = mc_xrealloc(ps->flops, sizeof(*ps->flops) * (size_t)(p->nstages + 1));
     mc_pipe_stage_t *st = &p->stages[p->nstages];
     memset(st, 0, sizeof(*st));
@@ -110,14 +108,11 @@ static mc_status_t parse_stage(parser_t *ps, char *rest)
     st->mesh_text = mc_xstrdup(rest);
     st->ngpus = m->ndevices;
     st->line = ps->line;
-    ps->flop_line[p->nstages] = 0;
     p->nstages++;
     double *f = ps->flops[p->nstages - 1];
     if (parse_time(ps, "forward", fwd, &st->fwd_s, &f[0]) != MC_OK ||
         parse_time(ps, "backward", bwd, &st->bwd_s, &f[1]) != MC_OK)
         return MC_ERR_PARSE;
-    if (st->fwd_s < 0 || st->bwd_s < 0)
-        ps->flop_line[p->nstages - 1] = ps->line;
     return MC_OK;
 }
 
@@ -135,13 +130,9 @@ static mc_status_t group_for(parser_t *ps, int src, int dst, int backward, mc_pi
     *g = (mc_pipe_group_t){.src = src, .dst = dst, .backward = backward, .task = mc_task_new(),
                            .same_as = -1};
     const int ends[2] = {src, dst};
-    for (int k = 0; k < 2; k++) {
-        char *text = mc_xasprintf("%s", p->stages[ends[k]].mesh_text);
-        mc_status_t st = mc_task_add_mesh(g->task, text, ps->err);
-        free(text);
-        if (st != MC_OK)
+    for (int k = 0; k < 2; k++)
+        if (mc_task_add_mesh(g->task, p->stages[ends[k]].mesh_text, ps->err) != MC_OK)
             return located(ps);
-    }
     *out = g;
     return MC_OK;
 }
@@ -288,9 +279,16 @@ static mc_status_t finish(parser_t *ps)
     if (!p->microbatches)
         return mc_err_set(ps->err, MC_ERR_PARSE, "%s: expected a 'microbatches N' line",
                           ps->name);
+    /* Each step and transfer is a bar of the timeline, kept until the end. */
+    int64_t items = ((int64_t)2 * p->nstages + p->ngroups) * p->microbatches;
+    if (items > MC_PIPE_MAX_ITEMS)
+        return mc_err_set(ps->err, MC_ERR_PARSE, "%s: %d stages, %d transfers and %d "
+                          "micro-batches make %lld steps and transfers; expected at most %d",
+                          ps->name, p->nstages, p->ngroups, p->microbatches, (long long)items,
+                          MC_PIPE_MAX_ITEMS);
     for (int s = 0; s < p->nstages; s++) {
         mc_pipe_stage_t *st = &p->stages[s];
-        if (!ps->flop_line[s])
+        if (st->fwd_s >= 0 && st->bwd_s >= 0)
             continue;
         if (p->gpu_rate <= 0)
             return mc_err_set(ps->err, MC_ERR_PARSE, "%s:%d: stage %s gives a time in flop; "
@@ -315,7 +313,6 @@ mc_status_t mc_pipe_parse_text(const char *text, const char *name, mc_pipe_t **o
     if (st == MC_OK)
         st = finish(&ps);
     free(copy);
-    free(ps.flop_line);
     free(ps.flops);
     mc_task_free(ps.all);
     if (st != MC_OK) {

@@ -50,6 +50,9 @@ typedef struct mc_pipe {
     int timed;              /* mc_pipe_time_comm ran */
 } mc_pipe_t;
 
+/* The most steps and transfers (each a span of the result) one pipeline may have. */
+#define MC_PIPE_MAX_ITEMS 10000000
+
 /* Reads a pipeline file; errors name the file, the line and what was expected (MC_ERR_PARSE).
  * mc_pipe_parse_text reads the same format from memory; a relative topology path is then kept as
  * written. */

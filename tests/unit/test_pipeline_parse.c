@@ -130,6 +130,10 @@ static void test_errors(void **state)
         {"stage A={gpu:2}@0..1 forward 1ms backward 1ms\n",
          "t.pipeline: expected a 'microbatches N' line"},
         {"microbatches 3\n", "t.pipeline: expected at least one 'stage' line"},
+        {"microbatches 1000000\n" STAGES "gpu-rate 1e12\nactivation h: f16[4] A[gpu] -> B[gpu]\n"
+         "activation g: f16[4] B[gpu] -> C[gpu]\nforward k: f16[4] A[gpu] -> C[gpu]\n",
+         "t.pipeline: 3 stages, 5 transfers and 1000000 micro-batches make 11000000 steps and "
+         "transfers; expected at most 10000000"},
         {"microbatches 0\n", "t.pipeline:1: expected a micro-batch count (1 to 1000000), got "
                              "'0'"},
         {"microbatches 4\nmicrobatches 5\n", "t.pipeline:2: expected one 'microbatches' line"},
