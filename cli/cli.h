@@ -6,6 +6,7 @@
 #define MC_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 
 #include "layout/layout.h"
 #include "topo/topo.h"
@@ -27,6 +28,10 @@ int cli_fail(const mc_err_t *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
+
+/* Prints a JSON document as the commands do (2-space indent, keys in insertion order, reals with
+ * 9 significant digits) and releases it. */
+void cli_print_json(json_t *o);
 
 /* Loads a topology; prints its warnings to stderr unless quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);

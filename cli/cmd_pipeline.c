@@ -200,10 +200,7 @@ static void print_json(const pipe_args_t *a, const mc_pipe_t *p, const order_run
     json_object_set_new(o, "stages", stages);
     json_object_set_new(o, "transfers", transfers);
     json_object_set_new(o, "orders", orders);
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 int cmd_pipeline(int argc, char **argv)
