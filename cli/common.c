@@ -1,4 +1,5 @@
-/* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology loading. */
+/* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
+ * loading. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
