@@ -1,8 +1,9 @@
 /* Tests for the pipeline orders and the event simulation: the orders match Alpa's own tables, the
  * peak stored activations follow from each order's warm-up count, and the iteration time meets
- * the closed forms: (B + S - 1)(f + b) without communication for uniform stages, exactly t more
- * per dependent transfer of t when nothing can overlap it, and no two transfers on a shared link
- * at once. Transfer times are set by hand here; test_pipeline_comm times real schedules. */
+ * the closed forms: (B + S - 1)(f + b) without communication for uniform stages (both orders),
+ * exactly t more per dependent transfer of t when nothing can overlap it, and no two transfers on
+ * a shared link at once. Transfer times are set by hand here; test_pipeline_parse times real
+ * schedules. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,6 +157,10 @@ static void test_no_comm_closed_form(void **state)
             assert_near(r.iteration_s, (B + S - 1) * (f + b));
             assert_near(r.bubble, (double)(S - 1) / (B + S - 1));
             assert_near(r.exposed_comm_s, 0);
+            /* Eager-1F1B's longer warm-up costs no time without communication. */
+            simulate(p, MC_PIPE_EAGER_1F1B, 0, &q);
+            assert_near(q.iteration_s, (B + S - 1) * (f + b));
+            mc_pipe_result_free(&q);
             /* Transfers that take time are ignored when asked to. */
             mc_pipe_t *slow = uniform(S, B, f, b, 1, 1);
             simulate(slow, MC_PIPE_1F1B, 1, &q);
