@@ -36,7 +36,7 @@ static void usage(FILE *out)
             "  --steps             with --executed: run the plans in lockstep micro-steps instead,\n"
             "                      as code emitted without dependency tables does\n"
             "  --lanes K           with --executed: as the nccl backend runs them on K\n"
-            "                      communicators and streams (meshcast run uses 4)\n"
+            "                      communicators and streams (meshcast run uses 8)\n"
             "  -q, --quiet         no topology warnings\n"
             "\n"
             "exit status: 0 ok, 1 invalid input, 2 usage error\n");
@@ -199,10 +199,7 @@ static void print_json(const sim_report_t *p, const char *path)
         free(name);
     }
     json_object_set_new(o, "busiest_links", links);
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 int cmd_sim(int argc, char **argv)
