@@ -32,7 +32,8 @@ expect_exit 1 "--check other name" -- "$MESHCAST" emit -q --topo "$TOPO" --check
 expect_grep "$TMP/err" "case1.alpa-bcast.h: missing|case1\.[a-z0-9-]+\.h: missing|: missing" "--check missing: names the file"
 expect_exit 0 "--standalone" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e3" --standalone --name x
 expect_true "--standalone: runtime sources" -- test -f "$TMP/e3/runtime.h" -a -f "$TMP/e3/plan.c" \
-  -a -f "$TMP/e3/cuda_exec.cu" -a -f "$TMP/e3/copy_kernel.cuh" -a -f "$TMP/e3/rt_internal.h"
+  -a -f "$TMP/e3/cuda_exec.cu" -a -f "$TMP/e3/copy_kernel.cuh" -a -f "$TMP/e3/rt_internal.h" \
+  -a -f "$TMP/e3/graph.c"
 expect_exit 2 "bad --name" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e4" --name 9lives
 expect_exit 2 "no output" -- "$MESHCAST" emit -q --topo "$TOPO" "$s"
 expect_exit 2 "both -o and --check" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o a --check b
@@ -62,7 +63,7 @@ if [ -x "$nvcc" ]; then
     -I"$TMP/e3" -c "$TMP/e3/x.cu" -o "$TMP/e3/x.o"
   expect_exit 0 "... and links against NCCL" -- \
     "$nvcc" -I"$TMP/all" -o "$TMP/all/prog" "$TMP/all/all.o" "$rt_cu" "$TMP/all/plan.c" \
-    "$TMP/all/main.c" -L/usr/local/cuda/lib64 -lnccl
+    "$TMP/all/graph.c" "$TMP/all/main.c" -L/usr/local/cuda/lib64 -lnccl
 else
   echo "no nvcc: compile check skipped"
   _skipped=$((_skipped + 1))
