@@ -1,5 +1,6 @@
-/* Internals of the NCCL topology XML loader (topo_nccl*.c): NCCL's hardware constants, the
- * attribute readers that turn a missing or malformed attribute into a "file:line" error, and the
+/* Internals of the NCCL topology XML loader (topo_nccl*.c), which also reads RCCL's dialect of
+ * the same format (<system version="2">): NCCL's and RCCL's hardware constants, the attribute
+ * readers that turn a missing or malformed attribute into a "file:line" error, and the
  * loader's working state shared by the tree walk and the passes that follow it. */
 #ifndef MC_TOPO_NCCL_H
 #define MC_TOPO_NCCL_H
@@ -11,14 +12,35 @@
 
 #define MC_GBPS 1e9 /* NCCL's GB/s: 1e9 bytes per second */
 #define MC_NCCL_LOC_BW 5000.0 /* NCCL LOC_BW in GB/s: "infinite" */
+/* A <net> with no speed, or speed <= 0, runs at 10 Gb/s in NCCL and RCCL (ncclTopoAddNet). */
+#define MC_NCCL_DEFAULT_NET_MBPS 10000
+
+/* PCI class codes as NCCL's and RCCL's kvDictPciClass match them: base class (the top byte) for
+ * GPUs and NICs, the full code for the rest; anything unlisted is a PCI switch or bridge. */
+#define MC_PCI_BASE(cls) ((cls) >> 16)
+#define MC_PCI_BASE_NETWORK 0x02    /* NIC: Ethernet 0x020000, InfiniBand 0x020700 */
+#define MC_PCI_BASE_DISPLAY 0x03    /* GPU: VGA 0x030000, 3D controller 0x030200, 0x038000 */
+#define MC_PCI_CLASS_BRIDGE 0x060400
+#define MC_PCI_CLASS_NVSWITCH 0x068000
+#define MC_PCI_CLASS_CPU 0x068001    /* POWER9 NVLink bridge: an <nvlink> row to the CPU */
+#define MC_PCI_CLASS_CX8_DIRECT 0x080100 /* ConnectX-8 "data direct": a bridge since NCCL 2.28 */
+#define MC_PCI_CLASS_ACCEL 0x120000  /* processing accelerator: an AMD GPU for RCCL only */
+
+/* Which program's reading of the format applies: the root's version says (1 NCCL, 2 RCCL). */
+typedef enum { MC_DIALECT_NCCL = 1, MC_DIALECT_RCCL = 2 } mc_dialect_t;
 
 /* ---- hardware constants (topo_nccl_hw.c), all in NCCL's GB/s per direction ---- */
 double mc_nccl_nvlink_bw(int sm);
+/* RCCL's per-link xGMI bandwidth for a gcn attribute (ncclTopoXGMISpeed), and the gfx name RCCL
+ * turns a legacy numeric gcn ("908", "910") into, written to arch (at least 16 bytes). */
+double mc_rccl_xgmi_bw(const char *gcn, char *arch, size_t len);
 /* Bandwidth of a PCIe link from NCCL's prefix table (width x rate / 80). *known is 0 when NCCL
  * would fall back to Gen3; returns -1 when speed is not a "<number> GT/s" string at all. */
 double mc_nccl_pci_bw(const char *speed, int width, int *known);
-/* Inter-socket bandwidth of a CPU, by arch, vendor, family and model (NCCL's table). */
-double mc_nccl_cpu_bw(const char *arch, const char *vendor, int family, int model);
+/* Inter-socket bandwidth of a CPU, by arch, vendor, family and model (NCCL's table, or RCCL's
+ * older one, which stops at Skylake for Intel). */
+double mc_nccl_cpu_bw(mc_dialect_t dialect, const char *arch, const char *vendor, int family,
+                      int model);
 /* Broadcom PEX generation of a PCI switch from its device word (0 if not one); level 0 is the
  * upper switch, 1 the sub-switch NCCL folds into it. */
 int mc_nccl_bcm_gen(uint64_t device_word, int level);
@@ -39,12 +61,15 @@ typedef struct mc_nic_profile {
 const mc_nic_profile_t *mc_nccl_nic_profile(unsigned vendor, unsigned device);
 
 /* ---- loader state (topo_nccl.c, topo_nccl_links.c) ---- */
-/* A link to a bus id that may come later in the file: a GPU-to-GPU <nvlink> or a <pcilink>. */
+/* A link to a bus id that may come later in the file: a GPU-to-GPU <nvlink> or <xgmi>, or a
+ * <pcilink>. */
 typedef struct mc_nccl_nvl {
     int from;       /* node id of the GPU or PCI switch that lists the row */
     int64_t target; /* bus id of the remote end */
-    int count;      /* NVLink lanes; 0 for a <pcilink> */
+    int count;      /* NVLink or xGMI lanes; 0 for a <pcilink> */
     int line;
+    mc_link_kind_t kind; /* MC_LINK_NVL or MC_LINK_XGMI for GPU rows */
+    double gbps;    /* bandwidth of the whole row, GB/s */
 } mc_nccl_nvl_t;
 
 typedef struct mc_nccl_bus {
@@ -56,6 +81,7 @@ typedef struct mc_nccl_bus {
 typedef struct mc_nccl_ctx {
     mc_topo_t *t;
     const char *path;
+    mc_dialect_t dialect;
     int host_base, nhosts;
     uint64_t *hashes; /* host_hash of each host, in order of first appearance */
     int hash_cap;

@@ -62,10 +62,11 @@ static mc_status_t resolve_targets(mc_nccl_ctx_t *c, mc_err_t *err)
         mc_node_kind_t want = r->count > 0 ? MC_NODE_GPU : MC_NODE_PCI;
         if (to >= 0 && t->nodes[to].kind != want)
             to = -1;
+        const char *what = r->kind == MC_LINK_XGMI ? "xGMI link" : "NVLink";
         if (to < 0 && r->count > 0)
             return mc_err_set(err, MC_ERR_INVALID,
-                              "%s:%d: NVLink from %s to unknown target %s: expected the bus id "
-                              "of a GPU on the same host", c->path, r->line, from->name,
+                              "%s:%d: %s from %s to unknown target %s: expected the bus id "
+                              "of a GPU on the same host", c->path, r->line, what, from->name,
                               mc_nccl_busid_str(r->target, b, sizeof b));
         if (to < 0) {
             mc_topo_warn(t, "%s:%d: <pcilink target=\"%s\"> names no PCI switch of the host; "
@@ -77,14 +78,13 @@ static mc_status_t resolve_targets(mc_nccl_ctx_t *c, mc_err_t *err)
             mc_topo_add_link(t, r->from, to, MC_LINK_LOC, MC_NCCL_LOC_BW * MC_GBPS, 0, 1);
             continue;
         }
-        mc_topo_add_link(t, r->from, to, MC_LINK_NVL,
-                         r->count * mc_nccl_nvlink_bw(from->sm) * MC_GBPS,
-                         mc_topo_default_latency(MC_LINK_NVL), r->count);
+        mc_topo_add_link(t, r->from, to, r->kind, r->gbps * MC_GBPS,
+                         mc_topo_default_latency(r->kind), r->count);
         int back = rows_between(c, to, r->from);
         if (back != r->count)
-            mc_topo_warn(t, "%s:%d: %s lists %d NVLinks to %s, which lists %d back; each "
+            mc_topo_warn(t, "%s:%d: %s lists %d %ss to %s, which lists %d back; each "
                          "direction is kept as listed", c->path, r->line, from->name, r->count,
-                         t->nodes[to].name, back);
+                         what, t->nodes[to].name, back);
     }
     return MC_OK;
 }

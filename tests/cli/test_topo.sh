@@ -22,6 +22,18 @@ expect_true "json: 16 NIC ports at 22.5 GB/s" -- \
   json "len(d['nics'])==16 and all(n['bw']==22.5 and n['host']==0 for n in d['nics'])"
 expect_true "json: link count" -- json "d['links']==98"
 
+# RCCL's MI250 model: xGMI per GPU (7 or 6 links of 36 GB/s), and per pair the kind of link, as
+# rocm-smi --showtopo lists it: GPU 0 has xGMI to 1, 4 and 6, PCIe to 2 and 3, SYS to the rest.
+expect_exit 0 "show MI250" -- "$MESHCAST" topo show "$X/rccl-topo_8p1h.xml"
+expect_grep "$TMP/out" '^  1 +0 +h0/GPU1 +gfx90a +216\.0 +6 +24\.00  \(xGMI\)$' "GPU 1: gfx90a, 216 GB/s of xGMI"
+expect_grep "$TMP/out" '^links: 78 \(directed\) PCI 44 SYS 2 NET 8 XGMI 24$' "24 directed xGMI links: 3 rows per GPU"
+expect_exit 0 "show --json MI250" -- "$MESHCAST" topo show --json "$X/rccl-topo_8p1h.xml"
+expect_true "json: GPU 0's row of link kinds" -- \
+  json "d['gpu_pairs'][0]['kinds'][0]==['X','XGMI','PCI','PCI','XGMI','SYS','XGMI','SYS'] and d['gpus'][0]['fabric']=='XGMI' and d['gpus'][0]['arch']=='gfx90a'"
+expect_exit 0 "show --json DGX-1" -- "$MESHCAST" topo show --json "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+expect_true "json: DGX-1 GPU 0 has NVLink to 1-4, SYS to 5-7" -- \
+  json "d['gpu_pairs'][0]['kinds'][0]==['X','NVL','NVL','NVL','NVL','SYS','SYS','SYS'] and d['gpus'][0]['fabric']=='NVL'"
+
 expect_exit 0 "show p4d skeleton" -- "$MESHCAST" topo show "$X/aws-p4d-24xlarge-topo.xml"
 expect_grep "$TMP/err" 'warning: .*aws-p4d-24xlarge-topo.xml:18: .*assuming A100-SXM4-40GB' "assumptions are warned"
 expect_grep "$TMP/out" '^warnings: 12$' "12 assumptions listed"
