@@ -267,7 +267,21 @@ out:
     return st;
 }
 
-static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, mc_err_t *err)
+/* The network port already hanging off a NIC, -1 if none yet. */
+static int port_of(const mc_nccl_ctx_t *c, int nic)
+{
+    for (int i = c->first_node; i < c->t->nnodes; i++)
+        if (c->t->nodes[i].kind == MC_NODE_NET && c->up[i - c->first_node] == nic)
+            return i;
+    return -1;
+}
+
+/* One <net>. With fuse, a second port of the same NIC joins the first as one device of their
+ * summed speed: NCCL 2.28 merges ports whose path is PATH_PORT (one <nic>, or functions of one
+ * card) into a virtual NIC at run time by default (NCCL_NET_MERGE_LEVEL=PORT, ncclTopoMakeVNics),
+ * and only a dump shows them apart. */
+static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, int fuse,
+                            mc_err_t *err)
 {
     mc_status_t st;
     int64_t dev, speed, rail;
@@ -291,23 +305,33 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, m
                         c->path, line_of(x), (long long)dev, host);
         goto out;
     }
-    int net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%lld", host, (long long)dev);
-    c->t->nodes[net].dev = (int)dev;
-    c->t->nodes[net].rail = (int)rail;
-    c->t->nodes[net].bw = (double)speed / 8000.0 * MC_GBPS;
-    mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, c->t->nodes[net].bw,
-                          mc_topo_default_latency(MC_LINK_NET), 1);
+    double bw = (double)speed / 8000.0 * MC_GBPS;
+    int net = fuse ? port_of(c, nic) : -1;
+    if (net >= 0) {
+        if (c->t->links[mc_topo_find_link(c->t, nic, net)].count == 1 && c->fused_nics++ == 0)
+            c->fused_example = nic;
+        c->t->nodes[net].bw += bw;
+    } else {
+        net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%lld", host, (long long)dev);
+        c->t->nodes[net].dev = (int)dev;
+        c->t->nodes[net].rail = (int)rail;
+        c->t->nodes[net].bw = bw;
+        mc_nccl_track(c, net, nic, bw / MC_GBPS);
+    }
+    mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, bw, mc_topo_default_latency(MC_LINK_NET),
+                          1);
 out:
     return st;
 }
 
-static mc_status_t read_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, mc_err_t *err)
+static mc_status_t read_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, int fuse,
+                            mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     MC_CHECK_GOTO(count_element(c, host, x, err), out, st);
     for (xmlNodePtr k = x->children; k; k = k->next) {
         if (is_elem(k, "net"))
-            MC_CHECK_GOTO(read_net(c, k, host, nic, err), out, st);
+            MC_CHECK_GOTO(read_net(c, k, host, nic, fuse, err), out, st);
         else if (k->type == XML_ELEMENT_NODE)
             ignore_elem(c, k, "nic");
     }
@@ -479,6 +503,17 @@ out:
     return st;
 }
 
+/* The NIC an earlier function of the same PCI card became, -1 if none. */
+static int card_nic(const mc_nccl_ctx_t *c, int host, int64_t bus)
+{
+    for (int i = c->first_node; i < c->t->nnodes; i++) {
+        const mc_node_t *n = &c->t->nodes[i];
+        if (n->kind == MC_NODE_NIC && n->host == host && n->busid >= 0 && n->busid >> 4 == bus >> 4)
+            return i;
+    }
+    return -1;
+}
+
 static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu, int host,
                             int absorb_gen, mc_err_t *err)
 {
@@ -505,19 +540,18 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
                                  "GPU); only the first is used", c->path, line_of(k));
         }
     } else if (role == PCI_NIC) {
-        /* RCCL merges the functions of one card into one NIC (busId &= ~0xf); NCCL since 2.24
-         * keeps each function apart. */
-        int64_t nic_bus = c->dialect == MC_DIALECT_RCCL ? a.bus & ~(int64_t)0xf : a.bus;
-        char name[64];
-        snprintf(name, sizeof name, "h%d/NIC/%s", host, mc_nccl_busid_str(nic_bus, b, sizeof b));
-        node = mc_topo_find_node(c->t, name);
+        /* The functions of one card are one NIC: RCCL masks the function digit (busId &=
+         * ~0xf); NCCL 2.28 fuses their ports at run time into a device under the first. */
+        node = card_nic(c, host, a.bus);
         if (node < 0) {
-            node = add_node(c, MC_NODE_NIC, host, nic_bus, line_of(x), "%s", name);
+            node = add_node(c, MC_NODE_NIC, host, a.bus, line_of(x), "h%d/NIC/%s", host,
+                            mc_nccl_busid_str(a.bus, b, sizeof b));
             link_up(c, node, parent, a.bw, MC_LINK_PCI);
         }
         xmlNodePtr n = first_child(x, "nic");
         if (n)
-            MC_CHECK_GOTO(read_nic(c, n, host, node, err), out, st);
+            MC_CHECK_GOTO(read_nic(c, n, host, node, c->dialect == MC_DIALECT_NCCL, err), out,
+                          st);
         else
             skeleton_nic(c, x, host, node, vendor, device);
     } else if (role == PCI_DROP) {
@@ -556,7 +590,7 @@ static mc_status_t read_cpu_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int cpu, int hos
         mc_topo_add_link_pair(c->t, nic, cpu, MC_LINK_LOC, MC_NCCL_LOC_BW * MC_GBPS, 0, 1);
         mc_nccl_track(c, nic, cpu, MC_NCCL_LOC_BW);
     }
-    return read_nic(c, x, host, nic, err);
+    return read_nic(c, x, host, nic, 0, err); /* socket NICs: NCCL's socket transport fuses none */
 }
 
 static mc_status_t read_cpu(mc_nccl_ctx_t *c, xmlNodePtr x, mc_err_t *err)
@@ -690,6 +724,11 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
     if (c.classless > 0)
         mc_topo_warn(t, "%s: %d <pci> elements have no class; inferred from what they hold", path,
                      c.classless);
+    if (c.fused_nics > 0)
+        mc_topo_warn(t, "%s: %d NICs have several ports (first %s); each NIC's ports are one "
+                     "network device of their summed speed, as NCCL 2.28 fuses them at run time "
+                     "(NCCL_NET_MERGE_LEVEL=PORT)", path, c.fused_nics,
+                     t->nodes[c.fused_example].name);
     MC_CHECK_GOTO(mc_nccl_finish_links(&c, err), out, st);
     *nhosts = c.nhosts;
 out:

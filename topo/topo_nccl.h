@@ -104,6 +104,7 @@ typedef struct mc_nccl_ctx {
     int skeleton_gpus, skeleton_line; /* GPUs given only as a PCI class, not inferable */
     int64_t skeleton_bus;
     int bare_pci;     /* <pci> elements with neither a class nor children */
+    int fused_nics, fused_example; /* NICs whose ports were fused, and the first of them */
     int classless;    /* <pci> elements whose class was inferred from their children */
 } mc_nccl_ctx_t;
 
