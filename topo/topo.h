@@ -111,8 +111,21 @@ mc_status_t mc_topo_finalize(mc_topo_t *t, mc_err_t *err);
 void mc_topo_free(mc_topo_t *t);
 
 /* ---- loading ---- */
+/* What a loader may be told that a file does not say. */
+typedef struct mc_topo_load_opts {
+    /* NVLinks from each GPU whose <gpu> lists none (NCCL would ask the driver) to the NVSwitch;
+     * 0: none, PCIe only; -1: infer them from the PCI device id, with a warning. */
+    int assume_nvlink;
+} mc_topo_load_opts_t;
+#define MC_TOPO_LOAD_OPTS_DEFAULT ((mc_topo_load_opts_t){.assume_nvlink = -1})
+/* NVLinks per GPU one may assume: NVLink 5 has 18; more is a typo. */
+#define MC_TOPO_MAX_ASSUMED_NVLINKS 64
+
 /* Loads NCCL (or RCCL) topology XML or cluster XML (told apart by the root element). */
 mc_status_t mc_topo_load(const char *path, mc_topo_t **out, mc_err_t *err);
+/* The same with options (NULL: the defaults). */
+mc_status_t mc_topo_load_with(const char *path, const mc_topo_load_opts_t *opts, mc_topo_t **out,
+                              mc_err_t *err);
 mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, mc_topo_t **out,
                                 mc_err_t *err);
 

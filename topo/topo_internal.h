@@ -12,12 +12,13 @@
  * host_base; *nhosts gets how many hosts it held (distinct host_hash values, at least 1). Node
  * names are prefixed "h<host>/". Errors name the document's file and line. */
 mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int host_base,
-                            int *nhosts, mc_err_t *err);
+                            const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err);
 
 /* Builds t from a cluster XML document (root <cluster>, docs/topology-format.md), validated
  * against topologies/schema/cluster.rng; nodes given as NCCL files are read with
  * mc_nccl_xml_add. Does not call mc_topo_finalize. */
-mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, mc_err_t *err);
+mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path,
+                                 const mc_topo_load_opts_t *opts, mc_err_t *err);
 
 /* Frees the routes topo_route.c cached inside t. */
 void mc_topo_route_cache_free(mc_topo_t *t);

@@ -97,7 +97,7 @@ static mc_status_t add_bus(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus
                               "once)", c->path, line_of(x), mc_nccl_busid_str(busid, b, sizeof b),
                               host);
     MC_GROW(c->bus, c->bus_cap, c->nbus + 1);
-    c->bus[c->nbus++] = (mc_nccl_bus_t){host, busid, node};
+    c->bus[c->nbus++] = (mc_nccl_bus_t){.host = host, .busid = busid, .node = node};
     return MC_OK;
 }
 
@@ -106,6 +106,14 @@ static int nvs_node(mc_nccl_ctx_t *c)
     if (c->nvs < 0)
         c->nvs = add_node(c, MC_NODE_NVS, c->host_base, -1, 0, "h%d/NVS", c->host_base);
     return c->nvs;
+}
+
+void mc_nccl_add_nvs_lanes(mc_nccl_ctx_t *c, int gpu, int lanes)
+{
+    mc_topo_add_link_pair(c->t, gpu, nvs_node(c), MC_LINK_NVL,
+                          lanes * mc_nccl_nvlink_bw(c->t->nodes[gpu].sm) * MC_GBPS,
+                          mc_topo_default_latency(MC_LINK_NVL), lanes);
+    c->nvl_rows[gpu - c->first_node] = 1;
 }
 
 static void link_up(mc_nccl_ctx_t *c, int node, int parent, double gbps, mc_link_kind_t kind)
@@ -358,12 +366,8 @@ static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, 
     c->t->nodes[gpu].dev = dev;
     c->t->nodes[gpu].sm = p->sm;
     link_up(c, gpu, parent, bw, MC_LINK_PCI);
-    if (p->nvs_links > 0) {
-        mc_topo_add_link_pair(c->t, gpu, nvs_node(c), MC_LINK_NVL,
-                              p->nvs_links * mc_nccl_nvlink_bw(p->sm) * MC_GBPS,
-                              mc_topo_default_latency(MC_LINK_NVL), p->nvs_links);
-        c->nvl_rows[gpu - c->first_node] = 1;
-    }
+    if (p->nvs_links > 0)
+        mc_nccl_add_nvs_lanes(c, gpu, p->nvs_links);
     mc_topo_warn(c->t, "%s:%d: <pci busid=\"%s\"> is a GPU with no <gpu> element (a skeleton file); "
                  "assuming %s (device 0x%04x) as %s: sm %d, %d NVLinks to the NVSwitch",
                  c->path, line_of(x), mc_nccl_busid_str(bus, b, sizeof b), p->model, device,
@@ -563,6 +567,8 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
     }
     if (node >= 0) /* the bus record points at the device it became */
         c->bus[c->nbus - 1].node = node;
+    c->bus[c->nbus - 1].vendor = vendor;
+    c->bus[c->nbus - 1].device = device;
 out:
     return st;
 }
@@ -696,12 +702,12 @@ static void ctx_free(mc_nccl_ctx_t *c)
 }
 
 mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int host_base,
-                            int *nhosts, mc_err_t *err)
+                            const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err)
 {
     mc_status_t st;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     mc_nccl_ctx_t c = {.t = t, .path = path, .host_base = host_base, .nvs = -1,
-                       .first_node = t->nnodes};
+                       .first_node = t->nnodes, .assume_nvlink = opts->assume_nvlink};
     int ngpus = 0;
     MC_CHECK_GOTO(check_root(root, path, &c.dialect, err), out, st);
     for (xmlNodePtr k = root->children; k; k = k->next) {

@@ -51,6 +51,7 @@ typedef struct mc_gpu_profile {
     const char *model;
     int sm;
     int nvs_links; /* NVLinks to the NVSwitch, 0 when the board has none or its wiring is unknown */
+    int pcie_card; /* 1: a PCIe card, no NVLink to speak of (a 2-GPU bridge aside) */
 } mc_gpu_profile_t;
 const mc_gpu_profile_t *mc_nccl_gpu_profile(unsigned vendor, unsigned device);
 typedef struct mc_nic_profile {
@@ -76,12 +77,14 @@ typedef struct mc_nccl_bus {
     int host;
     int64_t busid;
     int node; /* node it became, -1 when NCCL creates none (folded switch, skipped device) */
+    unsigned vendor, device; /* PCI ids, 0 when the file gives none */
 } mc_nccl_bus_t;
 
 typedef struct mc_nccl_ctx {
     mc_topo_t *t;
     const char *path;
     mc_dialect_t dialect;
+    int assume_nvlink; /* mc_topo_load_opts_t's: -1 infer, else NVSwitch lanes */
     int host_base, nhosts;
     uint64_t *hashes; /* host_hash of each host, in order of first appearance */
     int hash_cap;
@@ -122,6 +125,9 @@ const char *mc_nccl_busid_str(int64_t busid, char *buf, size_t len);
 
 /* Per-node bookkeeping arrays grow with the topology. */
 void mc_nccl_track(mc_nccl_ctx_t *c, int node, int up, double up_bw);
+
+/* Joins a GPU to the document's NVSwitch with lanes NVLinks of its sm's bandwidth. */
+void mc_nccl_add_nvs_lanes(mc_nccl_ctx_t *c, int gpu, int lanes);
 
 /* After the tree walk: GPU-to-GPU NVLinks, GPUs that list none, CPU-to-CPU links and
  * bottleneck warnings. */

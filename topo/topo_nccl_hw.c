@@ -145,11 +145,11 @@ int mc_nccl_bcm_gen(uint64_t id, int level)
 /* Device ids seen in real topology files (research note section 3). V100 boards are wired as a
  * cube-mesh the device id does not reveal, so no NVLinks are assumed for them. */
 static const mc_gpu_profile_t gpus[] = {
-    {0x1db5, "V100-SXM2-32GB", 70, 0},  {0x20b0, "A100-SXM4-40GB", 80, 12},
-    {0x20b2, "A100-SXM4-80GB", 80, 12}, {0x20b5, "A100-PCIe-80GB", 80, 0},
-    {0x2204, "GA102 (RTX 3090)", 86, 0}, {0x2330, "H100-SXM5-80GB", 90, 18},
-    {0x2335, "H200-SXM", 90, 18},       {0x2901, "B200", 100, 18},
-    {0x3182, "B300", 103, 18},          {0x31c2, "GB300", 103, 18},
+    {0x1db5, "V100-SXM2-32GB", 70, 0, 0},  {0x20b0, "A100-SXM4-40GB", 80, 12, 0},
+    {0x20b2, "A100-SXM4-80GB", 80, 12, 0}, {0x20b5, "A100-PCIe-80GB", 80, 0, 1},
+    {0x2204, "GA102 (RTX 3090)", 86, 0, 1}, {0x2330, "H100-SXM5-80GB", 90, 18, 0},
+    {0x2335, "H200-SXM", 90, 18, 0},       {0x2901, "B200", 100, 18, 0},
+    {0x3182, "B300", 103, 18, 0},          {0x31c2, "GB300", 103, 18, 0},
 };
 
 const mc_gpu_profile_t *mc_nccl_gpu_profile(unsigned vendor, unsigned device)

@@ -34,6 +34,19 @@ expect_exit 0 "show --json DGX-1" -- "$MESHCAST" topo show --json "$X/dgx1-v100-
 expect_true "json: DGX-1 GPU 0 has NVLink to 1-4, SYS to 5-7" -- \
   json "d['gpu_pairs'][0]['kinds'][0]==['X','NVL','NVL','NVL','NVL','SYS','SYS','SYS'] and d['gpus'][0]['fabric']=='NVL'"
 
+# GPUs whose <gpu> lists no NVLinks: inferred from the device id (H100 SXM5: 18 x 20.6 = 370.8),
+# stated with --assume-nvlink, or PCIe-only with a message saying how to state them.
+expect_exit 0 "NVLinks inferred" -- "$MESHCAST" topo show "$D/h100-no-nvlink-rows.xml"
+expect_grep "$TMP/out" '^  3 +0 +h0/GPU3 +90 +370\.8 +18 +48\.00$' "GPU 3: 18 NVLinks assumed"
+expect_grep "$TMP/err" 'assuming 18 NVLinks each to the NVSwitch, as on every H100-SXM5-80GB' "one warning says what was assumed"
+expect_exit 0 "NVLinks unknown" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml"
+expect_grep "$TMP/err" 'reached over PCIe only; if they have NVLinks to an NVSwitch, give their number with --assume-nvlink N' "says how to state them"
+expect_exit 0 "--assume-nvlink 12" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 12
+expect_grep "$TMP/out" '^  1 +0 +h0/GPU1 +90 +247\.2 +12 +48\.00$' "12 x 20.6 GB/s as stated"
+expect_grep "$TMP/out" '^warnings: 0$' "nothing assumed"
+expect_exit 2 "--assume-nvlink out of range" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 65
+expect_exit 0 "task takes --assume-nvlink" -- "$MESHCAST" task --topo "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 0 --mesh 'A={x:2}@0..1' 'f32[1024] A[x] -> A[_]'
+
 expect_exit 0 "show p4d skeleton" -- "$MESHCAST" topo show "$X/aws-p4d-24xlarge-topo.xml"
 expect_grep "$TMP/err" 'warning: .*aws-p4d-24xlarge-topo.xml:18: .*assuming A100-SXM4-40GB' "assumptions are warned"
 expect_grep "$TMP/out" '^warnings: 12$' "12 assumptions listed"
