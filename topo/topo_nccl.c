@@ -313,7 +313,7 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, i
                         c->path, line_of(x), (long long)dev, host);
         goto out;
     }
-    double bw = (double)speed / 8000.0 * MC_GBPS;
+    double bw = MC_NCCL_NET_BW(speed);
     int net = fuse ? port_of(c, nic) : -1;
     if (net >= 0) {
         if (c->t->links[mc_topo_find_link(c->t, nic, net)].count == 1 && c->fused_nics++ == 0)
@@ -382,7 +382,7 @@ static void skeleton_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, unsi
     int net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%d", host, dev);
     c->t->nodes[net].dev = dev;
     int mbps = p ? p->speed_mbps : MC_NCCL_DEFAULT_NET_MBPS;
-    c->t->nodes[net].bw = mbps / 8000.0 * MC_GBPS;
+    c->t->nodes[net].bw = MC_NCCL_NET_BW(mbps);
     mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, c->t->nodes[net].bw,
                           mc_topo_default_latency(MC_LINK_NET), 1);
     mc_topo_warn(c->t, "%s:%d: NIC %s has no <nic>/<net> (a skeleton file); assuming one port %s "

@@ -14,6 +14,8 @@
 #define MC_NCCL_LOC_BW 5000.0 /* NCCL LOC_BW in GB/s: "infinite" */
 /* A <net> with no speed, or speed <= 0, runs at 10 Gb/s in NCCL and RCCL (ncclTopoAddNet). */
 #define MC_NCCL_DEFAULT_NET_MBPS 10000
+/* A <net speed> in Mb/s as bytes/s: NCCL's bw = speed / 8000 GB/s. */
+#define MC_NCCL_NET_BW(mbps) ((double)(mbps) / 8000.0 * MC_GBPS)
 
 /* PCI class codes as NCCL's and RCCL's kvDictPciClass match them: base class (the top byte) for
  * GPUs and NICs, the full code for the rest; anything unlisted is a PCI switch or bridge. */

@@ -78,30 +78,20 @@ static void test_mi250(void **state)
     mc_topo_free(t);
 }
 
-/* The rest of the dialect: legacy gcn numbers, an <xgmi> row to the CPU and to a switch class
- * (both directions, like NCCL's NVLink rows), <nvlink> rows that RCCL does not read, the
- * functions of one NIC card merged into one NIC, and a GPU without gcn refused. */
+/* The rest of the dialect (tests/data/topo/rccl-rows.xml): a CPU row and a switch row are joined
+ * both ways, like NCCL's NVLink rows; RCCL reads no <nvlink>; the functions of one NIC card are
+ * one NIC with two ports (2 x 25 GB/s); a GPU without gcn is refused. */
 #define RCPU "<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\" familyid=\"25\" modelid=\"1\">"
 #define RPCI(bus, cls) "<pci busid=\"" bus "\" class=\"" cls "\" link_speed=\"16.0 GT/s PCIe\" " \
                        "link_width=\"16\">"
 static void test_dialect_rows(void **state)
 {
-    mc_topo_t *t = load_text_ok(
-        "<system version=\"2\">" RCPU
-        RPCI("0000:03:00.0", "0x120000") "<gpu dev=\"0\" sm=\"304\" gcn=\"940\" rank=\"0\" gdr=\"1\">"
-        "<xgmi target=\"0000:00:00.0\" count=\"2\" tclass=\"0x068001\"/>"
-        "<xgmi target=\"0000:09:00.0\" count=\"1\" tclass=\"0x068000\"/>"
-        "<nvlink target=\"0000:04:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>"
-        RPCI("0000:04:00.0", "0x038000") "<gpu dev=\"1\" sm=\"120\" gcn=\"gfx1100\" rank=\"1\" gdr=\"1\">"
-        "<xgmi target=\"0000:09:00.0\" count=\"2\" tclass=\"0x068000\"/></gpu></pci>"
-        RPCI("0000:05:00.0", "0x020700") "<nic><net name=\"mlx5_0\" dev=\"0\" speed=\"200000\"/></nic></pci>"
-        RPCI("0000:05:00.1", "0x020700") "<nic><net name=\"mlx5_1\" dev=\"1\" speed=\"200000\"/></nic></pci>"
-        "</cpu></system>");
+    mc_topo_t *t = load_ok(DATA "rccl-rows.xml");
     assert_xgmi(t, 0, "gfx940", 3 * 48.0);
     assert_float_equal(kind_link_gbps(t, "h0/CPU0", "h0/GPU0", MC_LINK_XGMI), 96.0, 1e-9);
     assert_float_equal(kind_link_gbps(t, "h0/NVS", "h0/GPU0", MC_LINK_XGMI), 48.0, 1e-9);
     assert_xgmi(t, 1, "gfx1100", 2 * 24.0);
-    assert_true(has_warning(t, "inline.xml:1: ignoring element <nvlink> inside <gpu> (RCCL "
+    assert_true(has_warning(t, "rccl-rows.xml:11: ignoring element <nvlink> inside <gpu> (RCCL "
                                "ignores it too)"));
     assert_int_equal(count_nodes(t, MC_NODE_NIC), 1);
     assert_float_equal(link_gbps(t, "h0/NIC/0000:05:00.0", "h0/NET1"), 25.0, 1e-9);
