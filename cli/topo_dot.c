@@ -36,7 +36,10 @@ static void node_line(mc_buf_t *b, const mc_topo_t *t, int i, const mc_gpu_summa
 {
     const mc_node_t *n = &t->nodes[i];
     mc_buf_printf(b, "    \"%s\" [shape=%s, label=\"%s", n->name, shape(n->kind), n->name);
-    if (n->kind == MC_NODE_GPU)
+    if (n->kind == MC_NODE_GPU && n->arch[0])
+        mc_buf_printf(b, "\\nGPU %d, %s\\nxGMI %.1f GB/s", n->gpu, n->arch,
+                      gpus[n->gpu].nvlink_bw / 1e9);
+    else if (n->kind == MC_NODE_GPU)
         mc_buf_printf(b, "\\nGPU %d, sm %d\\nNVLink %.1f GB/s", n->gpu, n->sm,
                       gpus[n->gpu].nvlink_bw / 1e9);
     else if (n->kind == MC_NODE_NET)

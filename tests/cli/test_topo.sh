@@ -30,6 +30,8 @@ expect_grep "$TMP/out" '^links: 78 \(directed\) PCI 44 SYS 2 NET 8 XGMI 24$' "24
 expect_exit 0 "show --json MI250" -- "$MESHCAST" topo show --json "$X/rccl-topo_8p1h.xml"
 expect_true "json: GPU 0's row of link kinds" -- \
   json "d['gpu_pairs'][0]['kinds'][0]==['X','XGMI','PCI','PCI','XGMI','SYS','XGMI','SYS'] and d['gpus'][0]['fabric']=='XGMI' and d['gpus'][0]['arch']=='gfx90a'"
+expect_exit 0 "dot MI100" -- "$MESHCAST" topo dot "$X/rccl-topo_4p3l.xml"
+expect_grep "$TMP/out" 'label="h0/GPU0\\nGPU 0, gfx908\\nxGMI 72\.0 GB/s"' "an AMD GPU drawn with its gfx name and xGMI"
 expect_exit 0 "show --json DGX-1" -- "$MESHCAST" topo show --json "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
 expect_true "json: DGX-1 GPU 0 has NVLink to 1-4, SYS to 5-7" -- \
   json "d['gpu_pairs'][0]['kinds'][0]==['X','NVL','NVL','NVL','NVL','SYS','SYS','SYS'] and d['gpus'][0]['fabric']=='NVL'"
