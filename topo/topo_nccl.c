@@ -141,8 +141,8 @@ static mc_status_t positive_int(mc_nccl_ctx_t *c, xmlNodePtr x, const char *name
 
 /* One <nvlink> (NCCL) or <xgmi> (RCCL) row: both programs read them alike (ncclTopoAddNvLinks,
  * ncclTopoAddXGMI), with per-link bandwidth link_gbps and kind as the link's kind. */
-static mc_status_t read_gpu_link(mc_nccl_ctx_t *c, xmlNodePtr x, int gpu, int64_t own_bus,
-                                 mc_link_kind_t kind, double link_gbps, int cpu, mc_err_t *err)
+static mc_status_t read_nvlink(mc_nccl_ctx_t *c, xmlNodePtr x, int gpu, int64_t own_bus,
+                               mc_link_kind_t kind, double link_gbps, int cpu, mc_err_t *err)
 {
     mc_status_t st;
     int64_t count, tclass;
@@ -264,8 +264,8 @@ static mc_status_t read_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bu
         MC_CHECK_GOTO(count_element(c, host, k, err), out, st);
         int rccl = c->dialect == MC_DIALECT_RCCL;
         if (is_elem(k, rccl ? "xgmi" : "nvlink"))
-            MC_CHECK_GOTO(read_gpu_link(c, k, gpu, bus, rccl ? MC_LINK_XGMI : MC_LINK_NVL,
-                                        link_gbps, cpu, err), out, st);
+            MC_CHECK_GOTO(read_nvlink(c, k, gpu, bus, rccl ? MC_LINK_XGMI : MC_LINK_NVL,
+                                      link_gbps, cpu, err), out, st);
         else if (!rccl && is_elem(k, "c2c"))
             MC_CHECK_GOTO(read_c2c(c, k, gpu, cpu, err), out, st);
         else
@@ -490,7 +490,7 @@ static mc_status_t read_bridge(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t
     for (xmlNodePtr k = x->children; k; k = k->next) {
         if (is_elem(k, "pci")) {
             MC_CHECK_GOTO(read_pci(c, k, node, cpu, host, gen, err), pop, st);
-        } else if (is_elem(k, "pcilink")) {
+        } else if (c->dialect == MC_DIALECT_NCCL && is_elem(k, "pcilink")) {
             int64_t target;
             MC_CHECK_GOTO(count_element(c, host, k, err), pop, st);
             MC_CHECK_GOTO(mc_nccl_attr_busid(c, k, "target", &target, err), pop, st);
