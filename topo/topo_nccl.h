@@ -33,19 +33,18 @@ typedef enum { MC_DIALECT_NCCL = 1, MC_DIALECT_RCCL = 2 } mc_dialect_t;
 
 /* ---- hardware constants (topo_nccl_hw.c), all in NCCL's GB/s per direction ---- */
 double mc_nccl_nvlink_bw(int sm);
-/* RCCL's per-link xGMI bandwidth for a gcn attribute (ncclTopoXGMISpeed), and the gfx name RCCL
- * turns a legacy numeric gcn ("908", "910") into, written to arch (at least 16 bytes). */
-double mc_rccl_xgmi_bw(const char *gcn, char *arch, size_t len);
 /* Bandwidth of a PCIe link from NCCL's prefix table (width x rate / 80). *known is 0 when NCCL
  * would fall back to Gen3; returns -1 when speed is not a "<number> GT/s" string at all. */
 double mc_nccl_pci_bw(const char *speed, int width, int *known);
-/* Inter-socket bandwidth of a CPU, by arch, vendor, family and model (NCCL's table, or RCCL's
- * older one, which stops at Skylake for Intel). */
+/* Inter-socket bandwidth of a CPU, by arch, vendor, family and model (NCCL's table). */
 double mc_nccl_cpu_bw(mc_dialect_t dialect, const char *arch, const char *vendor, int family,
-                      int model);
+                      int model); /* MC_DIALECT_RCCL: RCCL's table, Intel stops at Skylake */
 /* Broadcom PEX generation of a PCI switch from its device word (0 if not one); level 0 is the
  * upper switch, 1 the sub-switch NCCL folds into it. */
 int mc_nccl_bcm_gen(uint64_t device_word, int level);
+/* RCCL's per-link xGMI bandwidth for a gcn attribute (ncclTopoXGMISpeed), and the gfx name RCCL
+ * turns a legacy numeric gcn ("908", "910") into, written to arch (at least 16 bytes). */
+double mc_rccl_xgmi_bw(const char *gcn, char *arch, size_t len);
 
 /* What a skeleton's bare PCI device id tells us. */
 typedef struct mc_gpu_profile {
