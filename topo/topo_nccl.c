@@ -348,8 +348,8 @@ out:
 }
 
 /* A skeleton's GPU: a class 0x03 <pci> without <gpu>. Known device ids are completed with a
- * warning; unknown ones are counted and the file refused at the end. */
-static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
+ * warning; unknown ones are counted and the file refused at the end. Returns the GPU, or -1. */
+static int skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
                          double bw, unsigned vendor, unsigned device)
 {
     char b[32];
@@ -359,7 +359,7 @@ static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, 
             c->skeleton_line = line_of(x);
             c->skeleton_bus = bus;
         }
-        return;
+        return -1;
     }
     int dev = next_dev(c, MC_NODE_GPU, host);
     int gpu = add_node(c, MC_NODE_GPU, host, bus, line_of(x), "h%d/GPU%d", host, dev);
@@ -372,6 +372,7 @@ static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, 
                  "assuming %s (device 0x%04x) as %s: sm %d, %d NVLinks to the NVSwitch",
                  c->path, line_of(x), mc_nccl_busid_str(bus, b, sizeof b), p->model, device,
                  c->t->nodes[gpu].name, p->sm, p->nvs_links);
+    return gpu;
 }
 
 static void skeleton_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, unsigned vendor,
@@ -535,7 +536,7 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
     if (role == PCI_GPU) {
         xmlNodePtr g = first_child(x, "gpu");
         if (!g) {
-            skeleton_gpu(c, x, host, a.bus, parent, a.bw, vendor, device);
+            node = skeleton_gpu(c, x, host, a.bus, parent, a.bw, vendor, device);
         } else {
             MC_CHECK_GOTO(read_gpu(c, g, host, a.bus, parent, a.bw, cpu, &node, err), out, st);
             for (xmlNodePtr k = g->next; k; k = k->next)
