@@ -1,7 +1,7 @@
 /* 'meshcast topo show': what a topology holds (hosts, GPUs with their NVLink or xGMI bandwidth,
- * NVLink domains, NIC ports, the PCIe tree, link counts by kind, the loader's warnings), as text
- * or as one JSON object, which also holds per host the kind of connection between every two GPUs
- * (to diff against nvidia-smi topo -m or rocm-smi --showtopo). Bandwidths are GB/s (1e9
+ * NVLink domains, the kind of connection between every two GPUs of a host to diff against
+ * nvidia-smi topo -m or rocm-smi --showtopo, NIC ports, the PCIe tree, link counts by kind, the
+ * loader's warnings), as text or as one JSON object. Bandwidths are GB/s (1e9
  * bytes/s) per direction, as NCCL counts them. */
 #include <jansson.h>
 #include <stdlib.h>
@@ -68,6 +68,34 @@ static void print_domains(const mc_topo_t *t, const mc_gpu_summary_t *gpus, int 
     }
 }
 
+/* The kind of connection between every two GPUs of a host, laid out like nvidia-smi topo -m. */
+static int print_pairs(const mc_topo_t *t, int host)
+{
+    int n = 0, *ids = mc_xmalloc(sizeof(int) * (size_t)t->ngpus);
+    mc_err_t err = {0};
+    for (int g = 0; g < t->ngpus; g++)
+        if (mc_topo_gpu_host(t, g) == host)
+            ids[n++] = g;
+    printf("GPU pairs (host %d):\n       ", host);
+    for (int j = 0; j < n; j++)
+        printf(" %5d", ids[j]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("  %5d", ids[i]);
+        for (int j = 0; j < n; j++) {
+            mc_link_kind_t k;
+            if (mc_topo_pair_kind(t, ids[i], ids[j], &k, &err) != MC_OK) {
+                free(ids);
+                return cli_fail(&err);
+            }
+            printf(" %5s", i == j ? "X" : mc_link_kind_str(k));
+        }
+        printf("\n");
+    }
+    free(ids);
+    return MC_EXIT_OK;
+}
+
 static int show_text(const mc_topo_t *t, const mc_gpu_summary_t *gpus, int ndomains,
                      int all_hosts)
 {
@@ -88,6 +116,11 @@ static int show_text(const mc_topo_t *t, const mc_gpu_summary_t *gpus, int ndoma
                gpus[g].fabric == MC_LINK_XGMI ? "  (xGMI)" : "");
     }
     print_domains(t, gpus, ndomains);
+    for (int h = 0; h < (all_hosts ? t->nhosts : 1); h++) {
+        int rc = print_pairs(t, h);
+        if (rc != MC_EXIT_OK)
+            return rc;
+    }
     for (int i = 0; i < t->nnodes; i++) {
         nets += t->nodes[i].kind == MC_NODE_NET;
         switches += t->nodes[i].kind == MC_NODE_SWITCH;

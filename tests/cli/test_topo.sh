@@ -27,6 +27,7 @@ expect_true "json: link count (8 ports fewer: 16 links)" -- json "d['links']==82
 expect_exit 0 "show MI250" -- "$MESHCAST" topo show "$X/rccl-topo_8p1h.xml"
 expect_grep "$TMP/out" '^  1 +0 +h0/GPU1 +gfx90a +216\.0 +6 +24\.00  \(xGMI\)$' "GPU 1: gfx90a, 216 GB/s of xGMI"
 expect_grep "$TMP/out" '^links: 78 \(directed\) PCI 44 SYS 2 NET 8 XGMI 24$' "24 directed xGMI links: 3 rows per GPU"
+expect_grep "$TMP/out" '^      0     X  XGMI   PCI   PCI  XGMI   SYS  XGMI   SYS$' "GPU 0's row of GPU pairs"
 expect_exit 0 "show --json MI250" -- "$MESHCAST" topo show --json "$X/rccl-topo_8p1h.xml"
 expect_true "json: GPU 0's row of link kinds" -- \
   json "d['gpu_pairs'][0]['kinds'][0]==['X','XGMI','PCI','PCI','XGMI','SYS','XGMI','SYS'] and d['gpus'][0]['fabric']=='XGMI' and d['gpus'][0]['arch']=='gfx90a'"
