@@ -163,7 +163,8 @@ static void complete_nvlinks(mc_nccl_ctx_t *c)
             mc_nccl_add_nvs_lanes(c, g, prof->nvs_links);
             guessed(&by_id, g, prof, bus->device);
         } else if (!(prof && prof->pcie_card)) {
-            guessed(&unknown, g, prof, bus ? bus->device : 0);
+            guessed(&unknown, g, prof && prof->sm == t->nodes[g].sm ? prof : NULL,
+                    bus ? bus->device : 0);
         }
     }
     free(listed);
@@ -176,9 +177,9 @@ static void complete_nvlinks(mc_nccl_ctx_t *c)
     if (unknown.n > 0) {
         char what[64];
         if (unknown.profile)
-            snprintf(what, sizeof what, "%s, whose boards differ", unknown.profile->model);
+            snprintf(what, sizeof what, "%s, wired differently by board", unknown.profile->model);
         else if (unknown.device)
-            snprintf(what, sizeof what, "device 0x%04x, not one meshcast knows", unknown.device);
+            snprintf(what, sizeof what, "device 0x%04x, not one meshcast can tell", unknown.device);
         else
             snprintf(what, sizeof what, "no device id in the file");
         mc_topo_warn(t, "%s:%d: %d GPU(s), first %s (%s), list no NVLinks, so they are "

@@ -56,12 +56,21 @@ static void test_unknown_device(void **state)
     assert_all_nvlink(t, 2, 90, 0.0);
     assert_int_equal(t->nwarnings, 1);
     assert_true(has_warning(t, "unknown-gpu-no-nvlink-rows.xml:6: 2 GPU(s), first h0/GPU0 "
-                               "(device 0x2399, not one meshcast knows), list no NVLinks, so "
+                               "(device 0x2399, not one meshcast can tell), list no NVLinks, so "
                                "they are reached over PCIe only; if they have NVLinks to an "
                                "NVSwitch, give their number with --assume-nvlink N"));
     mc_topo_free(t);
     t = load_ok(SHARED "pcie-rtx3090x8-1nic-topo.xml");
     assert_false(has_warning(t, "list no NVLinks"));
+    mc_topo_free(t);
+    /* V100 SXM2 boards are cube-meshes that differ: nothing is assumed */
+    t = load_text_ok("<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\">"
+                     "<pci busid=\"0000:07:00.0\" class=\"0x030200\" vendor=\"0x10de\" "
+                     "device=\"0x1db5\" link_speed=\"8 GT/s\" link_width=\"16\">"
+                     "<gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\"/></pci></cpu></system>");
+    assert_all_nvlink(t, 1, 70, 0.0);
+    assert_true(has_warning(t, "1 GPU(s), first h0/GPU0 (V100-SXM2-32GB, wired differently by "
+                               "board), list no NVLinks"));
     mc_topo_free(t);
 }
 
