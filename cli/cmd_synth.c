@@ -20,7 +20,8 @@ static void usage(FILE *out)
             "simulated time, lower bound and their ratio; then what the strategy chose and why.\n"
             "\n"
             "options:\n"
-            "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
+            "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n"
+            CLI_TOPO_USAGE
             "  --strategy NAME             strategy (default meshcast); one of:\n");
     for (int i = 0; i < n; i++)
         fprintf(out, "      %-12s %s\n", s[i].name, s[i].summary);
