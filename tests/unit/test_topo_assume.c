@@ -64,8 +64,8 @@ static void test_unknown_device(void **state)
     assert_false(has_warning(t, "list no NVLinks"));
     mc_topo_free(t);
     /* V100 SXM2 boards are cube-meshes that differ: nothing is assumed */
-    t = load_text_ok("<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\">"
-                     "<pci busid=\"0000:07:00.0\" class=\"0x030200\" vendor=\"0x10de\" "
+    t = load_text_ok("<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" "
+                     "vendor=\"GenuineIntel\"><pci busid=\"0000:07:00.0\" class=\"0x030200\" vendor=\"0x10de\" "
                      "device=\"0x1db5\" link_speed=\"8 GT/s\" link_width=\"16\">"
                      "<gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\"/></pci></cpu></system>");
     assert_all_nvlink(t, 1, 70, 0.0);

@@ -56,8 +56,8 @@ static void test_oci_a100(void **state)
 }
 
 /* 8 H100 (sm 90), NVSwitch rows 5/5/4/4 (18 x 20.6 = 370.8 GB/s), 16 ports at 180 Gb/s fused
- * per dual-port NIC (2 x 22.5 = 45 GB/s), Gen5 x16 (48 GB/s), top switches at 5.0 GT/s x16 (6 GB/s), Sapphire Rapids
- * (model 143: 22 GB/s). */
+ * per dual-port NIC (2 x 22.5 = 45 GB/s), Gen5 x16 (48 GB/s), top switches at 5.0 GT/s x16
+ * (6 GB/s), Sapphire Rapids (model 143: 22 GB/s). */
 static void test_oci_h100(void **state)
 {
     mc_topo_t *t = load_ok(SHARED "oci-bm-gpu-h100.8-topo.xml");

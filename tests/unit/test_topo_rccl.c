@@ -81,7 +81,8 @@ static void test_mi250(void **state)
 /* The rest of the dialect (tests/data/topo/rccl-rows.xml): a CPU row and a switch row are joined
  * both ways, like NCCL's NVLink rows; RCCL reads no <nvlink>; the functions of one NIC card are
  * one NIC with two ports (2 x 25 GB/s); a GPU without gcn is refused. */
-#define RCPU "<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\" familyid=\"25\" modelid=\"1\">"
+#define RCPU \
+    "<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\" familyid=\"25\" modelid=\"1\">"
 #define RPCI(bus, cls) "<pci busid=\"" bus "\" class=\"" cls "\" link_speed=\"16.0 GT/s PCIe\" " \
                        "link_width=\"16\">"
 static void test_dialect_rows(void **state)
