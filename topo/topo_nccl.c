@@ -456,6 +456,8 @@ static pci_role_t pci_role(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t *a)
     }
     if (r != PCI_BARE)
         return r;
+    if (a->cls == MC_PCI_CLASS_BRIDGE || a->cls == MC_PCI_CLASS_CX8_DIRECT)
+        return PCI_BRIDGE;
     if (gpu_class(c, a->cls))
         return PCI_GPU;
     if (MC_PCI_BASE(a->cls) == MC_PCI_BASE_NETWORK)
