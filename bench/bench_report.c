@@ -93,11 +93,13 @@ static void exec_footer(FILE *out, const mc_bench_row_t *rows, int n)
             first = strcmp(rows[j].suite, rows[i].suite) != 0;
         if (!first)
             continue;
-        for (int j = i; j < n; j++)
-            if (!strcmp(rows[j].suite, rows[i].suite) && !rows[j].failed && rows[j].exec_s > 0 &&
-                rows[j].sim_s > 0 &&
-                (worst < 0 || rows[j].exec_s / rows[j].sim_s > rows[worst].exec_s / rows[worst].sim_s))
+        for (int j = i; j < n; j++) {
+            const mc_bench_row_t *r = &rows[j];
+            if (strcmp(r->suite, rows[i].suite) || r->failed || r->exec_s <= 0 || r->sim_s <= 0)
+                continue;
+            if (worst < 0 || r->exec_s / r->sim_s > rows[worst].exec_s / rows[worst].sim_s)
                 worst = j;
+        }
         if (worst >= 0)
             fprintf(out, "%s: executed plan / simulated schedule at most %.3f (%s, %s)\n",
                     rows[i].suite, rows[worst].exec_s / rows[worst].sim_s, rows[worst].cas,

@@ -29,11 +29,11 @@ static void usage(FILE *out)
             "  --timeline OUT.svg  also draw one row per busy link over time\n"
             "  --links N           how many of the busiest links to list (default 5)\n"
             "  --force             time a schedule made for another topology\n"
-            "  --executed          also time the plans `meshcast run` and emitted code execute (the\n"
-            "                      schedule lowered per rank, each op started when the ops it\n"
-            "                      waits for are done) on the same link model, and their ratio to\n"
-            "                      the schedule's makespan\n"
-            "  --steps             with --executed: run the plans in lockstep micro-steps instead,\n"
+            "  --executed          also time the plans `meshcast run` and emitted code run\n"
+            "                      (the schedule lowered per rank, each op started when the\n"
+            "                      ops it waits for are done) on the same link model, and\n"
+            "                      their ratio to the schedule's makespan\n"
+            "  --steps             with --executed: run the plans in lockstep micro-steps,\n"
             "                      as code emitted without dependency tables does\n"
             "  --lanes K           with --executed: as the nccl backend runs them on K\n"
             "                      communicators and streams (meshcast run uses 8)\n"
@@ -157,7 +157,8 @@ static void print_text(const sim_report_t *p, const char *path)
            mc_fmt_bytes(p->bytes, b3, sizeof b3));
     if (p->x)
         printf("executed   %s (%s, %ld sends), %.3f x the makespan, %.3f x the bound\n",
-               mc_fmt_seconds(p->x->makespan_s, b1, sizeof b1), p->order, p->x->nflows, exec_ratio(p),
+               mc_fmt_seconds(p->x->makespan_s, b1, sizeof b1), p->order, p->x->nflows,
+               exec_ratio(p),
                p->bound.seconds > 0 ? p->x->makespan_s / p->bound.seconds : 1.0);
     if (p->nbusy)
         printf("busiest links:\n");

@@ -146,7 +146,8 @@ static int drive_rank(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_o
     res->rank = rank;
     if (size != nranks)
         return mc_rt_fail(err, MC_RT_ERR_INVALID,
-                          "the schedule needs %d ranks (one per GPU it involves), mpirun started %d",
+                          "the schedule needs %d ranks (one per GPU it involves), mpirun "
+                          "started %d",
                           nranks, size);
     res->started = 1;
     maybe_stop(o, rank, MC_RT_STAGE_SETUP);

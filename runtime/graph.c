@@ -16,7 +16,8 @@ static int arc(arcs_t *a, uint32_t from, uint32_t to)
 {
     if (a->n == a->cap) {
         uint32_t cap = a->cap ? 2 * a->cap : 256;
-        uint32_t *f = realloc(a->from, cap * sizeof *f), *t = f ? realloc(a->to, cap * sizeof *t) : NULL;
+        uint32_t *f = realloc(a->from, cap * sizeof *f);
+        uint32_t *t = f ? realloc(a->to, cap * sizeof *t) : NULL;
         if (f)
             a->from = f;
         if (!f || !t)
@@ -80,11 +81,13 @@ void mc_rt_op_lanes(const mc_rt_plan_t *p, uint32_t nlanes, uint32_t *lane)
     }
     /* a copy: the lane of the first send or receive that waits for it (a pack), else of the
      * first it waits for (an unpack), else 0 */
-    for (uint32_t i = 0; i < p->nops; i++)
-        for (uint32_t k = p->dep_first[i]; p->ops[i].kind != MC_RT_OP_COPY && k < p->dep_first[i + 1];
-             k++)
+    for (uint32_t i = 0; i < p->nops; i++) {
+        if (p->ops[i].kind == MC_RT_OP_COPY)
+            continue;
+        for (uint32_t k = p->dep_first[i]; k < p->dep_first[i + 1]; k++)
             if (p->ops[p->deps[k]].kind == MC_RT_OP_COPY && lane[p->deps[k]] == unset)
                 lane[p->deps[k]] = lane[i] | 0x80000000u;
+    }
     for (uint32_t i = 0; i < p->nops; i++) {
         if (lane[i] != unset) {
             lane[i] &= 0x7fffffffu;

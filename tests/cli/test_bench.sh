@@ -26,7 +26,8 @@ expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.859[0-9]*,3\.43[5-9][0-9]
 expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9][0-9]*,1\.0[0-4][0-9]*,.*,yes,' "alpa-bcast row"
 # The plans the runtime executes take the schedule's time (one tree per destination, no relay):
 # exec_s equals sim_s, with the dependency graph, in lockstep steps and on nccl lanes alike.
-expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,\1,\1,\1$' "p2p row: executed as simulated"
+expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,\1,\1,\1$' \
+  "p2p row: executed as simulated"
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
 expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"

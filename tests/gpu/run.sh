@@ -93,7 +93,8 @@ done
 echo "== 4. nccl backend, one rank"
 if timeout 120 /usr/local/cuda/bin/nvcc -std=c++17 -arch=sm_90 -Werror all-warnings \
      -Xcompiler -Wall,-Wextra,-Werror -Iruntime -o "$tmp/nccl_self" tests/gpu/nccl_self.cu \
-     runtime/cuda_exec.cu runtime/plan.c runtime/graph.c -L/usr/local/cuda/lib64 -lnccl >"$tmp/nvcc.log" 2>&1 &&
+     runtime/cuda_exec.cu runtime/plan.c runtime/graph.c -L/usr/local/cuda/lib64 -lnccl \
+     >"$tmp/nvcc.log" 2>&1 &&
    timeout 60 "$tmp/nccl_self" >"$tmp/self.out" 2>&1; then
   note "$(cat "$tmp/self.out")"
 else

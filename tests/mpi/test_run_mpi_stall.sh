@@ -17,14 +17,19 @@ for stage in set-up transfer check; do
     test $((SECONDS - start)) -lt 20
   case $stage in
   transfer) # whoever notices first: rank 0 at the check, or a peer waiting on rank 3
-    want="meshcast: (rank 0, check: timed out after 3.0 s without a rank arriving: rank 3 did not reach it|rank [0-7], step [0-9]+: timed out after 3.0 s waiting for the (send|receive) of [0-9]+ bytes \(tag [0-9]+\) (to|from) rank [0-7])" ;;
-  *) want="meshcast: rank 0, $stage: timed out after 3.0 s without a rank arriving: rank 3 did not reach it \(stalled or dead\)" ;;
+    gate="rank 0, check: timed out after 3.0 s without a rank arriving: rank 3 did not reach it"
+    peer="rank [0-7], step [0-9]+: timed out after 3.0 s waiting for the (send|receive) of"
+    want="meshcast: ($gate|$peer [0-9]+ bytes \(tag [0-9]+\) (to|from) rank [0-7])" ;;
+  *) want="meshcast: rank 0, $stage: timed out after 3.0 s without a rank arriving: rank 3"
+     want="$want did not reach it \(stalled or dead\)" ;;
   esac
   expect_grep "$TMP/err" "$want" "stopped at $stage: names the rank and the stage"
 done
 
-expect_exit 2 "--stop-at without --stop-rank" -- "$MESHCAST" run -q --backend mpi --stop-at check \
-  --topo "$TOPO" "$sched"
-expect_exit 2 "unknown stage" -- "$MESHCAST" run -q --stop-rank 1 --stop-at lunch --topo "$TOPO" "$sched"
-expect_grep "$TMP/err" "--stop-at: expected set-up, transfer or check, got 'lunch'" "unknown stage: named"
+expect_exit 2 "--stop-at without --stop-rank" -- "$MESHCAST" run -q --backend mpi \
+  --stop-at check --topo "$TOPO" "$sched"
+expect_exit 2 "unknown stage" -- "$MESHCAST" run -q --stop-rank 1 --stop-at lunch --topo "$TOPO" \
+  "$sched"
+expect_grep "$TMP/err" "--stop-at: expected set-up, transfer or check, got 'lunch'" \
+  "unknown stage: named"
 finish_skips

@@ -181,8 +181,8 @@ static void test_nvcc(void **state)
         "cp runtime/runtime.h runtime/rt_internal.h runtime/copy_kernel.cuh runtime/plan.c "
         "runtime/cuda_exec.cu runtime/graph.c runtime/loopback.c %s/ && cd %s && "
         "%s -std=c++17 -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror "
-        "-Wno-deprecated-gpu-targets -I. -o prog case_a.cu addr.cu cuda_exec.cu plan.c graph.c loopback.c "
-        "main.c "
+        "-Wno-deprecated-gpu-targets -I. -o prog case_a.cu addr.cu cuda_exec.cu plan.c graph.c "
+        "loopback.c main.c "
         "-L/usr/local/cuda/lib64 -lnccl 2>&1 && ./prog",
         dir, dir, nvcc);
     FILE *p = popen(cmd, "r");

@@ -44,8 +44,10 @@ struct cols {
 
 static void cols_setup(struct cols *c)
 {
-    mc_rt_plan_t p0 = {0, 2, 32, 0, 16, 2, 2, 1, col_boxes0, col_ops0, col_steps0, NULL, NULL, NULL};
-    mc_rt_plan_t p1 = {1, 2, 0, 16, 0, 1, 1, 1, col_boxes1, col_ops1, col_steps1, NULL, NULL, NULL};
+    mc_rt_plan_t p0 = {0, 2, 32, 0, 16, 2, 2, 1, col_boxes0, col_ops0, col_steps0,
+                       NULL, NULL, NULL};
+    mc_rt_plan_t p1 = {1, 2, 0, 16, 0, 1, 1, 1, col_boxes1, col_ops1, col_steps1,
+                       NULL, NULL, NULL};
     c->p[0] = p0;
     c->p[1] = p1;
     for (int i = 0; i < 32; i++)

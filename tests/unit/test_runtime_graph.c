@@ -157,7 +157,8 @@ static void test_check_deps(void **state)
                       P[0].ops, P[0].steps, first, deps, NULL};
     assert_int_equal(mc_rt_plan_check(&p, &err), MC_RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "rank 0: op 0 of step"));
-    assert_non_null(strstr(err.msg, "waits for op 1; an op may only wait for ops of earlier steps"));
+    assert_non_null(
+        strstr(err.msg, "waits for op 1; an op may only wait for ops of earlier steps"));
     deps[0] = 0;
     first[1] = 0; /* op 1 waits for op 0, an earlier step */
     for (uint32_t i = 2; i <= P[0].nops; i++)
