@@ -23,6 +23,7 @@ typedef struct xflow {
     uint32_t recv, send;       /* their ops */
     double remaining, rate, t_upd, delay;
     unsigned version;
+    int on_links;              /* moving bytes: listed on its links */
 } xflow_t;
 
 typedef struct xrank {
@@ -42,7 +43,12 @@ typedef struct xsim {
     double *end;               /* per rank: its last completion */
     xflow_t *flows;
     int nflows, flow_cap;
-    int *active, nactive, active_cap;
+    /* active flows per link, and the rate computation's scratch: the component of the links an
+     * event touched (flows sharing links with them, transitively) is all that is re-rated */
+    int **lflows, *nlflows, *lcap;
+    unsigned epoch, *lmark, *fmark;
+    int fmark_cap;
+    int *touched, ntouched, *comp_links, *comp, ncomp, comp_cap;
     sim_queue_t q;
     mc_sched_maxmin_t *mm;
     double *cap, *rates;
@@ -138,25 +144,67 @@ static void advance(xsim_t *xs, double now)
     }
 }
 
-/* New max-min rates for the active flows; a flow whose rate changed gets a new finish event. */
+static void touch(xsim_t *xs, int l)
+{
+    if (xs->lmark[l] == xs->epoch)
+        return;
+    xs->lmark[l] = xs->epoch;
+    xs->touched[xs->ntouched++] = l;
+}
+
+/* The flows connected through shared links to the touched links (marks are per epoch). */
+static void component(xsim_t *xs)
+{
+    int nl = 0;
+    xs->ncomp = 0;
+    if (xs->fmark_cap < xs->nflows + 1) {
+        xs->fmark = mc_xrealloc(xs->fmark, sizeof(unsigned) * (size_t)(xs->nflows + 1));
+        memset(xs->fmark + xs->fmark_cap, 0,
+               sizeof(unsigned) * (size_t)(xs->nflows + 1 - xs->fmark_cap));
+        xs->fmark_cap = xs->nflows + 1;
+    }
+    for (int i = 0; i < xs->ntouched; i++)
+        xs->comp_links[nl++] = xs->touched[i];
+    for (int i = 0; i < nl; i++) {
+        int l = xs->comp_links[i];
+        for (int k = 0; k < xs->nlflows[l]; k++) {
+            int f = xs->lflows[l][k];
+            if (xs->fmark[f] == xs->epoch)
+                continue;
+            xs->fmark[f] = xs->epoch;
+            MC_GROW(xs->comp, xs->comp_cap, xs->ncomp + 1);
+            xs->comp[xs->ncomp++] = f;
+            const xpath_t *e = xs->flows[f].e;
+            for (int j = 0; j < e->nlinks; j++)
+                if (xs->lmark[e->links[j]] != xs->epoch) {
+                    xs->lmark[e->links[j]] = xs->epoch;
+                    xs->comp_links[nl++] = e->links[j];
+                }
+        }
+    }
+}
+
+/* New max-min rates for the flows around the touched links; a flow whose rate changed gets a
+ * new finish event. */
 static void rerate(xsim_t *xs, double now)
 {
-    int n = xs->nactive, nl = 0;
+    component(xs);
+    int n = xs->ncomp, nl = 0;
     MC_GROW(xs->off, xs->rate_cap, n + 1);
     xs->rates = mc_xrealloc(xs->rates, sizeof(double) * (size_t)(xs->rate_cap + 1));
     for (int i = 0; i < n; i++)
-        nl += xs->flows[xs->active[i]].e->nlinks;
+        nl += xs->flows[xs->comp[i]].e->nlinks;
     MC_GROW(xs->links, xs->link_cap, nl + 1);
     xs->off[0] = 0;
     for (int i = 0, at = 0; i < n; i++) {
-        const xpath_t *e = xs->flows[xs->active[i]].e;
+        const xpath_t *e = xs->flows[xs->comp[i]].e;
         memcpy(&xs->links[at], e->links, sizeof(int) * (size_t)e->nlinks);
         at += e->nlinks;
         xs->off[i + 1] = at;
     }
     mc_sched_maxmin_solve(xs->mm, n, xs->off, xs->links, NULL, xs->cap, xs->rates);
     for (int i = 0; i < n; i++) {
-        xflow_t *f = &xs->flows[xs->active[i]];
+        xflow_t *f = &xs->flows[xs->comp[i]];
         f->remaining -= f->rate * (now - f->t_upd);
         if (f->remaining < 0)
             f->remaining = 0;
@@ -165,7 +213,7 @@ static void rerate(xsim_t *xs, double now)
             continue;
         f->rate = xs->rates[i];
         f->version++;
-        sim_queue_push(&xs->q, now + f->remaining / f->rate, SIM_EV_FINISH, xs->active[i],
+        sim_queue_push(&xs->q, now + f->remaining / f->rate, SIM_EV_FINISH, xs->comp[i],
                        f->version);
     }
 }
@@ -176,20 +224,28 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
     xflow_t *f = &xs->flows[ev->flow];
     if (ev->kind == SIM_EV_ACTIVATE && f->remaining > 0) {
         f->t_upd = now;
-        MC_GROW(xs->active, xs->active_cap, xs->nactive + 1);
-        xs->active[xs->nactive++] = ev->flow;
+        f->on_links = 1;
+        for (int j = 0; j < f->e->nlinks; j++) {
+            int l = f->e->links[j];
+            MC_GROW(xs->lflows[l], xs->lcap[l], xs->nlflows[l] + 1);
+            xs->lflows[l][xs->nlflows[l]++] = ev->flow;
+            touch(xs, l);
+        }
         return 1;
     }
     if (ev->kind == SIM_EV_FINISH && ev->version != f->version)
         return 0;
-    for (int i = 0; i < xs->nactive; i++)
-        if (xs->active[i] == ev->flow) {
-            memmove(&xs->active[i], &xs->active[i + 1],
-                    sizeof(int) * (size_t)(xs->nactive - i - 1));
-            xs->nactive--;
-            break;
-        }
+    for (int j = 0; f->on_links && j < f->e->nlinks; j++) {
+        int l = f->e->links[j];
+        for (int k = 0; k < xs->nlflows[l]; k++)
+            if (xs->lflows[l][k] == ev->flow) {
+                xs->lflows[l][k] = xs->lflows[l][--xs->nlflows[l]];
+                break;
+            }
+        touch(xs, l);
+    }
     f->remaining = 0;
+    f->on_links = 0;
     xs->end[f->rank] = xs->end[f->peer] = now;
     mc_rt_exec_done(&xs->r[f->rank].x, f->recv);
     mc_rt_exec_done(&xs->r[f->peer].x, f->send);
@@ -226,7 +282,14 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     memset(res, 0, sizeof *res);
     xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
     xs.end = mc_xcalloc((size_t)nranks + 1, sizeof *xs.end);
-    xs.cap = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
+    size_t nl = (size_t)topo->nlinks + 1;
+    xs.cap = mc_xcalloc(nl, sizeof(double));
+    xs.lflows = mc_xcalloc(nl, sizeof(int *));
+    xs.nlflows = mc_xcalloc(nl, sizeof(int));
+    xs.lcap = mc_xcalloc(nl, sizeof(int));
+    xs.lmark = mc_xcalloc(nl, sizeof(unsigned));
+    xs.touched = mc_xcalloc(nl, sizeof(int));
+    xs.comp_links = mc_xcalloc(nl, sizeof(int));
     for (int l = 0; l < topo->nlinks; l++)
         xs.cap[l] = topo->links[l].bw;
     xs.mm = mc_sched_maxmin_new(topo->nlinks);
@@ -235,6 +298,12 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     double now = 0, last = 0;
     advance(&xs, now);
     while (xs.q.n > 0) {
+        xs.ntouched = 0;
+        if (++xs.epoch == 0) { /* wrapped: clear the marks */
+            memset(xs.lmark, 0, sizeof(unsigned) * nl);
+            memset(xs.fmark, 0, sizeof(unsigned) * (size_t)xs.fmark_cap);
+            xs.epoch = 1;
+        }
         sim_event_t ev = sim_queue_pop(&xs.q);
         int changed = process(&xs, &ev, now = ev.t);
         /* events at the same instant (up to rounding) share one rate computation, as in sim.c */
@@ -246,7 +315,8 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
             continue;
         last = now;
         advance(&xs, now);
-        rerate(&xs, now);
+        if (xs.ntouched)
+            rerate(&xs, now);
     }
     MC_CHECK_GOTO(stalled(&xs, err), out, st);
     res->makespan_s = last;
@@ -264,7 +334,16 @@ out:
     }
     free(xs.r);
     free(xs.flows);
-    free(xs.active);
+    for (int l = 0; xs.lflows && l < topo->nlinks; l++)
+        free(xs.lflows[l]);
+    free(xs.lflows);
+    free(xs.nlflows);
+    free(xs.lcap);
+    free(xs.lmark);
+    free(xs.fmark);
+    free(xs.touched);
+    free(xs.comp_links);
+    free(xs.comp);
     sim_queue_free(&xs.q);
     mc_sched_maxmin_free(xs.mm);
     free(xs.cap);
