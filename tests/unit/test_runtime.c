@@ -235,6 +235,59 @@ static void test_copy_rows(void **state)
     assert_int_equal(mc_rt_copy_rows(&p, &op, 1, &rows), 0);
 }
 
+/* The driver with caller's hooks on the columns case: the source is 0..31, the destination must
+ * be columns 2..5 of it; a hook that checks counts wrong bytes, and the driver adds them up. */
+static uint64_t want_cols(void *ctx, int rank, const void *dst)
+{
+    const unsigned char want[16] = {2, 3, 4, 5, 10, 11, 12, 13, 18, 19, 20, 21, 26, 27, 28, 29};
+    uint64_t wrong = 0;
+    (*(int *)ctx)++;
+    for (int i = 0; rank == 1 && i < 16; i++)
+        wrong += ((const unsigned char *)dst)[i] != want[i];
+    return wrong;
+}
+
+static void fill_cols(void *ctx, int rank, void *src)
+{
+    for (int i = 0; rank == 0 && i < 32; i++)
+        ((unsigned char *)src)[i] = (unsigned char)i;
+}
+
+static void poison(void *ctx, int rank, void *dst)
+{
+    memset(dst, 0xee, rank == 1 ? 16 : 0);
+}
+
+static void test_drive_loopback(void **state)
+{
+    struct cols c;
+    int checked = 0;
+    mc_rt_err_t err = {0};
+    mc_rt_drive_result_t res;
+    mc_rt_drive_hooks_t hooks = {&checked, fill_cols, poison, want_cols, NULL};
+    mc_rt_drive_opts_t o = {mc_rt_backend_find("loopback"), -1, 5, NULL, -1, -1, -1};
+    cols_setup(&c);
+    assert_non_null(o.backend);
+    assert_null(mc_rt_backend_find("carrier-pigeon"));
+    assert_int_equal(mc_rt_drive(2, c.p, &o, &hooks, &res, &err), MC_RT_OK);
+    assert_int_equal(checked, 2);
+    assert_int_equal(res.wrong, 0);
+    assert_int_equal(res.rank, 0);
+    /* every rank's buffers: 32 + 16 (source, workspace of rank 0), 16 (destination of rank 1) */
+    assert_int_equal(mc_rt_drive_host_bytes(2, c.p, &hooks, -1), 64);
+    /* too small a workspace is refused by the backend, through the driver */
+    o.workspace = 8;
+    assert_int_equal(mc_rt_drive(2, c.p, &o, &hooks, &res, &err), MC_RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "rank 0: the workspace buffer has 8 bytes"));
+    /* a backend with one process per rank needs a communicator */
+    o.backend = mc_rt_backend_find("mpi");
+    o.workspace = -1;
+    assert_int_equal(mc_rt_drive(2, c.p, &o, &hooks, &res, &err), MC_RT_ERR_INVALID);
+    assert_string_equal(err.msg, "backend mpi needs an MPI communicator");
+    assert_int_equal(mc_rt_stage_parse("check"), MC_RT_STAGE_CHECK);
+    assert_int_equal(mc_rt_stage_parse("lunch"), -1);
+}
+
 static void test_gpu_loopback(void **state)
 {
     struct chain c;
@@ -258,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_loopback_chain),    cmocka_unit_test(test_missing_send),
         cmocka_unit_test(test_wrong_buffers),     cmocka_unit_test(test_plan_check),
         cmocka_unit_test(test_copy_rows),         cmocka_unit_test(test_gpu_loopback),
+        cmocka_unit_test(test_drive_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
