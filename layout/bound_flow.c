@@ -1,0 +1,144 @@
+/* The flow term of the lower bound: the bytes a destination needs from a holder group can reach it
+ * no faster than the maximum flow from the group's GPUs to it, relays anywhere (Edmonds: a
+ * broadcast from one root runs at the smallest root-to-destination max-flow and no faster). The
+ * pieces counted for a group H and destination d are those held only inside H (their holders are
+ * a subset of H) that d needs, so one pair sums only bytes that must all cross every cut between
+ * H and d; different pairs share links, so pairs are not summed, the largest is the term.
+ *
+ * A pair costs one max-flow on the whole topology. Pairs are tried in decreasing order of their
+ * bytes over the smaller of the group's egress and the destination's ingress (the most the term
+ * can be), within a fixed amount of work, so the term is computed for the pairs that can bind
+ * first and a very large task stops early with a term that is still valid. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/bound_internal.h"
+
+/* Arcs scanned by the flow solves (mc_flow_t.work) before the term stops trying pairs; and the
+ * most holder groups for which pieces of subset groups are added in. */
+#define FLOW_MAX_WORK 3000000
+#define FLOW_MAX_SUBSET_GROUPS 256
+
+typedef struct pair {
+    int group, dest;
+    uint64_t bytes;
+    double potential;
+} pair_t;
+
+static int cmp_pair_key(const void *a, const void *b)
+{
+    const pair_t *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group - y->group;
+    return x->dest - y->dest;
+}
+
+static int cmp_pair_potential(const void *a, const void *b)
+{
+    const pair_t *x = a, *y = b;
+    if (x->potential != y->potential)
+        return x->potential > y->potential ? -1 : 1;
+    return cmp_pair_key(a, b);
+}
+
+/* Whether ascending list a[0..na) is a subset of ascending list b[0..nb). */
+static int subset(const int *a, int na, const int *b, int nb)
+{
+    int j = 0;
+    for (int i = 0; i < na; i++) {
+        while (j < nb && b[j] < a[i])
+            j++;
+        if (j == nb || b[j] != a[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* The (group, destination, bytes) pairs, merged, with their potentials. */
+static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *group_piece,
+                    const int *piece_group, int ngroups, pair_t **out)
+{
+    int cap = 64, n = 0;
+    pair_t *pr = mc_xmalloc(sizeof(pair_t) * (size_t)cap);
+    int subsets = ngroups <= FLOW_MAX_SUBSET_GROUPS;
+    for (int i = 0; i < task->npieces; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        for (int gi = 0; gi < ngroups; gi++) {
+            const mc_piece_t *h = &task->pieces[group_piece[gi]];
+            if (gi != piece_group[i] &&
+                (!subsets || !subset(p->holders, p->nholders, h->holders, h->nholders)))
+                continue;
+            for (int j = 0; j < p->ndests; j++) {
+                if (mc_ints_contain(h->holders, h->nholders, p->dests[j]))
+                    continue;
+                if (n == cap) {
+                    cap *= 2;
+                    pr = mc_xrealloc(pr, sizeof(pair_t) * (size_t)cap);
+                }
+                pr[n++] = (pair_t){gi, p->dests[j], p->bytes, 0};
+            }
+        }
+    }
+    mc_sort(pr, (size_t)n, sizeof(pair_t), cmp_pair_key);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0 && cmp_pair_key(&pr[m - 1], &pr[i]) == 0)
+            pr[m - 1].bytes += pr[i].bytes;
+        else
+            pr[m++] = pr[i];
+    }
+    for (int i = 0; i < m; i++) {
+        const mc_piece_t *h = &task->pieces[group_piece[pr[i].group]];
+        double egress = 0;
+        for (int j = 0; j < h->nholders; j++)
+            egress += al->out_bw[h->holders[j]];
+        double cap_max = fmin(egress, al->in_bw[pr[i].dest]);
+        pr[i].potential = cap_max > 0 ? (double)pr[i].bytes / cap_max : HUGE_VAL;
+    }
+    mc_sort(pr, (size_t)m, sizeof(pair_t), cmp_pair_potential);
+    *out = pr;
+    return m;
+}
+
+mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                          mc_best_t *best, int *holder, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
+    int *piece_group = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int *group_piece = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int ngroups = mc_bound_holder_groups(task, order, start);
+    for (int gi = 0; gi < ngroups; gi++) {
+        group_piece[gi] = order[start[gi]];
+        for (int j = start[gi]; j < start[gi + 1]; j++)
+            piece_group[order[j]] = gi;
+    }
+    pair_t *pr;
+    int npairs = pairs_of(task, al, group_piece, piece_group, ngroups, &pr);
+    mc_bound_net_t net;
+    mc_bound_net_init(&net, topo, NULL);
+    for (int i = 0; i < npairs && st == MC_OK && net.flow.work < FLOW_MAX_WORK; i++) {
+        const mc_piece_t *h = &task->pieces[group_piece[pr[i].group]];
+        double alpha = INFINITY;
+        mc_bound_net_clear(&net);
+        for (int j = 0; j < h->nholders; j++) {
+            mc_bound_net_source(&net, h->holders[j]);
+            alpha = fmin(alpha, al->out[h->holders[j]]);
+        }
+        mc_bound_net_sink(&net, pr[i].dest);
+        int kept;
+        st = mc_bound_term(best, pr[i].bytes, mc_bound_net_value(&net), alpha, pr[i].dest,
+                           "destination GPU", topo, &kept, err);
+        if (kept)
+            *holder = h->holders[0];
+    }
+    mc_bound_net_free(&net);
+    free(pr);
+    free(order);
+    free(start);
+    free(piece_group);
+    free(group_piece);
+    return st;
+}

@@ -1,0 +1,83 @@
+/* Internals shared by the lower-bound files of layout/ (bound.c, bound_net.c, bound_cut.c,
+ * bound_flow.c, flow.c): the maximum-flow network, the topology seen as one, the message
+ * overheads every term adds, and how a term is kept when it is the largest of its kind. */
+#ifndef MC_BOUND_INTERNAL_H
+#define MC_BOUND_INTERNAL_H
+
+#include "layout/layout_internal.h"
+
+/* A flow network whose arc ids are stable: arc a's residual twin is a ^ 1. */
+typedef struct mc_flow {
+    int n, m, cap_m;
+    int *head, *next, *to;
+    double *cap, *res;
+    int *level, *iter, *queue;
+    long long work; /* arcs scanned by the solves so far, a deterministic measure of effort */
+} mc_flow_t;
+
+void mc_flow_init(mc_flow_t *f, int nnodes);
+void mc_flow_free(mc_flow_t *f);
+/* Adds an arc u -> v and returns its id. */
+int mc_flow_arc(mc_flow_t *f, int u, int v, double cap);
+void mc_flow_set(mc_flow_t *f, int arc, double cap);
+/* The maximum flow from s to t under the capacities as set (the network itself is unchanged). */
+double mc_flow_max(mc_flow_t *f, int s, int t);
+
+/* The topology as a flow network over a region: the nodes of some hosts get their own flow nodes
+ * and every other node (other hosts, network switches) is contracted into one node "outside",
+ * which can only add flow, so capacities stay generous and the bounds valid. A super source and a
+ * super sink reach every GPU of the region and the outside node through terminal arcs of
+ * capacity 0 until a term switches them on. */
+typedef struct mc_bound_net {
+    mc_flow_t flow;
+    const mc_topo_t *topo;
+    int source, sink, outside; /* outside is -1 when the region is the whole topology */
+    int *src_arc, *snk_arc;    /* per global GPU; -1 for GPUs outside the region */
+    int out_src_arc, out_snk_arc;
+} mc_bound_net_t;
+
+/* hosts: per host, nonzero when in the region; NULL for the whole topology. */
+void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const char *hosts);
+void mc_bound_net_free(mc_bound_net_t *n);
+/* All terminal arcs back to 0. */
+void mc_bound_net_clear(mc_bound_net_t *n);
+/* Makes a GPU (or, with gpu -1, the outside node) a source or a sink of the next solve. */
+void mc_bound_net_source(mc_bound_net_t *n, int gpu);
+void mc_bound_net_sink(mc_bound_net_t *n, int gpu);
+double mc_bound_net_value(mc_bound_net_t *n);
+
+/* What every term reads per GPU: the least message overhead its incoming and outgoing traffic
+ * pays (bound.c says why), the cheapest cross-host one, and the sums of its link bandwidths. */
+typedef struct mc_bound_ctx {
+    double *in, *out; /* alphas per GPU */
+    double cross;
+    double *in_bw, *out_bw;
+} mc_bound_ctx_t;
+
+/* The largest term of one kind so far: bandwidth time plus its own alpha. */
+typedef struct mc_best {
+    double bw, alpha;
+    int where;
+} mc_best_t;
+
+/* Keeps the larger of *best and bytes/capacity + alpha, with where = at; fails when bytes must
+ * cross a cut with no capacity at all (what and at name the cut in the message). Returns 1 in
+ * *kept when the new term replaced *best (kept may be NULL). */
+mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
+                          const char *what, const mc_topo_t *topo, int *kept, mc_err_t *err);
+
+/* Sorts the piece indices into order[] so that pieces with the same holder set are adjacent;
+ * group g is order[start[g]..start[g + 1]). Returns the number of groups; start has
+ * npieces + 1 entries. */
+int mc_bound_holder_groups(const mc_task_t *task, int *order, int *start);
+
+/* The cut term (bound_cut.c): sets of GPUs inside a host and unions of hosts; *set says which
+ * set binds. */
+mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                         mc_best_t *best, mc_bound_set_t *set, mc_err_t *err);
+/* The per-destination flow term (bound_flow.c): best->where is the destination, *holder the
+ * first holder of the group that binds. */
+mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                          mc_best_t *best, int *holder, mc_err_t *err);
+
+#endif
