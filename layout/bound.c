@@ -317,6 +317,16 @@ int mc_bound_set_gpus(const mc_topo_t *topo, const mc_bound_set_t *set, int *gpu
     return n;
 }
 
+/* The largest term so far (bandwidth time plus alpha) over every kind. */
+static double largest(const mc_best_t *best)
+{
+    double top = 0;
+    for (int k = 0; k < MC_BOUND_NTERMS; k++)
+        if (best[k].where >= 0)
+            top = fmax(top, best[k].bw + best[k].alpha);
+    return top;
+}
+
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
                           mc_err_t *err)
 {
@@ -339,9 +349,11 @@ mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound
     MC_CHECK_GOTO(egress(task, topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
     MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
     MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
-    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, &best[MC_BOUND_CUT], &b.cut_set, err), out, st);
-    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, &best[MC_BOUND_FLOW], &b.flow_holder, err), out,
-                  st);
+    /* The cut and flow terms skip what cannot exceed the largest term found before them. */
+    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, largest(best), &best[MC_BOUND_CUT],
+                               &b.cut_set, err), out, st);
+    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, largest(best),
+                                &best[MC_BOUND_FLOW], &b.flow_holder, err), out, st);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;

@@ -154,7 +154,7 @@ static void gather(const scope_t *sc, const cls_t *c, int nc, uint32_t s, const 
     }
 }
 
-static double side_flow(mc_bound_net_t *net, const scope_t *sc, const side_t *sd)
+static void side_terminals(mc_bound_net_t *net, const scope_t *sc, const side_t *sd)
 {
     mc_bound_net_clear(net);
     for (int d = 0; d < sc->n; d++) {
@@ -167,13 +167,12 @@ static double side_flow(mc_bound_net_t *net, const scope_t *sc, const side_t *sd
         mc_bound_net_source(net, -1);
     if (sd->snk_out)
         mc_bound_net_sink(net, -1);
-    return mc_bound_net_value(net);
 }
 
 /* Every nonempty set of the scope's units, both directions. */
 static mc_status_t enumerate(const mc_task_t *task, const mc_topo_t *topo, const scope_t *sc,
-                             const mc_bound_ctx_t *al, mc_bound_net_t *net, mc_best_t *best,
-                             mc_bound_set_t *set, mc_err_t *err)
+                             const mc_bound_ctx_t *al, mc_bound_net_t *net, double floor,
+                             mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     uint64_t *pool;
@@ -198,8 +197,11 @@ static mc_status_t enumerate(const mc_task_t *task, const mc_topo_t *topo, const
             gather(sc, c, nc, s, in_s, into, &sd);
             if (!sd.bytes)
                 continue;
+            side_terminals(net, sc, &sd);
+            if (mc_bound_skip(net, sd.bytes, sd.alpha, floor, best))
+                continue;
             int at = sc->host >= 0 ? sc->host : sc->unit_id[first], kept = 0;
-            st = mc_bound_term(best, sd.bytes, side_flow(net, sc, &sd), sd.alpha, at,
+            st = mc_bound_term(best, sd.bytes, mc_bound_net_value(net), sd.alpha, at,
                                sc->host >= 0 ? "a set of GPUs of host" : "a set of hosts with "
                                "host", topo, &kept, err);
             if (kept) {
@@ -263,7 +265,7 @@ static int scope_init(scope_t *sc, const mc_topo_t *topo, int h, const char *bus
 }
 
 mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                         mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
+                         double floor, mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     char *busy = mc_xcalloc((size_t)topo->ngpus, 1), *one = mc_xcalloc((size_t)topo->nhosts, 1);
@@ -296,7 +298,7 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
         one[h] = 1;
         mc_bound_net_init(&net, topo, one);
         one[h] = 0;
-        st = enumerate(task, topo, &sc, al, &net, best, set, err);
+        st = enumerate(task, topo, &sc, al, &net, floor, best, set, err);
         mc_bound_net_free(&net);
         scope_free(&sc);
     }
@@ -306,7 +308,7 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
         if (scope_init(&sc, topo, -1, busy) <= CUT_MAX_HOSTS) {
             mc_bound_net_t net;
             mc_bound_net_init(&net, topo, NULL);
-            st = enumerate(task, topo, &sc, al, &net, best, set, err);
+            st = enumerate(task, topo, &sc, al, &net, floor, best, set, err);
             mc_bound_net_free(&net);
         }
         scope_free(&sc);

@@ -102,7 +102,7 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
 }
 
 mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                          mc_best_t *best, int *holder, mc_err_t *err)
+                          double floor, mc_best_t *best, int *holder, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
@@ -128,6 +128,8 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
             alpha = fmin(alpha, al->out[h->holders[j]]);
         }
         mc_bound_net_sink(&net, pr[i].dest);
+        if (mc_bound_skip(&net, pr[i].bytes, alpha, floor, best))
+            continue;
         int kept;
         st = mc_bound_term(best, pr[i].bytes, mc_bound_net_value(&net), alpha, pr[i].dest,
                            "destination GPU", topo, &kept, err);

@@ -45,6 +45,8 @@ void mc_bound_net_clear(mc_bound_net_t *n);
 void mc_bound_net_source(mc_bound_net_t *n, int gpu);
 void mc_bound_net_sink(mc_bound_net_t *n, int gpu);
 double mc_bound_net_value(mc_bound_net_t *n);
+/* A lower bound on the value, from paths of one or two arcs, in one pass. */
+double mc_bound_net_lower(mc_bound_net_t *n);
 
 /* What every term reads per GPU: the least message overhead its incoming and outgoing traffic
  * pays (bound.c says why), the cheapest cross-host one, and the sums of its link bandwidths. */
@@ -71,13 +73,19 @@ mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double al
  * npieces + 1 entries. */
 int mc_bound_holder_groups(const mc_task_t *task, int *order, int *start);
 
+/* Whether a term of bytes over a flow network's value plus alpha cannot exceed floor nor *best,
+ * judged by mc_bound_net_lower: then it need not be solved. */
+int mc_bound_skip(mc_bound_net_t *net, uint64_t bytes, double alpha, double floor,
+                  const mc_best_t *best);
+
 /* The cut term (bound_cut.c): sets of GPUs inside a host and unions of hosts; *set says which
- * set binds. */
+ * set binds. Sets whose term cannot exceed floor (the largest term of the other kinds) are
+ * skipped. */
 mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                         mc_best_t *best, mc_bound_set_t *set, mc_err_t *err);
+                         double floor, mc_best_t *best, mc_bound_set_t *set, mc_err_t *err);
 /* The per-destination flow term (bound_flow.c): best->where is the destination, *holder the
- * first holder of the group that binds. */
+ * first holder of the group that binds. Pairs that cannot exceed floor are skipped. */
 mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                          mc_best_t *best, int *holder, mc_err_t *err);
+                          double floor, mc_best_t *best, int *holder, mc_err_t *err);
 
 #endif

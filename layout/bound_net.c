@@ -81,3 +81,52 @@ double mc_bound_net_value(mc_bound_net_t *n)
 {
     return mc_flow_max(&n->flow, n->source, n->sink);
 }
+
+/* A lower bound on mc_bound_net_value in one pass over the arcs, so that a term that cannot
+ * exceed what is already known is not solved: the arcs from a source straight to a sink, plus
+ * for every other node the smaller of what the sources send it and what it sends the sinks. These
+ * paths share no arc, so together they are a feasible flow. */
+double mc_bound_net_lower(mc_bound_net_t *n)
+{
+    const mc_flow_t *f = &n->flow;
+    char *role = mc_xcalloc((size_t)f->n, 1); /* 1 source, 2 sink */
+    double *from_src = mc_xcalloc((size_t)f->n, sizeof(double));
+    double *to_snk = mc_xcalloc((size_t)f->n, sizeof(double));
+    for (int a = f->head[n->source]; a >= 0; a = f->next[a])
+        if (f->cap[a] > 0)
+            role[f->to[a]] |= 1;
+    for (int a = f->head[n->sink]; a >= 0; a = f->next[a])
+        if (f->cap[a ^ 1] > 0) /* a is the twin of an arc into the sink */
+            role[f->to[a]] |= 2;
+    double direct = 0, lower = 0;
+    for (int u = 0; u < f->n; u++) {
+        if (u == n->source || u == n->sink)
+            continue;
+        for (int a = f->head[u]; a >= 0; a = f->next[a]) {
+            int v = f->to[a];
+            if ((a & 1) || v == n->source || v == n->sink)
+                continue;
+            if ((role[u] & 1) && (role[v] & 2))
+                direct += f->cap[a];
+            else if ((role[u] & 1) && !role[v])
+                from_src[v] += f->cap[a];
+            else if (!role[u] && (role[v] & 2))
+                to_snk[u] += f->cap[a];
+        }
+    }
+    for (int v = 0; v < f->n; v++)
+        if (!role[v])
+            lower += fmin(from_src[v], to_snk[v]);
+    free(role);
+    free(from_src);
+    free(to_snk);
+    return direct + lower;
+}
+
+int mc_bound_skip(mc_bound_net_t *net, uint64_t bytes, double alpha, double floor,
+                  const mc_best_t *best)
+{
+    double top = fmax(floor, best->where >= 0 ? best->bw + best->alpha : 0);
+    double lower = mc_bound_net_lower(net);
+    return lower > 0 && (double)bytes / lower + (isfinite(alpha) ? alpha : 0) <= top;
+}

@@ -1,0 +1,131 @@
+/* Tests for the flow and cut terms of the lower bound, against figures derived by hand: the
+ * Edmonds bound of a one-GPU broadcast on the DGX-1 hybrid cube-mesh (the NCCL dump in
+ * topologies/), and a hand-built host where two fat pairs of GPUs are joined by thin links, so
+ * that the cut between the pairs binds and no single GPU's links do. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout.h"
+#include "tests/unit/test_layout_random.h"
+
+#define DGX1 "topologies/dgx1-v100-hybrid-cube-mesh-topo.xml"
+
+static mc_bound_t bound_of(const mc_topo_t *topo, const char *text)
+{
+    mc_task_t *t = task_of(text);
+    mc_bound_t b;
+    mc_err_t err = {0};
+    if (mc_task_bound(t, topo, &b, &err) != MC_OK)
+        fail_msg("%s\n%s", text, err.msg);
+    mc_task_free(t);
+    return b;
+}
+
+static void expect_close(double got, double want, const char *what)
+{
+    if (got < want * (1 - 1e-12) || got > want * (1 + 1e-12))
+        fail_msg("%s: %.12g, expected %.12g", what, got, want);
+}
+
+/* The DGX-1 dump: every GPU has 6 NVLinks (sm 70: 20e9 B/s each, NCCL's SM70_NVLINK_BW) and a
+ * Gen3 x16 PCIe link (12e9 B/s) to its switch; switches hang off CPU 0 (GPUs 0-3) and CPU 1
+ * (GPUs 4-7), joined by QPI (family 6, model 79 is Broadwell: BDW_QPI_BW, 6e9 B/s). The NVLinks
+ * between the two quads, read from the file's <nvlink count>: 0-4 x2 (line 9), 1-5 x2 (line 14),
+ * 2-6 x1 (line 24), 3-7 x1 (line 35): 6 links, 120e9 B/s. So the least max-flow from GPU 0 to a
+ * GPU of the other quad is 120e9 + 6e9 (PCIe up, QPI, PCIe down), and GPU 0's own links carry
+ * 132e9: Edmonds' bound for a broadcast from GPU 0 is bytes / 126e9, above egress and ingress. */
+static void test_edmonds_dgx1_broadcast(void **state)
+{
+    mc_topo_t *topo = NULL;
+    mc_err_t err = {0};
+    if (mc_topo_load(DGX1, &topo, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    const double bytes = 256.0 * 1048576, alpha_nvl = 3.4e-6;
+    mc_bound_t b = bound_of(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\n"
+                                  "move f32[8192,8192] S[_,_] -> D[_,_]\n");
+    expect_close(b.egress_s, bytes / 132e9, "egress");
+    expect_close(b.flow_s, bytes / 126e9, "flow");
+    expect_close(b.seconds, bytes / 126e9 + alpha_nvl, "bound");
+    assert_int_equal(b.binding, MC_BOUND_FLOW);
+    assert_int_equal(b.flow_holder, 0);
+    assert_true(b.where >= 4 && b.where <= 7); /* a GPU of the other quad */
+    /* From GPU 5 to GPUs 0-3 only: the same cut between the quads, from the other side. */
+    b = bound_of(topo, "mesh S={g:1}@5\nmesh D={g:4}@0..3\nmove bf16[6144,8192] S[_,_] -> D[_,_]\n");
+    expect_close(b.flow_s, 96.0 * 1048576 / 126e9, "flow from GPU 5");
+    assert_int_equal(b.binding, MC_BOUND_FLOW);
+    mc_topo_free(topo);
+}
+
+static int add_gpu(mc_topo_t *t, int dev)
+{
+    mc_node_t n = {.kind = MC_NODE_GPU, .host = 0, .gpu = -1, .busid = -1, .sm = 90, .dev = dev,
+                   .rail = -1};
+    snprintf(n.name, sizeof(n.name), "h0/GPU%d", dev);
+    return mc_topo_add_node(t, &n);
+}
+
+/* One host: GPUs 0-1 and 2-3 joined in pairs by 100e9 B/s links, the pairs by two 10e9 B/s
+ * links (0-2 and 1-3), nothing else. */
+static mc_topo_t *two_pairs(void)
+{
+    mc_topo_t *t = mc_topo_new("two fat pairs joined by thin links");
+    int g[4];
+    for (int i = 0; i < 4; i++)
+        g[i] = add_gpu(t, i);
+    mc_topo_add_link_pair(t, g[0], g[1], MC_LINK_NVL, 100e9, 0, 1);
+    mc_topo_add_link_pair(t, g[2], g[3], MC_LINK_NVL, 100e9, 0, 1);
+    mc_topo_add_link_pair(t, g[0], g[2], MC_LINK_NVL, 10e9, 0, 1);
+    mc_topo_add_link_pair(t, g[1], g[3], MC_LINK_NVL, 10e9, 0, 1);
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
+    return t;
+}
+
+/* GPUs 0 and 1 hold one half each of a 1e9-byte tensor that GPUs 2 and 3 both need. Every GPU
+ * has 110e9 B/s of links: ingress is 1e9 / 110e9, egress 0.5e9 / 110e9. From GPU 0 to GPU 2 the
+ * max-flow is 20e9 (direct, and over 1 and 3), so the flow term is 0.5e9 / 20e9. But the whole
+ * tensor must cross between the pairs over 20e9 B/s: the cut term, 1e9 / 20e9, binds, on the
+ * set {0, 1} with the bytes going out (the first set of the enumeration to reach it). */
+static void test_cut_between_pairs(void **state)
+{
+    mc_topo_t *topo = two_pairs();
+    mc_bound_t b = bound_of(topo, "mesh A={g:2}@0..1\nmesh B={g:2}@2..3\n"
+                                  "move u8[1000000000] A[g] -> B[_]\n");
+    expect_close(b.ingress_s, 1e9 / 110e9, "ingress");
+    expect_close(b.egress_s, 0.5e9 / 110e9, "egress");
+    expect_close(b.flow_s, 0.5e9 / 20e9, "flow");
+    expect_close(b.cut_s, 1e9 / 20e9, "cut");
+    expect_close(b.seconds, 1e9 / 20e9 + 3.4e-6, "bound");
+    assert_int_equal(b.binding, MC_BOUND_CUT);
+    assert_int_equal(b.cut_set.host, 0);
+    assert_int_equal(b.cut_set.into, 0);
+    assert_int_equal(b.cut_set.mask, 0x3);
+    int gpus[4];
+    assert_int_equal(mc_bound_set_gpus(topo, &b.cut_set, gpus), 2);
+    assert_int_equal(gpus[0], 0);
+    assert_int_equal(gpus[1], 1);
+    /* Only GPU 2 needs it: the whole tensor still crosses, into {2}, and the max-flow from
+     * {0, 1} to GPU 2 is 10e9 direct plus 10e9 over GPU 3, while each half alone (the flow
+     * term) is 0.5e9 over the same 20e9. */
+    b = bound_of(topo, "mesh A={g:2}@0..1\nmesh B={g:1}@2\nmove u8[1000000000] A[g] -> B[_]\n");
+    expect_close(b.cut_s, 1e9 / 20e9, "cut to GPU 2");
+    expect_close(b.flow_s, 0.5e9 / 20e9, "flow to GPU 2");
+    assert_int_equal(b.binding, MC_BOUND_CUT);
+    mc_topo_free(topo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_edmonds_dgx1_broadcast),
+        cmocka_unit_test(test_cut_between_pairs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
