@@ -394,7 +394,7 @@ int cmd_task(int argc, char **argv)
         goto fail;
     if (cli_task_build(&ta, argc - optind, argv + optind, topo, &task, &err) != MC_OK)
         goto fail;
-    if (topo && mc_task_bound(task, topo, &bound, &err) != MC_OK)
+    if (topo && mc_task_bound_terms(task, topo, &bound, &err) != MC_OK)
         goto fail;
     if (json)
         print_json(task, topo, &bound);

@@ -69,10 +69,11 @@ void mc_task_host_bytes(const mc_task_t *task, const mc_topo_t *topo, uint64_t *
  * every set). It is at most the capacity of the links crossing the boundary, and less when the
  * links behind them are slower (a 48 GB/s PCIe hop in front of a 50 GB/s NIC). Only the set's
  * own nodes enter the flow network, everything outside is one node, so it stays small. */
-static double set_capacity(const mc_topo_t *topo, const char *in_set, int into)
+static double set_capacity(const mc_topo_t *topo, const mc_bound_ctx_t *al, const char *in_set,
+                           int into)
 {
     mc_bound_net_t net;
-    mc_bound_net_init(&net, topo, in_set);
+    mc_bound_net_init(&net, topo, &al->index, in_set);
     for (int g = 0; g < topo->ngpus; g++)
         if (in_set[gpu_host(topo, g)]) {
             if (into)
@@ -100,6 +101,7 @@ static void ctx_init(mc_bound_ctx_t *a, const mc_topo_t *topo)
     a->in_bw = mc_xcalloc((size_t)topo->ngpus, sizeof(double));
     a->out_bw = mc_xcalloc((size_t)topo->ngpus, sizeof(double));
     a->cross = INFINITY;
+    mc_bound_index_init(&a->index, topo);
     for (int g = 0; g < topo->ngpus; g++)
         a->in[g] = a->out[g] = INFINITY;
     for (int i = 0; i < topo->nlinks; i++) {
@@ -125,6 +127,8 @@ static void ctx_free(mc_bound_ctx_t *a)
     free(a->out);
     free(a->in_bw);
     free(a->out_bw);
+    if (a->in)
+        mc_bound_index_free(&a->index);
 }
 
 mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
@@ -241,9 +245,9 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const mc
 static mc_status_t cut(mc_best_t *best, uint64_t in, uint64_t out, const char *set, int at,
                        const char *what, const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_err_t *err)
 {
-    mc_status_t st = term(best, in, set_capacity(topo, set, 1), al->cross, at, what, topo, err);
+    mc_status_t st = term(best, in, set_capacity(topo, al, set, 1), al->cross, at, what, topo, err);
     if (st == MC_OK)
-        st = term(best, out, set_capacity(topo, set, 0), al->cross, at, what, topo, err);
+        st = term(best, out, set_capacity(topo, al, set, 0), al->cross, at, what, topo, err);
     return st;
 }
 
@@ -327,8 +331,10 @@ static double largest(const mc_best_t *best)
     return top;
 }
 
-mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
-                          mc_err_t *err)
+/* The bound; exact: every term's own largest value exact, else the flow and cut terms skip what
+ * cannot exceed the largest term found before them. */
+static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int exact,
+                            mc_bound_t *bound, mc_err_t *err)
 {
     mc_bound_t b = {0};
     b.binding = MC_BOUND_NONE;
@@ -349,11 +355,10 @@ mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound
     MC_CHECK_GOTO(egress(task, topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
     MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
     MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
-    /* The cut and flow terms skip what cannot exceed the largest term found before them. */
-    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, largest(best), &best[MC_BOUND_CUT],
+    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_CUT],
                                &b.cut_set, err), out, st);
-    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, largest(best),
-                                &best[MC_BOUND_FLOW], &b.flow_holder, err), out, st);
+    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
+                                &b.flow_holder, err), out, st);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;
@@ -380,4 +385,16 @@ out:
     if (st == MC_OK)
         *bound = b;
     return st;
+}
+
+mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                          mc_err_t *err)
+{
+    return bound_of(task, topo, 0, bound, err);
+}
+
+mc_status_t mc_task_bound_terms(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                                mc_err_t *err)
+{
+    return bound_of(task, topo, 1, bound, err);
 }

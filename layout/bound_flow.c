@@ -5,7 +5,8 @@
  * a subset of H) that d needs, so one pair sums only bytes that must all cross every cut between
  * H and d; different pairs share links, so pairs are not summed, the largest is the term.
  *
- * A pair costs one max-flow on the whole topology. Pairs are tried in decreasing order of their
+ * A pair costs one max-flow on the hosts of its GPUs, the rest of the cluster contracted into one
+ * node (which can only add flow). Pairs are tried in decreasing order of their
  * bytes over the smaller of the group's egress and the destination's ingress (the most the term
  * can be), within a fixed amount of work, so the term is computed for the pairs that can bind
  * first and a very large task stops early with a term that is still valid. */
@@ -19,6 +20,7 @@
  * most holder groups for which pieces of subset groups are added in. */
 #define FLOW_MAX_WORK 3000000
 #define FLOW_MAX_SUBSET_GROUPS 256
+#define FLOW_NETS 64
 
 typedef struct pair {
     int group, dest;
@@ -101,6 +103,47 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
     return m;
 }
 
+/* Flow networks over the hosts of a pair (its holders' and its destination's, everything else
+ * contracted), kept for the pairs that follow: pairs of one holder group share them. */
+typedef struct nets {
+    int n;
+    char *key[FLOW_NETS];
+    mc_bound_net_t net[FLOW_NETS];
+    long long work; /* of the networks dropped so far */
+} nets_t;
+
+static void nets_drop(nets_t *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        c->work += c->net[i].flow.work;
+        mc_bound_net_free(&c->net[i]);
+        free(c->key[i]);
+    }
+    c->n = 0;
+}
+
+static long long nets_work(const nets_t *c)
+{
+    long long w = c->work;
+    for (int i = 0; i < c->n; i++)
+        w += c->net[i].flow.work;
+    return w;
+}
+
+static mc_bound_net_t *nets_get(nets_t *c, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                                const char *hosts)
+{
+    for (int i = 0; i < c->n; i++)
+        if (memcmp(c->key[i], hosts, (size_t)topo->nhosts) == 0)
+            return &c->net[i];
+    if (c->n == FLOW_NETS)
+        nets_drop(c);
+    c->key[c->n] = mc_xmalloc((size_t)topo->nhosts);
+    memcpy(c->key[c->n], hosts, (size_t)topo->nhosts);
+    mc_bound_net_init(&c->net[c->n], topo, &al->index, hosts);
+    return &c->net[c->n++];
+}
+
 mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
                           double floor, mc_best_t *best, int *holder, mc_err_t *err)
 {
@@ -109,6 +152,7 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
     int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
     int *piece_group = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
     int *group_piece = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    char *hosts = mc_xmalloc((size_t)topo->nhosts);
     int ngroups = mc_bound_holder_groups(task, order, start);
     for (int gi = 0; gi < ngroups; gi++) {
         group_piece[gi] = order[start[gi]];
@@ -117,30 +161,35 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
     }
     pair_t *pr;
     int npairs = pairs_of(task, al, group_piece, piece_group, ngroups, &pr);
-    mc_bound_net_t net;
-    mc_bound_net_init(&net, topo, NULL);
-    for (int i = 0; i < npairs && st == MC_OK && net.flow.work < FLOW_MAX_WORK; i++) {
+    nets_t nets = {0};
+    for (int i = 0; i < npairs && st == MC_OK && nets_work(&nets) < FLOW_MAX_WORK; i++) {
         const mc_piece_t *h = &task->pieces[group_piece[pr[i].group]];
+        memset(hosts, 0, (size_t)topo->nhosts);
+        for (int j = 0; j < h->nholders; j++)
+            hosts[mc_topo_gpu_host(topo, h->holders[j])] = 1;
+        hosts[mc_topo_gpu_host(topo, pr[i].dest)] = 1;
+        mc_bound_net_t *net = nets_get(&nets, topo, al, hosts);
         double alpha = INFINITY;
-        mc_bound_net_clear(&net);
+        mc_bound_net_clear(net);
         for (int j = 0; j < h->nholders; j++) {
-            mc_bound_net_source(&net, h->holders[j]);
+            mc_bound_net_source(net, h->holders[j]);
             alpha = fmin(alpha, al->out[h->holders[j]]);
         }
-        mc_bound_net_sink(&net, pr[i].dest);
-        if (mc_bound_skip(&net, pr[i].bytes, alpha, floor, best))
+        mc_bound_net_sink(net, pr[i].dest);
+        if (mc_bound_skip(net, pr[i].bytes, alpha, floor, best))
             continue;
         int kept;
-        st = mc_bound_term(best, pr[i].bytes, mc_bound_net_value(&net), alpha, pr[i].dest,
+        st = mc_bound_term(best, pr[i].bytes, mc_bound_net_value(net), alpha, pr[i].dest,
                            "destination GPU", topo, &kept, err);
         if (kept)
             *holder = h->holders[0];
     }
-    mc_bound_net_free(&net);
+    nets_drop(&nets);
     free(pr);
     free(order);
     free(start);
     free(piece_group);
     free(group_piece);
+    free(hosts);
     return st;
 }

@@ -34,10 +34,23 @@ typedef struct mc_bound_net {
     int source, sink, outside; /* outside is -1 when the region is the whole topology */
     int *src_arc, *snk_arc;    /* per global GPU; -1 for GPUs outside the region */
     int out_src_arc, out_snk_arc;
+    int *on, non;              /* terminal arcs switched on since the last clear */
 } mc_bound_net_t;
 
+/* The nodes and links of each host (a link under both its ends' hosts), so that a network over
+ * a few hosts of a large cluster is built from their parts only. */
+typedef struct mc_bound_index {
+    int *node_start, *nodes; /* host h: nodes[node_start[h] .. node_start[h + 1]) */
+    int *link_start, *links;
+    int *node_id;            /* scratch for mc_bound_net_init, -1 between uses */
+} mc_bound_index_t;
+
+void mc_bound_index_init(mc_bound_index_t *x, const mc_topo_t *topo);
+void mc_bound_index_free(mc_bound_index_t *x);
+
 /* hosts: per host, nonzero when in the region; NULL for the whole topology. */
-void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const char *hosts);
+void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const mc_bound_index_t *x,
+                       const char *hosts);
 void mc_bound_net_free(mc_bound_net_t *n);
 /* All terminal arcs back to 0. */
 void mc_bound_net_clear(mc_bound_net_t *n);
@@ -48,12 +61,14 @@ double mc_bound_net_value(mc_bound_net_t *n);
 /* A lower bound on the value, from paths of one or two arcs, in one pass. */
 double mc_bound_net_lower(mc_bound_net_t *n);
 
-/* What every term reads per GPU: the least message overhead its incoming and outgoing traffic
- * pays (bound.c says why), the cheapest cross-host one, and the sums of its link bandwidths. */
+/* What every term reads: per GPU the least message overhead its incoming and outgoing traffic
+ * pays (bound.c says why) and the sums of its link bandwidths, the cheapest cross-host overhead,
+ * and the hosts' parts for building flow networks. */
 typedef struct mc_bound_ctx {
     double *in, *out; /* alphas per GPU */
     double cross;
     double *in_bw, *out_bw;
+    mc_bound_index_t index;
 } mc_bound_ctx_t;
 
 /* The largest term of one kind so far: bandwidth time plus its own alpha. */

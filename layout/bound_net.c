@@ -6,27 +6,102 @@
 
 #include "layout/bound_internal.h"
 
-void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const char *hosts)
+void mc_bound_index_init(mc_bound_index_t *x, const mc_topo_t *topo)
 {
-    int *id = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes), k = 0;
+    int nh = topo->nhosts;
+    x->node_start = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    x->link_start = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    x->nodes = mc_xmalloc(sizeof(int) * (size_t)(topo->nnodes + 1));
+    x->links = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->nlinks + 1));
+    x->node_id = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes);
     for (int i = 0; i < topo->nnodes; i++) {
-        int h = topo->nodes[i].host;
-        id[i] = !hosts || (h >= 0 && hosts[h]) ? k++ : -1;
+        x->node_id[i] = -1;
+        if (topo->nodes[i].host >= 0)
+            x->node_start[topo->nodes[i].host + 1]++;
     }
+    for (int i = 0; i < topo->nlinks; i++) {
+        int hs = topo->nodes[topo->links[i].src].host, hd = topo->nodes[topo->links[i].dst].host;
+        if (hs >= 0)
+            x->link_start[hs + 1]++;
+        if (hd >= 0 && hd != hs)
+            x->link_start[hd + 1]++;
+    }
+    for (int h = 0; h < nh; h++) {
+        x->node_start[h + 1] += x->node_start[h];
+        x->link_start[h + 1] += x->link_start[h];
+    }
+    int *fill = mc_xmalloc(sizeof(int) * (size_t)(nh + 1));
+    for (int h = 0; h < nh; h++)
+        fill[h] = x->node_start[h];
+    for (int i = 0; i < topo->nnodes; i++)
+        if (topo->nodes[i].host >= 0)
+            x->nodes[fill[topo->nodes[i].host]++] = i;
+    for (int h = 0; h < nh; h++)
+        fill[h] = x->link_start[h];
+    for (int i = 0; i < topo->nlinks; i++) {
+        int hs = topo->nodes[topo->links[i].src].host, hd = topo->nodes[topo->links[i].dst].host;
+        if (hs >= 0)
+            x->links[fill[hs]++] = i;
+        if (hd >= 0 && hd != hs)
+            x->links[fill[hd]++] = i;
+    }
+    free(fill);
+}
+
+void mc_bound_index_free(mc_bound_index_t *x)
+{
+    free(x->node_start);
+    free(x->link_start);
+    free(x->nodes);
+    free(x->links);
+    free(x->node_id);
+}
+
+/* Adds link i unless both ends are outside (contracted into one node). */
+static void add_link(mc_bound_net_t *n, const int *id, int i)
+{
+    const mc_link_t *l = &n->topo->links[i];
+    int s = id[l->src] >= 0 ? id[l->src] : n->outside;
+    int d = id[l->dst] >= 0 ? id[l->dst] : n->outside;
+    if (s != d)
+        mc_flow_arc(&n->flow, s, d, l->bw);
+}
+
+/* Whether link i, listed under region host h, is added from h's list: the first region host of
+ * its two ends lists it. */
+static int listed_here(const mc_topo_t *topo, const char *hosts, int i, int h)
+{
+    int hs = topo->nodes[topo->links[i].src].host, hd = topo->nodes[topo->links[i].dst].host;
+    int first = hs >= 0 && hosts[hs] ? hs : hd;
+    if (hd >= 0 && hosts[hd] && hd < first)
+        first = hd;
+    return first == h;
+}
+
+void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const mc_bound_index_t *x,
+                       const char *hosts)
+{
+    int *id = x->node_id, k = 0;
+    for (int h = 0; h < topo->nhosts; h++)
+        for (int j = x->node_start[h]; hosts && hosts[h] && j < x->node_start[h + 1]; j++)
+            id[x->nodes[j]] = k++;
+    for (int i = 0; !hosts && i < topo->nnodes; i++)
+        id[i] = k++;
     n->topo = topo;
     n->outside = hosts ? k++ : -1;
     n->source = k++;
     n->sink = k++;
     mc_flow_init(&n->flow, k);
-    for (int i = 0; i < topo->nlinks; i++) {
-        const mc_link_t *l = &topo->links[i];
-        int s = id[l->src] >= 0 ? id[l->src] : n->outside;
-        int d = id[l->dst] >= 0 ? id[l->dst] : n->outside;
-        if (s != d)
-            mc_flow_arc(&n->flow, s, d, l->bw);
-    }
+    for (int h = 0; h < topo->nhosts; h++)
+        for (int j = x->link_start[h]; hosts && hosts[h] && j < x->link_start[h + 1]; j++)
+            if (listed_here(topo, hosts, x->links[j], h))
+                add_link(n, id, x->links[j]);
+    for (int i = 0; !hosts && i < topo->nlinks; i++)
+        add_link(n, id, i);
     n->src_arc = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
     n->snk_arc = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
+    n->on = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 2));
+    n->non = 0;
     for (int g = 0; g < topo->ngpus; g++) {
         int v = id[topo->gpu_node[g]];
         n->src_arc[g] = v >= 0 ? mc_flow_arc(&n->flow, n->source, v, 0) : -1;
@@ -34,7 +109,12 @@ void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const char *hos
     }
     n->out_src_arc = hosts ? mc_flow_arc(&n->flow, n->source, n->outside, 0) : -1;
     n->out_snk_arc = hosts ? mc_flow_arc(&n->flow, n->outside, n->sink, 0) : -1;
-    free(id);
+    /* The index's node map is shared scratch: back to -1 for the next network. */
+    for (int h = 0; h < topo->nhosts; h++)
+        for (int j = x->node_start[h]; hosts && hosts[h] && j < x->node_start[h + 1]; j++)
+            id[x->nodes[j]] = -1;
+    for (int i = 0; !hosts && i < topo->nnodes; i++)
+        id[i] = -1;
 }
 
 void mc_bound_net_free(mc_bound_net_t *n)
@@ -42,19 +122,14 @@ void mc_bound_net_free(mc_bound_net_t *n)
     mc_flow_free(&n->flow);
     free(n->src_arc);
     free(n->snk_arc);
+    free(n->on);
 }
 
 void mc_bound_net_clear(mc_bound_net_t *n)
 {
-    for (int g = 0; g < n->topo->ngpus; g++)
-        if (n->src_arc[g] >= 0) {
-            mc_flow_set(&n->flow, n->src_arc[g], 0);
-            mc_flow_set(&n->flow, n->snk_arc[g], 0);
-        }
-    if (n->outside >= 0) {
-        mc_flow_set(&n->flow, n->out_src_arc, 0);
-        mc_flow_set(&n->flow, n->out_snk_arc, 0);
-    }
+    for (int i = 0; i < n->non; i++)
+        mc_flow_set(&n->flow, n->on[i], 0);
+    n->non = 0;
 }
 
 /* A GPU outside the region is the outside node. */
@@ -63,18 +138,22 @@ static int terminal(const mc_bound_net_t *n, int gpu, const int *arcs, int out_a
     return gpu >= 0 && arcs[gpu] >= 0 ? arcs[gpu] : out_arc;
 }
 
+static void switch_on(mc_bound_net_t *n, int arc)
+{
+    if (arc >= 0 && n->flow.cap[arc] == 0) {
+        mc_flow_set(&n->flow, arc, HUGE_VAL);
+        n->on[n->non++] = arc;
+    }
+}
+
 void mc_bound_net_source(mc_bound_net_t *n, int gpu)
 {
-    int a = terminal(n, gpu, n->src_arc, n->out_src_arc);
-    if (a >= 0)
-        mc_flow_set(&n->flow, a, HUGE_VAL);
+    switch_on(n, terminal(n, gpu, n->src_arc, n->out_src_arc));
 }
 
 void mc_bound_net_sink(mc_bound_net_t *n, int gpu)
 {
-    int a = terminal(n, gpu, n->snk_arc, n->out_snk_arc);
-    if (a >= 0)
-        mc_flow_set(&n->flow, a, HUGE_VAL);
+    switch_on(n, terminal(n, gpu, n->snk_arc, n->out_snk_arc));
 }
 
 double mc_bound_net_value(mc_bound_net_t *n)
@@ -88,7 +167,7 @@ double mc_bound_net_value(mc_bound_net_t *n)
  * paths share no arc, so together they are a feasible flow. */
 double mc_bound_net_lower(mc_bound_net_t *n)
 {
-    const mc_flow_t *f = &n->flow;
+    mc_flow_t *f = &n->flow;
     char *role = mc_xcalloc((size_t)f->n, 1); /* 1 source, 2 sink */
     double *from_src = mc_xcalloc((size_t)f->n, sizeof(double));
     double *to_snk = mc_xcalloc((size_t)f->n, sizeof(double));
@@ -120,6 +199,7 @@ double mc_bound_net_lower(mc_bound_net_t *n)
     free(role);
     free(from_src);
     free(to_snk);
+    n->flow.work += f->m;
     return direct + lower;
 }
 
