@@ -113,7 +113,7 @@ static void print_pieces(const mc_task_t *task, int limit)
 static double term_seconds(const mc_bound_t *b, mc_bound_kind_t k)
 {
     const double s[MC_BOUND_NTERMS] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
-                                       b->flow_s, b->cut_s};
+                                       b->flow_s, b->cut_s, b->lp_s};
     return s[k];
 }
 
@@ -142,6 +142,8 @@ static void where_text(mc_buf_t *w, const mc_task_t *task, const mc_topo_t *topo
         mc_buf_printf(w, "mesh %s", task->meshes[at].name);
     } else if (k == MC_BOUND_FLOW) {
         mc_buf_printf(w, "holder group of GPU %d to GPU %d", b->flow_holder, at);
+    } else if (k == MC_BOUND_LP) {
+        mc_buf_printf(w, "every piece");
     } else {
         int *ids, n = cut_gpus(topo, b, &ids);
         mc_buf_printf(w, "bytes %s GPUs ", b->cut_set.into ? "into" : "out of");

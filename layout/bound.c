@@ -13,7 +13,7 @@
 
 const char *mc_bound_kind_str(mc_bound_kind_t k)
 {
-    static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "flow", "cut",
+    static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "flow", "cut", "lp",
                                   "latency", "none"};
     return (unsigned)k <= MC_BOUND_NONE ? names[k] : "?";
 }
@@ -359,12 +359,14 @@ static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int ex
                                &b.cut_set, err), out, st);
     MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
                                 &b.flow_holder, err), out, st);
+    mc_bound_lp(task, topo, &al, &best[MC_BOUND_LP]);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;
     b.mesh_cut_s = best[MC_BOUND_MESH_CUT].bw;
     b.cut_s = best[MC_BOUND_CUT].bw;
     b.flow_s = best[MC_BOUND_FLOW].bw;
+    b.lp_s = best[MC_BOUND_LP].bw;
     /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. The
      * flow and cut terms generalize the ones before them (a whole host is one of the cut's
      * sets), so they bind only where they are larger by more than the rounding of two different
@@ -390,7 +392,22 @@ out:
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
                           mc_err_t *err)
 {
-    return bound_of(task, topo, 0, bound, err);
+    /* The cache is not part of the task's value: writing it through the const pointer is safe
+     * because every task is allocated by mc_task_new. */
+    mc_task_t *memo = (mc_task_t *)task;
+    if (memo->bound && memo->bound_topo == topo && memo->bound_fp == topo->fingerprint) {
+        *bound = *memo->bound;
+        return MC_OK;
+    }
+    mc_status_t st = bound_of(task, topo, 0, bound, err);
+    if (st == MC_OK) {
+        if (!memo->bound)
+            memo->bound = mc_xmalloc(sizeof(mc_bound_t));
+        *memo->bound = *bound;
+        memo->bound_topo = topo;
+        memo->bound_fp = topo->fingerprint;
+    }
+    return st;
 }
 
 mc_status_t mc_task_bound_terms(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,

@@ -1,5 +1,5 @@
 /* Internals shared by the lower-bound files of layout/ (bound.c, bound_net.c, bound_cut.c,
- * bound_flow.c, flow.c): the maximum-flow network, the topology seen as one, the message
+ * bound_flow.c, bound_lp.c, flow.c): the maximum-flow network, the topology seen as one, the message
  * overheads every term adds, and how a term is kept when it is the largest of its kind. */
 #ifndef MC_BOUND_INTERNAL_H
 #define MC_BOUND_INTERNAL_H
@@ -102,5 +102,8 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
  * first holder of the group that binds. Pairs that cannot exceed floor are skipped. */
 mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
                           double floor, mc_best_t *best, int *holder, mc_err_t *err);
+/* The lp term (bound_lp.c): left as it is when the task is too large to solve. */
+void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                 mc_best_t *best);
 
 #endif

@@ -93,6 +93,11 @@ typedef struct mc_task {
     int ncopies;
     mc_local_copy_t *copies;
     int mesh_cap, tensor_cap;
+    /* mc_task_bound's last result and the topology it was for (its address and fingerprint):
+     * synthesizers ask for the bound of one task many times. Dropped with the split. */
+    struct mc_bound *bound;
+    const mc_topo_t *bound_topo;
+    uint64_t bound_fp;
 } mc_task_t;
 
 mc_task_t *mc_task_new(void);
@@ -145,6 +150,7 @@ typedef enum {
     MC_BOUND_MESH_CUT,  /* the network links into the destination mesh's hosts */
     MC_BOUND_FLOW,      /* the maximum flow from a holder group to one of its destinations */
     MC_BOUND_CUT,       /* the maximum flow into or out of a set of GPUs (inside a host) or hosts */
+    MC_BOUND_LP,        /* the multicommodity-flow relaxation of multicast (small tasks) */
     MC_BOUND_LATENCY,   /* nothing but the per-message overhead */
     MC_BOUND_NONE       /* nothing moves */
 } mc_bound_kind_t;
@@ -172,11 +178,12 @@ typedef struct mc_bound {
     int where;               /* where the binding term binds (term_where); -1 if none */
     double ingress_s, egress_s, host_cut_s, mesh_cut_s; /* bandwidth time of each kind's largest
                                                          * term */
-    double flow_s, cut_s;
+    double flow_s, cut_s, lp_s;
     double latency_s;        /* the binding term's alpha */
     /* Per term kind, where its largest term binds: the GPU (ingress), the holder group's first
      * GPU (egress), the host, the mesh index, the destination GPU (flow), the host of cut_set or
-     * its first host (cut); -1 when the kind has no term. */
+     * its first host (cut), 0 (lp: every piece); -1 when the kind has no term (lp: not solved,
+     * the task is too large). */
     int term_where[MC_BOUND_NTERMS];
     mc_bound_set_t cut_set;
     int flow_holder;         /* the first holder of the group whose flow term is largest */
@@ -186,7 +193,7 @@ typedef struct mc_bound {
 int mc_bound_set_gpus(const mc_topo_t *topo, const mc_bound_set_t *set, int *gpus);
 
 /* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split).
- * To stay fast, the flow and cut terms skip the pairs and sets that cannot exceed the largest
+ * The result is kept in the task for the next call with the same topology. To stay fast, the flow and cut terms skip the pairs and sets that cannot exceed the largest
  * term found before them, so flow_s and cut_s are exact when they bind and otherwise may show
  * less than their own largest value (which is then at most the bound). */
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,

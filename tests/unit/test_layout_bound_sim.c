@@ -1,7 +1,8 @@
-/* The flow and cut terms must stay lower bounds where they bind most, on direct-connect hardware:
+/* The flow, cut and lp terms must stay lower bounds where they bind most, on direct-connect hardware:
  * random tasks on the DGX-1 hybrid cube-mesh, the 8-GPU PCIe box and two DGX-1 under one switch,
  * scheduled by p2p and by meshcast (Z3 bounded by an rlimit) and timed by the simulator, never
- * finish before mc_task_bound says they can. */
+ * finish before mc_task_bound says they can; and skipping what cannot exceed the larger terms
+ * (mc_task_bound) never changes the bound that the full search (mc_task_bound_terms) finds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,10 +55,14 @@ static void test_sim_never_beats_bound_direct(void **state)
             char text[4096];
             random_task(text, sizeof(text), topo->ngpus, topo->ngpus, 1 << 20);
             mc_task_t *t = task_of(text);
-            mc_bound_t b;
-            if (mc_task_bound(t, topo, &b, &err) != MC_OK)
+            mc_bound_t b, all;
+            if (mc_task_bound(t, topo, &b, &err) != MC_OK ||
+                mc_task_bound_terms(t, topo, &all, &err) != MC_OK)
                 fail_msg("%s\n%s", text, err.msg);
-            new_terms += b.binding == MC_BOUND_FLOW || b.binding == MC_BOUND_CUT;
+            if (all.seconds != b.seconds || all.binding != b.binding)
+                fail_msg("%s\nfull search %.9g s (%s), skipping %.9g s (%s)", text, all.seconds,
+                         mc_bound_kind_str(all.binding), b.seconds, mc_bound_kind_str(b.binding));
+            new_terms += b.binding >= MC_BOUND_FLOW && b.binding <= MC_BOUND_LP;
             for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]) && t->npieces; s++)
                 timed += check_strategy(strategies[s], t, topo, &b, text);
             mc_task_free(t);

@@ -1,7 +1,8 @@
-/* Tests for the flow and cut terms of the lower bound, against figures derived by hand: the
+/* Tests for the flow, cut and lp terms of the lower bound, against figures derived by hand: the
  * Edmonds bound of a one-GPU broadcast on the DGX-1 hybrid cube-mesh (the NCCL dump in
- * topologies/), and a hand-built host where two fat pairs of GPUs are joined by thin links, so
- * that the cut between the pairs binds and no single GPU's links do. */
+ * topologies/), a hand-built host where two fat pairs of GPUs are joined by thin links, so that
+ * the cut between the pairs binds and no single GPU's links do, and a one-way ring where relays
+ * spend link capacity twice, which only the lp term sees. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,11 +124,38 @@ static void test_cut_between_pairs(void **state)
     mc_topo_free(topo);
 }
 
+/* Three GPUs on a one-way ring (0 -> 1 -> 2 -> 0, 1e9 B/s each) exchange 1e6 bytes between every
+ * ordered pair. A byte for the GPU behind the next one crosses two links, so the 6 transfers
+ * need 9e6 byte-hops over 3 links: 3 ms. Every cut is 2 ms (each GPU receives 2e6 bytes over its
+ * one incoming link; any set of GPUs has one link in and one out), the flow term 1 ms. The lp
+ * term's optimum is 3 ms less its 1e-6 margin for the simplex's tolerance. */
+static void test_lp_one_way_ring(void **state)
+{
+    mc_topo_t *t = mc_topo_new("one-way ring of three GPUs");
+    int g[3];
+    for (int i = 0; i < 3; i++)
+        g[i] = add_gpu(t, i);
+    for (int i = 0; i < 3; i++)
+        mc_topo_add_link(t, g[i], g[(i + 1) % 3], MC_LINK_NVL, 1e9, 0, 1);
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
+    mc_bound_t b = bound_of(t, "mesh M={g:3}@0..2\nmove u8[3,3000000] M[g,_] -> M[_,g]\n");
+    expect_close(b.ingress_s, 2e-3, "ingress");
+    expect_close(b.cut_s, 2e-3, "cut");
+    expect_close(b.flow_s, 1e-3, "flow");
+    if (b.lp_s < 3e-3 * (1 - 2e-6) || b.lp_s > 3e-3)
+        fail_msg("lp: %.12g, expected 3e-3 less at most 2e-6 of it", b.lp_s);
+    assert_int_equal(b.binding, MC_BOUND_LP);
+    expect_close(b.seconds, b.lp_s + 3.4e-6, "bound");
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edmonds_dgx1_broadcast),
         cmocka_unit_test(test_cut_between_pairs),
+        cmocka_unit_test(test_lp_one_way_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
