@@ -1,5 +1,6 @@
 /* meshcast task: splits a resharding task into pieces and reports what each GPU and host must
- * receive, the lower bound on time with its binding term, and the peak-memory bound. */
+ * receive, the lower bound on time with every term and where it binds, and the peak-memory
+ * bound. */
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -13,7 +14,8 @@ static const char usage_text[] =
     "\n"
     "Splits a resharding task into pieces (maximal boxes with one holder set and one destination\n"
     "set, largest first) and prints the bytes each GPU and host must receive, the lower bound on\n"
-    "time and which term binds (needs --topo), and the peak-memory bound per GPU.\n"
+    "time with each of its terms and the GPU, pair or set where it binds (needs --topo; terms:\n"
+    "docs/task-format.md), and the peak-memory bound per GPU.\n"
     "\n"
     "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n"
     "  --json                      print JSON instead of text\n"

@@ -191,21 +191,28 @@ static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const m
 }
 
 static const mc_task_t *sort_task;
+static int sort_by_dests;
 static int cmp_holders(const void *a, const void *b)
 {
     const mc_piece_t *x = &sort_task->pieces[*(const int *)a];
     const mc_piece_t *y = &sort_task->pieces[*(const int *)b];
     if (x->nholders != y->nholders)
         return x->nholders - y->nholders;
-    return memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
+    int c = memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
+    if (c || !sort_by_dests)
+        return c;
+    if (x->ndests != y->ndests)
+        return x->ndests - y->ndests;
+    return memcmp(x->dests, y->dests, sizeof(int) * (size_t)x->ndests);
 }
 
-int mc_bound_holder_groups(const mc_task_t *task, int *order, int *start)
+int mc_bound_holder_groups(const mc_task_t *task, int by_dests, int *order, int *start)
 {
     int n = 0;
     for (int i = 0; i < task->npieces; i++)
         order[i] = i;
     sort_task = task;
+    sort_by_dests = by_dests;
     mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
     for (int i = 0; i < task->npieces; i++)
         if (i == 0 || cmp_holders(&order[i - 1], &order[i]) != 0)
@@ -222,7 +229,7 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const mc
     mc_status_t st = MC_OK;
     int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
     int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
-    int ngroups = mc_bound_holder_groups(task, order, start);
+    int ngroups = mc_bound_holder_groups(task, 0, order, start);
     for (int gi = 0; gi < ngroups && st == MC_OK; gi++) {
         const mc_piece_t *p = &task->pieces[order[start[gi]]];
         uint64_t bytes = 0;

@@ -153,7 +153,7 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
     int *piece_group = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
     int *group_piece = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
     char *hosts = mc_xmalloc((size_t)topo->nhosts);
-    int ngroups = mc_bound_holder_groups(task, order, start);
+    int ngroups = mc_bound_holder_groups(task, 0, order, start);
     for (int gi = 0; gi < ngroups; gi++) {
         group_piece[gi] = order[start[gi]];
         for (int j = start[gi]; j < start[gi + 1]; j++)

@@ -83,10 +83,10 @@ typedef struct mc_best {
 mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
                           const char *what, const mc_topo_t *topo, int *kept, mc_err_t *err);
 
-/* Sorts the piece indices into order[] so that pieces with the same holder set are adjacent;
- * group g is order[start[g]..start[g + 1]). Returns the number of groups; start has
- * npieces + 1 entries. */
-int mc_bound_holder_groups(const mc_task_t *task, int *order, int *start);
+/* Sorts the piece indices into order[] so that pieces with the same holder set (and, with
+ * by_dests, the same destinations) are adjacent; group g is order[start[g]..start[g + 1]).
+ * Returns the number of groups; start has npieces + 1 entries. */
+int mc_bound_holder_groups(const mc_task_t *task, int by_dests, int *order, int *start);
 
 /* Whether a term of bytes over a flow network's value plus alpha cannot exceed floor nor *best,
  * judged by mc_bound_net_lower: then it need not be solved. */

@@ -22,19 +22,6 @@
 #define LP_MAX_COLS 2500
 #define LP_MARGIN 1e-6
 
-static const mc_task_t *sort_task;
-static int cmp_class(const void *a, const void *b)
-{
-    const mc_piece_t *x = &sort_task->pieces[*(const int *)a];
-    const mc_piece_t *y = &sort_task->pieces[*(const int *)b];
-    if (x->nholders != y->nholders)
-        return x->nholders - y->nholders;
-    if (x->ndests != y->ndests)
-        return x->ndests - y->ndests;
-    int c = memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
-    return c ? c : memcmp(x->dests, y->dests, sizeof(int) * (size_t)x->ndests);
-}
-
 /* The matrix, built entry by entry (GLPK counts from 1). */
 typedef struct mat {
     int n, cap;
@@ -64,20 +51,17 @@ typedef struct com {
 
 static int commodities(const mc_task_t *task, com_t **out)
 {
-    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces), n = 0;
-    com_t *c = mc_xmalloc(sizeof(com_t) * (size_t)task->npieces);
-    for (int i = 0; i < task->npieces; i++)
-        order[i] = i;
-    sort_task = task;
-    mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_class);
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[order[i]];
-        if (n > 0 && cmp_class(&order[i - 1], &order[i]) == 0)
-            c[n - 1].bytes += p->bytes;
-        else
-            c[n++] = (com_t){p, p->bytes};
+    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
+    int n = mc_bound_holder_groups(task, 1, order, start);
+    com_t *c = mc_xmalloc(sizeof(com_t) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        c[i] = (com_t){&task->pieces[order[start[i]]], 0};
+        for (int j = start[i]; j < start[i + 1]; j++)
+            c[i].bytes += task->pieces[order[j]].bytes;
     }
     free(order);
+    free(start);
     *out = c;
     return n;
 }

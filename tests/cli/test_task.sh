@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command-line tests of 'meshcast task': the paper's case 1 on its cluster (text and JSON, with
-# the figures derived by hand in tests/unit/test_layout_bound.c), task files, and every kind of
-# malformed input with its exit code.
+# the figures derived by hand in tests/unit/test_layout_bound.c), task files, every term of a
+# DGX-1 broadcast's bound with where it binds, and every kind of malformed input with its exit
+# code.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 P3=topologies/aws-p3.8xlarge-x5.xml
