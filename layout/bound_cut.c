@@ -302,15 +302,16 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
         mc_bound_net_free(&net);
         scope_free(&sc);
     }
-    /* Unions of hosts (a set names its hosts in a 64-bit mask), on the hosts with bytes to move
-     * and the rest contracted. */
+    /* Unions of hosts (a set names its hosts in a 64-bit mask), on the whole topology, or on a
+     * large one the hosts with bytes to move and the rest contracted. */
     if (st == MC_OK && topo->nhosts > 1 && topo->nhosts <= 64) {
         scope_t sc;
         if (scope_init(&sc, topo, -1, busy) <= CUT_MAX_HOSTS) {
             mc_bound_net_t net;
             for (int h = 0; h < topo->nhosts; h++)
                 one[h] = units[h] > 0;
-            mc_bound_net_init(&net, topo, &al->index, one);
+            mc_bound_net_init(&net, topo, &al->index,
+                              topo->nlinks <= MC_BOUND_WHOLE_LINKS ? NULL : one);
             st = enumerate(task, topo, &sc, al, &net, floor, best, set, err);
             mc_bound_net_free(&net);
         }

@@ -5,8 +5,8 @@
  * a subset of H) that d needs, so one pair sums only bytes that must all cross every cut between
  * H and d; different pairs share links, so pairs are not summed, the largest is the term.
  *
- * A pair costs one max-flow on the hosts of its GPUs, the rest of the cluster contracted into one
- * node (which can only add flow). Pairs are tried in decreasing order of their
+ * A pair costs one max-flow on the topology, or on a large cluster on the hosts of its GPUs with
+ * the rest contracted into one node (which can only add flow). Pairs are tried in decreasing order of their
  * bytes over the smaller of the group's egress and the destination's ingress (the most the term
  * can be), within a fixed amount of work, so the term is computed for the pairs that can bind
  * first and a very large task stops early with a term that is still valid. */
@@ -103,8 +103,9 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
     return m;
 }
 
-/* Flow networks over the hosts of a pair (its holders' and its destination's, everything else
- * contracted), kept for the pairs that follow: pairs of one holder group share them. */
+/* Flow networks over the hosts of a pair on a large cluster (its holders' and its destination's,
+ * everything else contracted), kept for the pairs that follow: pairs of one holder group share
+ * them. */
 typedef struct nets {
     int n;
     char *key[FLOW_NETS];
@@ -130,16 +131,18 @@ static long long nets_work(const nets_t *c)
     return w;
 }
 
+/* The network over hosts (NULL: the whole topology, one network for every pair). */
 static mc_bound_net_t *nets_get(nets_t *c, const mc_topo_t *topo, const mc_bound_ctx_t *al,
                                 const char *hosts)
 {
     for (int i = 0; i < c->n; i++)
-        if (memcmp(c->key[i], hosts, (size_t)topo->nhosts) == 0)
+        if (!hosts || memcmp(c->key[i], hosts, (size_t)topo->nhosts) == 0)
             return &c->net[i];
     if (c->n == FLOW_NETS)
         nets_drop(c);
-    c->key[c->n] = mc_xmalloc((size_t)topo->nhosts);
-    memcpy(c->key[c->n], hosts, (size_t)topo->nhosts);
+    c->key[c->n] = hosts ? mc_xmalloc((size_t)topo->nhosts) : NULL;
+    if (hosts)
+        memcpy(c->key[c->n], hosts, (size_t)topo->nhosts);
     mc_bound_net_init(&c->net[c->n], topo, &al->index, hosts);
     return &c->net[c->n++];
 }
@@ -168,7 +171,8 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
         for (int j = 0; j < h->nholders; j++)
             hosts[mc_topo_gpu_host(topo, h->holders[j])] = 1;
         hosts[mc_topo_gpu_host(topo, pr[i].dest)] = 1;
-        mc_bound_net_t *net = nets_get(&nets, topo, al, hosts);
+        mc_bound_net_t *net =
+            nets_get(&nets, topo, al, topo->nlinks <= MC_BOUND_WHOLE_LINKS ? NULL : hosts);
         double alpha = INFINITY;
         mc_bound_net_clear(net);
         for (int j = 0; j < h->nholders; j++) {

@@ -48,6 +48,10 @@ typedef struct mc_bound_index {
 void mc_bound_index_init(mc_bound_index_t *x, const mc_topo_t *topo);
 void mc_bound_index_free(mc_bound_index_t *x);
 
+/* Topologies up to this many links are kept whole in the networks of the flow and cut terms, so
+ * that a thin link between switches counts; larger ones keep only the hosts a term touches. */
+#define MC_BOUND_WHOLE_LINKS 2048
+
 /* hosts: per host, nonzero when in the region; NULL for the whole topology. */
 void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const mc_bound_index_t *x,
                        const char *hosts);

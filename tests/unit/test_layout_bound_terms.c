@@ -1,7 +1,8 @@
 /* Tests for the flow, cut and lp terms of the lower bound, against figures derived by hand: the
  * Edmonds bound of a one-GPU broadcast on the DGX-1 hybrid cube-mesh (the NCCL dump in
  * topologies/), a hand-built host where two fat pairs of GPUs are joined by thin links, so that
- * the cut between the pairs binds and no single GPU's links do, and a one-way ring where relays
+ * the cut between the pairs binds and no single GPU's links do, four hosts where two share a thin
+ * uplink, so that the cut around both binds and no host's does, and a one-way ring where relays
  * spend link capacity twice, which only the lp term sees. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +38,20 @@ static void expect_close(double got, double want, const char *what)
         fail_msg("%s: %.12g, expected %.12g", what, got, want);
 }
 
+/* The cut term binds, on the set (host, mask, into) of the two GPUs g0 and g1. */
+static void expect_cut_set(const mc_topo_t *topo, const mc_bound_t *b, int host, uint64_t mask,
+                           int into, int g0, int g1)
+{
+    assert_int_equal(b->binding, MC_BOUND_CUT);
+    assert_int_equal(b->cut_set.host, host);
+    assert_int_equal(b->cut_set.mask, mask);
+    assert_int_equal(b->cut_set.into, into);
+    int gpus[64];
+    assert_int_equal(mc_bound_set_gpus(topo, &b->cut_set, gpus), 2);
+    assert_int_equal(gpus[0], g0);
+    assert_int_equal(gpus[1], g1);
+}
+
 /* The DGX-1 dump: every GPU has 6 NVLinks (sm 70: 20e9 B/s each, NCCL's SM70_NVLINK_BW) and a
  * Gen3 x16 PCIe link (12e9 B/s) to its switch; switches hang off CPU 0 (GPUs 0-3) and CPU 1
  * (GPUs 4-7), joined by QPI (family 6, model 79 is Broadwell: BDW_QPI_BW, 6e9 B/s). The NVLinks
@@ -66,12 +81,19 @@ static void test_edmonds_dgx1_broadcast(void **state)
     mc_topo_free(topo);
 }
 
+static int add_node(mc_topo_t *t, mc_node_kind_t kind, int host, int dev, const char *name)
+{
+    mc_node_t n = {.kind = kind, .host = host, .gpu = -1, .busid = -1, .sm = 90, .dev = dev,
+                   .rail = -1};
+    snprintf(n.name, sizeof(n.name), "%s", name);
+    return mc_topo_add_node(t, &n);
+}
+
 static int add_gpu(mc_topo_t *t, int dev)
 {
-    mc_node_t n = {.kind = MC_NODE_GPU, .host = 0, .gpu = -1, .busid = -1, .sm = 90, .dev = dev,
-                   .rail = -1};
-    snprintf(n.name, sizeof(n.name), "h0/GPU%d", dev);
-    return mc_topo_add_node(t, &n);
+    char name[32];
+    snprintf(name, sizeof(name), "h0/GPU%d", dev);
+    return add_node(t, MC_NODE_GPU, 0, dev, name);
 }
 
 /* One host: GPUs 0-1 and 2-3 joined in pairs by 100e9 B/s links, the pairs by two 10e9 B/s
@@ -106,14 +128,7 @@ static void test_cut_between_pairs(void **state)
     expect_close(b.flow_s, 0.5e9 / 20e9, "flow");
     expect_close(b.cut_s, 1e9 / 20e9, "cut");
     expect_close(b.seconds, 1e9 / 20e9 + 3.4e-6, "bound");
-    assert_int_equal(b.binding, MC_BOUND_CUT);
-    assert_int_equal(b.cut_set.host, 0);
-    assert_int_equal(b.cut_set.into, 0);
-    assert_int_equal(b.cut_set.mask, 0x3);
-    int gpus[4];
-    assert_int_equal(mc_bound_set_gpus(topo, &b.cut_set, gpus), 2);
-    assert_int_equal(gpus[0], 0);
-    assert_int_equal(gpus[1], 1);
+    expect_cut_set(topo, &b, 0, 0x3, 0, 0, 1);
     /* Only GPU 2 needs it: the whole tensor still crosses, into {2}, and the max-flow from
      * {0, 1} to GPU 2 is 10e9 direct plus 10e9 over GPU 3, while each half alone (the flow
      * term) is 0.5e9 over the same 20e9. */
@@ -150,11 +165,48 @@ static void test_lp_one_way_ring(void **state)
     mc_topo_free(t);
 }
 
+/* Four hosts of one GPU, each behind a 10e9 B/s port; hosts 0 and 3 under leaf switch 0, hosts 1
+ * and 2 under leaf 1, whose uplink to the spine carries only 1e9 B/s. GPU 0 sends 1e9 distinct
+ * bytes to each of GPUs 1, 2 and 3. Host 0's port passes the 3e9 bytes in 0.3 s (host-cut, and
+ * mesh-cut around the source mesh; the destination mesh's three ports take them in 0.1 s, since
+ * mesh-cut contracts the switches); the flow from GPU 0 to GPU 1 takes 1 s through the uplink,
+ * but hosts 1 and 2 together need 2e9 bytes through it: the cut over the union of hosts 1 and 2
+ * binds at 2 s. */
+static void test_cut_union_of_hosts(void **state)
+{
+    mc_topo_t *t = mc_topo_new("two leaves, one thin uplink");
+    int leaf[2] = {add_node(t, MC_NODE_SWITCH, -1, -1, "leaf0"),
+                   add_node(t, MC_NODE_SWITCH, -1, -1, "leaf1")};
+    int spine = add_node(t, MC_NODE_SWITCH, -1, -1, "spine");
+    mc_topo_add_link_pair(t, leaf[0], spine, MC_LINK_NET, 100e9, 0, 1);
+    mc_topo_add_link_pair(t, leaf[1], spine, MC_LINK_NET, 1e9, 0, 1);
+    for (int h = 0; h < 4; h++) {
+        char name[32];
+        snprintf(name, sizeof(name), "h%d/GPU0", h);
+        int gpu = add_node(t, MC_NODE_GPU, h, 0, name);
+        snprintf(name, sizeof(name), "h%d/NET0", h);
+        int net = add_node(t, MC_NODE_NET, h, 0, name);
+        mc_topo_add_link_pair(t, gpu, net, MC_LINK_PCI, 100e9, 0, 1);
+        mc_topo_add_link_pair(t, net, leaf[h == 1 || h == 2], MC_LINK_NET, 10e9, 0, 1);
+    }
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
+    mc_bound_t b = bound_of(t, "mesh S={g:1}@0\nmesh D={g:3}@1..3\n"
+                               "move u8[3000000000] S[_] -> D[g]\n");
+    expect_close(b.host_cut_s, 0.3, "host-cut (3e9 bytes out of host 0)");
+    expect_close(b.mesh_cut_s, 0.3, "mesh-cut");
+    expect_close(b.flow_s, 1, "flow");
+    expect_close(b.cut_s, 2, "cut");
+    expect_cut_set(t, &b, -1, 0x6, 1, 1, 2);
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edmonds_dgx1_broadcast),
         cmocka_unit_test(test_cut_between_pairs),
+        cmocka_unit_test(test_cut_union_of_hosts),
         cmocka_unit_test(test_lp_one_way_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
