@@ -7,9 +7,10 @@
  * every tree schedule gives such flows. Unlike the cut and flow terms it counts what relays
  * spend: bytes forwarded through a GPU use that GPU's links twice.
  *
- * It grows with pieces x destinations x links and GLPK's simplex takes 10-50 ms at a few thousand
- * columns here, so it is solved only up to LP_MAX_COLS columns (a broadcast or a transpose on an
- * 8-GPU host; not an 8-GPU all-to-all, nor any multi-host pod); above that the term is absent. */
+ * With a single commodity it equals the flow term and is skipped. It grows with pieces x
+ * destinations x links and GLPK's simplex takes 10-50 ms at a few thousand columns here, so it
+ * is solved only up to LP_MAX_COLS columns (a transpose or a few tensors on an 8-GPU host; not
+ * an 8-GPU all-to-all, nor any multi-host pod); above that the term is absent. */
 #include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
@@ -145,7 +146,10 @@ void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ct
 {
     com_t *c;
     int nc = commodities(task, &c);
-    double t = solve(topo, c, nc), alpha = INFINITY;
+    /* With one commodity the optimum is the flow term's (one source multicasts at the least
+     * max-flow to a destination when links may carry any function of what they receive, which
+     * is exactly what these loads allow), so it is not solved. */
+    double t = nc > 1 ? solve(topo, c, nc) : -1, alpha = INFINITY;
     for (int g = 0; g < topo->ngpus; g++)
         alpha = fmin(alpha, al->out[g]);
     if (t > 0)
