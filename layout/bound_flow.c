@@ -66,10 +66,10 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
     int subsets = ngroups <= FLOW_MAX_SUBSET_GROUPS;
     for (int i = 0; i < task->npieces; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        for (int gi = 0; gi < ngroups; gi++) {
+        int lo = subsets ? 0 : piece_group[i], hi = subsets ? ngroups : lo + 1;
+        for (int gi = lo; gi < hi; gi++) {
             const mc_piece_t *h = &task->pieces[group_piece[gi]];
-            if (gi != piece_group[i] &&
-                (!subsets || !subset(p->holders, p->nholders, h->holders, h->nholders)))
+            if (gi != piece_group[i] && !subset(p->holders, p->nholders, h->holders, h->nholders))
                 continue;
             for (int j = 0; j < p->ndests; j++) {
                 if (mc_ints_contain(h->holders, h->nholders, p->dests[j]))
