@@ -250,7 +250,8 @@ static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const mc
 /* Both directions of the cut around a set of hosts: bytes in over the links entering it, bytes
  * out over the links leaving it, each after a cross-host alpha. */
 static mc_status_t cut(mc_best_t *best, uint64_t in, uint64_t out, const char *set, int at,
-                       const char *what, const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_err_t *err)
+                       const char *what, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                       mc_err_t *err)
 {
     mc_status_t st = term(best, in, set_capacity(topo, al, set, 1), al->cross, at, what, topo, err);
     if (st == MC_OK)

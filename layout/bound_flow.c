@@ -6,10 +6,11 @@
  * H and d; different pairs share links, so pairs are not summed, the largest is the term.
  *
  * A pair costs one max-flow on the topology, or on a large cluster on the hosts of its GPUs with
- * the rest contracted into one node (which can only add flow). Pairs are tried in decreasing order of their
- * bytes over the smaller of the group's egress and the destination's ingress (the most the term
- * can be), within a fixed amount of work, so the term is computed for the pairs that can bind
- * first and a very large task stops early with a term that is still valid. */
+ * the rest contracted into one node (which can only add flow). Pairs are tried in decreasing
+ * order of their bytes over the smaller of the group's egress and the destination's ingress (the
+ * least the pair's term can be, since its max-flow passes both), within a fixed amount of work,
+ * so the pairs likeliest to bind come first and a very large task stops early with a term that
+ * is still valid. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

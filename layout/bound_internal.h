@@ -1,6 +1,6 @@
 /* Internals shared by the lower-bound files of layout/ (bound.c, bound_net.c, bound_cut.c,
- * bound_flow.c, bound_lp.c, flow.c): the maximum-flow network, the topology seen as one, the message
- * overheads every term adds, and how a term is kept when it is the largest of its kind. */
+ * bound_flow.c, bound_lp.c, flow.c): the maximum-flow network, the topology seen as one, the
+ * message overheads every term adds, and how a term is kept when it is the largest of its kind. */
 #ifndef MC_BOUND_INTERNAL_H
 #define MC_BOUND_INTERNAL_H
 

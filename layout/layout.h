@@ -193,9 +193,10 @@ typedef struct mc_bound {
 int mc_bound_set_gpus(const mc_topo_t *topo, const mc_bound_set_t *set, int *gpus);
 
 /* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split).
- * The result is kept in the task for the next call with the same topology. To stay fast, the flow and cut terms skip the pairs and sets that cannot exceed the largest
- * term found before them, so flow_s and cut_s are exact when they bind and otherwise may show
- * less than their own largest value (which is then at most the bound). */
+ * The result is kept in the task for the next call with the same topology. To stay fast, the
+ * flow and cut terms skip the pairs and sets that cannot exceed the largest term found before
+ * them, so flow_s and cut_s are exact when they bind and otherwise may show less than their own
+ * largest value (which is then at most the bound). */
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
                           mc_err_t *err);
 /* The same bound with every term's own largest value exact (meshcast task prints them all). */

@@ -1,8 +1,9 @@
-/* The flow, cut and lp terms must stay lower bounds where they bind most, on direct-connect hardware:
- * random tasks on the DGX-1 hybrid cube-mesh, the 8-GPU PCIe box and two DGX-1 under one switch,
- * scheduled by p2p and by meshcast (Z3 bounded by an rlimit) and timed by the simulator, never
- * finish before mc_task_bound says they can; and skipping what cannot exceed the larger terms
- * (mc_task_bound) never changes the bound that the full search (mc_task_bound_terms) finds. */
+/* The flow, cut and lp terms must stay lower bounds where they bind most, on direct-connect
+ * hardware: random tasks on the DGX-1 hybrid cube-mesh, the 8-GPU PCIe box and two DGX-1 under
+ * one switch, scheduled by p2p and by meshcast (Z3 bounded by an rlimit) and timed by the
+ * simulator, never finish before mc_task_bound says they can; and skipping what cannot exceed
+ * the larger terms (mc_task_bound) never changes the bound that the full search
+ * (mc_task_bound_terms) finds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

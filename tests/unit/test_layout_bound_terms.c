@@ -75,7 +75,8 @@ static void test_edmonds_dgx1_broadcast(void **state)
     assert_int_equal(b.flow_holder, 0);
     assert_true(b.where >= 4 && b.where <= 7); /* a GPU of the other quad */
     /* From GPU 5 to GPUs 0-3 only: the same cut between the quads, from the other side. */
-    b = bound_of(topo, "mesh S={g:1}@5\nmesh D={g:4}@0..3\nmove bf16[6144,8192] S[_,_] -> D[_,_]\n");
+    b = bound_of(topo,
+                 "mesh S={g:1}@5\nmesh D={g:4}@0..3\nmove bf16[6144,8192] S[_,_] -> D[_,_]\n");
     expect_close(b.flow_s, 96.0 * 1048576 / 126e9, "flow from GPU 5");
     assert_int_equal(b.binding, MC_BOUND_FLOW);
     mc_topo_free(topo);
