@@ -3,8 +3,8 @@
  * because the simulator is tested against it: capacities are generous (a GPU's every link
  * counts; a set of hosts gets the maximum flow between its GPUs and the rest) and bytes are
  * counted as the least that must cross (distinct bytes, relaying allowed). This file holds the
- * per-GPU, per-holder-group, per-host and per-mesh terms and picks the largest; the cut and flow
- * terms have files of their own. */
+ * per-GPU, per-holder-group, per-host and per-mesh terms and picks the largest; the flow, cut
+ * and lp terms have files of their own. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +90,11 @@ static double set_capacity(const mc_topo_t *topo, const mc_bound_ctx_t *al, cons
     return flow;
 }
 
-/* The least message overhead each resource's traffic pays. Every message waits the largest alpha
- * of its route's link kinds before its bytes move, so nothing enters a GPU before the cheapest
- * alpha of its incoming links, nothing leaves one before the cheapest of its outgoing links, and
- * nothing crosses between hosts before the cheapest alpha of a cross-host link. */
+/* What the terms read (mc_bound_ctx_t). The least message overhead each resource's traffic pays:
+ * every message waits the largest alpha of its route's link kinds before its bytes move, so
+ * nothing enters a GPU before the cheapest alpha of its incoming links, nothing leaves one before
+ * the cheapest of its outgoing links, and nothing crosses between hosts before the cheapest alpha
+ * of a cross-host link. */
 static void ctx_init(mc_bound_ctx_t *a, const mc_topo_t *topo)
 {
     a->in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
