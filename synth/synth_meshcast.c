@@ -20,6 +20,8 @@ typedef struct run {
     mc_shares_t sh;
     mc_cands_t cs;
     int *first, *count;   /* per share: its candidates in cs */
+    double *frac;         /* per candidate: its share's fraction in the fractional model */
+    mc_price_stats_t price;
     mc_comp_t *comps;
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
@@ -28,7 +30,7 @@ typedef struct run {
     int replaced;           /* the referee replaced the solved schedule */
 } run_t;
 
-static mc_status_t gen_cands(run_t *r, mc_err_t *err)
+static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_shares_build(r->task, r->topo, &r->sh);
@@ -46,6 +48,15 @@ static mc_status_t gen_cands(run_t *r, mc_err_t *err)
                                          r->opts->memory_limit != 0, err),
                       out, st);
         r->count[i] = r->cs.n - r->first[i];
+    }
+    /* trees priced by link load join the shapes above (relays are what they add: not under a
+     * memory limit) */
+    if (price && !r->opts->memory_limit) {
+        mc_bound_t b;
+        MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
+        MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
+                                     b.seconds - b.latency_s, &r->frac, &r->price, err),
+                      out, st);
     }
 out:
     free(leaving);
@@ -80,6 +91,20 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
+/* The fractional model's split of the component's shares, rounded to whole units in one phase.
+ * Returns 0 when it is a feasible plan. */
+static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
+{
+    const mc_plan_t *pl = &cp->plan;
+    double *x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
+    for (int c = 0; c < pl->ncands; c++)
+        x[c] = r->frac[cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
+    mc_plan_round(pl, x, out);
+    free(x);
+    mc_plan_sol_compact(pl, out);
+    return mc_plan_check(pl, out);
+}
+
 /* One component: two greedy seeds (the two tie-breaks) and the relaxation rounded; the integer
  * model refines the best of the three (sol) and, since the estimate does not see everything the
  * simulator charges, the other two as well (others, raced by the referee). The rlimit is split:
@@ -87,7 +112,7 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
-    mc_plan_sol_t from[3] = {{0}};
+    mc_plan_sol_t from[4] = {{0}};
     mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
@@ -98,12 +123,19 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     free(direct);
     mc_plan_greedy(pl, 0, &from[0]);
     mc_plan_greedy(pl, 1, &from[1]);
+    int nfrom = 2, best = 0;
     /* Z3's rlimit does not bound all of its work on the relaxation (seconds with a count that
-     * barely moves): without a caller's rlimit, its wall clock is capped too */
+     * barely moves): without a caller's rlimit, its wall clock is capped too. Once pricing has
+     * added trees, the fractional model's split takes its place: Z3 took seconds on those
+     * larger models and often gave up. */
     double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
-    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[2], &zs, err), out, st);
+    zs = (mc_z3_stats_t){.status = -1};
+    if (!r->price.added)
+        MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
-    int nfrom = zs.status == 1 ? 3 : 2, best = 0;
+    nfrom += zs.status == 1;
+    if (r->price.added && frac_plan(r, cp, &from[nfrom]) == 0)
+        nfrom++;
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -126,7 +158,7 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
                 mc_fmt_seconds((double)lower * 1e-12, b, sizeof b));
     }
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         mc_plan_sol_free(&from[i]);
     return st;
 }
@@ -201,7 +233,7 @@ out:
  * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
 #define MC_SIM_WORK 7000000
 
-enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
+enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_OTHER2, PLAN_DIRECT, PLAN_WHOLE };
 
 /* The schedule of the solved plans, or of one of the referee's alternatives. */
 static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, mc_err_t *err)
@@ -218,6 +250,7 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
                                    : which == PLAN_WHOLE ? &rep->whole
                                    : which == PLAN_OTHER0 ? &rep->others[0]
                                    : which == PLAN_OTHER1 ? &rep->others[1]
+                                   : which == PLAN_OTHER2 ? &rep->others[2]
                                                          : &rep->sol;
         MC_CHECK_GOTO(decode(r, s, cp, sol, &cand_of, &cap, err), out, st);
         if (sol->nphases > nphases)
@@ -285,9 +318,9 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, int64_t *w
     double gap = b.seconds > 0 ? (*t / b.seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
-             "rlimit_used=%llu",
+             "rlimit_used=%llu priced=%d",
              plan, *simulated ? "sim_s" : "est_s", *t, b.seconds, gap, r->nz3_optimal, r->nunique,
-             r->ncomps, (unsigned long long)r->rlimit_used);
+             r->ncomps, (unsigned long long)r->rlimit_used, r->price.added);
 out:
     mc_sim_result_free(&sim);
     mc_buf_free(&v);
@@ -299,7 +332,7 @@ out:
 static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_t **s, double *t,
                         double *tv, mc_err_t *err)
 {
-    static const char *names[] = {"z3", "other0", "other1", "direct", "whole"};
+    static const char *names[] = {"z3", "other0", "other1", "other2", "direct", "whole"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
     mc_status_t st;
@@ -338,7 +371,8 @@ out:
 static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
 {
     /* the plans as decoded, cheapest to simulate first, then their staggered forms */
-    static const int order[] = {PLAN_DIRECT, PLAN_WHOLE, PLAN_OTHER0, PLAN_OTHER1, PLAN_SOLVED};
+    static const int order[] = {PLAN_DIRECT, PLAN_WHOLE, PLAN_OTHER0, PLAN_OTHER1, PLAN_OTHER2,
+                                PLAN_SOLVED};
     mc_status_t st = MC_OK;
     int best = PLAN_SOLVED, n = (int)(sizeof order / sizeof order[0]);
     double best_t = *t, tv;
@@ -348,7 +382,8 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
             for (int c = 0; c < r->ncomps; c++)
                 ok &= (which != PLAN_DIRECT || r->comps[c].has_direct) &&
                       (which != PLAN_OTHER0 || r->comps[c].nothers > 0) &&
-                      (which != PLAN_OTHER1 || r->comps[c].nothers > 1);
+                      (which != PLAN_OTHER1 || r->comps[c].nothers > 1) &&
+                      (which != PLAN_OTHER2 || r->comps[c].nothers > 2);
             if (!ok)
                 continue;
             MC_CHECK_GOTO(race(r, which, 0, stagger, s, t, &tv, err), out, st);
@@ -363,6 +398,41 @@ out:
     return st;
 }
 
+static void run_free(run_t *r)
+{
+    mc_comps_free(r->comps, r->ncomps);
+    mc_cands_free(&r->cs);
+    mc_shares_free(&r->sh);
+    free(r->first);
+    free(r->count);
+    free(r->frac);
+}
+
+/* One synthesis from the candidates (priced too when price is set): components solved, the
+ * solved plan certified and raced by the referee. *s gets the schedule, *t its time. */
+static mc_status_t synth_once(run_t *r, int price, mc_sched_t **s, double *t, int *simulated,
+                              mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    MC_CHECK_GOTO(gen_cands(r, price, err), out, st);
+    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk, &r->comps,
+                   &r->ncomps);
+    MC_CHECK_GOTO(solve(r, err), out, st);
+    MC_CHECK_GOTO(assemble(r, PLAN_SOLVED, 0, s, err), out, st);
+    MC_CHECK_GOTO(certify(r, *s, "z3", &r->sim_work_left, t, simulated, err), out, st);
+    /* A plan too large to simulate states its estimate; a variant is faster when its simulated
+     * time beats the time the simulation of the plan had reached when it stopped. */
+    double estimate = *t;
+    if (!*simulated)
+        *t = r->sim_reached;
+    MC_CHECK_GOTO(referee(r, s, t, err), out, st);
+    if (!r->replaced && !*simulated)
+        *t = estimate;
+    *simulated = *simulated || r->replaced;
+out:
+    return st;
+}
+
 mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
                               const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
 {
@@ -370,27 +440,29 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
                .sim_work_left = MC_SIM_WORK};
     r.chunk = r.opts->chunk_bytes;
-    mc_sched_t *s = NULL;
+    run_t plain = r;
+    mc_sched_t *s = NULL, *s2 = NULL;
     mc_status_t st = MC_OK;
+    double t, t2;
+    int simulated, simulated2;
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
-    MC_CHECK_GOTO(gen_cands(&r, err), out, st);
-    mc_comps_build(task, topo, &r.sh, &r.cs, r.first, r.count, r.chunk, &r.comps, &r.ncomps);
-    MC_CHECK_GOTO(solve(&r, err), out, st);
-    MC_CHECK_GOTO(assemble(&r, PLAN_SOLVED, 0, &s, err), out, st);
-    double t;
-    int simulated;
-    MC_CHECK_GOTO(certify(&r, s, "z3", &r.sim_work_left, &t, &simulated, err), out, st);
-    /* A plan too large to simulate states its estimate; a variant is faster when its simulated
-     * time beats the time the simulation of the plan had reached when it stopped. */
-    double estimate = t;
-    if (!simulated)
-        t = r.sim_reached;
-    MC_CHECK_GOTO(referee(&r, &s, &t, err), out, st);
-    if (!r.replaced && !simulated)
-        t = estimate;
-    simulated = simulated || r.replaced;
+    MC_CHECK_GOTO(synth_once(&r, 1, &s, &t, &simulated, err), out, st);
+    /* Priced trees lower the fractional optimum, but the simulator also charges what the model
+     * does not (pipeline fill of deeper trees, trees sharing links finishing apart): the plan
+     * from the shape-based candidates alone races the priced one, so that pricing never makes a
+     * schedule slower. */
+    if (r.price.added) {
+        MC_CHECK_GOTO(synth_once(&plain, 0, &s2, &t2, &simulated2, err), out, st);
+        if (t2 < t) {
+            mc_sched_free(s);
+            s = s2;
+            s2 = NULL;
+            t = t2;
+            simulated = simulated2;
+        }
+    }
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &t, err), out, st);
     if (r.opts->progress) {
@@ -402,10 +474,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     s = NULL;
 out:
     mc_sched_free(s);
-    mc_comps_free(r.comps, r.ncomps);
-    mc_cands_free(&r.cs);
-    mc_shares_free(&r.sh);
-    free(r.first);
-    free(r.count);
+    mc_sched_free(s2);
+    run_free(&r);
+    run_free(&plain);
     return st;
 }

@@ -158,8 +158,8 @@ void mc_comps_free(mc_comp_t *comps, int n)
         mc_plan_sol_free(&comps[i].sol);
         mc_plan_sol_free(&comps[i].direct);
         mc_plan_sol_free(&comps[i].whole);
-        mc_plan_sol_free(&comps[i].others[0]);
-        mc_plan_sol_free(&comps[i].others[1]);
+        for (int k = 0; k < 3; k++)
+            mc_plan_sol_free(&comps[i].others[k]);
     }
     free(comps);
 }

@@ -372,30 +372,6 @@ out:
     return st;
 }
 
-/* Whole units from the relaxation's fractions: each candidate keeps its whole part and the
- * units left over go to the largest fractions (lowest index on ties). */
-static void round_units(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
-{
-    sol->nphases = 1;
-    sol->units = mc_xcalloc((size_t)pl->ncands + 1, sizeof(int));
-    for (int c = 0, p = 0; p < pl->npieces; p++) {
-        int first = c, left = pl->units[p];
-        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
-            double f = x[c] < 0 ? 0 : x[c];
-            sol->units[c] = (int)f;
-            left -= sol->units[c];
-        }
-        while (left > 0 && c > first) {
-            int best = first;
-            for (int d = first; d < c; d++)
-                if (x[d] - sol->units[d] > x[best] - sol->units[best])
-                    best = d;
-            sol->units[best]++;
-            left--;
-        }
-    }
-}
-
 mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
                              mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err)
 {
@@ -453,7 +429,7 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     Z3_model_dec_ref(m.ctx, mdl);
     if (bad || Z3_get_error_code(m.ctx) != Z3_OK)
         goto out;
-    round_units(pl, x, out);
+    mc_plan_round(pl, x, out);
     mc_plan_sol_compact(pl, out);
     if (mc_plan_check(pl, out) == 0)
         stats->status = 1;
