@@ -13,13 +13,15 @@
 /* Pricing rounds; Frank-Wolfe steps per solve of the fractional model, at most MC_PRICE_STEPS and
  * fewer on large models, so that a solve costs about MC_PRICE_WORK link updates. */
 #define MC_PRICE_ROUNDS 40
-#define MC_PRICE_STEPS 600
+#define MC_PRICE_STEPS 3000
 #define MC_PRICE_MIN_STEPS 40
-#define MC_PRICE_WORK 3000000.0
+#define MC_PRICE_WORK 2000000.0
 /* Stop when the fractional optimum is within this factor of the bound. */
 #define MC_PRICE_CLOSE 1.01
-/* A round must lower the optimum by this factor to be worth another. */
+/* Rounds stop after MC_PRICE_STALL in a row that did not lower the optimum by this factor (the
+ * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998
+#define MC_PRICE_STALL 3
 /* Roots tried per share, and trees one share may gain. */
 #define MC_PRICE_ROOTS 8
 #define MC_PRICE_MAX_NEW 16
@@ -268,6 +270,7 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             mc_frac_add(&f, s, first[s] + j);
     mc_frac_solve(&f, steps_for(&f));
     stats->first_s = f.value_s;
+    int stalled = 0;
     while (stats->rounds < MC_PRICE_ROUNDS && f.value_s > MC_PRICE_CLOSE * bound_s) {
         double before = f.value_s;
         int added = price_round(&f, cs, task, sh, gained, err);
@@ -280,7 +283,8 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             break;
         stats->added += added;
         mc_frac_solve(&f, steps_for(&f));
-        if (f.value_s > MC_PRICE_PROGRESS * before)
+        stalled = f.value_s > MC_PRICE_PROGRESS * before ? stalled + 1 : 0;
+        if (stalled >= MC_PRICE_STALL)
             break;
     }
     stats->frac_s = f.value_s;
