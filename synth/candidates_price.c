@@ -147,7 +147,7 @@ static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent,
 
 /* One pricing round: every share's cheapest tree at the current duals, added when it costs less
  * than the share's cheapest column. Returns the number added, -1 on error. */
-static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, const mc_shares_t *sh,
+static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_shares_t *sh,
                        int *gained, mc_err_t *err)
 {
     const mc_topo_t *topo = f->topo;
@@ -201,6 +201,7 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, cons
         }
         f->cs = cs;
         mc_frac_add(f, s, c);
+        sh->s[s].fine = 1;
         gained[s]++;
         added++;
     }
@@ -254,7 +255,7 @@ static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count, 
 }
 
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                           const mc_shares_t *sh, int *first, int *count, double bound_s,
+                           mc_shares_t *sh, int *first, int *count, double bound_s,
                            double **frac, mc_price_stats_t *stats, mc_err_t *err)
 {
     mc_status_t st = MC_OK;

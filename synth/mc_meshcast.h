@@ -20,6 +20,7 @@ typedef struct mc_share {
     int ndests;
     const int *dests;     /* ascending; points into the shares' pool */
     int root_host;        /* holder host tried first, -1 for none */
+    int fine;             /* it has priced trees: split into MC_PIECE_UNITS_FINE units */
 } mc_share_t;
 
 typedef struct mc_shares {
@@ -166,10 +167,10 @@ typedef struct mc_price_stats {
  * prices every link by its dual, and for every share adds the cheapest tree under those prices
  * from any of its candidates' roots (or a holder on their hosts), with relays at any GPU of the
  * hosts its candidates touch, when it costs less than every candidate it has; repeats while the
- * optimum is more than 1% above bound_s and falls. Keeps each share's candidates contiguous
+ * optimum is more than 1% above bound_s and falls. Marks the shares that gained trees fine. Keeps each share's candidates contiguous
  * (first, count rewritten) and gives each candidate's fraction in *frac (caller frees). */
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                           const mc_shares_t *sh, int *first, int *count, double bound_s,
+                           mc_shares_t *sh, int *first, int *count, double bound_s,
                            double **frac, mc_price_stats_t *stats, mc_err_t *err);
 
 /* ---- the abstract plan (synth_meshcast_plan.c) ---- */
@@ -290,7 +291,11 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_share
                     mc_comp_t **out, int *ncomps);
 void mc_comps_free(mc_comp_t *comps, int n);
 
-/* Units a piece is split into for the optimizer, and the bytes of one unit. */
-int mc_piece_units(uint64_t bytes, uint64_t *unit_bytes);
+/* Units a piece is split into for the optimizer (finer for a share with priced trees: its
+ * fractional split spreads bytes over more trees, some on slow links, and whole units of 1/32
+ * would overload them), and the bytes of one unit. */
+#define MC_PIECE_UNITS 32
+#define MC_PIECE_UNITS_FINE 128
+int mc_piece_units(uint64_t bytes, int fine, uint64_t *unit_bytes);
 
 #endif

@@ -203,7 +203,7 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             const mc_piece_t *pc = &r->task->pieces[piece];
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
-            mc_piece_units(pc->bytes, &ub);
+            mc_piece_units(pc->bytes, r->sh.s[cp->pieces[lp]].fine, &ub);
             uint64_t off = (uint64_t)done[lp] * ub;
             uint64_t len = (uint64_t)u * ub;
             if (off + len > pc->bytes)
@@ -408,13 +408,11 @@ static void run_free(run_t *r)
     free(r->frac);
 }
 
-/* One synthesis from the candidates (priced too when price is set): components solved, the
- * solved plan certified and raced by the referee. *s gets the schedule, *t its time. */
-static mc_status_t synth_once(run_t *r, int price, mc_sched_t **s, double *t, int *simulated,
-                              mc_err_t *err)
+/* One synthesis from the candidates: components solved, the solved plan certified and raced by
+ * the referee. *s gets the schedule, *t its time, *simulated whether t is simulated. */
+static mc_status_t synth_once(run_t *r, mc_sched_t **s, double *t, int *simulated, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    MC_CHECK_GOTO(gen_cands(r, price, err), out, st);
     mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk, &r->comps,
                    &r->ncomps);
     MC_CHECK_GOTO(solve(r, err), out, st);
@@ -448,20 +446,24 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
-    MC_CHECK_GOTO(synth_once(&r, 1, &s, &t, &simulated, err), out, st);
+    MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
     /* Priced trees lower the fractional optimum, but the simulator also charges what the model
-     * does not (pipeline fill of deeper trees, trees sharing links finishing apart): the plan
-     * from the shape-based candidates alone races the priced one, so that pricing never makes a
-     * schedule slower. */
+     * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing
+     * added trees, the synthesis from the shape-based candidates alone (what it would be without
+     * them, with its whole simulation allowance) races the priced one, which gets half an
+     * allowance more, so that pricing never makes a schedule slower. */
     if (r.price.added) {
-        MC_CHECK_GOTO(synth_once(&plain, 0, &s2, &t2, &simulated2, err), out, st);
-        if (t2 < t) {
-            mc_sched_free(s);
-            s = s2;
-            s2 = NULL;
-            t = t2;
-            simulated = simulated2;
-        }
+        MC_CHECK_GOTO(gen_cands(&plain, 0, err), out, st);
+        MC_CHECK_GOTO(synth_once(&plain, &s2, &t2, &simulated2, err), out, st);
+        r.sim_work_left = MC_SIM_WORK / 2 + plain.sim_work_left;
+    }
+    MC_CHECK_GOTO(synth_once(&r, &s, &t, &simulated, err), out, st);
+    if (s2 && (t2 <= t || !simulated)) {
+        mc_sched_free(s);
+        s = s2;
+        s2 = NULL;
+        t = t2;
+        simulated = simulated2;
     }
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &t, err), out, st);
