@@ -186,14 +186,34 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
     return MC_OK;
 }
 
-/* Writes one component's solution (its own, or its symmetry class's) into the schedule. */
+/* Trees a piece is cut into at most, when the trees are evened out. */
+#define MC_EVEN_TREES 32
+
+/* Per piece of the plan: the fewest units any of its trees carries in phase k (0 if none). */
+static void fewest_units(const mc_plan_t *pl, const mc_plan_sol_t *sol, int k, int *fewest)
+{
+    memset(fewest, 0, sizeof(int) * (size_t)pl->npieces);
+    for (int c = 0; c < pl->ncands; c++) {
+        int u = sol->units[c * sol->nphases + k], p = pl->cands[c].piece;
+        if (u > 0 && (fewest[p] == 0 || u < fewest[p]))
+            fewest[p] = u;
+    }
+}
+
+/* Writes one component's solution (its own, or its symmetry class's) into the schedule. With
+ * even, a candidate's units become several trees of about the size of the piece's smallest tree
+ * in that phase (no smaller than 1/MC_EVEN_TREES of the piece): the simulator shares a link equally among the trees on it, so trees of equal
+ * bytes progress as the plan's split assumes, where one large tree beside small ones would be
+ * left alone at the end, slowed by its other links. */
 static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc_plan_sol_t *sol,
-                          const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
+                          int even, const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
     int *done = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
+    int *fewest = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
     mc_status_t st = MC_OK;
-    for (int k = 0; k < sol->nphases; k++)
+    for (int k = 0; k < sol->nphases; k++) {
+        fewest_units(pl, sol, k, fewest);
         for (int c = 0; c < pl->ncands; c++) {
             int u = sol->units[c * sol->nphases + k];
             if (u <= 0)
@@ -204,22 +224,31 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
             mc_piece_units(pc->bytes, r->sh.s[cp->pieces[lp]].fine, &ub);
-            uint64_t off = (uint64_t)done[lp] * ub;
-            uint64_t len = (uint64_t)u * ub;
-            if (off + len > pc->bytes)
-                len = pc->bytes - off;
+            int q = even ? fewest[lp] : u, least = (pl->units[lp] + MC_EVEN_TREES - 1) / MC_EVEN_TREES;
+            if (q < least)
+                q = least;
+            for (int j = 0; j < u; j += q) {
+                uint64_t off = (uint64_t)(done[lp] + j) * ub;
+                uint64_t len = (uint64_t)(u - j < q ? u - j : q) * ub;
+                if (off >= pc->bytes)
+                    break;
+                if (off + len > pc->bytes)
+                    len = pc->bytes - off;
+                int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
+                                          mc_cand_chunks(cand, len, r->chunk, 0));
+                MC_GROW(*cand_of, *cap, t + 1);
+                (*cand_of)[t] = cand;
+                for (int e = 0; e < cand->nedges; e++)
+                    MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e],
+                                                    cand->child[e], err),
+                                  out, st);
+            }
             done[lp] += u;
-            int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
-                                      mc_cand_chunks(cand, len, r->chunk, 0));
-            MC_GROW(*cand_of, *cap, t + 1);
-            (*cand_of)[t] = cand;
-            for (int e = 0; e < cand->nedges; e++)
-                MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
-                                                err),
-                              out, st);
         }
+    }
 out:
     free(done);
+    free(fewest);
     return st;
 }
 
@@ -234,9 +263,12 @@ out:
 #define MC_SIM_WORK 7000000
 
 enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_OTHER2, PLAN_DIRECT, PLAN_WHOLE };
+/* How a plan's trees are laid out: as decoded, re-chunked for their planned rates, or evened
+ * out (decode). */
+enum { FORM_DECODED, FORM_RECHUNK, FORM_EVEN, FORM_COUNT };
 
 /* The schedule of the solved plans, or of one of the referee's alternatives. */
-static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, mc_err_t *err)
+static mc_status_t assemble(run_t *r, int which, int form, mc_sched_t **out, mc_err_t *err)
 {
     mc_sched_t *s = mc_sched_new(r->task, r->topo, "meshcast");
     mc_status_t st = MC_OK;
@@ -252,7 +284,7 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
                                    : which == PLAN_OTHER1 ? &rep->others[1]
                                    : which == PLAN_OTHER2 ? &rep->others[2]
                                                          : &rep->sol;
-        MC_CHECK_GOTO(decode(r, s, cp, sol, &cand_of, &cap, err), out, st);
+        MC_CHECK_GOTO(decode(r, s, cp, sol, form == FORM_EVEN, &cand_of, &cap, err), out, st);
         if (sol->nphases > nphases)
             nphases = sol->nphases;
     }
@@ -262,7 +294,7 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
     mc_sched_plan_rates(s, r->topo);
     /* with rechunk, a tree slowed to its share is pipelined in more chunks than it would be alone
      * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES */
-    for (int t = 0; t < s->ntrees && rechunk && !r->chunk; t++) {
+    for (int t = 0; t < s->ntrees && form == FORM_RECHUNK && !r->chunk; t++) {
         mc_tree_t *tr = &s->trees[t];
         int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
         uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
@@ -327,12 +359,13 @@ out:
     return st;
 }
 
-/* Races schedule variant (which, rechunk, stagger) against the best so far (*s, simulated *t),
+/* Races schedule variant (which, form, stagger) against the best so far (*s, simulated *t),
  * keeping it when faster; *tv gets its own simulated time (HUGE_VAL when not simulated). */
-static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_t **s, double *t,
+static mc_status_t race(run_t *r, int which, int form, int stagger, mc_sched_t **s, double *t,
                         double *tv, mc_err_t *err)
 {
     static const char *names[] = {"z3", "other0", "other1", "other2", "direct", "whole"};
+    static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
     mc_status_t st;
@@ -341,11 +374,10 @@ static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_
     *tv = HUGE_VAL;
     if (r->sim_work_left <= 0)
         return MC_OK;
-    MC_CHECK_GOTO(assemble(r, which, rechunk, &d, err), out, st);
+    MC_CHECK_GOTO(assemble(r, which, form, &d, err), out, st);
     if (stagger)
         mc_sched_stagger(d, r->topo, stagger, MC_MIN_CHUNK_BYTES);
-    snprintf(name, sizeof name, "%s%s%s", names[which], rechunk ? "+rechunk" : "",
-             staggers[stagger]);
+    snprintf(name, sizeof name, "%s%s%s", names[which], forms[form], staggers[stagger]);
     MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, tv, &simulated, err), out, st);
     if (!simulated)
         *tv = HUGE_VAL;
@@ -366,7 +398,8 @@ out:
  * two starting plans, refined; every share whole on the tree that carries most of it; every share
  * whole on its direct tree, as point-to-point sends do), each as decoded and with its chunks
  * staggered MC_STAGGER_MAX ways; then the plan of the fastest is raced with its trees re-chunked
- * for their planned rates, as it is and staggered. The fastest of all is kept. The simulations
+ * for their planned rates and, where pricing added trees, evened out (decode), as it is and
+ * staggered. The fastest of all is kept. The simulations
  * share one allowance of work (mc_sim_run_bounded); a variant it does not cover is dropped. */
 static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
 {
@@ -386,14 +419,15 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
                       (which != PLAN_OTHER2 || r->comps[c].nothers > 2);
             if (!ok)
                 continue;
-            MC_CHECK_GOTO(race(r, which, 0, stagger, s, t, &tv, err), out, st);
+            MC_CHECK_GOTO(race(r, which, FORM_DECODED, stagger, s, t, &tv, err), out, st);
             if (tv < best_t) {
                 best = which;
                 best_t = tv;
             }
         }
-    for (int stagger = 0; stagger <= MC_STAGGER_MAX && !r->chunk; stagger++)
-        MC_CHECK_GOTO(race(r, best, 1, stagger, s, t, &tv, err), out, st);
+    for (int form = FORM_RECHUNK; form <= (r->price.added ? FORM_EVEN : FORM_RECHUNK); form++)
+        for (int stagger = 0; stagger <= MC_STAGGER_MAX && !r->chunk; stagger++)
+            MC_CHECK_GOTO(race(r, best, form, stagger, s, t, &tv, err), out, st);
 out:
     return st;
 }
