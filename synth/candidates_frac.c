@@ -166,11 +166,56 @@ static void compute_load(mc_frac_t *f)
                 add_load(f, s, f->cols[s][j], f->x[f->cols[s][j]], f->load);
 }
 
+/* The step in [0, 1] along dir that lowers the soft maximum most (bisection on its slope). */
+static double line_step(const mc_frac_t *f, const double *dir, const int *act, int nact,
+                        double sharp)
+{
+    double scale = max_load(f->load, act, nact), lo = 0, hi = 1;
+    if (slope(f->load, dir, act, nact, 1, sharp, scale) <= 0)
+        return 1;
+    for (int k = 0; k < MC_FRAC_SEARCH; k++) {
+        double mid = (lo + hi) / 2;
+        if (slope(f->load, dir, act, nact, mid, sharp, scale) > 0)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
+/* Each share's costliest column that carries something (-1 if none), at the current prices. */
+static void worst_used(const mc_frac_t *f, int *worst)
+{
+    for (int s = 0; s < f->nshares; s++) {
+        double wc = -1;
+        worst[s] = -1;
+        for (int j = 0; j < f->ncols[s]; j++) {
+            int c = f->cols[s][j];
+            double cost = f->x[c] > 0 ? mc_frac_tree_cost(f, &f->cs->c[c], 0) : -1;
+            if (cost > wc) {
+                wc = cost;
+                worst[s] = c;
+            }
+        }
+    }
+}
+
+/* Keeps the split when its busiest link is the least seen so far. */
+static void remember(mc_frac_t *f, const int *act, int nact, double *keep)
+{
+    double v = max_load(f->load, act, nact);
+    if (v < f->value_s) {
+        f->value_s = v;
+        memcpy(keep, f->x, sizeof(double) * (size_t)f->capx);
+    }
+}
+
 void mc_frac_solve(mc_frac_t *f, int iters)
 {
     int nl = f->topo->nlinks;
     int *act = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
     int *best = mc_xmalloc(sizeof(int) * (size_t)(f->nshares + 1));
+    int *worst = mc_xmalloc(sizeof(int) * (size_t)(f->nshares + 1));
     double *dir = mc_xcalloc((size_t)nl + 1, sizeof(double));
     double *keep = mc_xmalloc(sizeof(double) * (size_t)(f->capx + 1));
     int nact = active_links(f, act);
@@ -202,39 +247,44 @@ void mc_frac_solve(mc_frac_t *f, int iters)
             f->lower_s = lb;
         if (f->value_s - f->lower_s <= MC_FRAC_GAP * f->value_s)
             break;
-        /* direction: from the loads of the split to the loads of the best responses */
+        /* a Frank-Wolfe step: from the split toward every share's cheapest column */
         for (int i = 0; i < nact; i++)
             dir[act[i]] = -f->load[act[i]];
         for (int s = 0; s < f->nshares; s++)
             if (best[s] >= 0)
                 add_load(f, s, best[s], 1, dir);
-        double scale = max_load(f->load, act, nact), lo = 0, hi = 1;
-        if (slope(f->load, dir, act, nact, 1, sharp, scale) <= 0) {
-            lo = 1;
-        } else {
-            for (int k = 0; k < MC_FRAC_SEARCH; k++) {
-                double mid = (lo + hi) / 2;
-                if (slope(f->load, dir, act, nact, mid, sharp, scale) > 0)
-                    hi = mid;
-                else
-                    lo = mid;
-            }
-        }
-        if (lo <= 0)
-            continue;
-        for (int s = 0; s < f->nshares; s++) {
+        double g = line_step(f, dir, act, nact, sharp);
+        for (int s = 0; s < f->nshares && g > 0; s++) {
             for (int j = 0; j < f->ncols[s]; j++)
-                f->x[f->cols[s][j]] *= 1 - lo;
+                f->x[f->cols[s][j]] *= 1 - g;
             if (best[s] >= 0)
-                f->x[best[s]] += lo;
+                f->x[best[s]] += g;
         }
-        for (int i = 0; i < nact; i++)
-            f->load[act[i]] += lo * dir[act[i]];
-        double v = max_load(f->load, act, nact);
-        if (v < f->value_s) {
-            f->value_s = v;
-            memcpy(keep, f->x, sizeof(double) * (size_t)f->capx);
-        }
+        for (int i = 0; i < nact && g > 0; i++)
+            f->load[act[i]] += g * dir[act[i]];
+        remember(f, act, nact, keep);
+        /* a pairwise step: what each share carries on its costliest column moves to its
+         * cheapest, which Frank-Wolfe steps alone only do slowly (they shrink every column
+         * alike), so that columns the optimum does not use leave the split */
+        set_prices(f, act, nact, sharp);
+        best_response(f, best);
+        worst_used(f, worst);
+        memset(dir, 0, sizeof(double) * (size_t)nl);
+        for (int s = 0; s < f->nshares; s++)
+            if (best[s] >= 0 && worst[s] >= 0 && worst[s] != best[s]) {
+                add_load(f, s, best[s], f->x[worst[s]], dir);
+                add_load(f, s, worst[s], -f->x[worst[s]], dir);
+            }
+        g = line_step(f, dir, act, nact, sharp);
+        for (int s = 0; s < f->nshares && g > 0; s++)
+            if (best[s] >= 0 && worst[s] >= 0 && worst[s] != best[s]) {
+                double m = g * f->x[worst[s]];
+                f->x[worst[s]] -= m;
+                f->x[best[s]] += m;
+            }
+        for (int i = 0; i < nact && g > 0; i++)
+            f->load[act[i]] += g * dir[act[i]];
+        remember(f, act, nact, keep);
     }
     /* back to the best split seen; its prices are what new trees are priced by */
     memcpy(f->x, keep, sizeof(double) * (size_t)f->capx);
@@ -242,6 +292,7 @@ void mc_frac_solve(mc_frac_t *f, int iters)
     set_prices(f, act, nact, sharp > 0 ? sharp : log(nact + 1.0) * MC_FRAC_SHARP_END);
     free(act);
     free(best);
+    free(worst);
     free(dir);
     free(keep);
 }

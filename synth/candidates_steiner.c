@@ -105,6 +105,81 @@ out:
     return st;
 }
 
+/* Whether node v lies in the subtree of node a (up: parent node per node, -1 at the root). */
+static int below(const int *up, int v, int a)
+{
+    for (; v >= 0; v = up[v])
+        if (v == a)
+            return 1;
+    return 0;
+}
+
+/* Local search after the heuristic: every node moves under whichever tree node reaches it most
+ * cheaply (not one of its own descendants), relays left with nothing below them are dropped, and
+ * the edges are written again parents first. Returns the new edge count. */
+static int improve(const mc_steiner_t *g, int root, const int *dests, int ndests, int *parent,
+                   int *child, int ne, double *cost)
+{
+    int n = g->n;
+    int *up = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    int *kids = mc_xcalloc((size_t)n + 1, sizeof(int));
+    char *dest = mc_xcalloc((size_t)n + 1, 1);
+    for (int v = 0; v < n; v++)
+        up[v] = -2; /* not in the tree */
+    up[root] = -1;
+    for (int e = 0; e < ne; e++)
+        up[g->node[child[e]]] = g->node[parent[e]];
+    for (int i = 0; i < ndests; i++)
+        dest[g->node[dests[i]]] = 1;
+    for (int moved = 1, pass = 0; moved && pass < n; pass++) {
+        moved = 0;
+        for (int v = 0; v < n; v++) {
+            if (up[v] < 0)
+                continue;
+            int best = up[v];
+            for (int u = 0; u < n; u++)
+                if (up[u] != -2 && u != v && !below(up, u, v) &&
+                    g->w[u * n + v] < g->w[best * n + v] * (1 - 1e-12))
+                    best = u;
+            moved |= best != up[v];
+            up[v] = best;
+        }
+    }
+    for (int v = 0; v < n; v++)
+        if (up[v] >= 0)
+            kids[up[v]]++;
+    for (int pruned = 1; pruned;) {
+        pruned = 0;
+        for (int v = 0; v < n; v++)
+            if (up[v] >= 0 && !kids[v] && !dest[v]) {
+                kids[up[v]]--;
+                up[v] = -2;
+                pruned = 1;
+            }
+    }
+    /* parents first: breadth-first from the root, children by node */
+    int *queue = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    int head = 0, tail = 0;
+    queue[tail++] = root;
+    *cost = 0;
+    ne = 0;
+    while (head < tail) {
+        int a = queue[head++];
+        for (int v = 0; v < n; v++)
+            if (up[v] == a) {
+                parent[ne] = g->gpus[a];
+                child[ne++] = g->gpus[v];
+                *cost += g->w[a * n + v];
+                queue[tail++] = v;
+            }
+    }
+    free(queue);
+    free(dest);
+    free(kids);
+    free(up);
+    return ne;
+}
+
 int mc_steiner_tree(const mc_steiner_t *g, int root, const int *dests, int ndests, int *parent,
                     int *child, double *cost)
 {
@@ -153,6 +228,7 @@ int mc_steiner_tree(const mc_steiner_t *g, int root, const int *dests, int ndest
                 }
         }
     }
+    ne = improve(g, r, dests, ndests, parent, child, ne, cost);
     free(in);
     free(near);
     free(from);

@@ -350,9 +350,9 @@ static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, int64_t *w
     double gap = b.seconds > 0 ? (*t / b.seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
-             "rlimit_used=%llu priced=%d",
+             "rlimit_used=%llu priced=%d frac_s=%.6g",
              plan, *simulated ? "sim_s" : "est_s", *t, b.seconds, gap, r->nz3_optimal, r->nunique,
-             r->ncomps, (unsigned long long)r->rlimit_used, r->price.added);
+             r->ncomps, (unsigned long long)r->rlimit_used, r->price.added, r->price.frac_s);
 out:
     mc_sim_result_free(&sim);
     mc_buf_free(&v);
