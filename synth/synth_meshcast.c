@@ -189,31 +189,35 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
 /* Trees a piece is cut into at most, when the trees are evened out. */
 #define MC_EVEN_TREES 32
 
-/* Per piece of the plan: the fewest units any of its trees carries in phase k (0 if none). */
-static void fewest_units(const mc_plan_t *pl, const mc_plan_sol_t *sol, int k, int *fewest)
+/* The fewest bytes any tree of the plan carries in phase k (0 if none). */
+static uint64_t fewest_bytes(const run_t *r, const mc_comp_t *cp, const mc_plan_sol_t *sol, int k)
 {
-    memset(fewest, 0, sizeof(int) * (size_t)pl->npieces);
+    const mc_plan_t *pl = &cp->plan;
+    uint64_t fewest = 0;
     for (int c = 0; c < pl->ncands; c++) {
-        int u = sol->units[c * sol->nphases + k], p = pl->cands[c].piece;
-        if (u > 0 && (fewest[p] == 0 || u < fewest[p]))
-            fewest[p] = u;
+        int u = sol->units[c * sol->nphases + k], lp = pl->cands[c].piece;
+        const mc_share_t *sh = &r->sh.s[cp->pieces[lp]];
+        uint64_t ub;
+        mc_piece_units(r->task->pieces[sh->piece].bytes, sh->fine, &ub);
+        if (u > 0 && (fewest == 0 || (uint64_t)u * ub < fewest))
+            fewest = (uint64_t)u * ub;
     }
+    return fewest;
 }
 
 /* Writes one component's solution (its own, or its symmetry class's) into the schedule. With
- * even, a candidate's units become several trees of about the size of the piece's smallest tree
- * in that phase (no smaller than 1/MC_EVEN_TREES of the piece): the simulator shares a link equally among the trees on it, so trees of equal
- * bytes progress as the plan's split assumes, where one large tree beside small ones would be
- * left alone at the end, slowed by its other links. */
+ * even, a candidate's units become several trees of about the bytes of the phase's smallest tree
+ * (none below 1/MC_EVEN_TREES of its piece): the simulator shares a link equally among the trees
+ * on it, so trees of equal bytes progress as the plan's split assumes, where one large tree
+ * beside small ones would be left alone at the end, slowed by its other links. */
 static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc_plan_sol_t *sol,
                           int even, const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
     int *done = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
-    int *fewest = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
     mc_status_t st = MC_OK;
     for (int k = 0; k < sol->nphases; k++) {
-        fewest_units(pl, sol, k, fewest);
+        uint64_t fewest = fewest_bytes(r, cp, sol, k);
         for (int c = 0; c < pl->ncands; c++) {
             int u = sol->units[c * sol->nphases + k];
             if (u <= 0)
@@ -224,7 +228,8 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
             mc_piece_units(pc->bytes, r->sh.s[cp->pieces[lp]].fine, &ub);
-            int q = even ? fewest[lp] : u, least = (pl->units[lp] + MC_EVEN_TREES - 1) / MC_EVEN_TREES;
+            int q = even ? (int)((fewest + ub - 1) / ub) : u;
+            int least = (pl->units[lp] + MC_EVEN_TREES - 1) / MC_EVEN_TREES;
             if (q < least)
                 q = least;
             for (int j = 0; j < u; j += q) {
@@ -248,7 +253,6 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
     }
 out:
     free(done);
-    free(fewest);
     return st;
 }
 
@@ -263,9 +267,9 @@ out:
 #define MC_SIM_WORK 7000000
 
 enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_OTHER2, PLAN_DIRECT, PLAN_WHOLE };
-/* How a plan's trees are laid out: as decoded, re-chunked for their planned rates, or evened
- * out (decode). */
-enum { FORM_DECODED, FORM_RECHUNK, FORM_EVEN, FORM_COUNT };
+/* How a plan's trees are laid out, flags: as decoded (0), re-chunked for their planned rates,
+ * evened out (decode), or both. */
+enum { FORM_DECODED = 0, FORM_RECHUNK = 1, FORM_EVEN = 2, FORM_COUNT = 4 };
 
 /* The schedule of the solved plans, or of one of the referee's alternatives. */
 static mc_status_t assemble(run_t *r, int which, int form, mc_sched_t **out, mc_err_t *err)
@@ -284,7 +288,7 @@ static mc_status_t assemble(run_t *r, int which, int form, mc_sched_t **out, mc_
                                    : which == PLAN_OTHER1 ? &rep->others[1]
                                    : which == PLAN_OTHER2 ? &rep->others[2]
                                                          : &rep->sol;
-        MC_CHECK_GOTO(decode(r, s, cp, sol, form == FORM_EVEN, &cand_of, &cap, err), out, st);
+        MC_CHECK_GOTO(decode(r, s, cp, sol, form & FORM_EVEN, &cand_of, &cap, err), out, st);
         if (sol->nphases > nphases)
             nphases = sol->nphases;
     }
@@ -294,7 +298,7 @@ static mc_status_t assemble(run_t *r, int which, int form, mc_sched_t **out, mc_
     mc_sched_plan_rates(s, r->topo);
     /* with rechunk, a tree slowed to its share is pipelined in more chunks than it would be alone
      * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES */
-    for (int t = 0; t < s->ntrees && form == FORM_RECHUNK && !r->chunk; t++) {
+    for (int t = 0; t < s->ntrees && (form & FORM_RECHUNK) && !r->chunk; t++) {
         mc_tree_t *tr = &s->trees[t];
         int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
         uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
@@ -365,7 +369,7 @@ static mc_status_t race(run_t *r, int which, int form, int stagger, mc_sched_t *
                         double *tv, mc_err_t *err)
 {
     static const char *names[] = {"z3", "other0", "other1", "other2", "direct", "whole"};
-    static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even"};
+    static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
     mc_status_t st;
@@ -425,7 +429,7 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
                 best_t = tv;
             }
         }
-    for (int form = FORM_RECHUNK; form <= (r->price.added ? FORM_EVEN : FORM_RECHUNK); form++)
+    for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN); form++)
         for (int stagger = 0; stagger <= MC_STAGGER_MAX && !r->chunk; stagger++)
             MC_CHECK_GOTO(race(r, best, form, stagger, s, t, &tv, err), out, st);
 out:
