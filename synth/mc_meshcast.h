@@ -234,9 +234,16 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
  * every piece is lifted and filled again. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out);
 
+/* What a Z3 solve came to. */
+typedef enum mc_z3_outcome {
+    MC_Z3_NONE = -1,      /* no usable model */
+    MC_Z3_STOPPED = 0,    /* stopped early (rlimit, budget, unknown) with a model */
+    MC_Z3_OPTIMAL = 1,    /* proven optimal */
+    MC_Z3_AT_BOUND = 2    /* the seed meets the lower bound: Z3 not needed */
+} mc_z3_outcome_t;
+
 typedef struct mc_z3_stats {
-    int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model,
-                           * 2 the seed meets the lower bound (Z3 not needed) */
+    mc_z3_outcome_t status;
     uint64_t rlimit_used;
     char reason[96];
 } mc_z3_stats_t;
@@ -267,6 +274,19 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 
 /* ---- components (synth_meshcast_split.c) ---- */
 
+/* The plans of a component, by kind: the solved one, the starting plans that were not the best
+ * (refined too), every share on its direct tree, every share whole on the tree that carries most
+ * of it in the solved plan. The referee races the schedules built from each kind. */
+typedef enum mc_plan_kind {
+    MC_PLAN_SOLVED,
+    MC_PLAN_OTHER0,
+    MC_PLAN_OTHER1,
+    MC_PLAN_OTHER2,
+    MC_PLAN_DIRECT,
+    MC_PLAN_WHOLE,
+    MC_PLAN_KINDS
+} mc_plan_kind_t;
+
 typedef struct mc_comp {
     int npieces;
     int *pieces;          /* share ids, ascending (the plan's pieces are shares) */
@@ -275,12 +295,8 @@ typedef struct mc_comp {
     int *link_ids;        /* plan-local link -> topology link */
     char *key;            /* canonical text of the plan: equal keys, equal models */
     int same_as;          /* index of an earlier component with the same key, else -1 */
-    mc_plan_sol_t sol;
-    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternatives */
-    int has_direct;
-    mc_plan_sol_t whole;  /* every share whole on the tree that carries most of it in sol */
-    mc_plan_sol_t others[3]; /* the starting plans that were not the best, refined too */
-    int nothers;
+    mc_plan_sol_t plans[MC_PLAN_KINDS]; /* by kind; has[k] when plans[k] was made */
+    int has[MC_PLAN_KINDS];
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan

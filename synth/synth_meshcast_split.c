@@ -153,11 +153,8 @@ void mc_comps_free(mc_comp_t *comps, int n)
         free(comps[i].link_ids);
         free(comps[i].key);
         mc_plan_free(&comps[i].plan);
-        mc_plan_sol_free(&comps[i].sol);
-        mc_plan_sol_free(&comps[i].direct);
-        mc_plan_sol_free(&comps[i].whole);
-        for (int k = 0; k < 3; k++)
-            mc_plan_sol_free(&comps[i].others[k]);
+        for (int k = 0; k < MC_PLAN_KINDS; k++)
+            mc_plan_sol_free(&comps[i].plans[k]);
     }
     free(comps);
 }

@@ -320,10 +320,10 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     z3m_t m = {0};
     mc_plan_sol_t got = {0};
     memset(stats, 0, sizeof(*stats));
-    stats->status = -1;
+    stats->status = MC_Z3_NONE;
     int K = seed->nphases;
     if (seed->est_ps <= lower) {
-        stats->status = 2;
+        stats->status = MC_Z3_AT_BOUND;
         snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");
         mc_plan_sol_copy(pl, seed, out);
         return MC_OK;
@@ -355,12 +355,12 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
             snprintf(stats->reason, sizeof stats->reason, "%s",
                      Z3_optimize_get_reason_unknown(m.ctx, m.opt));
         if (read_model(&m, pl, &got) == 0 && mc_plan_check(pl, &got) == 0) {
-            stats->status = r == Z3_L_TRUE ? 1 : 0;
+            stats->status = r == Z3_L_TRUE ? MC_Z3_OPTIMAL : MC_Z3_STOPPED;
             mc_plan_sol_compact(pl, &got);
             mc_plan_check(pl, &got);
         }
     }
-    if (stats->status >= 0 && got.est_ps <= seed->est_ps) {
+    if (stats->status != MC_Z3_NONE && got.est_ps <= seed->est_ps) {
         *out = got;
         got.units = NULL;
     } else {
@@ -379,7 +379,7 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     z3m_t m = {.lp = 1};
     double *x = NULL;
     memset(stats, 0, sizeof(*stats));
-    stats->status = -1;
+    stats->status = MC_Z3_NONE;
     if (pl->ncands > MC_Z3_MAX_VARS) {
         snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees)", pl->ncands);
         return MC_OK;
@@ -432,7 +432,7 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     mc_plan_round(pl, x, out);
     mc_plan_sol_compact(pl, out);
     if (mc_plan_check(pl, out) == 0)
-        stats->status = 1;
+        stats->status = MC_Z3_OPTIMAL;
 out:
     free(x);
     z3m_close(&m);
