@@ -6,6 +6,7 @@
 #define MC_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 
 #include "layout/layout.h"
 #include "topo/topo.h"
@@ -19,6 +20,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 
 /* Prints "meshcast: <message>" and returns the exit code for err's status. */
 int cli_fail(const mc_err_t *err);
@@ -27,8 +29,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
-/* Loads a topology; prints its warnings to stderr unless quiet. */
+/* Prints a JSON document as the commands do (2-space indent, keys in insertion order, reals with
+ * 9 significant digits) and releases it. */
+void cli_print_json(json_t *o);
+
+/* Loads a topology with the topology options given; prints its warnings to stderr unless
+ * quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
+
+/* The topology option of every command that loads one: --assume-nvlink N, the NVLinks to the
+ * NVSwitch of each GPU whose <gpu> lists none. Put CLI_TOPO_LONG_OPTIONS in the long-option
+ * table and hand CLI_OPT_ASSUME_NVLINK's argument to cli_topo_option(); cli_load_topo() applies
+ * it. */
+#define CLI_OPT_ASSUME_NVLINK 0x1010
+#define CLI_TOPO_LONG_OPTIONS {"assume-nvlink", required_argument, NULL, CLI_OPT_ASSUME_NVLINK}
+#define CLI_TOPO_USAGE \
+    "  --assume-nvlink N   GPUs whose <gpu> lists no NVLinks have N to the NVSwitch (0: none;\n" \
+    "                      default: inferred from the PCI device id, with a warning)\n"
+/* Records --assume-nvlink's value; prints a usage error naming cmd and returns 2 when it is not
+ * a count from 0 to MC_TOPO_MAX_ASSUMED_NVLINKS, else 0. */
+int cli_topo_option(const char *cmd, const char *arg);
 
 /* The task options shared by task, synth and bench: --mesh SPEC (repeatable) and
  * --task-file FILE, plus the positional moves. Put CLI_TASK_LONG_OPTIONS in the long-option
@@ -42,6 +62,14 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
     "  --mesh 'A={x:2,y:4}@0..7'   a mesh (repeatable)\n" \
     "  --task-file FILE            meshes and moves from a task file (docs/task-format.md)\n" \
     "  MOVE...                     moves, e.g. 'f32[1024,512] A[x,_] -> B[_,y]'\n"
+
+/* The synthesis options of every command that synthesizes (synth, bench, pipeline), all with the
+ * option id given: hand each to mc_synth_opts_set under its long name. */
+#define CLI_SYNTH_LONG_OPTIONS(id)                       \
+    {"budget", required_argument, NULL, (id)},           \
+    {"rlimit", required_argument, NULL, (id)},           \
+    {"memory-limit", required_argument, NULL, (id)},     \
+    {"chunk", required_argument, NULL, (id)}
 
 typedef struct cli_task_args {
     const char *task_file;
