@@ -69,6 +69,11 @@ double mc_frac_tree_cost(const mc_frac_t *f, const mc_cand_t *c, double eps)
     return cost;
 }
 
+int mc_frac_cheaper(double a, int da, double b, int db)
+{
+    return a < b * (1 - 1e-9) || (a <= b * (1 + 1e-9) && da < db);
+}
+
 /* Adds w times share s's traffic on tree c to load. */
 static void add_load(const mc_frac_t *f, int s, int c, double w, double *load)
 {
@@ -143,11 +148,14 @@ static double best_response(const mc_frac_t *f, int *best)
     double lb = 0;
     for (int s = 0; s < f->nshares; s++) {
         double bc = HUGE_VAL;
+        int bd = 0;
         best[s] = -1;
         for (int j = 0; j < f->ncols[s]; j++) {
-            double c = mc_frac_tree_cost(f, &f->cs->c[f->cols[s][j]], 0);
-            if (c < bc) {
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            double c = mc_frac_tree_cost(f, t, 0);
+            if (best[s] < 0 || mc_frac_cheaper(c, t->depth, bc, bd)) {
                 bc = c;
+                bd = t->depth;
                 best[s] = f->cols[s][j];
             }
         }
@@ -204,7 +212,7 @@ static void worst_used(const mc_frac_t *f, int *worst)
 static void remember(mc_frac_t *f, const int *act, int nact, double *keep)
 {
     double v = max_load(f->load, act, nact);
-    if (v < f->value_s) {
+    if (v <= f->value_s) { /* ties too: the soft maximum still fell */
         f->value_s = v;
         memcpy(keep, f->x, sizeof(double) * (size_t)f->capx);
     }

@@ -22,6 +22,8 @@
  * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998
 #define MC_PRICE_STALL 3
+/* Trees one share may gain in a round of ties (price_round). */
+#define MC_PRICE_TIE_TREES 4
 /* Roots tried per share, and trees one share may gain. */
 #define MC_PRICE_ROOTS 8
 #define MC_PRICE_MAX_NEW 16
@@ -131,6 +133,19 @@ static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share
     return nr;
 }
 
+/* Edges on the longest root-to-leaf path of a tree given parents first (depth: scratch per GPU). */
+static int depth_of(const int *parent, const int *child, int ne, int *depth)
+{
+    int most = 0;
+    depth[parent[0]] = 0;
+    for (int e = 0; e < ne; e++) {
+        depth[child[e]] = depth[parent[e]] + 1;
+        if (depth[child[e]] > most)
+            most = depth[child[e]];
+    }
+    return most;
+}
+
 /* Whether share s already has a tree with these edges from this root. */
 static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent, const int *child)
 {
@@ -145,16 +160,39 @@ static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent,
     return 0;
 }
 
+/* Price of one byte on the tree given by edges, at prices (plus eps per link). */
+static double edges_cost(const mc_topo_t *topo, const double *price, double eps,
+                         const int *parent, const int *child, int ne)
+{
+    double cost = 0;
+    for (int e = 0; e < ne; e++) {
+        mc_route_t r;
+        mc_err_t ignored = {0};
+        if (mc_topo_route(topo, parent[e], child[e], &r, &ignored) != MC_OK)
+            return HUGE_VAL;
+        for (int i = 0; i < r.nlinks; i++)
+            cost += (price[r.links[i]] + eps) / topo->links[r.links[i]].bw;
+    }
+    return cost;
+}
+
 /* One pricing round: every share's cheapest tree at the current duals, added when it costs less
- * than the share's cheapest column. Returns the number added, -1 on error. */
+ * than the share's cheapest column (or as little and shallower). With tie, a round that found
+ * nothing is tried again for a tree as cheap as the cheapest column but different: the duals of a
+ * degenerate split (several links equally loaded, e.g. every link out of a broadcast's root) do
+ * not say which tree would relieve it, so the links of the share's cheapest columns are priced
+ * up for the search, and the tree found is judged at the true prices. Returns the number added,
+ * -1 on error. */
 static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_shares_t *sh,
-                       int *gained, mc_err_t *err)
+                       int *gained, int tie, mc_err_t *err)
 {
     const mc_topo_t *topo = f->topo;
     int n = topo->ngpus, added = 0;
-    double eps = 0;
-    for (int l = 0; l < topo->nlinks; l++)
+    double eps = 0, top = 0;
+    for (int l = 0; l < topo->nlinks; l++) {
         eps += f->price[l];
+        top = f->price[l] > top ? f->price[l] : top;
+    }
     eps = MC_PRICE_EPS * eps / (topo->nlinks > 0 ? topo->nlinks : 1);
     graphs_t gs = {0};
     int *hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
@@ -163,53 +201,99 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
     int *chi = par + n;
     int *bpar = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 1));
     int *bchi = bpar + n;
+    int *depth = mc_xcalloc((size_t)n + 1, sizeof(int));
+    double *bumped = tie ? mc_xmalloc(sizeof(double) * (size_t)(topo->nlinks + 1)) : NULL;
+    int *scope_gpus = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     for (int s = 0; s < sh->n && added >= 0; s++) {
         const mc_share_t *share = &sh->s[s];
         if (gained[s] >= MC_PRICE_MAX_NEW)
             continue;
-        int nr = share_scope(f, task, share, s, hosts, roots);
-        const mc_steiner_t *g;
-        if (graph_of(&gs, topo, hosts, f->price, eps, &g, err) != MC_OK) {
-            added = -1;
-            break;
+        int nr = share_scope(f, task, share, s, hosts, roots), nscope = 0;
+        for (int i = 0; tie && i < n; i++) {
+            int h = mc_topo_gpu_host(topo, i), k = 0;
+            while (hosts[k] >= 0 && hosts[k] != h)
+                k++;
+            if (hosts[k] >= 0)
+                scope_gpus[nscope++] = i;
         }
         double have = HUGE_VAL;
+        int hdepth = 0;
         for (int j = 0; j < f->ncols[s]; j++) {
-            double c = mc_frac_tree_cost(f, &f->cs->c[f->cols[s][j]], eps);
-            if (c < have)
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            double c = mc_frac_tree_cost(f, t, eps);
+            if (j == 0 || mc_frac_cheaper(c, t->depth, have, hdepth)) {
                 have = c;
-        }
-        int bne = -1, broot = -1;
-        double bcost = HUGE_VAL;
-        for (int i = 0; i < nr; i++) {
-            double cost;
-            int ne = mc_steiner_tree(g, roots[i], share->dests, share->ndests, par, chi, &cost);
-            if (ne > 0 && cost < bcost) {
-                bcost = cost;
-                bne = ne;
-                broot = roots[i];
-                memcpy(bpar, par, sizeof(int) * (size_t)ne);
-                memcpy(bchi, chi, sizeof(int) * (size_t)ne);
+                hdepth = t->depth;
             }
         }
-        if (bne <= 0 || bcost >= have * (1 - 1e-9) || known(f, s, broot, bne, bpar, bchi))
-            continue;
-        int c = mc_cands_append(cs, topo, share->piece, broot, bne, bpar, bchi, err);
-        if (c < 0) {
-            added = -1;
-            break;
+        if (tie) {
+            memcpy(bumped, f->price, sizeof(double) * (size_t)topo->nlinks);
+            for (int j = 0; j < f->ncols[s]; j++) {
+                const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+                for (int i = 0; i < t->nlinks && mc_frac_tree_cost(f, t, eps) <= have * (1 + 1e-9);
+                     i++)
+                    bumped[t->links[i]] = f->price[t->links[i]] + top;
+            }
         }
-        f->cs = cs;
-        mc_frac_add(f, s, c);
-        sh->s[s].fine = 1;
-        gained[s]++;
-        added++;
+        /* a tie round looks for up to MC_PRICE_TIE_TREES trees, each found priced up in turn:
+         * relieving k equally loaded links takes k new trees at once */
+        for (int k = 0; k < (tie ? MC_PRICE_TIE_TREES : 1) && gained[s] < MC_PRICE_MAX_NEW; k++) {
+            const mc_steiner_t *g;
+            mc_steiner_t own = {0};
+            if (tie) {
+                if (mc_steiner_init(&own, topo, scope_gpus, nscope, bumped, eps, err) != MC_OK) {
+                    added = -1;
+                    break;
+                }
+                g = &own;
+            } else if (graph_of(&gs, topo, hosts, f->price, eps, &g, err) != MC_OK) {
+                added = -1;
+                break;
+            }
+            int bne = -1, broot = -1, bdepth = 0;
+            double bcost = HUGE_VAL;
+            for (int i = 0; i < nr; i++) {
+                double cost;
+                int ne = mc_steiner_tree(g, roots[i], share->dests, share->ndests, par, chi, &cost);
+                int d = ne > 0 ? depth_of(par, chi, ne, depth) : 0;
+                if (ne > 0 && tie)
+                    cost = edges_cost(topo, f->price, eps, par, chi, ne);
+                if (ne > 0 && (bne <= 0 || mc_frac_cheaper(cost, d, bcost, bdepth))) {
+                    bcost = cost;
+                    bdepth = d;
+                    bne = ne;
+                    broot = roots[i];
+                    memcpy(bpar, par, sizeof(int) * (size_t)ne);
+                    memcpy(bchi, chi, sizeof(int) * (size_t)ne);
+                }
+            }
+            mc_steiner_free(&own);
+            int better = bne > 0 && (mc_frac_cheaper(bcost, bdepth, have, hdepth) ||
+                                     (tie && bcost <= have * (1 + 1e-9)));
+            if (!better || known(f, s, broot, bne, bpar, bchi))
+                break;
+            int c = mc_cands_append(cs, topo, share->piece, broot, bne, bpar, bchi, err);
+            if (c < 0) {
+                added = -1;
+                break;
+            }
+            f->cs = cs;
+            mc_frac_add(f, s, c);
+            sh->s[s].fine = 1;
+            gained[s]++;
+            added++;
+            for (int i = 0; tie && i < cs->c[c].nlinks; i++)
+                bumped[cs->c[c].links[i]] = f->price[cs->c[c].links[i]] + top;
+        }
     }
     graphs_free(&gs);
     free(hosts);
     free(roots);
     free(par);
     free(bpar);
+    free(depth);
+    free(bumped);
+    free(scope_gpus);
     return added;
 }
 
@@ -274,7 +358,9 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
     int stalled = 0;
     while (stats->rounds < MC_PRICE_ROUNDS && f.value_s > MC_PRICE_CLOSE * bound_s) {
         double before = f.value_s;
-        int added = price_round(&f, cs, task, sh, gained, err);
+        int added = price_round(&f, cs, task, sh, gained, 0, err);
+        if (added == 0)
+            added = price_round(&f, cs, task, sh, gained, 1, err);
         stats->rounds++;
         if (added < 0) {
             st = MC_ERR_INTERNAL;

@@ -114,8 +114,17 @@ static int below(const int *up, int v, int a)
     return 0;
 }
 
+/* Edges from the root down to node v. */
+static int level(const int *up, int v)
+{
+    int d = 0;
+    for (; up[v] >= 0; v = up[v])
+        d++;
+    return d;
+}
+
 /* Local search after the heuristic: every node moves under whichever tree node reaches it most
- * cheaply (not one of its own descendants), relays left with nothing below them are dropped, and
+ * cheaply (not one of its own descendants; among equal prices, the shallowest), relays left with nothing below them are dropped, and
  * the edges are written again parents first. Returns the new edge count. */
 static int improve(const mc_steiner_t *g, int root, const int *dests, int ndests, int *parent,
                    int *child, int ne, double *cost)
@@ -139,7 +148,8 @@ static int improve(const mc_steiner_t *g, int root, const int *dests, int ndests
             int best = up[v];
             for (int u = 0; u < n; u++)
                 if (up[u] != -2 && u != v && !below(up, u, v) &&
-                    g->w[u * n + v] < g->w[best * n + v] * (1 - 1e-12))
+                    mc_frac_cheaper(g->w[u * n + v], level(up, u), g->w[best * n + v],
+                                    level(up, best)))
                     best = u;
             moved |= best != up[v];
             up[v] = best;

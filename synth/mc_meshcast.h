@@ -129,6 +129,10 @@ void mc_frac_add(mc_frac_t *f, int s, int c);
 void mc_frac_solve(mc_frac_t *f, int iters);
 /* Price of one byte on tree c: its links' prices (plus eps each) times multiplicity / bw. */
 double mc_frac_tree_cost(const mc_frac_t *f, const mc_cand_t *c, double eps);
+/* Whether a tree of price a and depth da beats one of price b and depth db: cheaper, or as cheap
+ * (within rounding) and shallower, since a deeper tree pays more pipeline fill for the same link
+ * load. */
+int mc_frac_cheaper(double a, int da, double b, int db);
 
 /* ---- cheap trees under link prices (candidates_steiner.c) ---- */
 
