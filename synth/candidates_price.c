@@ -21,12 +21,12 @@
 /* Rounds stop after MC_PRICE_STALL in a row that did not lower the optimum by this factor (the
  * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998
-#define MC_PRICE_STALL 3
+#define MC_PRICE_STALL 6
 /* Trees one share may gain in a round of ties (price_round). */
 #define MC_PRICE_TIE_TREES 4
 /* Roots tried per share, and trees one share may gain. */
 #define MC_PRICE_ROOTS 8
-#define MC_PRICE_MAX_NEW 16
+#define MC_PRICE_MAX_NEW 32
 /* Price every link carries on top of its dual, relative to the average dual: among trees that
  * cost the same at the duals, the one with fewer link crossings wins. */
 #define MC_PRICE_EPS 0.01

@@ -78,8 +78,9 @@ static double min_maxflow_from_gpu0(const mc_topo_t *topo)
 
 /* One share (the whole broadcast) with a single, poor candidate: the star from GPU 0, whose
  * routes to the GPUs without an NVLink to it cross PCIe and the CPUs. Pricing must add trees,
- * each reaching all 7 GPUs, and lower the fractional optimum to within 30% of bytes over the
- * root's max-flow (the star alone is 63 times that). */
+ * each reaching all 7 GPUs, and lower the fractional optimum to within 10% of bytes over the
+ * root's max-flow (the star alone is 63 times that; trees over NVLink alone reach 1.05 of it,
+ * the rest would need the 6 GB/s inter-socket link). */
 static void test_pricing_improves_poor_start(void **state)
 {
     const mc_topo_t *topo = *state;
@@ -105,7 +106,7 @@ static void test_pricing_improves_poor_start(void **state)
     assert_int_equal(count, 1 + st.added);
     assert_true(st.first_s > 3 * ideal);
     assert_true(st.frac_s < st.first_s);
-    assert_true(st.frac_s <= 1.3 * ideal);
+    assert_true(st.frac_s <= 1.1 * ideal);
     assert_true(st.frac_s >= ideal * (1 - 1e-9));
     double sum = 0;
     for (int c = 0; c < cs.n; c++) {
@@ -125,8 +126,9 @@ static void test_pricing_improves_poor_start(void **state)
     mc_task_free(task);
 }
 
-/* The whole strategy on the same broadcast: valid, never below the bound, and within 1.5x of
- * bytes over the root's max-flow (the shape-based candidates alone gave 6.6x). */
+/* The whole strategy on the same broadcast: valid, never below the bound, and within 1.3x of
+ * bytes over the root's max-flow (the shape-based candidates alone gave 6.3x; what is left is
+ * pipeline fill and per-message overheads the simulator charges). */
 static void test_broadcast_near_maxflow(void **state)
 {
     const mc_topo_t *topo = *state;
@@ -144,7 +146,7 @@ static void test_broadcast_near_maxflow(void **state)
     assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
     assert_true(res.makespan_s >= b.seconds * (1 - 1e-9));
     double ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
-    assert_true(res.makespan_s <= 1.5 * ideal);
+    assert_true(res.makespan_s <= 1.3 * ideal);
     assert_non_null(strstr(s->params, "priced="));
     mc_sim_result_free(&res);
     mc_sched_free(s);
