@@ -114,6 +114,10 @@ static int below(const int *up, int v, int a)
     return 0;
 }
 
+/* The local search moves a node under a shallower parent that costs up to this much more: fill
+ * grows with depth, and the duals of a degenerate split barely tell equal links apart. */
+#define MC_STEINER_FLAT 0.02
+
 /* Edges from the root down to node v. */
 static int level(const int *up, int v)
 {
@@ -148,8 +152,9 @@ static int improve(const mc_steiner_t *g, int root, const int *dests, int ndests
             int best = up[v];
             for (int u = 0; u < n; u++)
                 if (up[u] != -2 && u != v && !below(up, u, v) &&
-                    mc_frac_cheaper(g->w[u * n + v], level(up, u), g->w[best * n + v],
-                                    level(up, best)))
+                    (g->w[u * n + v] < g->w[best * n + v] * (1 - 1e-9) ||
+                     (g->w[u * n + v] <= g->w[best * n + v] * (1 + MC_STEINER_FLAT) &&
+                      level(up, u) < level(up, best))))
                     best = u;
             moved |= best != up[v];
             up[v] = best;
