@@ -52,9 +52,9 @@ typedef struct rank_build {
 /* Where an edge of the schedule starts and ends in the plans: its first send (at the parent) and
  * its last receive (at the child), -1 when it moves nothing. */
 typedef struct edge_ends {
-    int64_t first_send, last_recv;
-    mc_rt_ref_t send_ref, recv_ref;
-    int child;
+    int64_t first_send, last_send, last_recv;
+    mc_rt_ref_t send_ref, last_send_ref, recv_ref;
+    int parent, child;
 } edge_ends_t;
 
 typedef struct lower {
@@ -307,6 +307,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             edge_ends_t *end = &L->ends[L->gid0[ti] + e];
             if (!c)
                 end->first_send = sid, end->send_ref = snd.src;
+            end->last_send = sid, end->last_send_ref = snd.src, end->parent = ed->parent;
             end->last_recv = rid, end->recv_ref = rcv.dst, end->child = ed->child;
             to->unpack[ed->child * 3 + c % 3] = -1;
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
@@ -448,10 +449,11 @@ static void end_phase(lower_t *L, int ngpus)
 
 /* Link order between phases. The schedule's phases run one after another, each link carrying one
  * phase at a time; without a global barrier the plans keep that per link: an edge's first send
- * waits until every edge of the latest earlier phase that shares a link with it has delivered its
- * last chunk. Across two ranks that takes a token, a message of 0 bytes from that edge's child
- * to this edge's parent (one per pair of ranks and phase), sent and received in the step reserved
- * before the phase. */
+ * waits until every edge of the latest earlier phase that shares a link with it has sent its last
+ * chunk. When the edge's parent is that edge's parent or child it sees that itself; else it takes
+ * a token, a message of 0 bytes from that edge's parent (the sender knows first, and is often on
+ * the same host) to this edge's parent, one per pair of ranks and phase, sent and received in the
+ * step reserved before the phase. */
 typedef struct link_order {
     int **users, *nusers, *ucap, *uphase; /* per link: the edges of the latest phase using it */
     int *stamp;                           /* [child * ngpus + parent]: phase + 1 of its token */
@@ -463,21 +465,22 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int n
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
-    int c = a->child, d = eb->parent;
-    if (c == d) {
-        add_dep_cross(&L->rb[d], (uint32_t)b->first_send, (uint32_t)a->last_recv);
+    int c = a->parent, d = eb->parent;
+    if (c == d || a->child == d) { /* the rank sees the edge end itself */
+        add_dep_cross(&L->rb[d], (uint32_t)b->first_send,
+                      (uint32_t)(c == d ? a->last_send : a->last_recv));
         return;
     }
     size_t k = (size_t)c * (size_t)ngpus + (size_t)d;
     if (o->stamp[k] != ph + 1) {
         int tag = L->s->ntrees + o->ntokens++;
-        mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->recv_ref, {0, 0}};
+        mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->last_send_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
         o->stamp[k] = ph + 1;
         o->tok_send[k] = add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd);
         o->tok_recv[k] = add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv);
     }
-    add_dep_cross(&L->rb[c], o->tok_send[k], (uint32_t)a->last_recv);
+    add_dep_cross(&L->rb[c], o->tok_send[k], (uint32_t)a->last_send);
     add_dep_cross(&L->rb[d], (uint32_t)b->first_send, o->tok_recv[k]);
 }
 
@@ -565,7 +568,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
-        L.ends[i].first_send = L.ends[i].last_recv = -1;
+        L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;
     int nlinks = mc_emit_nlinks(s);
     link_order_t lo = {mc_xcalloc((size_t)nlinks + 1, sizeof(int *)),
                        mc_xcalloc((size_t)nlinks + 1, sizeof(int)),

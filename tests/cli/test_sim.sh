@@ -41,22 +41,22 @@ expect_true "lower_bound_s" -- json_near "$TMP/two.json" lower_bound_s 0.008014
 expect_true "ratio" -- json_near "$TMP/two.json" ratio 1.0034939
 expect_true "algbw_gbps" -- json_near "$TMP/two.json" algbw_gbps 1.2434718
 
-# The plans the runtime executes: the two rows, plus a token from GPU 8 to GPU 1 (0 bytes: 14 us
-# of alpha and 7 us of hops) that keeps row 1 off host 0's NIC until row 0 is through, as the
-# phases say: 8.042 + 0.021 = 8.063 ms.
+# The plans the runtime executes: the two rows, plus a token from GPU 0 to GPU 1 (0 bytes over
+# NVLink: 3.4 us of alpha and 0.5 us of hop) that keeps row 1 off host 0's NIC until row 0 is
+# through, as the phases say: 8.042 + 0.0039 = 8.0459 ms.
 expect_exit 0 "executed" -- "$MESHCAST" sim --topo $topo --executed "$TMP/two-phases.xml"
-expect_grep "$TMP/out" '^executed +8\.06 ms \(dependency graph, 3 sends\), 1\.003 x the makespan, 1\.006 x the bound$' \
+expect_grep "$TMP/out" '^executed +8\.05 ms \(dependency graph, 3 sends\), 1\.000 x the makespan, 1\.004 x the bound$' \
   "executed text"
 expect_exit 0 "executed, JSON" -- "$MESHCAST" sim --json --topo $topo --executed "$TMP/two-phases.xml"
 cp "$TMP/out" "$TMP/exec.json"
-expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.008063
+expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.0080459
 expect_exit 0 "executed in steps" -- "$MESHCAST" sim --topo $topo --executed --steps "$TMP/two-phases.xml"
-expect_grep "$TMP/out" '^executed +8\.06 ms \(lockstep micro-steps, 3 sends\)' "steps text"
+expect_grep "$TMP/out" '^executed +8\.05 ms \(lockstep micro-steps, 3 sends\)' "steps text"
 expect_exit 2 "--steps alone" -- "$MESHCAST" sim --topo $topo --steps "$TMP/two-phases.xml"
 expect_grep "$TMP/err" -- '--steps and --lanes go with --executed' "--steps alone: says why"
 expect_exit 0 "executed on nccl lanes" -- "$MESHCAST" sim --topo $topo --executed --lanes 4 \
   "$TMP/two-phases.xml"
-expect_grep "$TMP/out" '^executed +8\.06 ms \(nccl, 4 lanes, 3 sends\)' "lanes text"
+expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 4 lanes, 3 sends\)' "lanes text"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"

@@ -168,36 +168,41 @@ static void test_relay_chain(void **state)
     mc_task_free(task);
 }
 
-/* Two phases whose trees share GPU 0's NIC (to GPU 4, then to GPU 8): a token from GPU 4 to GPU 0
- * keeps the second off the link until the first is done, so the plans take the schedule's time
- * plus one token's overhead, and the trees do not share the NIC as they would without it. */
+/* Two phases whose trees share host 0's NIC. From one root (GPU 0 to GPU 4, then to GPU 8), the
+ * root itself knows when its first send is through: no token, the schedule's time. From two roots
+ * (GPU 0 to GPU 4, then GPU 1 to GPU 8), a token from GPU 0 to GPU 1 keeps the second tree off the
+ * NIC until the first is done: the schedule's time plus the token's overhead. */
 static void test_phases_share_a_link(void **state)
 {
-    mc_task_t *task;
-    double end;
     mc_err_t err = {0};
-    mc_sched_t *s = two_dests(&task, 4, 8);
-    int a = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 4);
-    edge(s, a, 0, 4);
-    int b = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 1, 4);
-    edge(s, b, 0, 8);
-    s->nphases = 2;
-    mc_emit_plans_t *P = NULL;
-    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
-    const mc_rt_plan_t *p0 = &P->plans[0]; /* GPU 0: the token's receive, 0 bytes from GPU 4 */
-    int tokens = 0;
-    for (uint32_t i = 0; i < p0->nops; i++)
-        tokens += p0->ops[i].kind == MC_RT_OP_RECV && !p0->ops[i].bytes &&
-                  P->gpus[p0->ops[i].peer] == 4 && p0->ops[i].tag == s->ntrees;
-    assert_int_equal(tokens, 1);
-    mc_emit_plans_free(P);
-    mc_route_t r;
-    assert_int_equal(mc_topo_route(topo, 4, 0, &r, &err), MC_OK);
-    double token = mc_topo_links_delay(topo, r.links, r.nlinks);
-    double want = sim_time(s), got = exec_time(s, MC_RT_ORDER_DEPS, 8, &end);
-    assert_close(got, want + token);
-    mc_sched_free(s);
-    mc_task_free(task);
+    for (int root1 = 0; root1 <= 1; root1++) {
+        mc_task_t *task;
+        double end;
+        assert_int_equal(mc_task_parse_text("mesh A={x:2}@[0,1]\nmesh B={x:2}@[4,8]\n"
+                                            "move f32[16777216] A[_] -> B[_]\n",
+                                            "test", &task, &err),
+                         MC_OK);
+        assert_int_equal(mc_task_split(task, &err), MC_OK);
+        mc_sched_t *s = mc_sched_new(task, topo, "hand");
+        edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 4), 0, 4);
+        edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, root1, 1, 4), root1, 8);
+        s->nphases = 2;
+        mc_emit_plans_t *P = NULL;
+        assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+        const mc_rt_plan_t *p1 = &P->plans[root1]; /* the token's receive: 0 bytes from GPU 0 */
+        int tokens = 0;
+        for (uint32_t i = 0; i < p1->nops; i++)
+            tokens += p1->ops[i].kind == MC_RT_OP_RECV && !p1->ops[i].bytes &&
+                      P->gpus[p1->ops[i].peer] == 0 && p1->ops[i].tag == s->ntrees;
+        assert_int_equal(tokens, root1);
+        mc_emit_plans_free(P);
+        mc_route_t r;
+        assert_int_equal(mc_topo_route(topo, 0, 1, &r, &err), MC_OK);
+        double token = root1 ? mc_topo_links_delay(topo, r.links, r.nlinks) : 0;
+        assert_close(exec_time(s, MC_RT_ORDER_DEPS, 8, &end), sim_time(s) + token);
+        mc_sched_free(s);
+        mc_task_free(task);
+    }
 }
 
 int main(void)
