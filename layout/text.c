@@ -86,8 +86,11 @@ static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int
         return MC_OK;
     const char *rest;
     mc_status_t st;
-    if ((rest = keyword(line, "mesh")))
+    if ((rest = keyword(line, "mesh"))) {
         st = mc_task_add_mesh(task, rest, err);
+        if (st == MC_OK)
+            task->meshes[task->nmeshes - 1].line = lineno;
+    }
     else if ((rest = keyword(line, "move")))
         st = mc_task_add_move(task, rest, err);
     else
@@ -104,6 +107,10 @@ static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int
 mc_status_t mc_task_parse_text(const char *text, const char *name, mc_task_t **out, mc_err_t *err)
 {
     mc_task_t *task = mc_task_new();
+    task->source = mc_xstrdup(name);
+    /* Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1. */
+    if (!strncmp(text, "\xEF\xBB\xBF", 3))
+        text += 3;
     char *copy = mc_xstrdup(text);
     mc_status_t st = MC_OK;
     int lineno = 1;
