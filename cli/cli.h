@@ -8,6 +8,7 @@
 #include <getopt.h>
 
 #include "layout/layout.h"
+#include "sched/sched.h"
 #include "topo/topo.h"
 #include "util/util.h"
 
@@ -29,6 +30,11 @@ int cli_wants_help(int argc, char **argv);
 
 /* Loads a topology; prints its warnings to stderr unless quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
+
+/* The check emit and run make first: the schedule's violations (as meshcast validate finds
+ * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns. */
+mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
+                            int force, mc_err_t *err);
 
 /* The task options shared by task, synth and bench: --mesh SPEC (repeatable) and
  * --task-file FILE, plus the positional moves. Put CLI_TASK_LONG_OPTIONS in the long-option

@@ -11,7 +11,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone]\n"
+            "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone] [--force]\n"
             "       meshcast emit --topo FILE --check DIR SCHEDULE [--name NAME] [--standalone]\n"
             "\n"
             "Writes DIR/NAME.h and DIR/NAME.cu: per-rank operation tables of the schedule, pack\n"
@@ -32,25 +32,32 @@ static void usage(FILE *out)
             "                   CUDA and NCCL are needed to build it\n"
             "  --check DIR      write nothing; exit 1 when the files in DIR are missing or differ\n"
             "                   from what SCHEDULE generates now\n"
+            "  --force          generate code for a schedule that meshcast validate refuses\n"
+            "                   (its violations are printed as a warning); without it such a\n"
+            "                   schedule is refused\n"
             "  -q, --quiet      no topology warnings\n"
+            "\n"
+            "The generated tables grow with the chunk transfers (chunks x edges): more than 65,536\n"
+            "plus one per 4 KiB the task delivers is refused.\n"
             "\n"
             "exit status: 0 written (or up to date), 1 invalid input or stale files, 2 usage error\n");
 }
 
 typedef struct emit_args {
     const char *topo, *sched, *out, *check, *name;
-    int standalone, quiet;
+    int standalone, quiet, force;
 } emit_args_t;
 
 static int parse_args(int argc, char **argv, emit_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK };
+    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK, OPT_FORCE };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"output", required_argument, NULL, 'o'},
         {"name", required_argument, NULL, OPT_NAME},
         {"standalone", no_argument, NULL, OPT_STANDALONE},
         {"check", required_argument, NULL, OPT_CHECK},
+        {"force", no_argument, NULL, OPT_FORCE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -65,6 +72,7 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         case OPT_NAME: a->name = optarg; break;
         case OPT_STANDALONE: a->standalone = 1; break;
         case OPT_CHECK: a->check = optarg; break;
+        case OPT_FORCE: a->force = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         default:
@@ -118,6 +126,8 @@ int cmd_emit(int argc, char **argv)
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
     MC_CHECK_GOTO(mc_sched_load(a.sched, topo, 0, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
+    MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);
     MC_CHECK_GOTO(mc_emit_files(s, name, MC_VERSION, a.standalone, &files, &nfiles, &err), out, st);
     if (a.check) {
         int stale = mc_emit_stale(a.check, files, nfiles, &report);
