@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# What a hostile or careless user found (issue 18), one input of each kind, each with the exact
+# behaviour it must get now: exit code and message. Every check here failed on the code before
+# the fix (run it with MESHCAST pointing at an older build to see). The stalled-rank cases live
+# with the run driver's tests.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+P3=topologies/aws-p3.8xlarge-x5.xml
+H=tests/data/hostile
+S=tests/data/sched
+A='A={x:2}@0..1'
+B='B={x:2}@4..5'
+move='u8[4096] A[x] -> B[_]'
+
+# --- emit and run check the schedule as validate does ------------------------------------------
+# shared.xml puts two rate-less trees on one NIC in one phase: validate refuses it.
+expect_exit 1 "emit: invalid schedule refused" -- "$MESHCAST" emit --topo $P3 $S/shared.xml -o "$TMP/gen"
+expect_grep "$TMP/err" "^phase 0: link h0/NIC0 -> h0/NET0 is shared by 2 trees" "emit: violations listed"
+expect_grep "$TMP/err" "^meshcast: tests/data/sched/shared\.xml: 4 violations \(meshcast validate's rules, listed above\); refusing it \(--force goes on anyway\)$" \
+  "emit: refusal names the file and --force"
+expect_true "emit: nothing written" -- test ! -e "$TMP/gen"
+expect_exit 0 "emit --force: written" -- "$MESHCAST" emit --force --topo $P3 $S/shared.xml -o "$TMP/gen"
+expect_grep "$TMP/err" "^meshcast: warning: tests/data/sched/shared\.xml: 4 violations \(meshcast validate's rules\); going on because of --force$" \
+  "emit --force: warns"
+expect_exit 1 "run: invalid schedule refused" -- "$MESHCAST" run -q --topo $P3 $S/shared.xml
+expect_grep "$TMP/err" "shared\.xml: 4 violations .*refusing it" "run: refusal"
+
+# A valid schedule with 131,072 chunks of 4 bytes per tree: code for 262,144 transfers.
+"$MESHCAST" synth -q --topo $P3 --strategy p2p --mesh "$A" --mesh "$B" 'u8[1048576] A[_] -> B[_]' \
+  -o "$TMP/1m.xml" >/dev/null
+sed 's/chunks="1"/chunks="262144"/' "$TMP/1m.xml" >"$TMP/tiny-chunks.xml"
+expect_exit 0 "tiny chunks: a valid schedule" -- "$MESHCAST" validate -q --topo $P3 "$TMP/tiny-chunks.xml"
+expect_exit 1 "emit: generated size bounded" -- "$MESHCAST" emit --topo $P3 "$TMP/tiny-chunks.xml" -o "$TMP/gen2"
+expect_grep "$TMP/err" "tiny-chunks\.xml: the schedule makes 524288 chunk transfers \(tree 0 alone: 262144 chunks of 4 bytes over 1 edges\); emit generates code for at most 66048 \(65536, plus one per 4096 bytes the task delivers: 2097152\)" \
+  "emit: the bound and where it comes from"
+expect_true "emit: nothing generated" -- test ! -e "$TMP/gen2"
+
+# --- -o writes regular files only ----------------------------------------------------------------
+synth() { "$MESHCAST" synth -q --topo $P3 --strategy p2p --mesh "$A" --mesh "$B" "$move" "$@"; }
+expect_exit 2 "-o '': usage error" -- synth -o ''
+expect_grep "$TMP/err" "^meshcast: the output file name is empty: expected a path$" "-o '': message"
+expect_exit 2 "emit -o '': usage error" -- "$MESHCAST" emit --topo $P3 $S/two-phases.xml -o ''
+mkfifo "$TMP/fifo"
+expect_exit 1 "-o a named pipe: refused" -- synth -o "$TMP/fifo"
+expect_grep "$TMP/err" "fifo: is a named pipe; expected a regular file to write$" "-o pipe: message"
+expect_true "-o pipe: still a pipe" -- test -p "$TMP/fifo"
+mkdir "$TMP/dir"
+expect_exit 1 "-o a directory: refused" -- synth -o "$TMP/dir"
+expect_grep "$TMP/err" "dir: is a directory; expected a regular file to write$" "-o directory: message"
+echo keep >"$TMP/target"
+ln -s "$TMP/target" "$TMP/link"
+expect_exit 1 "-o a symbolic link: refused" -- synth -o "$TMP/link"
+expect_grep "$TMP/err" "link: is a symbolic link; meshcast does not write through links \(name the file it points to instead\)$" \
+  "-o link: message"
+expect_true "-o link: still a link to the untouched file" -- test -L "$TMP/link" -a "$(cat "$TMP/target")" = keep
+echo keep >"$TMP/ro"
+chmod 444 "$TMP/ro"
+expect_exit 1 "-o a read-only file: refused (root too)" -- synth -o "$TMP/ro"
+expect_grep "$TMP/err" "ro: exists and its mode \(0444\) does not let you write it; meshcast does not replace it$" \
+  "-o read-only: message"
+expect_true "-o read-only: untouched" -- test "$(cat "$TMP/ro")" = keep
+echo old >"$TMP/mode.xml"
+chmod 640 "$TMP/mode.xml"
+expect_exit 0 "-o an existing file: replaced" -- synth -o "$TMP/mode.xml"
+expect_true "-o existing: keeps its mode 0640" -- test "$(stat -c %a "$TMP/mode.xml")" = 640
+# A file-size limit makes write() fail half-way: the temporary file goes too.
+mkdir "$TMP/small"
+expect_exit 1 "-o past the file-size limit: an error" -- bash -c 'ulimit -f 1; "$@"' _ \
+  "$MESHCAST" synth -q --topo $P3 --strategy p2p --mesh 'A={x:8}@0..7' --mesh 'B={x:8}@8..15' \
+  'u8[4096] A[x] -> B[_]' -o "$TMP/small/out.xml"
+expect_grep "$TMP/err" "out\.xml: cannot write: File too large$" "-o past the limit: message"
+expect_true "-o past the limit: no temporary file left" -- test -z "$(ls -A "$TMP/small")"
+
+# --- task files ----------------------------------------------------------------------------------
+expect_exit 0 "task file with a byte-order mark" -- "$MESHCAST" task --task-file $H/bom.task
+expect_grep "$TMP/out" "^task: 1 tensor, 2 meshes$" "BOM: parsed"
+expect_exit 1 "task file without a move" -- "$MESHCAST" task --task-file $H/no-move.task
+expect_grep "$TMP/err" "^meshcast: tests/data/hostile/no-move\.task: holds no move \(expected a line 'move LAYOUT -> LAYOUT', docs/task-format\.md\) and none is given on the command line$" \
+  "no move: the file is named"
+expect_exit 1 "task file that is a directory" -- "$MESHCAST" task --task-file tests/data
+expect_grep "$TMP/err" "^meshcast: tests/data: is a directory; expected a file$" "directory: said so"
+expect_exit 1 "non-ASCII axis in a task file" -- "$MESHCAST" task --task-file $H/utf8-axis.task
+expect_grep "$TMP/err" "utf8-axis\.task:2: expected an axis name in ASCII letters, digits and '_', got 'hóst' at column 4$" \
+  "non-ASCII axis: quoted whole"
+expect_exit 2 "non-ASCII axis in a move" -- "$MESHCAST" task --mesh "$A" 'f32[4] A[hóst] -> A[_]'
+expect_grep "$TMP/err" "got 'hóst' at column 10$" "non-ASCII axis in a move: quoted whole"
+expect_grep "$TMP/err" "^           \^$" "non-ASCII axis in a move: caret under its first character"
+expect_exit 1 "device outside the topology" -- "$MESHCAST" task --topo $P3 --task-file tests/data/tasks/bad-device.task
+expect_grep "$TMP/err" "^meshcast: tests/data/tasks/bad-device\.task:3: device 20 of mesh B is outside the topology topologies/aws-p3\.8xlarge-x5\.xml \(GPUs 0\.\.19\) at column 18$" \
+  "device range: file, line"
+expect_grep "$TMP/err" "^  B=\{host:2,gpu:4\}@16\.\.23$" "device range: quoted as written"
+expect_exit 2 "device range with a dash" -- "$MESHCAST" task --mesh 'A={x:2}@0-1' 'f32[4] A[x] -> A[_]'
+expect_grep "$TMP/err" "^meshcast: expected '\.\.' between the first and last device id, as in 0\.\.1 at column 10$" \
+  "device range with a dash: an example, not a grammar"
+
+# --- schedules: the line and the attribute -------------------------------------------------------
+sed 's/offset="0"/offset="x"/' $S/shared.xml >"$TMP/offset.xml"
+expect_exit 1 "schedule attribute of the wrong type" -- "$MESHCAST" validate --topo $P3 "$TMP/offset.xml"
+expect_grep "$TMP/err" "offset\.xml:14: not a valid schedule \(docs/schedule-format\.md\): <tree offset=\"x\">: expected a value of type unsignedLong$" \
+  "wrong type: attribute named"
+sed 's/ root="0"//' $S/shared.xml >"$TMP/noroot.xml"
+expect_exit 1 "schedule attribute missing" -- "$MESHCAST" validate --topo $P3 "$TMP/noroot.xml"
+expect_grep "$TMP/err" "noroot\.xml:14: not a valid schedule \(docs/schedule-format\.md\): <tree> lacks the attribute root$" \
+  "missing attribute: named"
+python3 - $S/shared.xml "$TMP/long.xml" <<'PY'
+import sys
+s = open(sys.argv[1]).read().replace('<phase n="0">', '<phase n="0">' + '\n' * 70000, 1)
+open(sys.argv[2], "w").write(s.replace('parent="0"', 'parent="99"', 1))
+PY
+expect_exit 1 "error past line 65535" -- "$MESHCAST" validate --topo $P3 "$TMP/long.xml"
+expect_grep "$TMP/err" "long\.xml:70016: expected parent between 0 and 19$" "past line 65535: the true line"
+
+# --- topologies: physical quantities -------------------------------------------------------------
+expect_exit 1 "link_speed 0 GT/s" -- "$MESHCAST" topo show $H/pci-zero-gts.xml
+expect_grep "$TMP/err" "pci-zero-gts\.xml:3: <pci link_speed=\"0 GT/s\">: the rate is not above 0 GT/s, expected a rate like \"16\.0 GT/s PCIe\"$" \
+  "0 GT/s: not an unknown unit"
+expect_exit 1 "absurd bandwidth" -- "$MESHCAST" task --topo $H/tiny-bandwidth.xml \
+  --mesh 'A={x:8}@0..7' --mesh 'B={x:8}@8..15' 'f32[1024] A[x] -> B[_]'
+expect_grep "$TMP/err" "tiny-bandwidth\.xml:5: <rails bw=\"1e-308 GB/s\">: expected a bandwidth from 1 Mb/s to 100 TB/s$" \
+  "absurd bandwidth: refused in units"
+
+finish
