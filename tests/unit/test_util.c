@@ -73,6 +73,10 @@ static void test_buf_and_format(void **state)
     assert_string_equal(mc_fmt_bytes(1u << 30, s, sizeof s), "1.00 GiB");
     assert_string_equal(mc_fmt_bytes(12, s, sizeof s), "12 B");
     assert_string_equal(mc_fmt_seconds(0.0025, s, sizeof s), "2.50 ms");
+    /* A 1e-308 GB/s link once made this a 31-digit number without its unit. */
+    assert_string_equal(mc_fmt_seconds(5.12e21, s, sizeof s), "5.12e+21 s");
+    assert_string_equal(mc_fmt_seconds(86400, s, sizeof s), "86400.000 s");
+    assert_string_equal(mc_fmt_seconds(1e5, s, sizeof s), "1e+05 s");
 }
 
 int main(void)
