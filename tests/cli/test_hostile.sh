@@ -110,6 +110,11 @@ PY
 expect_exit 1 "error past line 65535" -- "$MESHCAST" validate --topo $P3 "$TMP/long.xml"
 expect_grep "$TMP/err" "long\.xml:70016: expected parent between 0 and 19$" "past line 65535: the true line"
 
+sed 's/mesh B={x:2}@\[8,12\]/mesh B={x:2}@[8,32]/' $S/shared.xml >"$TMP/far.xml"
+expect_exit 1 "schedule task beyond the topology: invalid input" -- "$MESHCAST" validate --topo $P3 "$TMP/far.xml"
+expect_grep "$TMP/err" "far\.xml:6: device 32 of mesh B is outside the topology topologies/aws-p3\.8xlarge-x5\.xml \(GPUs 0\.\.19\) at column 9$" \
+  "schedule task beyond the topology: the schedule's line"
+
 # --- topologies: physical quantities -------------------------------------------------------------
 expect_exit 1 "link_speed 0 GT/s" -- "$MESHCAST" topo show $H/pci-zero-gts.xml
 expect_grep "$TMP/err" "pci-zero-gts\.xml:3: <pci link_speed=\"0 GT/s\">: the rate is not above 0 GT/s, expected a rate like \"16\.0 GT/s PCIe\"$" \
