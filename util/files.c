@@ -41,9 +41,18 @@ static int mode_allows_write(const struct stat *st)
     return (st->st_mode & (in_group ? S_IWGRP : S_IWOTH)) != 0;
 }
 
-/* Decides whether path may be replaced and the mode the new file gets: an existing regular file
- * keeps its permission bits (set-id bits dropped), a new one gets what open(0666) would give. */
-static mc_status_t check_target(const char *path, mode_t *mode, mc_err_t *err)
+/* What the new file gets from the one it replaces. */
+typedef struct target {
+    mode_t mode;
+    int chown; /* root replacing another user's file gives it back to that user */
+    uid_t uid;
+    gid_t gid;
+} target_t;
+
+/* Decides whether path may be replaced and what the new file gets: an existing regular file
+ * keeps its permission bits (set-id bits dropped) and, when root replaces it, its owner and
+ * group; a new one gets what open(0666) would give. */
+static mc_status_t check_target(const char *path, target_t *tg, mc_err_t *err)
 {
     struct stat st;
     if (!*path)
@@ -53,7 +62,7 @@ static mc_status_t check_target(const char *path, mode_t *mode, mc_err_t *err)
             return mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
         mode_t um = umask(0);
         umask(um);
-        *mode = 0666 & ~um;
+        tg->mode = 0666 & ~um;
         return MC_OK;
     }
     if (S_ISLNK(st.st_mode))
@@ -66,7 +75,10 @@ static mc_status_t check_target(const char *path, mode_t *mode, mc_err_t *err)
         return mc_err_set(err, MC_ERR_IO, "%s: exists and its mode (%04o) does not let you write "
                           "it; meshcast does not replace it", path,
                           (unsigned)(st.st_mode & 07777));
-    *mode = st.st_mode & 0777;
+    tg->mode = st.st_mode & 0777;
+    tg->chown = geteuid() == 0 && (st.st_uid != 0 || st.st_gid != getegid());
+    tg->uid = st.st_uid;
+    tg->gid = st.st_gid;
     return MC_OK;
 }
 
@@ -86,8 +98,8 @@ static int write_all(int fd, const char *p, size_t left)
 
 mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err)
 {
-    mode_t mode = 0600;
-    mc_status_t st = check_target(path, &mode, err);
+    target_t tg = {.mode = 0600};
+    mc_status_t st = check_target(path, &tg, err);
     if (st != MC_OK)
         return st;
     char *tmp = mc_xasprintf("%s.tmp.XXXXXX", path);
@@ -106,7 +118,8 @@ mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len,
      * the temporary file in place. */
     struct sigaction xfsz_ign = {.sa_handler = SIG_IGN}, xfsz_old;
     sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old);
-    int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0 || fchmod(fd, mode) != 0;
+    int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0 ||
+              (tg.chown && fchown(fd, tg.uid, tg.gid) != 0) || fchmod(fd, tg.mode) != 0;
     sigaction(SIGXFSZ, &xfsz_old, NULL);
     if (bad)
         goto fail;

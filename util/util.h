@@ -84,10 +84,11 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n);
 void mc_buf_free(mc_buf_t *b);
 
 /* Writes data to path through a temporary file in the same folder and rename(), so a reader
- * never sees a half-written file. path must name nothing, or a regular file the caller's
- * mode bits let it write (root included): a directory, device, pipe or symbolic link is refused,
- * as is a read-only file; a replaced file keeps its permission bits. An empty path is
- * MC_ERR_USAGE. The temporary file is removed on every error and on SIGINT, SIGTERM, SIGHUP. */
+ * never sees a half-written file. path must name nothing, or a regular file the caller's mode
+ * bits let it write (root included): a directory, device, pipe or symbolic link is refused, as
+ * is a read-only file; a replaced file keeps its permission bits (and, written by root, its
+ * owner and group). An empty path is MC_ERR_USAGE. The temporary file is removed on every error
+ * and on SIGINT, SIGTERM, SIGHUP. */
 mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err);
 
 /* Temporary paths unlinked when SIGINT, SIGTERM or SIGHUP ends the process (util/tmpfiles.c).

@@ -63,6 +63,16 @@ echo old >"$TMP/mode.xml"
 chmod 640 "$TMP/mode.xml"
 expect_exit 0 "-o an existing file: replaced" -- synth -o "$TMP/mode.xml"
 expect_true "-o existing: keeps its mode 0640" -- test "$(stat -c %a "$TMP/mode.xml")" = 640
+# Root replacing another user's writable file gives it back to that user (only root can test it).
+if [ "$(id -u)" -eq 0 ]; then
+  echo old >"$TMP/theirs.xml"
+  chown 4321:4321 "$TMP/theirs.xml"
+  chmod 666 "$TMP/theirs.xml"
+  expect_exit 0 "-o another user's writable file, as root" -- synth -o "$TMP/theirs.xml"
+  expect_true "-o as root: owner and group kept" -- test "$(stat -c %u:%g:%a "$TMP/theirs.xml")" = 4321:4321:666
+else
+  echo "ownership as root: not root: 1 skipped"
+fi
 # A file-size limit makes write() fail half-way: the temporary file goes too.
 mkdir "$TMP/small"
 expect_exit 1 "-o past the file-size limit: an error" -- bash -c 'ulimit -f 1; "$@"' _ \
