@@ -40,7 +40,7 @@ else
   say = @printf '  %-6s %s\n'
 endif
 
-LIB_DIRS := util topo layout sched sim synth emit bench
+LIB_DIRS := util topo layout sched sim synth pipeline emit bench
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 RT_SRCS  := $(sort $(wildcard runtime/*.c))
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -111,8 +111,8 @@ test: $(DEPS_STAMP)
 	@tests/run.sh $(BUILD)
 
 # ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
-# fuzzer: FUZZ_SMOKE_SECONDS each (20 by default, so that the four add about a minute and a half
-# with their build; FUZZ_SMOKE_SECONDS=60 gives each the full minute).
+# fuzzer: FUZZ_SMOKE_SECONDS each (20 by default: the five fuzzers add 100 s of fuzzing to their
+# clang build, where a minute each would add five; FUZZ_SMOKE_SECONDS=60 gives each the minute).
 FUZZ_SMOKE_SECONDS ?= 20
 check: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
@@ -124,13 +124,15 @@ bench: $(DEPS_STAMP)
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the inputs of its
-# kind: topology files (the real ones, the shipped ones), schedules, task files and notation.
+# kind: topology files (the real ones, the shipped ones), schedules, task files, notation and
+# pipeline files (examples/).
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
-FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile
+FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile examples
 FUZZ_SEEDS_fuzz_notation := tests/data/tasks
+FUZZ_SEEDS_fuzz_pipeline := examples
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build

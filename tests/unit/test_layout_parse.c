@@ -276,12 +276,11 @@ static void test_task_text(void **state)
 }
 
 /* The name indexes: thousands of meshes and named moves (past several growths of the tables),
- * each found again by name, and a repeated name still refused with its line. A BOM is skipped;
- * a non-ASCII name is quoted whole with the caret under its first character. */
+ * each found again by name, and a repeated name still refused with its line. A non-ASCII name
+ * is quoted whole with the caret under its first character. */
 static void test_task_text_names(void **state)
 {
     mc_buf_t b = {0};
-    mc_buf_printf(&b, "\xEF\xBB\xBF");
     for (int i = 0; i < 3000; i++)
         mc_buf_printf(&b, "mesh M%d={x:2}@0..1\n", i);
     for (int i = 0; i < 3000; i++)
