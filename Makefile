@@ -131,7 +131,7 @@ FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
 FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile examples
-FUZZ_SEEDS_fuzz_notation := tests/data/tasks
+FUZZ_SEEDS_fuzz_notation := tests/data/notation
 FUZZ_SEEDS_fuzz_pipeline := examples
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \

@@ -11,7 +11,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone] [--force]\n"
+            "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone]\n"
+            "                     [--force]\n"
             "       meshcast emit --topo FILE --check DIR SCHEDULE [--name NAME] [--standalone]\n"
             "\n"
             "Writes DIR/NAME.h and DIR/NAME.cu: per-rank operation tables of the schedule, pack\n"
@@ -37,8 +38,8 @@ static void usage(FILE *out)
             "                   schedule is refused\n"
             "  -q, --quiet      no topology warnings\n"
             "\n"
-            "The generated tables grow with the chunk transfers (chunks x edges): more than 65,536\n"
-            "plus one per 4 KiB the task delivers is refused.\n"
+            "The generated tables grow with the chunk transfers (chunks x edges): more than\n"
+            "65,536 plus one per 4 KiB the task delivers is refused.\n"
             "\n"
             "exit status: 0 written (or up to date), 1 invalid input or stale files, 2 usage error\n");
 }

@@ -28,10 +28,10 @@ mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *
         return MC_OK;
     const mc_tree_t *t = &s->trees[worst_tree];
     return mc_err_set(err, MC_ERR_INVALID,
-                      "%s: the schedule makes %" PRIu64 " chunk transfers (tree %d alone: %d chunks of "
-                      "%" PRIu64 " bytes over %d edges); emit generates code for at most %" PRIu64
-                      " (%u, plus one per %u bytes the task delivers: %" PRIu64 "): use fewer, "
-                      "larger chunks",
+                      "%s: the schedule makes %" PRIu64 " chunk transfers (tree %d alone: %d "
+                      "chunks of %" PRIu64 " bytes over %d edges); emit generates code for at "
+                      "most %" PRIu64 " (%u, plus one per %u bytes the task delivers: %" PRIu64
+                      "): use fewer, larger chunks",
                       name, total, worst_tree, t->nchunks,
                       (t->bytes + (uint64_t)t->nchunks - 1) / (uint64_t)t->nchunks, t->nedges,
                       limit, EMIT_FLOOR_TRANSFERS, EMIT_BYTES_PER_TRANSFER, bytes);

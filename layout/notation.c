@@ -40,8 +40,7 @@ mc_status_t mc_layout_quote(mc_err_t *err, mc_status_t st, const char *prefix, c
 {
     size_t len = strlen(text), col = pos;
     size_t from = char_start(text, col > 48 ? col - 48 : 0);
-    size_t to = char_start(text, from + 72 < len ? from + 72 : len);
-    to = from + 72 < len ? to : len;
+    size_t to = from + 72 < len ? char_start(text, from + 72) : len;
     const char *pre = from ? "..." : "", *post = to < len ? "..." : "";
     return mc_err_set(err, st, "%s%s at column %zu\n  %s%.*s%s\n  %*s^", prefix, what,
                       chars_in(text, col) + 1, pre, (int)(to - from), text + from, post,
@@ -92,12 +91,13 @@ static int accept(cursor_t *c, char ch)
     return 1;
 }
 
-/* An identifier [A-Za-z_][A-Za-z0-9_]*; *start and *len describe it. */
+/* A byte that continues a word: ASCII letters, digits, '_', and any byte of a UTF-8 sequence. */
 static int word_byte(unsigned char ch)
 {
     return isalnum(ch) || ch == '_' || ch >= 0x80;
 }
 
+/* An identifier [A-Za-z_][A-Za-z0-9_]*; *start and *len describe it. */
 static mc_status_t ident(cursor_t *c, const char *what, const char **start, size_t *len)
 {
     skip_ws(c);
@@ -248,8 +248,9 @@ static mc_status_t mesh_devices(cursor_t *c, mc_mesh_t *m)
     }
     int64_t lo, hi, n = m->ndevices;
     if (!isdigit((unsigned char)*c->p))
-        return fail_at(c, at, "expected the mesh's %lld devices after '@': a range such as 0..%lld, "
-                       "a first id such as 0, a list such as [0,...,%lld] or an iota such as <=[%lld]",
+        return fail_at(c, at, "expected the mesh's %lld devices after '@': a range such as "
+                       "0..%lld, a first id such as 0, a list such as [0,...,%lld] or an iota such "
+                       "as <=[%lld]",
                        (long long)n, (long long)n - 1, (long long)n - 1, (long long)n);
     MC_CHECK_GOTO(integer(c, "the first device id", 0x7fffffff, &lo), out, st);
     skip_ws(c);
@@ -257,7 +258,8 @@ static mc_status_t mesh_devices(cursor_t *c, mc_mesh_t *m)
     /* A lone FIRST means the mesh's devices run from FIRST on. */
     hi = lo + m->ndevices - 1;
     if ((*c->p == '-' || *c->p == ':' || *c->p == '.') && !(c->p[0] == '.' && c->p[1] == '.'))
-        return fail_at(c, hat, "expected '..' between the first and last device id, as in %lld..%lld",
+        return fail_at(c, hat, "expected '..' between the first and last device id, as in "
+                       "%lld..%lld",
                        (long long)lo, (long long)hi);
     if (c->p[0] == '.' && c->p[1] == '.') {
         c->p += 2;

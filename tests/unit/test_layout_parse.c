@@ -163,7 +163,8 @@ static void test_errors(void **state)
     expect_error(0, "i32[8,8] A[(host,gpu),gpu] -> B[_,x]", "axis gpu is used twice", 23);
     expect_error(1, "C={x:4}@0..6", "the mesh has 4 devices but 0..6 gives 7", 12);
     expect_error(1, "C={x:2}@2147483647", "the devices run past id", 19);
-    expect_error(1, "C={x:2}@1.2", "expected '..' between the first and last device id, as in 1..2", 10);
+    expect_error(1, "C={x:2}@1.2",
+                 "expected '..' between the first and last device id, as in 1..2", 10);
     expect_error(1, "C={x:4}@[1,2,3]", "the mesh has 4 devices but the list gives 3", 9);
     expect_error(1, "C={x:4}@<=[2,3]", "the iota shape holds 6 devices", 11);
     expect_error(1, "C={x:2,x:2}@0..3", "axis x is used twice", 8);
