@@ -144,7 +144,8 @@ mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const c
     }
     xmlRelaxNGSetValidStructuredErrors(vctx, keep_first_rng_error, &fe);
     int invalid = xmlRelaxNGValidateDoc(vctx, doc) != 0;
-    if (invalid && strstr(fe.msg, "failed to validate attributes"))
+    if (invalid && (strstr(fe.msg, "failed to validate attributes") ||
+                    !strncmp(fe.msg, "Invalid attribute ", 18)))
         mc_xml_explain_attrs(fe.node, rng, len, fe.msg, sizeof fe.msg);
     if (invalid)
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", path, fe.line, what,

@@ -125,6 +125,10 @@ expect_exit 1 "schedule task beyond the topology: invalid input" -- "$MESHCAST" 
 expect_grep "$TMP/err" "far\.xml:6: device 32 of mesh B is outside the topology topologies/aws-p3\.8xlarge-x5\.xml \(GPUs 0\.\.19\) at column 9$" \
   "schedule task beyond the topology: the schedule's line"
 
+expect_exit 1 "cluster attribute out of its type" -- "$MESHCAST" topo show tests/data/cluster/bad-schema-count-zero.xml
+expect_grep "$TMP/err" "bad-schema-count-zero\.xml:3: not a valid cluster file \(topologies/schema/cluster\.rng\): <nodes count=\"0\">: expected a value of type positiveInteger$" \
+  "cluster attribute: named with its type"
+
 # --- topologies: physical quantities -------------------------------------------------------------
 expect_exit 1 "link_speed 0 GT/s" -- "$MESHCAST" topo show $H/pci-zero-gts.xml
 expect_grep "$TMP/err" "pci-zero-gts\.xml:3: <pci link_speed=\"0 GT/s\">: the rate is not above 0 GT/s, expected a rate like \"16\.0 GT/s PCIe\"$" \
