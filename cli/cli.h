@@ -38,7 +38,8 @@ void cli_print_json(json_t *o);
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
 
 /* The check emit and run make first: the schedule's violations (as meshcast validate finds
- * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns. */
+ * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns (and
+ * says so when the schedule was made for another topology, which only force loads). */
 mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
                             int force, mc_err_t *err);
 

@@ -33,9 +33,9 @@ static void usage(FILE *out)
             "                   CUDA and NCCL are needed to build it\n"
             "  --check DIR      write nothing; exit 1 when the files in DIR are missing or differ\n"
             "                   from what SCHEDULE generates now\n"
-            "  --force          generate code for a schedule that meshcast validate refuses\n"
-            "                   (its violations are printed as a warning); without it such a\n"
-            "                   schedule is refused\n"
+            "  --force          generate code for a schedule that meshcast validate refuses,\n"
+            "                   or one made for another topology (checked link by link): its\n"
+            "                   violations are printed as a warning; without it it is refused\n"
             "  -q, --quiet      no topology warnings\n"
             "\n"
             "The generated tables grow with the chunk transfers (chunks x edges): more than\n"
@@ -125,7 +125,7 @@ int cmd_emit(int argc, char **argv)
         return rc;
     name = a.name ? mc_xstrdup(a.name) : default_name(a.sched);
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
-    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, a.force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);

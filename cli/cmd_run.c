@@ -38,9 +38,9 @@ static void usage(FILE *out)
             "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
             "                       unpacks: pack kernel or pitched copy-engine copies) against\n"
             "                       cudaMemcpyAsync of the same bytes on GPU 0, run nothing else\n"
-            "  --force              run a schedule that meshcast validate refuses (its\n"
-            "                       violations are printed as a warning); without it such a\n"
-            "                       schedule is refused\n"
+            "  --force              run a schedule that meshcast validate refuses, or one made\n"
+            "                       for another topology (checked link by link): its violations\n"
+            "                       are printed as a warning; without it it is refused\n"
             "  -q, --quiet          no topology warnings\n"
             "\n"
             "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
@@ -355,7 +355,7 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
     mc_err_t err = {0};
     mc_status_t st;
     int rc = MC_EXIT_OK;
-    MC_CHECK_GOTO(mc_sched_load(a->sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a->sched, topo, a->force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a->sched, a->force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);

@@ -1,5 +1,6 @@
 /* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
  * loading, and the check that emit and run make before they act on a schedule. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,10 @@ mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const ch
                             int force, mc_err_t *err)
 {
     mc_buf_t out = {0};
+    if (s->topo_fingerprint != topo->fingerprint) /* loaded at all only with --force */
+        fprintf(stderr, "meshcast: warning: %s was made for topology %016" PRIx64 ", not %s (%016"
+                PRIx64 "); checked link by link because of --force\n", path, s->topo_fingerprint,
+                topo->source, topo->fingerprint);
     int nviol = mc_sched_validate(s, topo, &out);
     if (nviol && out.len)
         fputs(out.data, stderr);

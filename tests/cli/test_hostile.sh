@@ -22,6 +22,14 @@ expect_true "emit: nothing written" -- test ! -e "$TMP/gen"
 expect_exit 0 "emit --force: written" -- "$MESHCAST" emit --force --topo $P3 $S/shared.xml -o "$TMP/gen"
 expect_grep "$TMP/err" "^meshcast: warning: tests/data/sched/shared\.xml: 4 violations \(meshcast validate's rules\); going on because of --force$" \
   "emit --force: warns"
+# Made for another topology: refused; --force checks it link by link, as validate --force does.
+sed 's/topology="a1abc54ad5792b3c"/topology="0000000000000001"/' $S/two-phases.xml >"$TMP/other.xml"
+expect_exit 1 "emit: another topology's schedule refused" -- "$MESHCAST" emit --topo $P3 "$TMP/other.xml" -o "$TMP/gen3"
+expect_grep "$TMP/err" "other\.xml: made for topology 0000000000000001, but topologies/aws-p3\.8xlarge-x5\.xml is a1abc54ad5792b3c; use --force to check it link by link$" \
+  "emit: another topology: says --force"
+expect_exit 0 "emit --force: another topology's schedule, link by link" -- "$MESHCAST" emit --force --topo $P3 "$TMP/other.xml" -o "$TMP/gen3"
+expect_grep "$TMP/err" "^meshcast: warning: .*other\.xml was made for topology 0000000000000001, not topologies/aws-p3\.8xlarge-x5\.xml \(a1abc54ad5792b3c\); checked link by link because of --force$" \
+  "emit --force: another topology: warns"
 expect_exit 1 "run: invalid schedule refused" -- "$MESHCAST" run -q --topo $P3 $S/shared.xml
 expect_grep "$TMP/err" "shared\.xml: 4 violations .*refusing it" "run: refusal"
 
