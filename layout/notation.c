@@ -247,11 +247,18 @@ static mc_status_t mesh_devices(cursor_t *c, mc_mesh_t *m)
         return MC_OK;
     }
     int64_t lo, hi, n = m->ndevices;
-    if (!isdigit((unsigned char)*c->p))
-        return fail_at(c, at, "expected the mesh's %lld devices after '@': a range such as "
-                       "0..%lld, a first id such as 0, a list such as [0,...,%lld] or an iota such "
-                       "as <=[%lld]",
-                       (long long)n, (long long)n - 1, (long long)n - 1, (long long)n);
+    if (!isdigit((unsigned char)*c->p)) {
+        /* Examples sized to this mesh say more than the grammar's placeholders. */
+        char list[64];
+        if (n <= 4)
+            snprintf(list, sizeof list, "[0%s%s%s]", n > 1 ? ",1" : "", n > 2 ? ",2" : "",
+                     n > 3 ? ",3" : "");
+        else
+            snprintf(list, sizeof list, "[0,1,...,%lld]", (long long)n - 1);
+        return fail_at(c, at, "expected the mesh's %lld device%s after '@': a range such as "
+                       "0..%lld, a first id such as 0, a list such as %s or an iota such as <=[%lld]",
+                       (long long)n, n == 1 ? "" : "s", (long long)n - 1, list, (long long)n);
+    }
     MC_CHECK_GOTO(integer(c, "the first device id", 0x7fffffff, &lo), out, st);
     skip_ws(c);
     const char *hat = c->p;

@@ -111,6 +111,10 @@ expect_exit 2 "device range with a dash" -- "$MESHCAST" task --mesh 'A={x:2}@0-1
 expect_grep "$TMP/err" "^meshcast: expected '\.\.' between the first and last device id, as in 0\.\.1 at column 10$" \
   "device range with a dash: an example, not a grammar"
 
+expect_exit 2 "device list missing" -- "$MESHCAST" task --mesh 'A={x:8}@all' 'f32[4] A[x] -> A[_]'
+expect_grep "$TMP/err" "^meshcast: expected the mesh's 8 devices after '@': a range such as 0\.\.7, a first id such as 0, a list such as \[0,1,\.\.\.,7\] or an iota such as <=\[8\] at column 9$" \
+  "device list missing: examples for this mesh"
+
 # --- schedules: the line and the attribute -------------------------------------------------------
 sed 's/offset="0"/offset="x"/' $S/shared.xml >"$TMP/offset.xml"
 expect_exit 1 "schedule attribute of the wrong type" -- "$MESHCAST" validate --topo $P3 "$TMP/offset.xml"
