@@ -33,13 +33,12 @@ expect_grep "$TMP/err" "^meshcast: warning: .*other\.xml was made for topology 0
 expect_exit 1 "run: invalid schedule refused" -- "$MESHCAST" run -q --topo $P3 $S/shared.xml
 expect_grep "$TMP/err" "shared\.xml: 4 violations .*refusing it" "run: refusal"
 
-# A valid schedule with 131,072 chunks of 4 bytes per tree: code for 262,144 transfers.
-"$MESHCAST" synth -q --topo $P3 --strategy p2p --mesh "$A" --mesh "$B" 'u8[1048576] A[_] -> B[_]' \
-  -o "$TMP/1m.xml" >/dev/null
-sed 's/chunks="1"/chunks="262144"/' "$TMP/1m.xml" >"$TMP/tiny-chunks.xml"
+# two-phases.xml with 250,000 chunks of 20 bytes in each of its two 5 MB trees: still valid, but
+# code for 500,000 transfers.
+sed 's/chunks="1"/chunks="250000"/' $S/two-phases.xml >"$TMP/tiny-chunks.xml"
 expect_exit 0 "tiny chunks: a valid schedule" -- "$MESHCAST" validate -q --topo $P3 "$TMP/tiny-chunks.xml"
 expect_exit 1 "emit: generated size bounded" -- "$MESHCAST" emit --topo $P3 "$TMP/tiny-chunks.xml" -o "$TMP/gen2"
-expect_grep "$TMP/err" "tiny-chunks\.xml: the schedule makes 524288 chunk transfers \(tree 0 alone: 262144 chunks of 4 bytes over 1 edges\); emit generates code for at most 66048 \(65536, plus one per 4096 bytes the task delivers: 2097152\)" \
+expect_grep "$TMP/err" "tiny-chunks\.xml: the schedule makes 500000 chunk transfers \(tree 0 alone: 250000 chunks of 20 bytes over 1 edges\); emit generates code for at most 67977 \(65536, plus one per 4096 bytes the task delivers: 10000000\): use fewer, larger chunks$" \
   "emit: the bound and where it comes from"
 expect_true "emit: nothing generated" -- test ! -e "$TMP/gen2"
 
