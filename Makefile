@@ -124,8 +124,8 @@ bench: $(DEPS_STAMP)
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the inputs of its
-# kind: topology files (the real ones, the shipped ones), schedules, task files, notation and
-# pipeline files (examples/).
+# kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
+# class), schedules, task files, notation and pipeline files (examples/).
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster

@@ -1,6 +1,6 @@
-/* Naming the attribute behind a RelaxNG error (topo/topo_xml_explain.c). */
-#ifndef MC_TOPO_XML_EXPLAIN_H
-#define MC_TOPO_XML_EXPLAIN_H
+/* Naming the attribute behind a RelaxNG error (util/xml_explain.c). */
+#ifndef MC_UTIL_XML_EXPLAIN_H
+#define MC_UTIL_XML_EXPLAIN_H
 
 #include <libxml/tree.h>
 #include <stddef.h>

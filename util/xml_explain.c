@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo_xml_explain.h"
+#include "util/xml_explain.h"
 
 static int is_rng(xmlNodePtr n, const char *name)
 {

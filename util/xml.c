@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo_internal.h"
-#include "topo/topo_xml_explain.h"
+#include "util/xml.h"
+#include "util/xml_explain.h"
 
 /* Topology files are a few hundred kilobytes; anything far larger is not one. */
 #define MC_XML_MAX_BYTES (64u << 20)
