@@ -123,7 +123,8 @@ bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
 
-# libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the inputs of its
+# libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
+# build-fuzz/, never in the source tree), seeded from the inputs of its
 # kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
 # class), schedules, task files, notation and pipeline files (examples/).
 FUZZ_SECONDS ?= 60
@@ -137,7 +138,7 @@ fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@$(foreach f,$(FUZZ_BINS),mkdir -p $(f).corpus && \
-	  $(f) -max_total_time=$(FUZZ_SECONDS) $(f).corpus \
+	  $(f) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ $(f).corpus \
 	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
 fuzz-build: $(FUZZ_BINS)
