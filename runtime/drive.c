@@ -158,7 +158,10 @@ static int drive_rank(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_o
                              o->timeout_s, err)) != MC_RT_OK)
         goto out;
     maybe_stop(o, rank, MC_RT_STAGE_TRANSFER);
-    if (rank == o->absent_rank) { /* gone, as if dead: the others must notice */
+    if (rank == o->absent_rank) {
+        /* gone, as if dead: it stops until the job is killed (returning would take it into
+         * MPI_Finalize, whose fence can keep mpirun from ever ending an aborted job) */
+        raise(SIGSTOP);
         res->absent = 1;
         goto out;
     }

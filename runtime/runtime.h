@@ -268,7 +268,7 @@ typedef struct mc_rt_drive_opts {
     int64_t workspace;   /* bytes of every rank's workspace, -1: what its plan needs */
     double timeout_s;    /* every wait: set-up, transfer, result gathering */
     const void *comm;    /* an MPI_Comm, for backends with one process per rank */
-    int absent_rank;     /* -1, or a rank that takes no part in the transfer (fault tests) */
+    int absent_rank;     /* -1, or a rank that stops (SIGSTOP) after the set-up (fault tests) */
     int stop_rank;       /* -1, or a rank that stops itself (SIGSTOP) at stop_stage (fault tests) */
     int stop_stage;
 } mc_rt_drive_opts_t;
@@ -277,7 +277,7 @@ typedef struct mc_rt_drive_result {
     int rank;          /* this process's rank (0 when every rank runs here) */
     double seconds;    /* the run alone, the slowest rank's */
     uint64_t wrong;    /* wrong destination bytes over all ranks */
-    int absent;        /* this rank was opts.absent_rank: it stopped after the set-up */
+    int absent;        /* this rank was opts.absent_rank and was continued (SIGCONT) */
     int started;       /* one process per rank: communication began, so after an error the caller
                         * should MPI_Abort (peers may wait on this rank) */
 } mc_rt_drive_result_t;
