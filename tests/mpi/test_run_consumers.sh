@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Tensors with several consumers (one move, destinations in several meshes, each in its own
+# layout): every strategy's schedule runs under the loopback and MPI backends and every
+# destination byte of every consumer arrives; the meshcast strategy reaches the second consumer
+# without crossing the slow link again.
+source "$(dirname "$0")/../cli/lib.sh"
+source "$(dirname "$0")/lib_run.sh"
+
+# NAME;STRATEGIES THAT MUST MAKE IT;MESH|MESH|...;MOVE. Consumers in other hosts, in the
+# source's own mesh (alpa-bcast moves only between disjoint meshes), with uneven shapes, three
+# of them. collectives refuses every one: it redistributes inside one mesh.
+cases() {
+  cat <<'CASES'
+fan2;p2p p2p-lb alpa-bcast meshcast;A={x:1}@0|B={x:2}@4..5|C={x:2}@6..7;f32[256,256] A[_,_] -> B[x,_], C[_,x]
+mesh2;p2p p2p-lb alpa-bcast meshcast;A={host:2,gpu:2}@[0,1,4,5]|B={x:2,y:2}@[8,9,12,13]|C={x:4}@16..19;bf16[7,12,5] A[host,gpu,_] -> B[_,(x,y),_], C[_,_,x]
+self;p2p p2p-lb meshcast;A={x:2}@0..1|B={x:2}@4..5;f64[6,10] A[x,_] -> A[_,x], B[x,_]
+three;p2p p2p-lb alpa-bcast meshcast;A={x:2}@[0,4]|B={x:2}@[8,9]|C={x:1}@12|D={x:2}@[16,17];i8[9,7] A[x,_] -> B[_,x], C[_,_], D[x,_]
+CASES
+}
+
+while IFS=";" read -r -u 3 name want meshes move; do
+  IFS="|" read -r -a ms <<<"$meshes"
+  synth_all "$name" "${ms[@]}" -- "$move"
+  for s in $want; do
+    expect_true "$name: $s synthesizes it" -- test -f "$TMP/$name.$s.xml"
+  done
+  for f in "${SCHEDS[@]}"; do
+    expect_exit 0 "$name $(basename "$f"): loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$f"
+    expect_grep "$TMP/out" "loopback: [0-9]+ ranks, .* every destination byte correct" \
+      "$name $(basename "$f"): loopback bytes"
+    n=$(ranks_of "$f")
+    expect_exit 0 "$name $(basename "$f"): mpirun -np $n" -- "${MPIRUN[@]}" -np "$n" "$MESHCAST" \
+      run -q --backend mpi --timeout 20 --topo "$TOPO" "$f"
+    expect_grep "$TMP/out" "mpi: $n ranks, .* every destination byte correct" \
+      "$name $(basename "$f"): mpi bytes"
+  done
+done 3< <(cases)
+
+# The bytes each schedule puts on host 0's NIC (its only way out) for fan2: one source tile of
+# 256*256*4 bytes; each consumer on host 1 needs all of it (split over its two GPUs). p2p sends
+# each destination its part, so the tile crosses once per consumer; meshcast crosses once and
+# relays inside host 1.
+tile=$((256 * 256 * 4))
+nic_bytes() {
+  "$MESHCAST" sim --json --links 100 --topo "$TOPO" "$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(sum(int(l["bytes"]) for l in r["busiest_links"] if l["link"] == "h0/NIC0 -> h0/NET0"))'
+}
+expect_true "fan2: p2p crosses host 0's NIC twice per byte (2 x $tile)" -- \
+  test "$(nic_bytes "$TMP/fan2.p2p.xml")" -eq $((2 * tile))
+expect_true "fan2: alpa-bcast, one broadcast per consumer, crosses twice too" -- \
+  test "$(nic_bytes "$TMP/fan2.alpa-bcast.xml")" -eq $((2 * tile))
+expect_true "fan2: meshcast crosses it once per byte ($tile)" -- \
+  test "$(nic_bytes "$TMP/fan2.meshcast.xml")" -eq "$tile"
+finish_skips
