@@ -2,7 +2,7 @@
 # Tensors with several consumers (one move, destinations in several meshes, each in its own
 # layout): every strategy's schedule runs under the loopback and MPI backends and every
 # destination byte of every consumer arrives; the meshcast strategy reaches the second consumer
-# without crossing the slow link again.
+# without crossing the slow link again; emit writes the task with all its consumers.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$(dirname "$0")/lib_run.sh"
 
@@ -35,6 +35,14 @@ while IFS=";" read -r -u 3 name want meshes move; do
       "$name $(basename "$f"): mpi bytes"
   done
 done 3< <(cases)
+
+# emit writes the several-consumer task into the header and lays out each destination GPU's
+# buffer in its own consumer's layout (the lowering `run` executed above); --check agrees.
+f="$TMP/three.meshcast.xml"
+expect_exit 0 "three: emit" -- "$MESHCAST" emit -q --topo "$TOPO" "$f" -o "$TMP/emit" --name three
+expect_grep "$TMP/emit/three.h" "^ \*   move t0: i8\[9,7\] A\[x,_\] -> B\[_,x\], C\[_,_\], D\[x,_\]$" \
+  "three: the header names the three consumers"
+expect_exit 0 "three: emit --check" -- "$MESHCAST" emit -q --topo "$TOPO" --check "$TMP/emit" "$f" --name three
 
 # The bytes each schedule puts on host 0's NIC (its only way out) for fan2: one source tile of
 # 256*256*4 bytes; each consumer on host 1 needs all of it (split over its two GPUs). p2p sends
