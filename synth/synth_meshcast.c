@@ -26,6 +26,7 @@ typedef struct run {
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
     int64_t sim_work_left;  /* simulation work left to certify and the referee */
+    mc_bound_t bound;       /* the task's lower bound, computed once */
 } run_t;
 
 static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
@@ -49,13 +50,11 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     }
     /* trees priced by link load join the shapes above (relays are what they add: not under a
      * memory limit) */
-    if (price && !r->opts->memory_limit) {
-        mc_bound_t b;
-        MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
+    if (price && !r->opts->memory_limit)
         MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
-                                     b.seconds - b.latency_s, &r->frac, &r->price, err),
+                                     r->bound.seconds - r->bound.latency_s, &r->frac, &r->price,
+                                     err),
                       out, st);
-    }
 out:
     free(leaving);
     return st;
@@ -326,7 +325,7 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
     mc_sim_result_t sim = {0};
-    mc_bound_t b = {0};
+    const mc_bound_t *b = &r->bound;
     *v = (verdict_t){0};
     int bad = mc_sched_validate(s, r->topo, &buf);
     if (bad) {
@@ -334,7 +333,6 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
                         __FILE__, __LINE__, bad, buf.data ? buf.data : "");
         goto out;
     }
-    MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
     mc_err_t stopped = {0};
     st = mc_sim_run_bounded(s, r->topo, work_left, &sim, &stopped);
     v->simulated = st == MC_OK;
@@ -354,11 +352,11 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
                 v->t = rep->plans[MC_PLAN_SOLVED].est_ps * 1e-12;
         }
     }
-    double gap = b.seconds > 0 ? (v->t / b.seconds - 1) * 100 : 0;
+    double gap = b->seconds > 0 ? (v->t / b->seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
              "rlimit_used=%llu priced=%d frac_s=%.6g",
-             plan, v->simulated ? "sim_s" : "est_s", v->t, b.seconds, gap, r->nz3_optimal,
+             plan, v->simulated ? "sim_s" : "est_s", v->t, b->seconds, gap, r->nz3_optimal,
              r->nunique, r->ncomps, (unsigned long long)r->rlimit_used, r->price.added,
              r->price.frac_s);
 out:
@@ -519,6 +517,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
+    MC_CHECK_GOTO(mc_task_bound(task, topo, &r.bound, err), out, st);
+    plain.bound = r.bound;
     MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
     /* Priced trees lower the fractional optimum, but the simulator also charges what the model
      * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing
