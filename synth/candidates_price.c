@@ -22,6 +22,8 @@
  * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998
 #define MC_PRICE_STALL 6
+/* The shallow split moves shares toward the column of least price x (1 + this x depth). */
+#define MC_PRICE_DEPTH 0.03
 /* Trees one share may gain in a round of ties (price_round). */
 #define MC_PRICE_TIE_TREES 4
 /* Roots tried per share, and trees one share may gain. */
@@ -318,34 +320,38 @@ static int steps_for(const mc_frac_t *f)
            : steps < MC_PRICE_MIN_STEPS ? MC_PRICE_MIN_STEPS : (int)steps;
 }
 
-/* Moves every share's candidates together, in the order the fractional model lists them. */
-static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count, double **frac)
+/* Moves every share's candidates together, in the order the fractional model lists them; x[k]
+ * gets split k's fractions (each indexed by the original candidates) in that order. */
+static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count,
+                    double *const split[MC_SPLITS], double *x[MC_SPLITS])
 {
     mc_cand_t *c = mc_xmalloc(sizeof(mc_cand_t) * (size_t)(cs->n + 1));
-    double *x = mc_xcalloc((size_t)cs->n + 1, sizeof(double));
+    for (int k = 0; k < MC_SPLITS; k++)
+        x[k] = mc_xcalloc((size_t)cs->n + 1, sizeof(double));
     int n = 0;
     for (int s = 0; s < f->nshares; s++) {
         first[s] = n;
         count[s] = f->ncols[s];
         for (int j = 0; j < f->ncols[s]; j++) {
-            x[n] = f->x[f->cols[s][j]];
+            for (int k = 0; k < MC_SPLITS; k++)
+                x[k][n] = split[k][f->cols[s][j]];
             c[n++] = cs->c[f->cols[s][j]];
         }
     }
     free(cs->c);
     cs->c = c;
     cs->n = cs->cap = n;
-    *frac = x;
 }
 
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                            mc_shares_t *sh, int *first, int *count, double bound_s,
-                           double **frac, mc_price_stats_t *stats, mc_err_t *err)
+                           double *frac[MC_SPLITS], mc_price_stats_t *stats, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_frac_t f;
     double *demand = mc_xmalloc(sizeof(double) * (size_t)(sh->n + 1));
     int *gained = mc_xcalloc((size_t)sh->n + 1, sizeof(int));
+    double *split[MC_SPLITS] = {NULL};
     memset(stats, 0, sizeof(*stats));
     for (int s = 0; s < sh->n; s++)
         demand[s] = (double)task->pieces[sh->s[s].piece].bytes;
@@ -375,8 +381,26 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             break;
     }
     stats->frac_s = f.value_s;
+    /* the split found, then the same columns split afresh preferring shallow trees */
+    for (int k = 0; k < MC_SPLITS; k++) {
+        if (k == MC_SPLIT_SHALLOW) {
+            memset(f.x, 0, sizeof(double) * (size_t)f.capx);
+            f.depth_bias = MC_PRICE_DEPTH;
+            if (stats->added)
+                mc_frac_solve(&f, steps_for(&f));
+        }
+        split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
+        memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);
+    }
 out:
-    regroup(cs, &f, first, count, frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        if (!split[k]) {
+            split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
+            memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);
+        }
+    regroup(cs, &f, first, count, split, frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        free(split[k]);
     mc_frac_free(&f);
     free(demand);
     free(gained);

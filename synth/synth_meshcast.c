@@ -20,7 +20,7 @@ typedef struct run {
     mc_shares_t sh;
     mc_cands_t cs;
     int *first, *count;   /* per share: its candidates in cs */
-    double *frac;         /* per candidate: its share's fraction in the fractional model */
+    double *frac[MC_SPLITS]; /* per split, per candidate: its share's fraction */
     mc_price_stats_t price;
     mc_comp_t *comps;
     int ncomps, nunique, nsolved, nz3_optimal;
@@ -52,7 +52,7 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
      * memory limit) */
     if (price && !r->opts->memory_limit)
         MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
-                                     r->bound.seconds - r->bound.latency_s, &r->frac, &r->price,
+                                     r->bound.seconds - r->bound.latency_s, r->frac, &r->price,
                                      err),
                       out, st);
 out:
@@ -88,14 +88,14 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
-/* The fractional model's split of the component's shares, rounded to whole units in one phase.
- * Returns 0 when it is a feasible plan. */
-static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
+/* Split k of the fractional model over the component's shares, rounded to whole units in one
+ * phase. Returns 0 when it is a feasible plan. */
+static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *out)
 {
     const mc_plan_t *pl = &cp->plan;
     double *x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
     for (int c = 0; c < pl->ncands; c++)
-        x[c] = r->frac[cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
+        x[c] = r->frac[k][cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
     mc_plan_round(pl, x, out);
     free(x);
     mc_plan_sol_compact(pl, out);
@@ -110,7 +110,7 @@ static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
-    mc_plan_sol_t from[4] = {{0}};
+    mc_plan_sol_t from[3 + MC_SPLITS] = {{0}};
     mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
@@ -132,8 +132,8 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
     nfrom += zs.status == MC_Z3_OPTIMAL;
-    if (r->price.added && frac_plan(r, cp, &from[nfrom]) == 0)
-        nfrom++;
+    for (int k = 0; k < MC_SPLITS && r->price.added; k++)
+        nfrom += frac_plan(r, cp, k, &from[nfrom]) == 0;
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -158,7 +158,7 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
                 mc_fmt_seconds((double)lower * 1e-12, b, sizeof b));
     }
 out:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3 + MC_SPLITS; i++)
         mc_plan_sol_free(&from[i]);
     return st;
 }
@@ -396,8 +396,8 @@ static int every_comp_has(const run_t *r, int kind)
  * staggered. A caller's fixed chunk leaves out what changes chunk counts. */
 static int variants(const run_t *r, variant_t *out)
 {
-    static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0,
-                                MC_PLAN_OTHER1, MC_PLAN_OTHER2, MC_PLAN_SOLVED};
+    static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0, MC_PLAN_OTHER1,
+                                MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
@@ -414,8 +414,8 @@ static int variants(const run_t *r, variant_t *out)
  * *v its verdict. */
 static mc_status_t race(run_t *r, variant_t x, mc_sched_t **out, verdict_t *v, mc_err_t *err)
 {
-    static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1",
-                                               "other2", "direct", "whole"};
+    static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1", "other2",
+                                               "other3", "direct", "whole"};
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
@@ -477,7 +477,8 @@ static void run_free(run_t *r)
     mc_shares_free(&r->sh);
     free(r->first);
     free(r->count);
-    free(r->frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        free(r->frac[k]);
 }
 
 /* One synthesis from the candidates: components solved, the solved plan certified and raced by
