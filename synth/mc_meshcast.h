@@ -313,10 +313,11 @@ typedef struct mc_comp {
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan
  * (share i's candidates are cs->c[first[i] .. first[i]+count[i]); chunk_bytes: the caller's
- * pipeline chunk, 0 for each tree's best). */
+ * pipeline chunk, 0 for each tree's best; frac: the fractional split of the priced shares' bytes
+ * per candidate, or NULL, which sizes each tree's fixed cost). */
 void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
                     const mc_cands_t *cs, const int *first, const int *count, uint64_t chunk_bytes,
-                    mc_comp_t **out, int *ncomps);
+                    const double *frac, mc_comp_t **out, int *ncomps);
 void mc_comps_free(mc_comp_t *comps, int n);
 
 /* Units a piece is split into for the optimizer (finer for a share with priced trees: its

@@ -487,8 +487,8 @@ static mc_status_t synth_once(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *
 {
     mc_status_t st = MC_OK;
     int replaced;
-    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk, &r->comps,
-                   &r->ncomps);
+    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
+                   r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
     MC_CHECK_GOTO(solve(r, err), out, st);
     MC_CHECK_GOTO(assemble(r, MC_PLAN_SOLVED, FORM_DECODED, s, err), out, st);
     MC_CHECK_GOTO(certify(r, *s, "z3", &r->sim_work_left, v, err), out, st);
