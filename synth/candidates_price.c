@@ -299,6 +299,52 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
     return added;
 }
 
+/* Adds the two-level trees of every share whose root and destinations share a host: from its
+ * root, through each other GPU r of that host, then from r to every other destination. On a
+ * full mesh these are the link-disjoint arborescences of Edmonds' theorem, which the Steiner
+ * heuristic does not single out among the trees of equal load (it finds chains and three-level
+ * trees there). Returns the number added. */
+static int seed_two_level(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, mc_err_t *err)
+{
+    const mc_topo_t *topo = f->topo;
+    int n = topo->ngpus, added = 0;
+    int *par = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 1));
+    int *chi = par + n;
+    for (int s = 0; s < sh->n && added >= 0; s++) {
+        const mc_share_t *share = &sh->s[s];
+        if (share->ndests < 2 || f->ncols[s] == 0)
+            continue;
+        int root = f->cs->c[f->cols[s][0]].root, h = mc_topo_gpu_host(topo, root), local = 1;
+        for (int i = 0; i < share->ndests; i++)
+            local &= mc_topo_gpu_host(topo, share->dests[i]) == h;
+        for (int r = 0; r < n && local; r++) {
+            if (r == root || mc_topo_gpu_host(topo, r) != h)
+                continue;
+            int ne = 0;
+            par[ne] = root;
+            chi[ne++] = r;
+            for (int i = 0; i < share->ndests; i++)
+                if (share->dests[i] != r) {
+                    par[ne] = r;
+                    chi[ne++] = share->dests[i];
+                }
+            if (known(f, s, root, ne, par, chi))
+                continue;
+            int c = mc_cands_append(cs, topo, share->piece, root, ne, par, chi, err);
+            if (c < 0) {
+                added = -1;
+                break;
+            }
+            f->cs = cs;
+            mc_frac_add(f, s, c);
+            sh->s[s].fine = 1;
+            added++;
+        }
+    }
+    free(par);
+    return added;
+}
+
 /* Steps per solve for the model's current size: a step reads every link crossing of every column
  * and evaluates the soft maximum over the links in use once per step of its line search. */
 static int steps_for(const mc_frac_t *f)
@@ -381,13 +427,21 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             break;
     }
     stats->frac_s = f.value_s;
-    /* the split found, then the same columns split afresh preferring shallow trees */
+    /* the split found (the two-level trees added at fraction 0), then one afresh preferring
+     * shallow trees */
+    if (stats->added) {
+        int seeded = seed_two_level(&f, cs, sh, err);
+        if (seeded < 0) {
+            st = MC_ERR_INTERNAL;
+            goto out;
+        }
+        stats->added += seeded;
+    }
     for (int k = 0; k < MC_SPLITS; k++) {
-        if (k == MC_SPLIT_SHALLOW) {
+        if (k == MC_SPLIT_SHALLOW && stats->added) {
             memset(f.x, 0, sizeof(double) * (size_t)f.capx);
             f.depth_bias = MC_PRICE_DEPTH;
-            if (stats->added)
-                mc_frac_solve(&f, steps_for(&f));
+            mc_frac_solve(&f, steps_for(&f));
         }
         split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
         memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);
