@@ -162,6 +162,22 @@ static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent,
     return 0;
 }
 
+/* Appends the tree given by edges to the candidates as a new column of share s (marking the
+ * share fine). Returns its index, -2 when s already has that tree, -1 on error. */
+static int add_column(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, int s, int root, int ne,
+                      const int *parent, const int *child, mc_err_t *err)
+{
+    if (known(f, s, root, ne, parent, child))
+        return -2;
+    int c = mc_cands_append(cs, f->topo, sh->s[s].piece, root, ne, parent, child, err);
+    if (c < 0)
+        return -1;
+    f->cs = cs;
+    mc_frac_add(f, s, c);
+    sh->s[s].fine = 1;
+    return c;
+}
+
 /* Price of one byte on the tree given by edges, at prices (plus eps per link). */
 static double edges_cost(const mc_topo_t *topo, const double *price, double eps,
                          const int *parent, const int *child, int ne)
@@ -272,16 +288,13 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
             mc_steiner_free(&own);
             int better = bne > 0 && (mc_frac_cheaper(bcost, bdepth, have, hdepth) ||
                                      (tie && bcost <= have * (1 + 1e-9)));
-            if (!better || known(f, s, broot, bne, bpar, bchi))
+            if (!better)
                 break;
-            int c = mc_cands_append(cs, topo, share->piece, broot, bne, bpar, bchi, err);
+            int c = add_column(f, cs, sh, s, broot, bne, bpar, bchi, err);
             if (c < 0) {
-                added = -1;
+                added = c == -1 ? -1 : added;
                 break;
             }
-            f->cs = cs;
-            mc_frac_add(f, s, c);
-            sh->s[s].fine = 1;
             gained[s]++;
             added++;
             for (int i = 0; tie && i < cs->c[c].nlinks; i++)
@@ -328,17 +341,12 @@ static int seed_two_level(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, mc_err_
                     par[ne] = r;
                     chi[ne++] = share->dests[i];
                 }
-            if (known(f, s, root, ne, par, chi))
-                continue;
-            int c = mc_cands_append(cs, topo, share->piece, root, ne, par, chi, err);
-            if (c < 0) {
+            int c = add_column(f, cs, sh, s, root, ne, par, chi, err);
+            if (c == -1) {
                 added = -1;
                 break;
             }
-            f->cs = cs;
-            mc_frac_add(f, s, c);
-            sh->s[s].fine = 1;
-            added++;
+            added += c >= 0;
         }
     }
     free(par);
