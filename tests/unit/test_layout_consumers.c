@@ -165,7 +165,7 @@ static void test_same_needs_as_one_move_per_consumer(void **state)
 }
 
 /* Distinct bytes: host 0 sends the tile once, host 1 receives it once, though four GPUs in two
- * consumers need it; each GPU's ingress still counts its own half. */
+ * consumers need it; each GPU's ingress and each pair's flow still count its own half. */
 static void test_bound_counts_shared_bytes_once(void **state)
 {
     (void)state;
@@ -182,6 +182,20 @@ static void test_bound_counts_shared_bytes_once(void **state)
     double nic = FAN2_TILE / 1.25e9;
     assert_true(b.host_cut_s >= nic * (1 - 1e-9) && b.host_cut_s <= nic * (1 + 1e-9));
     assert_true(b.seconds >= nic);
+    /* Against the same bytes written as two tensors (the bound cannot know they are the same):
+     * the source-side terms halve, the per-destination ones stay. */
+    mc_task_t *apart = task_of("mesh A={x:1}@0\nmesh B={x:2}@4..5\nmesh C={x:2}@6..7\n"
+                               "move xb: f32[256,256] A[_,_] -> B[x,_]\n"
+                               "move xc: f32[256,256] A[_,_] -> C[_,x]\n");
+    mc_bound_t a;
+    assert_int_equal(mc_task_bound_terms(apart, topo, &a, &err), MC_OK);
+    const double half[] = {b.egress_s / a.egress_s, b.host_cut_s / a.host_cut_s,
+                           b.mesh_cut_s / a.mesh_cut_s, b.cut_s / a.cut_s, b.lp_s / a.lp_s};
+    for (size_t i = 0; i < sizeof(half) / sizeof(half[0]); i++)
+        if (fabs(half[i] - 0.5) > 1e-6)
+            fail_msg("term %zu: %.9g of the two-tensor task's, expected half", i, half[i]);
+    assert_true(fabs(b.ingress_s - a.ingress_s) <= 1e-12 && fabs(b.flow_s - a.flow_s) <= 1e-12);
+    mc_task_free(apart);
     mc_task_free(t);
     mc_topo_free(topo);
 }
