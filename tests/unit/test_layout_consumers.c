@@ -225,7 +225,7 @@ static mc_sched_t *synth_of(const char *strategy, mc_task_t *t, const mc_topo_t 
     return s;
 }
 
-/* The closed form: p2p and alpa-bcast reshard to each consumer on its own, so the tile crosses
+/* The closed form: the baselines reshard to each consumer on its own, so the tile crosses
  * host 0's NIC once per consumer; meshcast crosses once and a consumer relays to the other. */
 static void test_meshcast_crosses_once(void **state)
 {
@@ -235,9 +235,9 @@ static void test_meshcast_crosses_once(void **state)
     static const struct {
         const char *strategy;
         int crossings;
-    } want[] = {{"p2p", 2}, {"alpa-bcast", 2}, {"meshcast", 1}};
-    double makespan[3];
-    for (int k = 0; k < 3; k++) {
+    } want[] = {{"p2p", 2}, {"p2p-lb", 2}, {"alpa-bcast", 2}, {"meshcast", 1}};
+    double makespan[4];
+    for (int k = 0; k < 4; k++) {
         mc_sched_t *s = synth_of(want[k].strategy, t, topo);
         mc_sim_result_t r;
         mc_err_t err = {0};
@@ -247,7 +247,7 @@ static void test_meshcast_crosses_once(void **state)
             fail_msg("%s: %.0f bytes leave host 0, expected %d x %u", want[k].strategy, bytes,
                      want[k].crossings, FAN2_TILE);
         makespan[k] = r.makespan_s;
-        if (k == 2) {
+        if (k == 3) {
             int relays = 0;
             for (int i = 0; i < s->ntrees; i++)
                 for (int e = 0; e < s->trees[i].nedges; e++) {
@@ -262,7 +262,31 @@ static void test_meshcast_crosses_once(void **state)
         mc_sched_free(s);
     }
     /* The NIC is the bottleneck: crossing once takes about half as long. */
-    assert_true(makespan[2] < 0.6 * makespan[0]);
+    assert_true(makespan[3] < 0.6 * makespan[0]);
+    mc_task_free(t);
+    mc_topo_free(topo);
+}
+
+/* xla and collectives redistribute inside one mesh: a tensor with several consumers is refused
+ * with a message saying so, even when one consumer is the source's own mesh. */
+static void test_same_mesh_strategies_refuse(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = topo_of(AWS);
+    mc_task_t *t = task_of("mesh A={x:2}@0..1\nmesh B={x:2}@4..5\n"
+                           "move h: f32[8,8] A[x,_] -> A[_,x], B[x,_]\n");
+    static const char *strategies[] = {"xla", "collectives"};
+    for (int k = 0; k < 2; k++) {
+        mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+        mc_sched_t *s = NULL;
+        mc_err_t err = {0};
+        char want[160];
+        assert_int_equal(mc_synth(strategies[k], t, topo, &opts, &s, &err), MC_ERR_UNSUPPORTED);
+        assert_null(s);
+        snprintf(want, sizeof want, "strategy %s: tensor h has 2 consumers; expected one "
+                 "(collectives redistribute inside one mesh)", strategies[k]);
+        assert_string_equal(err.msg, want);
+    }
     mc_task_free(t);
     mc_topo_free(topo);
 }
@@ -356,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_same_needs_as_one_move_per_consumer),
         cmocka_unit_test(test_bound_counts_shared_bytes_once),
         cmocka_unit_test(test_meshcast_crosses_once),
+        cmocka_unit_test(test_same_mesh_strategies_refuse),
         cmocka_unit_test(test_sim_never_beats_bound),
         cmocka_unit_test(test_parse_errors),
     };
