@@ -7,8 +7,8 @@
  *   mesh    A={host:2,gpu:4}@0..7        B={x:4,y:2}@[8,9,10,11,12,13,14,15]   C={x:4,y:2}@<=[2,4]T(1,0)
  *   layout  i32[1024,1024,512] A[host,_,_]     f32[10,64] A[gpu{4,2,2,2},_]    bf16[8,8] A[(host,gpu),_]
  *   move    'i32[1024,1024,512] A[host,_,_] -> B[_,host,_]'   (the destination may omit dtype/shape)
- *   several consumers  'f32[64,64] A[host,_] -> B[_,x], C[y,_]'   (one tensor, its pieces' destinations
- *           span B and C)
+ *   several consumers  'f32[64,64] A[host,_] -> B[_,x], C[y,_]'
+ *           (one tensor whose pieces' destinations span B and C)
  *
  * A piece is a maximal box of one tensor with one set of holders and one set of destinations;
  * its bytes are the box's elements in row-major order, so a byte range of a piece is a range of
@@ -75,7 +75,6 @@ typedef struct mc_tensor_move {
     int nmore;              /* further consumers, in more[0..nmore-1] */
     mc_layout_t *more;
 } mc_tensor_move_t;
-
 
 typedef struct mc_piece {
     int tensor;

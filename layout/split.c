@@ -192,17 +192,23 @@ static void split_tensor(split_state_t *ss, int tensor)
             for (int i = 0; i < nl; i++)
                 gid[i] += o->shard[i] * g[i].stride[k];
         }
-        /* The consumers' meshes are disjoint, so their groups concatenate into a set. */
-        int nneed = 0;
-        for (int i = 1; i < nl; i++) {
-            int64_t len = g[i].start[gid[i] + 1] - g[i].start[gid[i]];
-            memcpy(need + nneed, g[i].gpus + g[i].start[gid[i]], sizeof(int) * (size_t)len);
-            nneed += (int)len;
-        }
-        if (nl > 2)
+        /* One consumer's group is the set; several consumers' meshes are disjoint, so their
+         * groups concatenate into one. */
+        const int *dests = g[1].gpus + g[1].start[gid[1]];
+        int nneed = (int)(g[1].start[gid[1] + 1] - g[1].start[gid[1]]);
+        if (nl > 2) {
+            memcpy(need, dests, sizeof(int) * (size_t)nneed);
+            for (int i = 2; i < nl; i++) {
+                int64_t len = g[i].start[gid[i] + 1] - g[i].start[gid[i]];
+                memcpy(need + nneed, g[i].gpus + g[i].start[gid[i]], sizeof(int) * (size_t)len);
+                nneed += (int)len;
+            }
             mc_sort(need, (size_t)nneed, sizeof(int), cmp_int);
-        emit_pair(ss, tensor, &box, mc_layout_box_bytes(&mv->src, &box), g[0].gpus + g[0].start[gid[0]],
-                  (int)(g[0].start[gid[0] + 1] - g[0].start[gid[0]]), need, nneed);
+            dests = need;
+        }
+        emit_pair(ss, tensor, &box, mc_layout_box_bytes(&mv->src, &box),
+                  g[0].gpus + g[0].start[gid[0]],
+                  (int)(g[0].start[gid[0] + 1] - g[0].start[gid[0]]), dests, nneed);
         int k = nd - 1;
         while (k >= 0 && ++idx[k] == nov[k])
             idx[k--] = 0;
