@@ -1,0 +1,268 @@
+/* The cost model's frame: the wrapped topology (route cache, per-host lists, scratch), the
+ * accounting of transfers onto links, and the time formula applied to the loaded links
+ * (docs/cost-model.md). The strategies' traffic is in cost_traffic.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/cost_internal.h"
+
+static const char *const strategy_names[MC_COST__COUNT] = {"meshcast", "p2p", "alpa-bcast"};
+
+int mc_cost_strategy_parse(const char *name, mc_cost_strategy_t *out)
+{
+    for (int s = 0; s < MC_COST__COUNT; s++)
+        if (name && !strcmp(name, strategy_names[s])) {
+            *out = (mc_cost_strategy_t)s;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mc_cost_strategy_name(mc_cost_strategy_t s)
+{
+    return (unsigned)s < MC_COST__COUNT ? strategy_names[s] : "?";
+}
+
+const char *mc_cost_bind_str(mc_cost_bind_t b)
+{
+    static const char *names[] = {"none", "link", "latency"};
+    return (unsigned)b <= MC_COST_BIND_LATENCY ? names[b] : "?";
+}
+
+mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
+{
+    mc_cost_topo_t *ct = mc_xcalloc(1, sizeof(*ct));
+    int nh = topo->nhosts, ng = topo->ngpus;
+    ct->topo = topo;
+    ct->hcap = 1024;
+    ct->keys = mc_xmalloc(sizeof(int64_t) * (size_t)ct->hcap);
+    ct->vals = mc_xmalloc(sizeof(int) * (size_t)ct->hcap);
+    memset(ct->keys, 0xff, sizeof(int64_t) * (size_t)ct->hcap);
+    ct->host_start = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    ct->host_gpus = mc_xmalloc(sizeof(int) * (size_t)ng);
+    ct->host_ports = mc_xcalloc((size_t)nh, sizeof(int));
+    for (int g = 0; g < ng; g++)
+        ct->host_start[mc_topo_gpu_host(topo, g) + 1]++;
+    for (int h = 0; h < nh; h++)
+        ct->host_start[h + 1] += ct->host_start[h];
+    int *fill = mc_xmalloc(sizeof(int) * (size_t)nh);
+    memcpy(fill, ct->host_start, sizeof(int) * (size_t)nh);
+    for (int g = 0; g < ng; g++)
+        ct->host_gpus[fill[mc_topo_gpu_host(topo, g)]++] = g;
+    free(fill);
+    for (int i = 0; i < topo->nnodes; i++)
+        if (topo->nodes[i].kind == MC_NODE_NET && topo->nodes[i].host >= 0)
+            ct->host_ports[topo->nodes[i].host]++;
+    ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
+    ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
+    ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
+    ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
+    ct->stamp = mc_xmalloc(sizeof(int) * (size_t)(nh > ng ? nh : ng));
+    ct->next = mc_xmalloc(sizeof(int) * (size_t)(nh > ng ? nh : ng));
+    return ct;
+}
+
+void mc_cost_topo_free(mc_cost_topo_t *ct)
+{
+    if (!ct)
+        return;
+    free(ct->keys);
+    free(ct->vals);
+    free(ct->routes);
+    free(ct->pool);
+    free(ct->host_start);
+    free(ct->host_gpus);
+    free(ct->host_ports);
+    free(ct->load);
+    free(ct->flows);
+    free(ct->touched);
+    free(ct->xfers);
+    free(ct->gpu_out);
+    free(ct->host_out);
+    free(ct->stamp);
+    free(ct->next);
+    free(ct);
+}
+
+static int slot_of(const mc_cost_topo_t *ct, int64_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    int i = (int)(h >> 40) & (ct->hcap - 1);
+    while (ct->keys[i] != -1 && ct->keys[i] != key)
+        i = (i + 1) & (ct->hcap - 1);
+    return i;
+}
+
+static void rehash(mc_cost_topo_t *ct)
+{
+    int64_t *keys = ct->keys;
+    int *vals = ct->vals, cap = ct->hcap;
+    ct->hcap *= 2;
+    ct->keys = mc_xmalloc(sizeof(int64_t) * (size_t)ct->hcap);
+    ct->vals = mc_xmalloc(sizeof(int) * (size_t)ct->hcap);
+    memset(ct->keys, 0xff, sizeof(int64_t) * (size_t)ct->hcap);
+    for (int i = 0; i < cap; i++)
+        if (keys[i] != -1) {
+            int s = slot_of(ct, keys[i]);
+            ct->keys[s] = keys[i];
+            ct->vals[s] = vals[i];
+        }
+    free(keys);
+    free(vals);
+}
+
+/* The cached route from GPU a to GPU b (looked up in topo the first time). */
+static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err_t *err)
+{
+    int64_t key = (int64_t)a * ct->topo->ngpus + b;
+    int s = slot_of(ct, key);
+    if (ct->keys[s] == key) {
+        *index = ct->vals[s];
+        return MC_OK;
+    }
+    mc_route_t r;
+    mc_status_t st = mc_topo_route(ct->topo, a, b, &r, err);
+    if (st != MC_OK)
+        return st;
+    MC_GROW(ct->routes, ct->route_cap, ct->nroutes + 1);
+    MC_GROW(ct->pool, ct->pool_cap, ct->npool + r.nlinks);
+    memcpy(ct->pool + ct->npool, r.links, sizeof(int) * (size_t)r.nlinks);
+    ct->routes[ct->nroutes] = (cost_route_t){ct->npool, r.nlinks,
+                                             mc_topo_links_delay(ct->topo, r.links, r.nlinks)};
+    ct->npool += r.nlinks;
+    ct->keys[s] = key;
+    ct->vals[s] = *index = ct->nroutes++;
+    if (++ct->hcount * 2 > ct->hcap)
+        rehash(ct);
+    return MC_OK;
+}
+
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, mc_err_t *err)
+{
+    if (a == b || bytes <= 0)
+        return MC_OK;
+    int ri;
+    mc_status_t st = route_of(ct, a, b, &ri, err);
+    if (st != MC_OK)
+        return st;
+    const cost_route_t *r = &ct->routes[ri];
+    for (int i = 0; i < r->n; i++) {
+        int l = ct->pool[r->first + i];
+        if (ct->flows[l]++ == 0)
+            ct->touched[ct->ntouched++] = l;
+        ct->load[l] += bytes;
+    }
+    ct->gpu_out[a] += bytes;
+    MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
+    ct->xfers[ct->nxfers++] = (cost_xfer_t){ri, depth < COST_MAX_DEPTH ? depth : COST_MAX_DEPTH,
+                                            bytes};
+    return MC_OK;
+}
+
+static void reset(mc_cost_topo_t *ct)
+{
+    for (int i = 0; i < ct->ntouched; i++) {
+        ct->load[ct->touched[i]] = 0;
+        ct->flows[ct->touched[i]] = 0;
+    }
+    ct->ntouched = ct->nxfers = 0;
+    memset(ct->gpu_out, 0, sizeof(double) * (size_t)ct->topo->ngpus);
+    memset(ct->host_out, 0, sizeof(double) * (size_t)ct->topo->nhosts);
+}
+
+/* The slowest link a route crosses: its load over its bandwidth. */
+static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r)
+{
+    double pace = 0;
+    for (int i = 0; i < r->n; i++) {
+        int l = ct->pool[r->first + i];
+        pace = fmax(pace, ct->load[l] / ct->topo->links[l].bw);
+    }
+    return pace;
+}
+
+/* The time formula on the loaded links. The busiest link moves its bytes in bandwidth_s. A path
+ * of depth D pays, on its first chunk, every hop's message delay and every hop's share of the
+ * chunk (its slowest link's pace over c), then c-1 more chunks at the busiest link's pace, each
+ * after a message overhead that the other connections on that link hide in part:
+ *   T(c) = sum_k delay_k + sum_k pace_k / c + (c-1) (alpha_b / flows_b + bandwidth_s / c)
+ * minimized over c in [1, max_chunks]. */
+static void time_of(const mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
+{
+    const mc_topo_t *t = ct->topo;
+    double bw_s = 0, delay[COST_MAX_DEPTH + 1] = {0}, pace[COST_MAX_DEPTH + 1] = {0};
+    int link = -1, depth = 0;
+    for (int i = 0; i < ct->ntouched; i++) {
+        int l = ct->touched[i];
+        double s = ct->load[l] / t->links[l].bw;
+        if (s > bw_s || (s == bw_s && link >= 0 && l < link)) {
+            bw_s = s;
+            link = l;
+        }
+    }
+    for (int i = 0; i < ct->nxfers; i++) {
+        const cost_xfer_t *x = &ct->xfers[i];
+        const cost_route_t *r = &ct->routes[x->route];
+        delay[x->depth] = fmax(delay[x->depth], r->delay);
+        pace[x->depth] = fmax(pace[x->depth], route_pace(ct, r));
+        if (x->depth > depth)
+            depth = x->depth;
+    }
+    double fixed = 0, fill = 0;
+    for (int k = 1; k <= depth; k++) {
+        fixed += delay[k];
+        fill += pace[k];
+    }
+    fill = fmax(0, fill - bw_s);
+    double alpha = link >= 0 ? mc_topo_alpha(t->links[link].kind) / ct->flows[link] : 0;
+    int c = 1;
+    if (fill > 0 && alpha > 0) {
+        double best = sqrt(fill / alpha);
+        c = best < 1 ? 1 : best > max_chunks ? max_chunks : (int)lround(best);
+    } else if (fill > 0) {
+        c = max_chunks;
+    }
+    if (c < 1)
+        c = 1;
+    double overhead = fixed + fill / c + (c - 1) * alpha;
+    *out = (mc_cost_t){.seconds = bw_s + overhead, .bandwidth_s = bw_s, .overhead_s = overhead,
+                       .binding = link < 0 ? MC_COST_BIND_NONE
+                                  : bw_s >= overhead ? MC_COST_BIND_LINK
+                                                     : MC_COST_BIND_LATENCY,
+                       .link = link, .depth = depth, .chunks = c,
+                       .confidence = link < 0 ? 1.0 : bw_s / (bw_s + overhead)};
+}
+
+/* The smallest chunk each strategy pipelines in: meshcast's MC_MIN_CHUNK_BYTES, NCCL's Simple
+ * step for the ring broadcast; a send/recv is one message. */
+static int max_chunks(mc_cost_strategy_t s, double bytes)
+{
+    double step = s == MC_COST_MESHCAST ? 128.0 * 1024 : 512.0 * 1024;
+    double c = s == MC_COST_P2P ? 1 : floor(bytes / step);
+    return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
+}
+
+mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc_cost_opts_t *opts,
+                             mc_cost_t *out, mc_err_t *err)
+{
+    static mc_status_t (*const traffic[MC_COST__COUNT])(mc_cost_topo_t *, const mc_task_t *,
+                                                       mc_err_t *) = {
+        cost_traffic_meshcast, cost_traffic_p2p, cost_traffic_alpa_bcast};
+    mc_cost_strategy_t s = opts ? opts->strategy : MC_COST_MESHCAST;
+    if ((unsigned)s >= MC_COST__COUNT)
+        return mc_err_set(err, MC_ERR_USAGE, "cost: unknown strategy %d", (int)s);
+    mc_status_t st = mc_task_check_topo(task, ct->topo, err);
+    if (st != MC_OK)
+        return st;
+    reset(ct);
+    st = traffic[s](ct, task, err);
+    if (st != MC_OK)
+        return st;
+    double largest = 0;
+    for (int i = 0; i < ct->nxfers; i++)
+        largest = fmax(largest, ct->xfers[i].bytes);
+    time_of(ct, max_chunks(s, largest), out);
+    return MC_OK;
+}

@@ -1,0 +1,53 @@
+/* Internals of the cost model: the wrapped topology with its route cache and scratch, and the
+ * traffic a strategy would send, laid onto links as it is added. */
+#ifndef MC_COST_INTERNAL_H
+#define MC_COST_INTERNAL_H
+
+#include "cost/cost.h"
+
+/* Store-and-forward hops a path may have; a deeper chain counts as this deep. */
+#define COST_MAX_DEPTH 64
+
+/* One GPU-to-GPU transfer of the strategy's traffic. */
+typedef struct cost_xfer {
+    int route;      /* index into the route pool */
+    int depth;      /* 1 for a transfer from a holder, k for the k-th store-and-forward hop */
+    double bytes;
+} cost_xfer_t;
+
+/* A cached route: its links in the pool and its message delay (alpha + hop latencies). */
+typedef struct cost_route {
+    int first, n;
+    double delay;
+} cost_route_t;
+
+struct mc_cost_topo {
+    const mc_topo_t *topo;
+    /* route cache: open hash of (src * ngpus + dst) -> route index */
+    int64_t *keys;
+    int *vals, hcap, hcount;
+    cost_route_t *routes;
+    int nroutes, route_cap;
+    int *pool, npool, pool_cap;
+    /* per host: its GPUs in id order and its network ports */
+    int *host_start, *host_gpus, *host_ports;
+    /* per call */
+    double *load;       /* bytes per link */
+    int *flows;         /* transfers per link */
+    int *touched, ntouched;
+    cost_xfer_t *xfers;
+    int nxfers, xfer_cap;
+    double *gpu_out;    /* bytes each GPU sends (holder choice) */
+    double *host_out;   /* bytes each host sends across (source-host choice) */
+    int *stamp, *next;  /* per GPU / host: grouping a piece's destinations by host */
+};
+
+/* Adds a transfer of bytes from GPU a to GPU b at store-and-forward depth depth. */
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, mc_err_t *err);
+
+/* Lays a strategy's traffic for the task onto ct's links with cost_send. */
+mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+
+#endif
