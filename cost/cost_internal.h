@@ -47,6 +47,7 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth,
 
 /* Lays a strategy's traffic for the task onto ct's links with cost_send. */
 mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 

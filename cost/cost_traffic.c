@@ -1,7 +1,8 @@
 /* The traffic each strategy would send for a task, as GPU-to-GPU transfers with their
  * store-and-forward depth (docs/cost-model.md). Each follows what its strategy does, not a fit:
  * meshcast moves every byte into a destination host once, spread over the host's network ports,
- * and fans it out inside the host; p2p sends every piece from its first holder to every
+ * and fans it out inside the host, or sends straight from holders when that is faster (its
+ * optimizer has both kinds of candidates); p2p sends every piece from its first holder to every
  * destination; alpa-bcast chains every piece through its destinations. */
 #include <stdlib.h>
 
@@ -127,6 +128,28 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
             }
     }
     free(src);
+    return st;
+}
+
+/* meshcast's star candidates: every destination straight from a holder, one on its own host if
+ * there is one, the least busy of them. */
+mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    mc_status_t st = MC_OK;
+    int *near = mc_xmalloc(sizeof(int) * (size_t)t->ngpus);
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        for (int j = 0; j < p->ndests && st == MC_OK; j++) {
+            int h = mc_topo_gpu_host(t, p->dests[j]), n = 0;
+            for (int k = 0; k < p->nholders; k++)
+                if (mc_topo_gpu_host(t, p->holders[k]) == h)
+                    near[n++] = p->holders[k];
+            int src = n ? least_sent(ct, near, n) : least_sent(ct, p->holders, p->nholders);
+            st = cost_send(ct, src, p->dests[j], (double)p->bytes, 1, err);
+        }
+    }
+    free(near);
     return st;
 }
 
