@@ -59,8 +59,6 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
-    ct->stamp = mc_xmalloc(sizeof(int) * (size_t)(nh > ng ? nh : ng));
-    ct->next = mc_xmalloc(sizeof(int) * (size_t)(nh > ng ? nh : ng));
     return ct;
 }
 
@@ -81,8 +79,6 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->xfers);
     free(ct->gpu_out);
     free(ct->host_out);
-    free(ct->stamp);
-    free(ct->next);
     free(ct);
 }
 
@@ -159,6 +155,59 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth,
     ct->xfers[ct->nxfers++] = (cost_xfer_t){ri, depth < COST_MAX_DEPTH ? depth : COST_MAX_DEPTH,
                                             bytes};
     return MC_OK;
+}
+
+/* The busiest link of a->b's route if bytes more crossed it (seconds). */
+static mc_status_t route_score(mc_cost_topo_t *ct, int a, int b, double bytes, double *score,
+                               mc_err_t *err)
+{
+    int ri;
+    mc_status_t st = route_of(ct, a, b, &ri, err);
+    if (st != MC_OK)
+        return st;
+    const cost_route_t *r = &ct->routes[ri];
+    for (int i = 0; i < r->n; i++) {
+        int l = ct->pool[r->first + i];
+        *score = fmax(*score, (ct->load[l] + bytes) / ct->topo->links[l].bw);
+    }
+    return MC_OK;
+}
+
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
+                       mc_err_t *err)
+{
+    int h = mc_topo_gpu_host(ct->topo, a);
+    mc_status_t st = MC_OK;
+    *reached = depth;
+    if (a == b || h != mc_topo_gpu_host(ct->topo, b))
+        return cost_send(ct, a, b, bytes, depth, err);
+    const int *gpus = ct->host_gpus + ct->host_start[h];
+    int n = ct->host_start[h + 1] - ct->host_start[h];
+    double part = bytes / COST_RELAY_PARTS;
+    for (int p = 0; p < COST_RELAY_PARTS && st == MC_OK; p++) {
+        double best = 0;
+        int via = -1;
+        st = route_score(ct, a, b, part, &best, err);
+        for (int k = 0; k < n && st == MC_OK; k++) {
+            double score = 0;
+            if (gpus[k] == a || gpus[k] == b)
+                continue;
+            st = route_score(ct, a, gpus[k], part, &score, err);
+            if (st == MC_OK && score < best)
+                st = route_score(ct, gpus[k], b, part, &score, err);
+            if (st == MC_OK && score < best * (1 - 1e-9)) {
+                best = score;
+                via = gpus[k];
+            }
+        }
+        if (st == MC_OK && via < 0)
+            st = cost_send(ct, a, b, part, depth, err);
+        if (st == MC_OK && via >= 0 && (st = cost_send(ct, a, via, part, depth, err)) == MC_OK) {
+            st = cost_send(ct, via, b, part, depth + 1, err);
+            *reached = depth + 1;
+        }
+    }
+    return st;
 }
 
 static void reset(mc_cost_topo_t *ct)
@@ -254,9 +303,10 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
     mc_status_t st = traffic(ct, task, err);
     if (st != MC_OK)
         return st;
+    /* a tree moves a piece, or a share of one, in chunks: the largest piece bounds their count */
     double largest = 0;
-    for (int i = 0; i < ct->nxfers; i++)
-        largest = fmax(largest, ct->xfers[i].bytes);
+    for (int i = 0; i < task->npieces; i++)
+        largest = fmax(largest, (double)task->pieces[i].bytes);
     time_of(ct, max_chunks(s, largest), out);
     return MC_OK;
 }
@@ -272,11 +322,15 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
     mc_status_t st = mc_task_check_topo(task, ct->topo, err);
     if (st == MC_OK)
         st = estimate(ct, task, traffic[s], s, out, err);
-    /* meshcast's optimizer also has the star of direct sends; it keeps whichever is faster */
-    mc_cost_t direct;
-    if (st == MC_OK && s == MC_COST_MESHCAST &&
-        (st = estimate(ct, task, cost_traffic_direct, s, &direct, err)) == MC_OK &&
-        direct.seconds < out->seconds)
-        *out = direct;
+    /* meshcast's optimizer has trees that fan out by rings too, and the stars of direct sends;
+     * it keeps whichever is fastest */
+    for (int v = 0; v < 2 && st == MC_OK && s == MC_COST_MESHCAST; v++) {
+        mc_cost_t other;
+        ct->chain = !v;
+        st = estimate(ct, task, v ? cost_traffic_direct : cost_traffic_meshcast, s, &other, err);
+        ct->chain = 0;
+        if (st == MC_OK && other.seconds < out->seconds)
+            *out = other;
+    }
     return st;
 }

@@ -39,11 +39,19 @@ struct mc_cost_topo {
     int nxfers, xfer_cap;
     double *gpu_out;    /* bytes each GPU sends (holder choice) */
     double *host_out;   /* bytes each host sends across (source-host choice) */
-    int *stamp, *next;  /* per GPU / host: grouping a piece's destinations by host */
+    int chain;          /* fan out by chains (1) or by scatter and all-gather (0) */
 };
 
-/* Adds a transfer of bytes from GPU a to GPU b at store-and-forward depth depth. */
+/* Adds a transfer of bytes from GPU a to GPU b along their route, at store-and-forward depth
+ * depth. */
 mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, mc_err_t *err);
+/* The same, but inside a host as meshcast's load-priced trees do: the bytes go in
+ * COST_RELAY_PARTS parts, each straight or through one relay GPU, whichever leaves the busiest
+ * link of its path least loaded (a direct-connect host whose two GPUs share no NVLink relays
+ * through one that has both); *reached gets the last hop's depth. */
+#define COST_RELAY_PARTS 4
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
+                       mc_err_t *err);
 
 /* Lays a strategy's traffic for the task onto ct's links with cost_send. */
 mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);

@@ -18,20 +18,48 @@ static int least_sent(const mc_cost_topo_t *ct, const int *gpus, int n)
     return best;
 }
 
-/* Inside one host: the destinations dests[0..n) get bytes from the local holders by scatter and
- * all-gather, the bandwidth-optimal broadcast on a switch: the bytes split into one share per
- * destination or per holder, whichever is more; share j goes from the least busy holder to
- * dests[j % n], which forwards it to the others. */
+/* From entry, which holds a share after `depth` hops, to every other destination: straight from
+ * entry, or with ct->chain as a chain that starts at the destination after dests[first] (a ring,
+ * what a switchless PCIe tree needs). Relays inside the host where they widen the path. *reached
+ * gets the deepest hop. */
+static mc_status_t spread(mc_cost_topo_t *ct, int entry, const int *dests, int n, int first,
+                          double share, int depth, int *reached, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int at = entry, d = depth;
+    *reached = depth;
+    for (int k = 1; k <= n && st == MC_OK; k++) {
+        int to = dests[(first + k) % n], r;
+        if (to == entry)
+            continue;
+        st = cost_relay(ct, ct->chain ? at : entry, to, share, (ct->chain ? d : depth) + 1, &r,
+                        err);
+        if (ct->chain) {
+            at = to;
+            d = r;
+        }
+        if (r > *reached)
+            *reached = r;
+    }
+    return st;
+}
+
+/* Inside one host: the destinations dests[0..n) get bytes from the local holders: the bytes
+ * split into one share per destination or per holder, whichever is more (scatter and
+ * all-gather, the bandwidth-optimal broadcast on a switch), or with ct->chain one share per
+ * holder, each a pipelined chain through every destination from its own starting point; share j
+ * goes from the least busy holder to its first destination, which passes it on. */
 static mc_status_t fan_out_local(mc_cost_topo_t *ct, const int *holders, int nholders,
                                  const int *dests, int n, double bytes, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int m = n > nholders ? n : nholders;
+    int m = ct->chain || nholders > n ? nholders : n;
     for (int j = 0; j < m && st == MC_OK; j++) {
-        int entry = dests[j % n];
-        st = cost_send(ct, least_sent(ct, holders, nholders), entry, bytes / m, 1, err);
-        for (int k = 0; k < n && st == MC_OK; k++)
-            st = cost_send(ct, entry, dests[k], bytes / m, 2, err);
+        int first = (int)((int64_t)j * n / m), r, deepest;
+        st = cost_relay(ct, least_sent(ct, holders, nholders), dests[first], bytes / m, 1, &r,
+                        err);
+        if (st == MC_OK)
+            st = spread(ct, dests[first], dests, n, first, bytes / m, r, &deepest, err);
     }
     return st;
 }
@@ -47,8 +75,8 @@ typedef struct source {
 /* Into another host: from the source host that has sent the least across so far (a holder host
  * or a destination host already served, so that hosts relay to hosts as meshcast's trees do),
  * one share per network port of the destination host (a tree per rail), entering at a
- * destination where there are enough, else at another GPU of the host, which relays it to every
- * destination. *depth gets the hops after which every destination holds the bytes. */
+ * destination where there are enough, else at another GPU of the host, which passes it on to
+ * every destination. *depth gets the hops after which every destination holds the bytes. */
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
                          int hd, const int *dests, int n, int *depth, mc_err_t *err)
 {
@@ -58,15 +86,15 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
             (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
             from = &src[i];
     ct->host_out[from->host] += (double)p->bytes;
-    *depth = from->depth + 2;
     const int *hg = ct->host_gpus + ct->host_start[hd];
     int ng = ct->host_start[hd + 1] - ct->host_start[hd];
     int nports = ct->host_ports[hd] > 0 ? ct->host_ports[hd] : n;
     int nentries = nports < ng ? nports : ng;
     double share = (double)p->bytes / nentries;
     mc_status_t st = MC_OK;
+    *depth = from->depth;
     for (int r = 0, other = 0; r < nentries && st == MC_OK; r++) {
-        int entry;
+        int entry, first = r < n ? r : n - 1, deepest = 0;
         if (r < n) {
             entry = dests[r];
         } else {
@@ -76,8 +104,10 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
         }
         st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share, from->depth + 1,
                        err);
-        for (int k = 0; k < n && st == MC_OK; k++)
-            st = cost_send(ct, entry, dests[k], share, from->depth + 2, err);
+        if (st == MC_OK)
+            st = spread(ct, entry, dests, n, first, share, from->depth + 1, &deepest, err);
+        if (deepest > *depth)
+            *depth = deepest;
     }
     return st;
 }

@@ -5,9 +5,9 @@ Only structures whose layout is fixed by this package's own C side are declared:
 through ``python/capi/mc_py.c``, which exports it as plain numbers, so that a change to a C
 structure never silently breaks the binding.
 
-The library is looked up in this order: the ``MESHCAST_LIB`` environment variable, a copy
-installed inside the package (``pip install ./python`` after ``make``), and the build folder of
-the source tree this package sits in (``build/libmeshcast.so``).
+The library is looked up in this order: the ``MESHCAST_LIB`` environment variable, the build
+folder of the source tree this package sits in (``build/libmeshcast.so``, when it is used from
+the tree), and the copy installed inside the package (``make python``).
 """
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def _find_library() -> str:
     if env:
         return env
     here = Path(__file__).resolve().parent
-    for candidate in (here / "_lib" / "libmeshcast.so",
-                      here.parent.parent / "build" / "libmeshcast.so"):
+    for candidate in (here.parent.parent / "build" / "libmeshcast.so",
+                      here / "_lib" / "libmeshcast.so"):
         if candidate.exists():
             return str(candidate)
     raise ImportError(
