@@ -39,7 +39,11 @@ expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --s
 expect_grep "$TMP/out" '^suite +case +strategy +bytes +bound +sim +time/lb' "table header"
 expect_grep "$TMP/out" '^all +geomean +p2p ' "table geomean row"
 # Each destination GPU of case 1 receives its 1 GiB tile once: peak memory 1 GiB, recv/GPU 1 GiB.
-expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +yes$' "peak memory and bytes received per GPU"
+expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +[-+][0-9.]+% +yes$' "peak memory and bytes received per GPU"
+# The cost model's column and summary: p2p's four sends per source NIC are exact arithmetic.
+expect_grep "$TMP/out" '^paper +case1 +p2p .* \+0\.0% +yes$' "cost model column"
+expect_grep "$TMP/out" '^cost model p2p +worst error +0\.0% \(paper/case1\), median +0\.0% over 1 rows$' \
+  "cost model summary"
 
 # Case-file errors name the file and line.
 printf 'suite bad\ncase x\nmesh A={x:1}@[0]\n' > "$TMP/bad.cases"
