@@ -39,6 +39,9 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->keys = mc_xmalloc(sizeof(int64_t) * (size_t)ct->hcap);
     ct->vals = mc_xmalloc(sizeof(int) * (size_t)ct->hcap);
     memset(ct->keys, 0xff, sizeof(int64_t) * (size_t)ct->hcap);
+    ct->gpu_host = mc_xmalloc(sizeof(int) * (size_t)ng);
+    for (int g = 0; g < ng; g++)
+        ct->gpu_host[g] = mc_topo_gpu_host(topo, g);
     ct->host_start = mc_xcalloc((size_t)nh + 1, sizeof(int));
     ct->host_gpus = mc_xmalloc(sizeof(int) * (size_t)ng);
     ct->host_ports = mc_xcalloc((size_t)nh, sizeof(int));
@@ -51,9 +54,25 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     for (int g = 0; g < ng; g++)
         ct->host_gpus[fill[mc_topo_gpu_host(topo, g)]++] = g;
     free(fill);
-    for (int i = 0; i < topo->nnodes; i++)
-        if (topo->nodes[i].kind == MC_NODE_NET && topo->nodes[i].host >= 0)
-            ct->host_ports[topo->nodes[i].host]++;
+    ct->port_of = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes);
+    ct->gpu_port = mc_xmalloc(sizeof(int) * (size_t)ng);
+    ct->host_pieces = mc_xcalloc((size_t)nh, sizeof(int));
+    for (int g = 0; g < ng; g++)
+        ct->gpu_port[g] = -2;
+    ct->host_switched = mc_xcalloc((size_t)nh, 1);
+    ct->host_relays = mc_xmalloc((size_t)nh);
+    memset(ct->host_relays, -1, (size_t)nh);
+    for (int i = 0; i < topo->nnodes; i++) {
+        const mc_node_t *n = &topo->nodes[i];
+        ct->port_of[i] = n->kind == MC_NODE_NET && n->host >= 0 ? ct->host_ports[n->host]++ : -1;
+        if (n->kind == MC_NODE_NVS && n->host >= 0)
+            ct->host_switched[n->host] = 1;
+    }
+    ct->port_base = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    for (int h = 0; h < nh; h++)
+        ct->port_base[h + 1] = ct->port_base[h] + ct->host_ports[h];
+    ct->port_in = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
+    ct->port_out = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
@@ -70,9 +89,18 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->vals);
     free(ct->routes);
     free(ct->pool);
+    free(ct->gpu_host);
     free(ct->host_start);
     free(ct->host_gpus);
     free(ct->host_ports);
+    free(ct->port_of);
+    free(ct->gpu_port);
+    free(ct->port_base);
+    free(ct->port_in);
+    free(ct->port_out);
+    free(ct->host_pieces);
+    free(ct->host_switched);
+    free(ct->host_relays);
     free(ct->load);
     free(ct->flows);
     free(ct->touched);
@@ -157,6 +185,29 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth,
     return MC_OK;
 }
 
+mc_status_t cost_gpu_port(mc_cost_topo_t *ct, int g, int *port, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    int h = ct->gpu_host[g];
+    if (ct->gpu_port[g] == -2) {
+        /* a route into g from the first GPU of another host names the port it arrives by */
+        int from = ct->host_gpus[ct->host_start[(h + 1) % t->nhosts]], ri;
+        ct->gpu_port[g] = -1;
+        if (t->nhosts > 1 && ct->host_ports[h] > 0) {
+            mc_status_t st = route_of(ct, from, g, &ri, err);
+            if (st != MC_OK)
+                return st;
+            for (int i = 0; i < ct->routes[ri].n; i++) {
+                int node = t->links[ct->pool[ct->routes[ri].first + i]].dst;
+                if (t->nodes[node].host == h && ct->port_of[node] >= 0)
+                    ct->gpu_port[g] = ct->port_of[node];
+            }
+        }
+    }
+    *port = ct->gpu_port[g];
+    return MC_OK;
+}
+
 /* The busiest link of a->b's route if bytes more crossed it (seconds). */
 static mc_status_t route_score(mc_cost_topo_t *ct, int a, int b, double bytes, double *score,
                                mc_err_t *err)
@@ -173,14 +224,46 @@ static mc_status_t route_score(mc_cost_topo_t *ct, int a, int b, double bytes, d
     return MC_OK;
 }
 
+/* Whether some pair of host h's GPUs has a relay whose two routes are both wider than theirs
+ * (asked once per host: an NVSwitch host has none, so its transfers skip the pricing). */
+static mc_status_t relays_help(mc_cost_topo_t *ct, int h, int *help, mc_err_t *err)
+{
+    if (ct->host_relays[h] >= 0) {
+        *help = ct->host_relays[h];
+        return MC_OK;
+    }
+    const int *gpus = ct->host_gpus + ct->host_start[h];
+    int n = ct->host_start[h + 1] - ct->host_start[h];
+    double *bw = mc_xcalloc((size_t)(n * n), sizeof(double));
+    mc_status_t st = MC_OK;
+    *help = 0;
+    for (int i = 0; i < n * n && st == MC_OK; i++) {
+        mc_route_t r;
+        if (i / n != i % n && (st = mc_topo_route(ct->topo, gpus[i / n], gpus[i % n], &r, err)) ==
+                                  MC_OK)
+            bw[i] = r.bw;
+    }
+    for (int a = 0; a < n && st == MC_OK; a++)
+        for (int b = 0; b < n; b++)
+            for (int k = 0; k < n && a != b; k++)
+                if (k != a && k != b && fmin(bw[a * n + k], bw[k * n + b]) > bw[a * n + b])
+                    *help = 1;
+    free(bw);
+    if (st == MC_OK)
+        ct->host_relays[h] = (signed char)*help;
+    return st;
+}
+
 mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
                        mc_err_t *err)
 {
-    int h = mc_topo_gpu_host(ct->topo, a);
+    int h = ct->gpu_host[a], help = 0;
     mc_status_t st = MC_OK;
     *reached = depth;
-    if (a == b || h != mc_topo_gpu_host(ct->topo, b))
-        return cost_send(ct, a, b, bytes, depth, err);
+    if (a != b && h == ct->gpu_host[b])
+        st = relays_help(ct, h, &help, err);
+    if (st != MC_OK || !help)
+        return st != MC_OK ? st : cost_send(ct, a, b, bytes, depth, err);
     const int *gpus = ct->host_gpus + ct->host_start[h];
     int n = ct->host_start[h + 1] - ct->host_start[h];
     double part = bytes / COST_RELAY_PARTS;
@@ -219,6 +302,9 @@ static void reset(mc_cost_topo_t *ct)
     ct->ntouched = ct->nxfers = 0;
     memset(ct->gpu_out, 0, sizeof(double) * (size_t)ct->topo->ngpus);
     memset(ct->host_out, 0, sizeof(double) * (size_t)ct->topo->nhosts);
+    memset(ct->port_in, 0, sizeof(double) * (size_t)ct->port_base[ct->topo->nhosts]);
+    memset(ct->port_out, 0, sizeof(double) * (size_t)ct->port_base[ct->topo->nhosts]);
+    memset(ct->host_pieces, 0, sizeof(int) * (size_t)ct->topo->nhosts);
 }
 
 /* The slowest link a route crosses: its load over its bandwidth. */
@@ -293,6 +379,16 @@ static int max_chunks(mc_cost_strategy_t s, double bytes)
     return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
 }
 
+/* Whether a destination sits in a host without an NVSwitch, where a ring may beat a star. */
+static int ring_helps(const mc_cost_topo_t *ct, const mc_task_t *task)
+{
+    for (int i = 0; i < task->npieces; i++)
+        for (int j = 0; j < task->pieces[i].ndests; j++)
+            if (!ct->host_switched[ct->gpu_host[task->pieces[i].dests[j]]])
+                return 1;
+    return 0;
+}
+
 typedef mc_status_t (*traffic_fn)(mc_cost_topo_t *, const mc_task_t *, mc_err_t *);
 
 /* One traffic pattern laid out and timed. */
@@ -324,7 +420,8 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
         st = estimate(ct, task, traffic[s], s, out, err);
     /* meshcast's optimizer has trees that fan out by rings too, and the stars of direct sends;
      * it keeps whichever is fastest */
-    for (int v = 0; v < 2 && st == MC_OK && s == MC_COST_MESHCAST; v++) {
+    for (int v = ring_helps(ct, task) ? 0 : 1; v < 2 && st == MC_OK && s == MC_COST_MESHCAST;
+         v++) {
         mc_cost_t other;
         ct->chain = !v;
         st = estimate(ct, task, v ? cost_traffic_direct : cost_traffic_meshcast, s, &other, err);

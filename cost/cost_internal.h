@@ -30,7 +30,17 @@ struct mc_cost_topo {
     int nroutes, route_cap;
     int *pool, npool, pool_cap;
     /* per host: its GPUs in id order and its network ports */
+    int *gpu_host;          /* GPU -> host, read on every transfer */
     int *host_start, *host_gpus, *host_ports;
+    int *port_of;           /* NET node -> its index among its host's ports, else -1 */
+    int *gpu_port;          /* GPU -> the port its traffic from other hosts arrives by: -1 none,
+                             * -2 not known yet */
+    int *port_base;         /* host -> index of its first port in port_in / port_out */
+    double *port_in, *port_out; /* per call: bytes planned through each port, in and out */
+    int *host_pieces;       /* per call: pieces that must enter the host from another */
+    char *host_switched;    /* the host has an NVSwitch: a ring never beats a star there */
+    signed char *host_relays; /* a relay GPU widens some path of the host: 1, never: 0,
+                               * not known yet: -1 */
     /* per call */
     double *load;       /* bytes per link */
     int *flows;         /* transfers per link */
@@ -52,6 +62,10 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth,
 #define COST_RELAY_PARTS 4
 mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
                        mc_err_t *err);
+
+/* The port (index among its host's network ports) GPU g receives traffic from other hosts by,
+ * -1 when it has none. */
+mc_status_t cost_gpu_port(mc_cost_topo_t *ct, int g, int *port, mc_err_t *err);
 
 /* Lays a strategy's traffic for the task onto ct's links with cost_send. */
 mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);

@@ -4,6 +4,7 @@
  * and fans it out inside the host, or sends straight from holders when that is faster (its
  * optimizer has both kinds of candidates); p2p sends every piece from its first holder to every
  * destination; alpa-bcast chains every piece through its destinations. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "cost/cost_internal.h"
@@ -72,11 +73,54 @@ typedef struct source {
     int depth;          /* store-and-forward hops before they hold them */
 } source_t;
 
+/* The GPU a share arriving by port `port` of host hd enters at: a destination that port serves,
+ * else another GPU it serves (a relay), else the first destination. */
+static mc_status_t entry_of(mc_cost_topo_t *ct, int hd, int port, const int *dests, int n,
+                            int *entry, mc_err_t *err)
+{
+    const int *hg = ct->host_gpus + ct->host_start[hd];
+    int ng = ct->host_start[hd + 1] - ct->host_start[hd], q;
+    mc_status_t st = MC_OK;
+    *entry = -1;
+    for (int i = 0; i < n && st == MC_OK && *entry < 0; i++)
+        if ((st = cost_gpu_port(ct, dests[i], &q, err)) == MC_OK && q == port)
+            *entry = dests[i];
+    for (int i = 0; i < ng && st == MC_OK && *entry < 0; i++)
+        if ((st = cost_gpu_port(ct, hg[i], &q, err)) == MC_OK && q == port)
+            *entry = hg[i];
+    if (*entry < 0)
+        *entry = dests[0];
+    return st;
+}
+
+/* The port (rail) a share from host hs into host hd takes: the one whose busier end, the source
+ * host's port or the destination host's, has the fewest bytes planned; its bytes are added. */
+static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
+{
+    int nd = ct->host_ports[hd], ns = ct->host_ports[hs], best = 0;
+    double best_load = INFINITY;
+    double *in = ct->port_in + ct->port_base[hd], *out = ct->port_out + ct->port_base[hs];
+    for (int r = 0; r < nd; r++) {
+        double load = fmax(in[r], ns ? out[r % ns] : 0);
+        if (load < best_load) {
+            best_load = load;
+            best = r;
+        }
+    }
+    if (nd) {
+        in[best] += bytes;
+        if (ns)
+            out[best % ns] += bytes;
+    }
+    return best;
+}
+
 /* Into another host: from the source host that has sent the least across so far (a holder host
  * or a destination host already served, so that hosts relay to hosts as meshcast's trees do),
- * one share per network port of the destination host (a tree per rail), entering at a
- * destination where there are enough, else at another GPU of the host, which passes it on to
- * every destination. *depth gets the hops after which every destination holds the bytes. */
+ * over the destination host's network ports (a tree per rail): each piece splits into as many
+ * shares as it takes for the host's pieces to spread evenly over its ports, and each share takes
+ * the least busy port at both ends. A share enters at a GPU its port serves and is passed on to every
+ * destination. *depth gets the hops after which every destination holds the bytes. */
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
                          int hd, const int *dests, int n, int *depth, mc_err_t *err)
 {
@@ -86,24 +130,26 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
             (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
             from = &src[i];
     ct->host_out[from->host] += (double)p->bytes;
-    const int *hg = ct->host_gpus + ct->host_start[hd];
-    int ng = ct->host_start[hd + 1] - ct->host_start[hd];
-    int nports = ct->host_ports[hd] > 0 ? ct->host_ports[hd] : n;
-    int nentries = nports < ng ? nports : ng;
-    double share = (double)p->bytes / nentries;
+    int nports = ct->host_ports[hd] > 0 ? ct->host_ports[hd] : 1;
+    int pieces = ct->host_pieces[hd] > 0 ? ct->host_pieces[hd] : 1;
+    int a = nports, b = pieces;
+    while (b) {
+        int c = a % b;
+        a = b;
+        b = c;
+    }
+    int shares = nports / a; /* shares x pieces = lcm(ports, pieces): every port the same count */
+    double share = (double)p->bytes / shares;
     mc_status_t st = MC_OK;
     *depth = from->depth;
-    for (int r = 0, other = 0; r < nentries && st == MC_OK; r++) {
-        int entry, first = r < n ? r : n - 1, deepest = 0;
-        if (r < n) {
-            entry = dests[r];
-        } else {
-            while (mc_ints_contain(dests, n, hg[other]))
-                other++;
-            entry = hg[other++];
-        }
-        st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share, from->depth + 1,
-                       err);
+    for (int r = 0; r < shares && st == MC_OK; r++) {
+        int entry, first = 0, deepest = 0;
+        st = entry_of(ct, hd, pick_port(ct, from->host, hd, share), dests, n, &entry, err);
+        while (st == MC_OK && first < n - 1 && dests[first] != entry)
+            first++;
+        if (st == MC_OK)
+            st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share,
+                           from->depth + 1, err);
         if (st == MC_OK)
             st = spread(ct, entry, dests, n, first, share, from->depth + 1, &deepest, err);
         if (deepest > *depth)
@@ -114,11 +160,11 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
 
 /* The holder hosts of a piece as sources (holders are ascending, so grouped by host); holders
  * inside a destination host serve it from inside. Returns the count. */
-static int holder_sources(const mc_topo_t *t, const mc_piece_t *p, source_t *src)
+static int holder_sources(const mc_cost_topo_t *ct, const mc_piece_t *p, source_t *src)
 {
     int n = 0;
     for (int i = 0; i < p->nholders; i++) {
-        int h = mc_topo_gpu_host(t, p->holders[i]);
+        int h = ct->gpu_host[p->holders[i]];
         if (n && src[n - 1].host == h) {
             src[n - 1].ngpus++;
             continue;
@@ -128,24 +174,42 @@ static int holder_sources(const mc_topo_t *t, const mc_piece_t *p, source_t *src
     return n;
 }
 
+/* Counts, per host, the pieces that enter it from another host. */
+static void count_entering(mc_cost_topo_t *ct, const mc_piece_t *p, source_t *src)
+{
+    int nhold = holder_sources(ct, p, src);
+    for (int j = 0, k = 0; j < p->ndests;) {
+        int h = ct->gpu_host[p->dests[j]];
+        while (j < p->ndests && ct->gpu_host[p->dests[j]] == h)
+            j++;
+        while (k < nhold && src[k].host < h)
+            k++;
+        if (k == nhold || src[k].host != h)
+            ct->host_pieces[h]++;
+    }
+}
+
 mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     const mc_topo_t *t = ct->topo;
     mc_status_t st = MC_OK;
     source_t *src = mc_xmalloc(sizeof(source_t) * (size_t)(2 * t->nhosts + 1));
+    for (int i = 0; i < task->npieces; i++)
+        count_entering(ct, &task->pieces[i], src);
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        int nsrc = holder_sources(t, p, src), nhold = nsrc;
-        /* destinations grouped by host (they are ascending, so each host's are contiguous):
-         * hosts holding the piece first, then the others, which may relay to later ones */
+        int nsrc = holder_sources(ct, p, src), nhold = nsrc;
+        /* destinations grouped by host (GPUs are numbered host by host and both lists ascend, so
+         * each host's are contiguous and hosts come in order): hosts holding the piece first,
+         * then the others, which may relay to later ones */
         for (int pass = 0; pass < 2 && st == MC_OK; pass++)
-            for (int j = 0; j < p->ndests && st == MC_OK;) {
-                int h = mc_topo_gpu_host(t, p->dests[j]), n = 0;
-                while (j + n < p->ndests && mc_topo_gpu_host(t, p->dests[j + n]) == h)
+            for (int j = 0, k = 0; j < p->ndests && st == MC_OK;) {
+                int h = ct->gpu_host[p->dests[j]], n = 0;
+                while (j + n < p->ndests && ct->gpu_host[p->dests[j + n]] == h)
                     n++;
-                const source_t *local = NULL;
-                for (int k = 0; k < nhold && !local; k++)
-                    local = src[k].host == h ? &src[k] : NULL;
+                while (k < nhold && src[k].host < h)
+                    k++;
+                const source_t *local = k < nhold && src[k].host == h ? &src[k] : NULL;
                 if (pass == 0 && local)
                     st = fan_out_local(ct, local->gpus, local->ngpus, p->dests + j, n,
                                        (double)p->bytes, err);
@@ -161,25 +225,32 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
     return st;
 }
 
-/* meshcast's star candidates: every destination straight from a holder, one on its own host if
- * there is one, the least busy of them. */
+/* meshcast's star candidates: every destination straight from a holder, the least busy one on
+ * its own host if there is one, else the holders in turn from the least busy one. */
 mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
-    const mc_topo_t *t = ct->topo;
     mc_status_t st = MC_OK;
-    int *near = mc_xmalloc(sizeof(int) * (size_t)t->ngpus);
+    source_t *src = mc_xmalloc(sizeof(source_t) * (size_t)(ct->topo->nhosts + 1));
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        for (int j = 0; j < p->ndests && st == MC_OK; j++) {
-            int h = mc_topo_gpu_host(t, p->dests[j]), n = 0;
-            for (int k = 0; k < p->nholders; k++)
-                if (mc_topo_gpu_host(t, p->holders[k]) == h)
-                    near[n++] = p->holders[k];
-            int src = n ? least_sent(ct, near, n) : least_sent(ct, p->holders, p->nholders);
-            st = cost_send(ct, src, p->dests[j], (double)p->bytes, 1, err);
+        int nhold = holder_sources(ct, p, src), turn = 0;
+        for (int k = 1; k < p->nholders; k++)
+            if (ct->gpu_out[p->holders[k]] < ct->gpu_out[p->holders[turn]])
+                turn = k;
+        for (int j = 0, k = 0; j < p->ndests && st == MC_OK; j++) {
+            int h = ct->gpu_host[p->dests[j]], from;
+            while (k < nhold && src[k].host < h)
+                k++;
+            if (k < nhold && src[k].host == h) {
+                from = least_sent(ct, src[k].gpus, src[k].ngpus);
+            } else {
+                from = p->holders[turn];
+                turn = (turn + 1) % p->nholders;
+            }
+            st = cost_send(ct, from, p->dests[j], (double)p->bytes, 1, err);
         }
     }
-    free(near);
+    free(src);
     return st;
 }
 
