@@ -129,6 +129,11 @@ $(PY_STAMP): $(SO) $(PY_FILES)
 	  --break-system-packages ./python >$(BUILD)/pip.log 2>&1 || { cat $(BUILD)/pip.log; exit 1; }
 	$(Q)rm -rf python/build python/*.egg-info && touch $@
 
+# The emitted CUDA called from PyTorch (python/examples/torch_nccl/README.md); needs nvcc.
+python-nccl-example: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@python/examples/torch_nccl/build.sh $(abspath $(CLI_BIN))
+
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@$(MAKE) --no-print-directory $(PY_STAMP)
