@@ -307,13 +307,13 @@ static void reset(mc_cost_topo_t *ct)
     memset(ct->host_pieces, 0, sizeof(int) * (size_t)ct->topo->nhosts);
 }
 
-/* The slowest link a route crosses: its load over its bandwidth. */
+/* The slowest link a route crosses, once time_of has turned loads into seconds. */
 static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r)
 {
     double pace = 0;
     for (int i = 0; i < r->n; i++) {
-        int l = ct->pool[r->first + i];
-        pace = fmax(pace, ct->load[l] / ct->topo->links[l].bw);
+        double s = ct->load[ct->pool[r->first + i]];
+        pace = s > pace ? s : pace;
     }
     return pace;
 }
@@ -324,14 +324,14 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r)
  * after a message overhead that the other connections on that link hide in part:
  *   T(c) = sum_k delay_k + sum_k pace_k / c + (c-1) (alpha_b / flows_b + bandwidth_s / c)
  * minimized over c in [1, max_chunks]. */
-static void time_of(const mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
+static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
 {
     const mc_topo_t *t = ct->topo;
     double bw_s = 0, delay[COST_MAX_DEPTH + 1] = {0}, pace[COST_MAX_DEPTH + 1] = {0};
     int link = -1, depth = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         int l = ct->touched[i];
-        double s = ct->load[l] / t->links[l].bw;
+        double s = ct->load[l] /= t->links[l].bw; /* bytes to seconds, read by route_pace */
         if (s > bw_s || (s == bw_s && link >= 0 && l < link)) {
             bw_s = s;
             link = l;
@@ -340,8 +340,11 @@ static void time_of(const mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     for (int i = 0; i < ct->nxfers; i++) {
         const cost_xfer_t *x = &ct->xfers[i];
         const cost_route_t *r = &ct->routes[x->route];
-        delay[x->depth] = fmax(delay[x->depth], r->delay);
-        pace[x->depth] = fmax(pace[x->depth], route_pace(ct, r));
+        double p = route_pace(ct, r);
+        if (r->delay > delay[x->depth])
+            delay[x->depth] = r->delay;
+        if (p > pace[x->depth])
+            pace[x->depth] = p;
         if (x->depth > depth)
             depth = x->depth;
     }

@@ -5,7 +5,9 @@ median of several runs, each run timing a batch of calls on a topology loaded on
 
 The 64-GPU task is the LLaMA-2-70B weights of tests/data/tasks/llama70b-1024.task moved between
 dp4 x tp8 (GPUs 0-31) and dp8 x tp4 (GPUs 32-63); the 1024-GPU task is that file itself; both
-on topologies/dgx-h100-x128.xml. Times include the binding's overhead (cffi), not parsing."""
+on topologies/dgx-h100-x128.xml. Times are this process's CPU time (the machine may be shared,
+so wall-clock time would count other programs), and include the binding's overhead (cffi),
+not parsing."""
 import argparse
 import statistics
 import sys
@@ -38,11 +40,11 @@ def main():
             first = time.perf_counter() - first
             rates = []
             for _ in range(args.runs):
-                n, t0 = 0, time.perf_counter()
-                while time.perf_counter() - t0 < args.seconds:
+                n, t0 = 0, time.process_time()
+                while time.process_time() - t0 < args.seconds:
                     task.cost(topo, strategy=strategy)
                     n += 1
-                rates.append(n / (time.perf_counter() - t0))
+                rates.append(n / (time.process_time() - t0))
             med = statistics.median(rates)
             print(f"{name:8s} {strategy:10s} {task.npieces:6d} pieces  {med:10.0f} calls/s "
                   f"({1e6 / med:8.1f} us/call, median of {args.runs})  first call "
