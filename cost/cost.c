@@ -78,6 +78,7 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
+    ct->host_busy = mc_xcalloc((size_t)nh, sizeof(double));
     return ct;
 }
 
@@ -105,8 +106,10 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
+    free(ct->times);
     free(ct->gpu_out);
     free(ct->host_out);
+    free(ct->host_busy);
     free(ct);
 }
 
@@ -154,7 +157,8 @@ static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err
     MC_GROW(ct->pool, ct->pool_cap, ct->npool + r.nlinks);
     memcpy(ct->pool + ct->npool, r.links, sizeof(int) * (size_t)r.nlinks);
     ct->routes[ct->nroutes] = (cost_route_t){ct->npool, r.nlinks,
-                                             mc_topo_links_delay(ct->topo, r.links, r.nlinks)};
+                                             mc_topo_links_delay(ct->topo, r.links, r.nlinks),
+                                             r.bw};
     ct->npool += r.nlinks;
     ct->keys[s] = key;
     ct->vals[s] = *index = ct->nroutes++;
@@ -163,8 +167,10 @@ static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err
     return MC_OK;
 }
 
-mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, mc_err_t *err)
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                      mc_err_t *err)
 {
+    *x = after;
     if (a == b || bytes <= 0)
         return MC_OK;
     int ri;
@@ -180,8 +186,9 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth,
     }
     ct->gpu_out[a] += bytes;
     MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
-    ct->xfers[ct->nxfers++] = (cost_xfer_t){ri, depth < COST_MAX_DEPTH ? depth : COST_MAX_DEPTH,
-                                            bytes};
+    ct->xfers[ct->nxfers] = (cost_xfer_t){ri, after, after >= 0 ? ct->xfers[after].depth + 1 : 1,
+                                          bytes};
+    *x = ct->nxfers++;
     return MC_OK;
 }
 
@@ -254,16 +261,16 @@ static mc_status_t relays_help(mc_cost_topo_t *ct, int h, int *help, mc_err_t *e
     return st;
 }
 
-mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
                        mc_err_t *err)
 {
     int h = ct->gpu_host[a], help = 0;
     mc_status_t st = MC_OK;
-    *reached = depth;
+    *x = after;
     if (a != b && h == ct->gpu_host[b])
         st = relays_help(ct, h, &help, err);
     if (st != MC_OK || !help)
-        return st != MC_OK ? st : cost_send(ct, a, b, bytes, depth, err);
+        return st != MC_OK ? st : cost_send(ct, a, b, bytes, after, x, err);
     const int *gpus = ct->host_gpus + ct->host_start[h];
     int n = ct->host_start[h + 1] - ct->host_start[h];
     double part = bytes / COST_RELAY_PARTS;
@@ -283,18 +290,24 @@ mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth
                 via = gpus[k];
             }
         }
+        int hop;
         if (st == MC_OK && via < 0)
-            st = cost_send(ct, a, b, part, depth, err);
-        if (st == MC_OK && via >= 0 && (st = cost_send(ct, a, via, part, depth, err)) == MC_OK) {
-            st = cost_send(ct, via, b, part, depth + 1, err);
-            *reached = depth + 1;
-        }
+            st = cost_send(ct, a, b, part, after, x, err);
+        if (st == MC_OK && via >= 0 && (st = cost_send(ct, a, via, part, after, &hop, err)) == MC_OK)
+            st = cost_send(ct, via, b, part, hop, x, err);
     }
     return st;
 }
 
+const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
+{
+    return &ct->routes[ct->xfers[ct->nxfers - 1].route];
+}
+
 static void reset(mc_cost_topo_t *ct)
 {
+    ct->serial_s = 0;
+    memset(ct->host_busy, 0, sizeof(double) * (size_t)ct->topo->nhosts);
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
         ct->flows[ct->touched[i]] = 0;
@@ -307,27 +320,59 @@ static void reset(mc_cost_topo_t *ct)
     memset(ct->host_pieces, 0, sizeof(int) * (size_t)ct->topo->nhosts);
 }
 
-/* The slowest link a route crosses, once time_of has turned loads into seconds. */
-static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r)
+/* The busiest link a route crosses, once time_of has turned loads into seconds: its seconds
+ * and how many transfers share it. */
+static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows)
 {
     double pace = 0;
+    *flows = 1;
     for (int i = 0; i < r->n; i++) {
-        double s = ct->load[ct->pool[r->first + i]];
-        pace = s > pace ? s : pace;
+        int l = ct->pool[r->first + i];
+        if (ct->load[l] > pace) {
+            pace = ct->load[l];
+            *flows = ct->flows[l];
+        }
     }
     return pace;
 }
 
-/* The time formula on the loaded links. The busiest link moves its bytes in bandwidth_s. A path
- * of depth D pays, on its first chunk, every hop's message delay and every hop's share of the
- * chunk (its slowest link's pace over c), then c-1 more chunks at the busiest link's pace, each
- * after a message overhead that the other connections on that link hide in part:
- *   T(c) = sum_k delay_k + sum_k pace_k / c + (c-1) (alpha_b / flows_b + bandwidth_s / c)
- * minimized over c in [1, max_chunks]. */
+/* The makespan if every transfer moves in c chunks. A transfer's link share is taken as its
+ * busiest link's load spread over that link's whole busy time (pace: every flow on a link ends
+ * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
+ * chunk leaves once the first chunk of the transfer before it has arrived, after the message
+ * delay; its last one leaves once the last one before it has arrived, or once its own earlier
+ * chunks are through, each paying the delay, which the other transfers on its busiest link
+ * hide in part (delay / flows), or the strategy's own parallel connections (ct->channels) when
+ * it runs more. The makespan is the latest last chunk. */
+static double makespan(mc_cost_topo_t *ct, int c)
+{
+    double t = 0;
+    for (int i = 0; i < ct->nxfers; i++) {
+        const cost_xfer_t *x = &ct->xfers[i];
+        const cost_route_t *r = &ct->routes[x->route];
+        cost_time_t *m = &ct->times[i];
+        const cost_time_t *up = x->after >= 0 ? &ct->times[x->after] : NULL;
+        double chunk = m->pace / c;
+        double own;
+        m->first = (up ? up->first : 0) + r->delay + chunk;
+        own = m->first + (c - 1) * (r->delay / (m->flows > ct->channels ? m->flows : ct->channels) +
+                                    chunk);
+        m->last = (up ? up->last : 0) + r->delay + chunk;
+        if (own > m->last)
+            m->last = own;
+        if (m->last > t)
+            t = m->last;
+    }
+    return t;
+}
+
+/* The estimate from the loaded links: the busiest link (bandwidth_s), and the makespan of the
+ * transfers (above) for the chunk count up to max_chunks that minimizes it, or the strategy's
+ * one-at-a-time work on its busiest host (serial_s) when that is longer. */
 static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
 {
     const mc_topo_t *t = ct->topo;
-    double bw_s = 0, delay[COST_MAX_DEPTH + 1] = {0}, pace[COST_MAX_DEPTH + 1] = {0};
+    double bw_s = 0;
     int link = -1, depth = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         int l = ct->touched[i];
@@ -337,40 +382,36 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
             link = l;
         }
     }
+    MC_GROW(ct->times, ct->time_cap, ct->nxfers);
     for (int i = 0; i < ct->nxfers; i++) {
-        const cost_xfer_t *x = &ct->xfers[i];
-        const cost_route_t *r = &ct->routes[x->route];
-        double p = route_pace(ct, r);
-        if (r->delay > delay[x->depth])
-            delay[x->depth] = r->delay;
-        if (p > pace[x->depth])
-            pace[x->depth] = p;
-        if (x->depth > depth)
-            depth = x->depth;
+        int flows;
+        ct->times[i].pace = route_pace(ct, &ct->routes[ct->xfers[i].route], &flows);
+        ct->times[i].flows = flows;
+        if (ct->xfers[i].depth > depth)
+            depth = ct->xfers[i].depth;
     }
-    double fixed = 0, fill = 0;
-    for (int k = 1; k <= depth; k++) {
-        fixed += delay[k];
-        fill += pace[k];
+    int best_c = 1;
+    double best = ct->nxfers ? makespan(ct, 1) : 0;
+    /* chunk counts a quarter-octave apart: within 10% of any count */
+    for (int k = 4; ct->nxfers; k++) {
+        int c = (int)lround(pow(2, k / 4.0));
+        if (c > max_chunks)
+            break;
+        double m = makespan(ct, c);
+        if (m < best) {
+            best = m;
+            best_c = c;
+        }
     }
-    fill = fmax(0, fill - bw_s);
-    double alpha = link >= 0 ? mc_topo_alpha(t->links[link].kind) / ct->flows[link] : 0;
-    int c = 1;
-    if (fill > 0 && alpha > 0) {
-        double best = sqrt(fill / alpha);
-        c = best < 1 ? 1 : best > max_chunks ? max_chunks : (int)lround(best);
-    } else if (fill > 0) {
-        c = max_chunks;
-    }
-    if (c < 1)
-        c = 1;
-    double overhead = fixed + fill / c + (c - 1) * alpha;
-    *out = (mc_cost_t){.seconds = bw_s + overhead, .bandwidth_s = bw_s, .overhead_s = overhead,
+    if (ct->serial_s > best)
+        best = ct->serial_s;
+    double overhead = best - bw_s;
+    *out = (mc_cost_t){.seconds = best, .bandwidth_s = bw_s, .overhead_s = overhead,
                        .binding = link < 0 ? MC_COST_BIND_NONE
                                   : bw_s >= overhead ? MC_COST_BIND_LINK
                                                      : MC_COST_BIND_LATENCY,
-                       .link = link, .depth = depth, .chunks = c,
-                       .confidence = link < 0 ? 1.0 : bw_s / (bw_s + overhead)};
+                       .link = link, .depth = depth, .chunks = best_c,
+                       .confidence = link < 0 || best <= 0 ? 1.0 : bw_s / best};
 }
 
 /* The smallest chunk each strategy pipelines in: meshcast's MC_MIN_CHUNK_BYTES, NCCL's Simple
@@ -399,6 +440,10 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
                             mc_cost_strategy_t s, mc_cost_t *out, mc_err_t *err)
 {
     reset(ct);
+    /* meshcast staggers at least two trees on every bottleneck link (synth_meshcast_stagger.c),
+     * as NCCL runs several channels per NIC: one's message overhead falls while another moves
+     * bytes */
+    ct->channels = s == MC_COST_MESHCAST ? 2 : 1;
     mc_status_t st = traffic(ct, task, err);
     if (st != MC_OK)
         return st;

@@ -5,20 +5,26 @@
 
 #include "cost/cost.h"
 
-/* Store-and-forward hops a path may have; a deeper chain counts as this deep. */
-#define COST_MAX_DEPTH 64
-
 /* One GPU-to-GPU transfer of the strategy's traffic. */
 typedef struct cost_xfer {
     int route;      /* index into the route pool */
-    int depth;      /* 1 for a transfer from a holder, k for the k-th store-and-forward hop */
+    int after;      /* the transfer that brings the sender these bytes, -1 from a holder */
+    int depth;      /* store-and-forward hops up to and including this one */
     double bytes;
 } cost_xfer_t;
+
+/* A transfer's timing under one chunk count (cost.c's makespan). */
+typedef struct cost_time {
+    double pace;    /* its busiest link's seconds */
+    double flows;   /* transfers sharing that link */
+    double first, last; /* arrival of its first and last chunk */
+} cost_time_t;
 
 /* A cached route: its links in the pool and its message delay (alpha + hop latencies). */
 typedef struct cost_route {
     int first, n;
     double delay;
+    double bw;      /* its slowest link's bandwidth */
 } cost_route_t;
 
 struct mc_cost_topo {
@@ -47,20 +53,28 @@ struct mc_cost_topo {
     int *touched, ntouched;
     cost_xfer_t *xfers;
     int nxfers, xfer_cap;
+    cost_time_t *times;     /* per transfer, time_cap of them */
+    int time_cap;
     double *gpu_out;    /* bytes each GPU sends (holder choice) */
     double *host_out;   /* bytes each host sends across (source-host choice) */
+    double *host_busy;  /* seconds each host spends in one-at-a-time work (alpa's rounds) */
+    double serial_s;    /* the largest of them: the estimate is at least this */
     int chain;          /* fan out by chains (1) or by scatter and all-gather (0) */
+    int channels;       /* parallel connections the strategy runs per link */
 };
 
-/* Adds a transfer of bytes from GPU a to GPU b along their route, at store-and-forward depth
- * depth. */
-mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, mc_err_t *err);
+/* Adds a transfer of bytes from GPU a to GPU b along their route, after transfer `after` (-1:
+ * a holder sends). *x gets its index, or `after` when nothing moves (a == b). */
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                      mc_err_t *err);
+/* The route of the last transfer cost_send added. */
+const cost_route_t *cost_last_route(const mc_cost_topo_t *ct);
 /* The same, but inside a host as meshcast's load-priced trees do: the bytes go in
  * COST_RELAY_PARTS parts, each straight or through one relay GPU, whichever leaves the busiest
  * link of its path least loaded (a direct-connect host whose two GPUs share no NVLink relays
- * through one that has both); *reached gets the last hop's depth. */
+ * through one that has both); *x gets the last transfer made. */
 #define COST_RELAY_PARTS 4
-mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int depth, int *reached,
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
                        mc_err_t *err);
 
 /* The port (index among its host's network ports) GPU g receives traffic from other hosts by,

@@ -1,5 +1,5 @@
-/* The traffic each strategy would send for a task, as GPU-to-GPU transfers with their
- * store-and-forward depth (docs/cost-model.md). Each follows what its strategy does, not a fit:
+/* The traffic each strategy would send for a task, as GPU-to-GPU transfers, each after the
+ * transfer that brings its sender the bytes (docs/cost-model.md). Each follows what its strategy does, not a fit:
  * meshcast moves every byte into a destination host once, spread over the host's network ports,
  * and fans it out inside the host, or sends straight from holders when that is faster (its
  * optimizer has both kinds of candidates); p2p sends every piece from its first holder to every
@@ -19,28 +19,24 @@ static int least_sent(const mc_cost_topo_t *ct, const int *gpus, int n)
     return best;
 }
 
-/* From entry, which holds a share after `depth` hops, to every other destination: straight from
- * entry, or with ct->chain as a chain that starts at the destination after dests[first] (a ring,
- * what a switchless PCIe tree needs). Relays inside the host where they widen the path. *reached
- * gets the deepest hop. */
+/* From entry, which holds a share once transfer `after` ends, to every other destination:
+ * straight from entry, or with ct->chain as a chain that starts at the destination after
+ * dests[first] (a ring, what a switchless PCIe tree needs). Relays inside the host where they
+ * widen the path. *last gets the last transfer made (after when none). */
 static mc_status_t spread(mc_cost_topo_t *ct, int entry, const int *dests, int n, int first,
-                          double share, int depth, int *reached, mc_err_t *err)
+                          double share, int after, int *last, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int at = entry, d = depth;
-    *reached = depth;
+    int at = entry, prev = after;
+    *last = after;
     for (int k = 1; k <= n && st == MC_OK; k++) {
-        int to = dests[(first + k) % n], r;
+        int to = dests[(first + k) % n];
         if (to == entry)
             continue;
-        st = cost_relay(ct, ct->chain ? at : entry, to, share, (ct->chain ? d : depth) + 1, &r,
+        st = cost_relay(ct, ct->chain ? at : entry, to, share, ct->chain ? prev : after, last,
                         err);
-        if (ct->chain) {
-            at = to;
-            d = r;
-        }
-        if (r > *reached)
-            *reached = r;
+        at = to;
+        prev = *last;
     }
     return st;
 }
@@ -56,11 +52,11 @@ static mc_status_t fan_out_local(mc_cost_topo_t *ct, const int *holders, int nho
     mc_status_t st = MC_OK;
     int m = ct->chain || nholders > n ? nholders : n;
     for (int j = 0; j < m && st == MC_OK; j++) {
-        int first = (int)((int64_t)j * n / m), r, deepest;
-        st = cost_relay(ct, least_sent(ct, holders, nholders), dests[first], bytes / m, 1, &r,
+        int first = (int)((int64_t)j * n / m), x, last;
+        st = cost_relay(ct, least_sent(ct, holders, nholders), dests[first], bytes / m, -1, &x,
                         err);
         if (st == MC_OK)
-            st = spread(ct, dests[first], dests, n, first, bytes / m, r, &deepest, err);
+            st = spread(ct, dests[first], dests, n, first, bytes / m, x, &last, err);
     }
     return st;
 }
@@ -70,7 +66,8 @@ typedef struct source {
     int host;
     const int *gpus;    /* its GPUs that hold the bytes */
     int ngpus;
-    int depth;          /* store-and-forward hops before they hold them */
+    int after;          /* the transfer after which they hold them, -1 for holders */
+    int depth;          /* store-and-forward hops before that */
 } source_t;
 
 /* The GPU a share arriving by port `port` of host hd enters at: a destination that port serves,
@@ -101,7 +98,7 @@ static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
     double best_load = INFINITY;
     double *in = ct->port_in + ct->port_base[hd], *out = ct->port_out + ct->port_base[hs];
     for (int r = 0; r < nd; r++) {
-        double load = fmax(in[r], ns ? out[r % ns] : 0);
+        double load = fmax(in[r], ns ? out[r % ns] : 0) + 1e-3 * (in[r] + (ns ? out[r % ns] : 0));
         if (load < best_load) {
             best_load = load;
             best = r;
@@ -120,9 +117,9 @@ static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
  * over the destination host's network ports (a tree per rail): each piece splits into as many
  * shares as it takes for the host's pieces to spread evenly over its ports, and each share takes
  * the least busy port at both ends. A share enters at a GPU its port serves and is passed on to every
- * destination. *depth gets the hops after which every destination holds the bytes. */
+ * destination. *served describes the host as a source for later hosts. */
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
-                         int hd, const int *dests, int n, int *depth, mc_err_t *err)
+                         int hd, const int *dests, int n, source_t *served, mc_err_t *err)
 {
     const source_t *from = &src[0];
     for (int i = 1; i < nsrc; i++)
@@ -141,19 +138,17 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
     int shares = nports / a; /* shares x pieces = lcm(ports, pieces): every port the same count */
     double share = (double)p->bytes / shares;
     mc_status_t st = MC_OK;
-    *depth = from->depth;
+    *served = (source_t){hd, dests, n, from->after, from->depth + 2};
     for (int r = 0; r < shares && st == MC_OK; r++) {
-        int entry, first = 0, deepest = 0;
+        int entry, first = 0, x = -1;
         st = entry_of(ct, hd, pick_port(ct, from->host, hd, share), dests, n, &entry, err);
         while (st == MC_OK && first < n - 1 && dests[first] != entry)
             first++;
         if (st == MC_OK)
             st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share,
-                           from->depth + 1, err);
+                           from->after, &x, err);
         if (st == MC_OK)
-            st = spread(ct, entry, dests, n, first, share, from->depth + 1, &deepest, err);
-        if (deepest > *depth)
-            *depth = deepest;
+            st = spread(ct, entry, dests, n, first, share, x, &served->after, err);
     }
     return st;
 }
@@ -169,7 +164,7 @@ static int holder_sources(const mc_cost_topo_t *ct, const mc_piece_t *p, source_
             src[n - 1].ngpus++;
             continue;
         }
-        src[n++] = (source_t){h, p->holders + i, 1, 0};
+        src[n++] = (source_t){h, p->holders + i, 1, -1, 0};
     }
     return n;
 }
@@ -214,9 +209,8 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
                     st = fan_out_local(ct, local->gpus, local->ngpus, p->dests + j, n,
                                        (double)p->bytes, err);
                 if (pass == 1 && !local) {
-                    int depth = 0;
-                    st = cross(ct, p, src, nsrc, h, p->dests + j, n, &depth, err);
-                    src[nsrc++] = (source_t){h, p->dests + j, n, depth};
+                    st = cross(ct, p, src, nsrc, h, p->dests + j, n, &src[nsrc], err);
+                    nsrc++;
                 }
                 j += n;
             }
@@ -247,7 +241,8 @@ mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_er
                 from = p->holders[turn];
                 turn = (turn + 1) % p->nholders;
             }
-            st = cost_send(ct, from, p->dests[j], (double)p->bytes, 1, err);
+            int x;
+            st = cost_send(ct, from, p->dests[j], (double)p->bytes, -1, &x, err);
         }
     }
     free(src);
@@ -270,26 +265,52 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
         int src = first_holder(task, p);
-        for (int j = 0; j < p->ndests && st == MC_OK; j++)
-            st = cost_send(ct, src, p->dests[j], (double)p->bytes, 1, err);
+        for (int j = 0, x; j < p->ndests && st == MC_OK; j++)
+            st = cost_send(ct, src, p->dests[j], (double)p->bytes, -1, &x, err);
     }
     return st;
 }
 
+/* Alpa's broadcasts run in rounds in which no host (worker) takes part in two broadcasts, so a
+ * host's broadcasts follow one another: each takes its bytes over the chain's slowest route plus
+ * the chain's message delays, and the busiest host's sum bounds the time from below. */
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
+    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts);
+    for (int h = 0; h < ct->topo->nhosts; h++)
+        seen[h] = -1;
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
         const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
-        int prev = least_sent(ct, p->holders, p->nholders), depth = 1;
+        /* Alpa balances senders by host: the holder on the host that has sent the least */
+        int prev = p->holders[0], after = -1;
+        for (int k = 1; k < p->nholders; k++) {
+            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
+            if (ct->host_out[hg] < ct->host_out[hp] ||
+                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
+                prev = g;
+        }
+        ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
+        double bw = INFINITY, delay = 0;
+        seen[ct->gpu_host[prev]] = i;
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
             int d = m->devices[k];
             if (!mc_ints_contain(p->dests, p->ndests, d))
                 continue;
-            st = cost_send(ct, prev, d, (double)p->bytes, depth++, err);
+            st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
+            if (st == MC_OK && prev != d) {
+                bw = fmin(bw, cost_last_route(ct)->bw);
+                delay += cost_last_route(ct)->delay;
+            }
+            seen[ct->gpu_host[d]] = i;
             prev = d;
         }
+        double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
+        for (int h = 0; h < ct->topo->nhosts; h++)
+            if (seen[h] == i && (ct->host_busy[h] += t) > ct->serial_s)
+                ct->serial_s = ct->host_busy[h];
     }
+    free(seen);
     return st;
 }
