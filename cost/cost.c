@@ -464,8 +464,9 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
     if ((unsigned)s >= MC_COST__COUNT)
         return mc_err_set(err, MC_ERR_USAGE, "cost: unknown strategy %d", (int)s);
     mc_status_t st = mc_task_check_topo(task, ct->topo, err);
-    if (st == MC_OK)
-        st = estimate(ct, task, traffic[s], s, out, err);
+    if (st != MC_OK)
+        return st;
+    st = estimate(ct, task, traffic[s], s, out, err);
     /* meshcast's optimizer has trees that fan out by rings too, and the stars of direct sends;
      * it keeps whichever is fastest */
     for (int v = ring_helps(ct, task) ? 0 : 1; v < 2 && st == MC_OK && s == MC_COST_MESHCAST;
