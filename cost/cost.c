@@ -299,6 +299,14 @@ mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after
     return st;
 }
 
+mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err)
+{
+    int ri;
+    mc_status_t st = route_of(ct, a, b, &ri, err);
+    *r = st == MC_OK ? &ct->routes[ri] : NULL;
+    return st;
+}
+
 const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 {
     return &ct->routes[ct->xfers[ct->nxfers - 1].route];
@@ -346,20 +354,16 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *f
  * it runs more. The makespan is the latest last chunk. */
 static double makespan(mc_cost_topo_t *ct, int c)
 {
-    double t = 0;
+    double t = 0, inv = 1.0 / c;
     for (int i = 0; i < ct->nxfers; i++) {
-        const cost_xfer_t *x = &ct->xfers[i];
-        const cost_route_t *r = &ct->routes[x->route];
         cost_time_t *m = &ct->times[i];
-        const cost_time_t *up = x->after >= 0 ? &ct->times[x->after] : NULL;
-        double chunk = m->pace / c;
-        double own;
-        m->first = (up ? up->first : 0) + r->delay + chunk;
-        own = m->first + (c - 1) * (r->delay / (m->flows > ct->channels ? m->flows : ct->channels) +
-                                    chunk);
-        m->last = (up ? up->last : 0) + r->delay + chunk;
-        if (own > m->last)
-            m->last = own;
+        const cost_time_t *up = ct->xfers[i].after >= 0 ? &ct->times[ct->xfers[i].after] : NULL;
+        double chunk = m->pace * inv;
+        double own, last;
+        m->first = (up ? up->first : 0) + m->delay + chunk;
+        own = m->first + (c - 1) * (m->hidden + chunk);
+        last = (up ? up->last : 0) + m->delay + chunk;
+        m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
     }
@@ -384,19 +388,31 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     }
     MC_GROW(ct->times, ct->time_cap, ct->nxfers);
     for (int i = 0; i < ct->nxfers; i++) {
+        const cost_route_t *r = &ct->routes[ct->xfers[i].route];
         int flows;
-        ct->times[i].pace = route_pace(ct, &ct->routes[ct->xfers[i].route], &flows);
-        ct->times[i].flows = flows;
+        ct->times[i].pace = route_pace(ct, r, &flows);
+        ct->times[i].delay = r->delay;
+        ct->times[i].hidden = r->delay / (flows > ct->channels ? flows : ct->channels);
         if (ct->xfers[i].depth > depth)
             depth = ct->xfers[i].depth;
     }
     int best_c = 1;
     double best = ct->nxfers ? makespan(ct, 1) : 0;
-    /* chunk counts a quarter-octave apart: within 10% of any count */
-    for (int k = 4; ct->nxfers; k++) {
-        int c = (int)lround(pow(2, k / 4.0));
-        if (c > max_chunks)
+    /* powers of two while the makespan falls (it has one minimum in c), then quarter octaves
+     * around the best: within 10% of any count */
+    int best_k = 0;
+    for (int k = 4; ct->nxfers && (1 << k / 4) <= max_chunks; k += 4) {
+        double m = makespan(ct, 1 << k / 4);
+        if (m >= best)
             break;
+        best = m;
+        best_c = 1 << k / 4;
+        best_k = k;
+    }
+    for (int k = best_k - 3; ct->nxfers && k <= best_k + 3; k++) {
+        int c = (int)lround(pow(2, k / 4.0));
+        if (k % 4 == 0 || c < 1 || c > max_chunks)
+            continue;
         double m = makespan(ct, c);
         if (m < best) {
             best = m;
@@ -423,7 +439,8 @@ static int max_chunks(mc_cost_strategy_t s, double bytes)
     return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
 }
 
-/* Whether a destination sits in a host without an NVSwitch, where a ring may beat a star. */
+/* Whether a destination sits in a host without an NVSwitch, where a ring or a tree may beat a
+ * star. */
 static int ring_helps(const mc_cost_topo_t *ct, const mc_task_t *task)
 {
     for (int i = 0; i < task->npieces; i++)
@@ -467,14 +484,15 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
     if (st != MC_OK)
         return st;
     st = estimate(ct, task, traffic[s], s, out, err);
-    /* meshcast's optimizer has trees that fan out by rings too, and the stars of direct sends;
-     * it keeps whichever is fastest */
-    for (int v = ring_helps(ct, task) ? 0 : 1; v < 2 && st == MC_OK && s == MC_COST_MESHCAST;
-         v++) {
+    /* meshcast's optimizer has trees that fan out by rings and spanning trees too, and the
+     * stars of direct sends; it keeps whichever is fastest */
+    for (int v = ring_helps(ct, task) ? COST_FAN_CHAIN : COST_FAN__COUNT;
+         v <= COST_FAN__COUNT && st == MC_OK && s == MC_COST_MESHCAST; v++) {
         mc_cost_t other;
-        ct->chain = !v;
-        st = estimate(ct, task, v ? cost_traffic_direct : cost_traffic_meshcast, s, &other, err);
-        ct->chain = 0;
+        ct->fan = v < COST_FAN__COUNT ? (cost_fan_t)v : COST_FAN_STAR;
+        st = estimate(ct, task, v < COST_FAN__COUNT ? cost_traffic_meshcast : cost_traffic_direct,
+                      s, &other, err);
+        ct->fan = COST_FAN_STAR;
         if (st == MC_OK && other.seconds < out->seconds)
             *out = other;
     }

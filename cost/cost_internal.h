@@ -13,10 +13,15 @@ typedef struct cost_xfer {
     double bytes;
 } cost_xfer_t;
 
+/* How meshcast's trees fan a share out inside a host: straight from where it enters (on a
+ * switch), along a chain, or along the widest spanning tree (direct-connect and PCIe hosts). */
+typedef enum { COST_FAN_STAR, COST_FAN_CHAIN, COST_FAN_TREE, COST_FAN__COUNT } cost_fan_t;
+
 /* A transfer's timing under one chunk count (cost.c's makespan). */
 typedef struct cost_time {
     double pace;    /* its busiest link's seconds */
-    double flows;   /* transfers sharing that link */
+    double delay;   /* its route's message delay */
+    double hidden;  /* the part of that delay a chunk adds (the rest others hide) */
     double first, last; /* arrival of its first and last chunk */
 } cost_time_t;
 
@@ -59,7 +64,7 @@ struct mc_cost_topo {
     double *host_out;   /* bytes each host sends across (source-host choice) */
     double *host_busy;  /* seconds each host spends in one-at-a-time work (alpa's rounds) */
     double serial_s;    /* the largest of them: the estimate is at least this */
-    int chain;          /* fan out by chains (1) or by scatter and all-gather (0) */
+    cost_fan_t fan;     /* how a share fans out inside a host */
     int channels;       /* parallel connections the strategy runs per link */
 };
 
@@ -67,6 +72,8 @@ struct mc_cost_topo {
  * a holder sends). *x gets its index, or `after` when nothing moves (a == b). */
 mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
                       mc_err_t *err);
+/* The route from GPU a to GPU b (cached). */
+mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err);
 /* The route of the last transfer cost_send added. */
 const cost_route_t *cost_last_route(const mc_cost_topo_t *ct);
 /* The same, but inside a host as meshcast's load-priced trees do: the bytes go in

@@ -19,38 +19,73 @@ static int least_sent(const mc_cost_topo_t *ct, const int *gpus, int n)
     return best;
 }
 
-/* From entry, which holds a share once transfer `after` ends, to every other destination:
- * straight from entry, or with ct->chain as a chain that starts at the destination after
- * dests[first] (a ring, what a switchless PCIe tree needs). Relays inside the host where they
- * widen the path. *last gets the last transfer made (after when none). */
+/* The next hop of a chain or tree inside a host: among the senders from[0..nfrom) and the
+ * destinations not yet reached, the pair joined by the widest route (the first on ties, so the
+ * earliest sender: trees stay shallow). */
+static mc_status_t widest(mc_cost_topo_t *ct, const int *from, int nfrom, const int *dests,
+                          int n, uint64_t done, int *u, int *v, mc_err_t *err)
+{
+    double best = -1;
+    mc_status_t st = MC_OK;
+    for (int i = 0; i < nfrom && st == MC_OK; i++)
+        for (int q = 0; q < n && st == MC_OK; q++) {
+            const cost_route_t *r;
+            if ((done >> q & 1) || (st = cost_route(ct, from[i], dests[q], &r, err)) != MC_OK ||
+                r->bw <= best)
+                continue;
+            best = r->bw;
+            *u = i;
+            *v = q;
+        }
+    return st;
+}
+
+/* From entry, which holds a share once transfer `after` ends, to every other destination, by
+ * ct->fan: straight from entry (dests from dests[first] on); a chain that goes on each time to
+ * the destination with the widest route from where it is (a ring along the fast links, what a
+ * switchless PCIe tree needs); or the widest spanning tree grown from entry (a direct-connect
+ * host's NVLinks). Relays inside the host where they widen a route. *last gets the last
+ * transfer made (after when none). Hosts of more than 64 GPUs fan out straight. */
 static mc_status_t spread(mc_cost_topo_t *ct, int entry, const int *dests, int n, int first,
                           double share, int after, int *last, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int at = entry, prev = after;
     *last = after;
-    for (int k = 1; k <= n && st == MC_OK; k++) {
-        int to = dests[(first + k) % n];
-        if (to == entry)
-            continue;
-        st = cost_relay(ct, ct->chain ? at : entry, to, share, ct->chain ? prev : after, last,
-                        err);
-        at = to;
-        prev = *last;
+    if (ct->fan == COST_FAN_STAR || n > 64) {
+        for (int k = 1; k <= n && st == MC_OK; k++)
+            if (dests[(first + k) % n] != entry)
+                st = cost_relay(ct, entry, dests[(first + k) % n], share, after, last, err);
+        return st;
+    }
+    int from[65], xfer[65], nfrom = 1;
+    uint64_t done = 0;
+    from[0] = entry;
+    xfer[0] = after;
+    for (int q = 0; q < n; q++)
+        done |= dests[q] == entry ? 1ull << q : 0;
+    while (st == MC_OK && done != (n == 64 ? ~0ull : (1ull << n) - 1)) {
+        int u = 0, v = 0;
+        /* a chain sends only from its end */
+        int lo = ct->fan == COST_FAN_CHAIN ? nfrom - 1 : 0;
+        st = widest(ct, from + lo, nfrom - lo, dests, n, done, &u, &v, err);
+        if (st == MC_OK)
+            st = cost_relay(ct, from[lo + u], dests[v], share, xfer[lo + u], last, err);
+        done |= 1ull << v;
+        from[nfrom] = dests[v];
+        xfer[nfrom++] = *last;
     }
     return st;
 }
 
 /* Inside one host: the destinations dests[0..n) get bytes from the local holders: the bytes
- * split into one share per destination or per holder, whichever is more (scatter and
- * all-gather, the bandwidth-optimal broadcast on a switch), or with ct->chain one share per
- * holder, each a pipelined chain through every destination from its own starting point; share j
- * goes from the least busy holder to its first destination, which passes it on. */
+ * split into one share per destination or per holder, whichever is more; share j goes from the
+ * least busy holder to its own first destination, which passes it on (spread): scatter and
+ * all-gather, the bandwidth-optimal broadcast on a switch, and its ring and tree forms. */
 static mc_status_t fan_out_local(mc_cost_topo_t *ct, const int *holders, int nholders,
                                  const int *dests, int n, double bytes, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int m = ct->chain || nholders > n ? nholders : n;
+    int m = nholders > n ? nholders : n;
     for (int j = 0; j < m && st == MC_OK; j++) {
         int first = (int)((int64_t)j * n / m), x, last;
         st = cost_relay(ct, least_sent(ct, holders, nholders), dests[first], bytes / m, -1, &x,
