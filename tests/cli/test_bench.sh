@@ -64,4 +64,13 @@ expect_exit 0 "paper suite, baselines" -- "$MESHCAST" bench --suite paper \
 expect_true "48 rows" -- test "$(grep -c '^paper,' "$TMP/out")" -eq 48
 expect_true "every schedule valid" -- test "$(grep '^paper,' "$TMP/out" | grep -vc ',yes$')" -eq 0
 expect_true "never below the bound" -- awk -F, '/^paper,/ && $7 < 1 - 1e-9 {exit 1}' "$TMP/out"
+
+# The cost model stays within 10% of the meshcast schedule's simulated time on the paper's suite
+# (docs/cost-model.md), and p2p's estimate, its traffic being the schedule's, within 1%.
+expect_exit 0 "paper suite, meshcast and p2p" -- "$MESHCAST" bench --suite paper \
+  --strategies meshcast,p2p --rlimit 2000000
+expect_true "meshcast estimate within 10%" -- awk '/^cost model meshcast/ {gsub("%", "", $6); \
+  found = 1; bad = $6 + 0 > 10} END {exit bad || !found}' "$TMP/out"
+expect_true "p2p estimate within 1%" -- awk '/^cost model p2p/ {gsub("%", "", $6); \
+  found = 1; bad = $6 + 0 > 1} END {exit bad || !found}' "$TMP/out"
 finish
