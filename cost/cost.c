@@ -167,27 +167,33 @@ static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err
     return MC_OK;
 }
 
+mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err)
+{
+    int ri;
+    mc_status_t st = route_of(ct, a, b, &ri, err);
+    *r = st == MC_OK ? &ct->routes[ri] : NULL;
+    return st;
+}
+
 mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
                       mc_err_t *err)
 {
+    const cost_route_t *r;
     *x = after;
     if (a == b || bytes <= 0)
         return MC_OK;
-    int ri;
-    mc_status_t st = route_of(ct, a, b, &ri, err);
+    mc_status_t st = cost_route(ct, a, b, &r, err);
     if (st != MC_OK)
         return st;
-    const cost_route_t *r = &ct->routes[ri];
-    for (int i = 0; i < r->n; i++) {
-        int l = ct->pool[r->first + i];
-        if (ct->flows[l]++ == 0)
-            ct->touched[ct->ntouched++] = l;
-        ct->load[l] += bytes;
+    for (const int *l = ct->pool + r->first; l < ct->pool + r->first + r->n; l++) {
+        if (ct->flows[*l]++ == 0)
+            ct->touched[ct->ntouched++] = *l;
+        ct->load[*l] += bytes;
     }
     ct->gpu_out[a] += bytes;
     MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
-    ct->xfers[ct->nxfers] = (cost_xfer_t){ri, after, after >= 0 ? ct->xfers[after].depth + 1 : 1,
-                                          bytes};
+    ct->xfers[ct->nxfers] = (cost_xfer_t){(int)(r - ct->routes), after,
+                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes};
     *x = ct->nxfers++;
     return MC_OK;
 }
@@ -219,12 +225,9 @@ mc_status_t cost_gpu_port(mc_cost_topo_t *ct, int g, int *port, mc_err_t *err)
 static mc_status_t route_score(mc_cost_topo_t *ct, int a, int b, double bytes, double *score,
                                mc_err_t *err)
 {
-    int ri;
-    mc_status_t st = route_of(ct, a, b, &ri, err);
-    if (st != MC_OK)
-        return st;
-    const cost_route_t *r = &ct->routes[ri];
-    for (int i = 0; i < r->n; i++) {
+    const cost_route_t *r;
+    mc_status_t st = cost_route(ct, a, b, &r, err);
+    for (int i = 0; st == MC_OK && i < r->n; i++) {
         int l = ct->pool[r->first + i];
         *score = fmax(*score, (ct->load[l] + bytes) / ct->topo->links[l].bw);
     }
@@ -299,13 +302,6 @@ mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after
     return st;
 }
 
-mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err)
-{
-    int ri;
-    mc_status_t st = route_of(ct, a, b, &ri, err);
-    *r = st == MC_OK ? &ct->routes[ri] : NULL;
-    return st;
-}
 
 const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 {

@@ -57,32 +57,30 @@ def _schedules(topo, task, strategies, n):
     return xmls
 
 
-def test_run_8_ranks_same_mesh():
-    path = str(TOPOS / "dgx-h100-x1.xml")
+def _run_and_check(topo_name, meshes, moves, strategies, n):
+    """Synthesizes the task with every strategy, runs each schedule on n gloo processes and
+    asserts that every rank's destination bytes are all right."""
+    path = str(TOPOS / topo_name)
     topo = meshcast.Topology.load(path)
-    task = meshcast.Task.parse(["M={x:4,y:2}@0..7"],
-                               ["f32[6,40,24] M[_,(x,y),_] -> M[_,x,y]",
-                                "bf16[33,10] M[(y,x),_] -> M[_,(x,y)]"])
-    strategies = ["meshcast", "p2p", "xla", "collectives"]
-    results = _launch(path, _schedules(topo, task, strategies, 8), 8)
-    for rank in range(8):
+    task = meshcast.Task.parse(meshes, moves)
+    results = _launch(path, _schedules(topo, task, strategies, n), n)
+    for rank in range(n):
         assert not isinstance(results[rank], str), results[rank]
         for name, (wrong, report) in zip(strategies, results[rank]):
             assert wrong == 0, f"{name} rank {rank}: {report}"
+
+
+def test_run_8_ranks_same_mesh():
+    _run_and_check("dgx-h100-x1.xml", ["M={x:4,y:2}@0..7"],
+                   ["f32[6,40,24] M[_,(x,y),_] -> M[_,x,y]",
+                    "bf16[33,10] M[(y,x),_] -> M[_,(x,y)]"],
+                   ["meshcast", "p2p", "xla", "collectives"], 8)
 
 
 def test_run_16_ranks_cross_mesh():
-    path = str(TOPOS / "aws-p3.8xlarge-x5.xml")
-    topo = meshcast.Topology.load(path)
-    task = meshcast.Task.parse(["A={host:2,gpu:4}@0..7", "B={host:2,gpu:4}@8..15"],
-                               ["i32[64,48,20] A[host,_,gpu] -> B[_,(gpu,host),_]"])
-    strategies = ["meshcast", "p2p", "p2p-lb", "alpa-bcast"]
-    xmls = _schedules(topo, task, strategies, 16)
-    results = _launch(path, xmls, 16)
-    for rank in range(16):
-        assert not isinstance(results[rank], str), results[rank]
-        for name, (wrong, report) in zip(strategies, results[rank]):
-            assert wrong == 0, f"{name} rank {rank}: {report}"
+    _run_and_check("aws-p3.8xlarge-x5.xml", ["A={host:2,gpu:4}@0..7", "B={host:2,gpu:4}@8..15"],
+                   ["i32[64,48,20] A[host,_,gpu] -> B[_,(gpu,host),_]"],
+                   ["meshcast", "p2p", "p2p-lb", "alpa-bcast"], 16)
 
 
 def test_check_catches_a_run_that_did_not_happen():
