@@ -296,7 +296,9 @@ mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after
         int hop;
         if (st == MC_OK && via < 0)
             st = cost_send(ct, a, b, part, after, x, err);
-        if (st == MC_OK && via >= 0 && (st = cost_send(ct, a, via, part, after, &hop, err)) == MC_OK)
+        if (st == MC_OK && via >= 0)
+            st = cost_send(ct, a, via, part, after, &hop, err);
+        if (st == MC_OK && via >= 0)
             st = cost_send(ct, via, b, part, hop, x, err);
     }
     return st;

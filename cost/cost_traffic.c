@@ -1,9 +1,9 @@
 /* The traffic each strategy would send for a task, as GPU-to-GPU transfers, each after the
- * transfer that brings its sender the bytes (docs/cost-model.md). Each follows what its strategy does, not a fit:
- * meshcast moves every byte into a destination host once, spread over the host's network ports,
- * and fans it out inside the host, or sends straight from holders when that is faster (its
- * optimizer has both kinds of candidates); p2p sends every piece from its first holder to every
- * destination; alpa-bcast chains every piece through its destinations. */
+ * transfer that brings its sender the bytes (docs/cost-model.md). Each follows what its strategy
+ * does, not a fit: meshcast moves every byte into a destination host once, spread over the
+ * host's network ports, and fans it out inside the host, or sends straight from holders when
+ * that is faster (its optimizer has both kinds of candidates); p2p sends every piece from its
+ * first holder to every destination; alpa-bcast chains every piece through its destinations. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -151,8 +151,8 @@ static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
  * or a destination host already served, so that hosts relay to hosts as meshcast's trees do),
  * over the destination host's network ports (a tree per rail): each piece splits into as many
  * shares as it takes for the host's pieces to spread evenly over its ports, and each share takes
- * the least busy port at both ends. A share enters at a GPU its port serves and is passed on to every
- * destination. *served describes the host as a source for later hosts. */
+ * the least busy port at both ends. A share enters at a GPU its port serves and is passed on to
+ * every destination. *served describes the host as a source for later hosts. */
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
                          int hd, const int *dests, int n, source_t *served, mc_err_t *err)
 {

@@ -57,7 +57,8 @@ static void test_single_transfer(void **state)
 {
     mc_topo_t *topo = load("topologies/aws-p3.8xlarge-x5.xml");
     mc_cost_topo_t *ct = mc_cost_topo_new(topo);
-    mc_task_t *t = task_of("mesh A={x:1}@[0]\nmesh B={x:1}@[4]\nmove u8[1073741824] A[_] -> B[_]\n");
+    mc_task_t *t =
+        task_of("mesh A={x:1}@[0]\nmesh B={x:1}@[4]\nmove u8[1073741824] A[_] -> B[_]\n");
     double sim = sim_of("p2p", t, topo);
     for (int s = 0; s < MC_COST__COUNT; s++) {
         mc_cost_t c = cost_of(ct, t, (mc_cost_strategy_t)s);
