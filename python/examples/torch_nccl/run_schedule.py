@@ -8,7 +8,8 @@ One process per GPU of the schedule (16 for the example's case 1), rank r runnin
 meshcast.torch.plan_gpus(schedule)[r], with torch.cuda.set_device(local rank) done first.
 
 The communicator: PyTorch's ProcessGroupNCCL backend exposes its ncclComm_t as an integer with
-_comm_ptr() since pytorch/pytorch#152496 (2025); the script uses it when the backend has it.
+_comm_ptr(), added by pytorch/pytorch#152496 (April 2025, so PyTorch 2.8 or later by its date;
+not checked against a release here); the script uses it when the backend has it.
 Otherwise (older PyTorch, such as Debian's 1.13) rank 0 makes an NCCL unique id, the group
 broadcasts its 128 bytes, and every rank calls ncclCommInitRank through ctypes: a second
 communicator over the same ranks, owned (and destroyed) by this script.
