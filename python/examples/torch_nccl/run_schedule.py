@@ -68,9 +68,10 @@ def nccl_comm(group=None):
 
 
 def main():
+    # the device first: the NCCL process group binds its communicator to the current one
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group("nccl")
     rank = dist.get_rank()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank % torch.cuda.device_count())))
     topo = meshcast.Topology.load(str(ROOT / "topologies" / "aws-p3.8xlarge-x5.xml"))
     sched = meshcast.Schedule.load(str(HERE / "build" / "case1.xml"), topo)
     lib = load_case1()
