@@ -59,6 +59,9 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->host_pieces = mc_xcalloc((size_t)nh, sizeof(int));
     for (int g = 0; g < ng; g++)
         ct->gpu_port[g] = -2;
+    ct->host_bw = mc_xmalloc(sizeof(double) * (size_t)nh);
+    for (int h = 0; h < nh; h++)
+        ct->host_bw[h] = mc_topo_host_net_bw(topo, h);
     ct->host_switched = mc_xcalloc((size_t)nh, 1);
     ct->host_relays = mc_xmalloc((size_t)nh);
     memset(ct->host_relays, -1, (size_t)nh);
@@ -100,6 +103,7 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->port_in);
     free(ct->port_out);
     free(ct->host_pieces);
+    free(ct->host_bw);
     free(ct->host_switched);
     free(ct->host_relays);
     free(ct->load);

@@ -43,6 +43,7 @@ struct mc_cost_topo {
     /* per host: its GPUs in id order and its network ports */
     int *gpu_host;          /* GPU -> host, read on every transfer */
     int *host_start, *host_gpus, *host_ports;
+    double *host_bw;        /* the host's network ports' bandwidth, bytes/s */
     int *port_of;           /* NET node -> its index among its host's ports, else -1 */
     int *gpu_port;          /* GPU -> the port its traffic from other hosts arrives by: -1 none,
                              * -2 not known yet */

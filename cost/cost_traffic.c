@@ -174,6 +174,28 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
     double share = (double)p->bytes / shares;
     mc_status_t st = MC_OK;
     *served = (source_t){hd, dests, n, from->after, from->depth + 2};
+    /* A small piece goes straight to each destination (meshcast's direct candidates) when the
+     * host's ports carry its n - 1 extra copies in less time than the hop inside the host that
+     * a tree adds would cost. */
+    const cost_route_t *hop;
+    if (n > 1 && (st = cost_route(ct, dests[0], dests[1], &hop, err)) == MC_OK &&
+        (n - 1) * (double)p->bytes / ct->host_bw[hd] < hop->delay) {
+        for (int k = 0; k < n && st == MC_OK; k++) {
+            int port;
+            st = cost_gpu_port(ct, dests[k], &port, err);
+            if (st == MC_OK && port >= 0) {
+                ct->port_in[ct->port_base[hd] + port] += (double)p->bytes;
+                if (ct->host_ports[from->host])
+                    ct->port_out[ct->port_base[from->host] + port % ct->host_ports[from->host]] +=
+                        (double)p->bytes;
+            }
+            if (st == MC_OK)
+                st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), dests[k],
+                               (double)p->bytes, from->after, &served->after, err);
+        }
+        served->depth = from->depth + 1;
+        return st;
+    }
     for (int r = 0; r < shares && st == MC_OK; r++) {
         int entry, first = 0, x = -1;
         st = entry_of(ct, hd, pick_port(ct, from->host, hd, share), dests, n, &entry, err);
