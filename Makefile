@@ -13,7 +13,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 
 PKGS      := igraph libxml-2.0 jansson libxxhash ompi-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) cmocka)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lm -lpthread
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lglpk -lm -lpthread
 
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wno-unused-parameter
@@ -154,7 +154,8 @@ bench: $(DEPS_STAMP)
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the real topology
-# files, the shipped topologies, the examples and the test schedules.
+# files, the shipped topologies, the test topologies (RCCL rows, NICs on any PCI class), the
+# examples and the test schedules.
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 fuzz: $(DEPS_STAMP)
@@ -162,7 +163,7 @@ fuzz: $(DEPS_STAMP)
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@for f in $(FUZZ_BINS); do mkdir -p $$f.corpus; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies examples \
-	    tests/data/sched || exit 1; done
+	    tests/data/topo tests/data/sched || exit 1; done
 
 fuzz-build: $(FUZZ_BINS)
 
