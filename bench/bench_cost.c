@@ -11,7 +11,7 @@
 
 void mc_bench_cost_row(mc_cost_topo_t *ct, const mc_task_t *task, mc_bench_row_t *row)
 {
-    mc_cost_opts_t o;
+    mc_cost_opts_t o = {0};
     mc_cost_t c;
     row->cost_s = -1;
     if (mc_cost_strategy_parse(row->strategy, &o.strategy) == 0 &&

@@ -488,7 +488,8 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
     st = estimate(ct, task, traffic[s], s, out, err);
     /* meshcast's optimizer has trees that fan out by rings and spanning trees too, and the
      * stars of direct sends; it keeps whichever is fastest */
-    for (int v = ring_helps(ct, task) ? COST_FAN_CHAIN : COST_FAN__COUNT;
+    int switchless = ring_helps(ct, task);
+    for (int v = switchless ? COST_FAN_CHAIN : COST_FAN__COUNT;
          v <= COST_FAN__COUNT && st == MC_OK && s == MC_COST_MESHCAST; v++) {
         mc_cost_t other;
         ct->fan = v < COST_FAN__COUNT ? (cost_fan_t)v : COST_FAN_STAR;
@@ -497,6 +498,21 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
         ct->fan = COST_FAN_STAR;
         if (st == MC_OK && other.seconds < out->seconds)
             *out = other;
+    }
+    /* Without a switch, meshcast packs load-priced trees fractionally over every path (column
+     * generation), which no single fan-out shape above expresses; it gets within its message
+     * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when
+     * that is shorter. Only here is the bound worth its cost (switchless hosts are small). */
+    mc_bound_t b;
+    if (st == MC_OK && s == MC_COST_MESHCAST && switchless && !(opts && opts->fast) &&
+        (st = mc_task_bound(task, ct->topo, &b, err)) == MC_OK &&
+        b.seconds - b.latency_s + out->overhead_s < out->seconds) {
+        out->bandwidth_s = b.seconds - b.latency_s;
+        out->seconds = out->bandwidth_s + out->overhead_s;
+        out->link = -1;
+        out->binding = out->bandwidth_s >= out->overhead_s ? MC_COST_BIND_LINK
+                                                           : MC_COST_BIND_LATENCY;
+        out->confidence = out->seconds > 0 ? out->bandwidth_s / out->seconds : 1.0;
     }
     return st;
 }

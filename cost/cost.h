@@ -30,6 +30,9 @@ const char *mc_cost_strategy_name(mc_cost_strategy_t s);
 
 typedef struct mc_cost_opts {
     mc_cost_strategy_t strategy;
+    int fast;   /* meshcast on hosts without an NVSwitch: skip the lower bound's fluid term
+                 * (mc_task_bound's cuts, max-flows and LP, 0.4-11 ms a task) and keep the
+                 * traffic model alone, which is then less accurate there */
 } mc_cost_opts_t;
 
 typedef enum {

@@ -193,15 +193,18 @@ class Task:
         _check(lib.mc_py_bound(self._ptr, topo._ptr, sec, kind, where, err), err)
         return Bound(sec[0], ffi.string(kind[0]).decode(), where[0])
 
-    def cost(self, topo: Topology, strategy: str = "meshcast") -> Cost:
+    def cost(self, topo: Topology, strategy: str = "meshcast", fast: bool = False) -> Cost:
         """Analytic estimate of the time a strategy's schedule takes (no Z3, no simulation);
-        strategy is one of COST_STRATEGIES."""
+        strategy is one of COST_STRATEGIES. On hosts without an NVSwitch the meshcast estimate
+        also consults the lower bound's fluid term (0.4 to 11 ms a task); fast=True skips it,
+        less accurately there (docs/cost-model.md)."""
         opts = ffi.new("mc_cost_opts_t *")
         s = ffi.new("int *")
         if lib.mc_cost_strategy_parse(strategy.encode(), s) != 0:
             raise MeshcastError(f"cost: unknown strategy '{strategy}': expected one of "
                                 f"{', '.join(COST_STRATEGIES)}", -5)
         opts.strategy = s[0]
+        opts.fast = int(fast)
         out = ffi.new("mc_cost_t *")
         err = _err()
         _check(lib.mc_cost_estimate(topo._cost_topo(), self._ptr, opts, out, err), err)

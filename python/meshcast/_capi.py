@@ -50,7 +50,7 @@ ffi.cdef(
     mc_status_t mc_py_bound(const mc_task_t *task, const mc_topo_t *topo, double *seconds,
                             const char **binding, int *where, mc_err_t *err);
 
-    typedef struct { int strategy; } mc_cost_opts_t;
+    typedef struct { int strategy; int fast; } mc_cost_opts_t;
     typedef struct {
         double seconds, bandwidth_s, overhead_s;
         int binding, link, depth, chunks;

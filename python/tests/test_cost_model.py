@@ -32,3 +32,15 @@ def test_estimates_are_stable_and_ordered(dgx1):
     assert task.cost(dgx1) == first        # the reused routes give the same answer
     assert first.seconds >= task.bound(dgx1).seconds
     assert first.seconds < task.cost(dgx1, strategy="p2p").seconds
+
+
+def test_bound_floor_on_switchless_hosts(dgx1, dgx):
+    # a broadcast on DGX-1: meshcast packs trees near the bound's flow term, which the fixed
+    # fan-out shapes overshoot; fast=True skips that term. On an NVSwitch host it never applies.
+    task = meshcast.Task.parse(["S={g:1}@0", "D={g:7}@1..7"], ["f32[8192,8192] S[_,_] -> D[_,_]"])
+    exact, fast = task.cost(dgx1), task.cost(dgx1, fast=True)
+    bound = task.bound(dgx1)
+    assert bound.seconds <= exact.seconds < fast.seconds
+    assert exact.link == -1 and fast.link >= 0
+    same = meshcast.Task.parse(["S={g:1}@0", "D={g:7}@1..7"], ["f32[1024,1024] S[_,_] -> D[_,_]"])
+    assert same.cost(dgx) == same.cost(dgx, fast=True)

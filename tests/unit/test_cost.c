@@ -43,7 +43,7 @@ static double sim_of(const char *strategy, mc_task_t *t, const mc_topo_t *topo)
 
 static mc_cost_t cost_of(mc_cost_topo_t *ct, const mc_task_t *t, mc_cost_strategy_t s)
 {
-    mc_cost_opts_t o = {s};
+    mc_cost_opts_t o = {.strategy = s};
     mc_cost_t c;
     mc_err_t err = {0};
     if (mc_cost_estimate(ct, t, &o, &c, &err) != MC_OK)
@@ -133,7 +133,7 @@ static void test_nothing_and_errors(void **state)
     assert_true(c.seconds == 0 && c.link == -1 && c.binding == MC_COST_BIND_NONE);
     mc_task_free(t);
     mc_err_t err = {0};
-    mc_cost_opts_t bad = {MC_COST__COUNT};
+    mc_cost_opts_t bad = {.strategy = MC_COST__COUNT};
     t = task_of("mesh A={x:2}@0..1\nmesh B={x:2}@8..9\nmove f32[64] A[x] -> B[x]\n");
     assert_int_not_equal(mc_cost_estimate(ct, t, NULL, &c, &err), MC_OK);
     assert_non_null(strstr(err.msg, "9"));
