@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost/cost.h"
 #include "layout/layout.h"
 #include "sim/sim.h"
 #include "synth/synth.h"
@@ -267,6 +268,34 @@ static void test_meshcast_crosses_once(void **state)
     mc_topo_free(topo);
 }
 
+/* The cost model lays each strategy's traffic the same way: the busiest link (host 0's NIC path)
+ * carries the tile twice for p2p and alpa-bcast (one broadcast per consumer), once for meshcast. */
+static void test_cost_model_counts_consumers(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = topo_of(AWS);
+    mc_task_t *t = task_of(fan2);
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    static const struct {
+        mc_cost_strategy_t strategy;
+        int crossings;
+    } want[] = {{MC_COST_P2P, 2}, {MC_COST_ALPA_BCAST, 2}, {MC_COST_MESHCAST, 1}};
+    for (int k = 0; k < 3; k++) {
+        mc_cost_opts_t o = {.strategy = want[k].strategy};
+        mc_cost_t c;
+        mc_err_t err = {0};
+        assert_int_equal(mc_cost_estimate(ct, t, &o, &c, &err), MC_OK);
+        double nic = want[k].crossings * FAN2_TILE / 1.25e9;
+        if (fabs(c.bandwidth_s - nic) > 1e-9 * nic)
+            fail_msg("%s: busiest link %.9g s, expected %d x the tile over 10 Gb/s (%.9g s)",
+                     mc_cost_strategy_name(want[k].strategy), c.bandwidth_s, want[k].crossings,
+                     nic);
+    }
+    mc_cost_topo_free(ct);
+    mc_task_free(t);
+    mc_topo_free(topo);
+}
+
 /* xla and collectives redistribute inside one mesh: a tensor with several consumers is refused
  * with a message saying so, even when one consumer is the source's own mesh. */
 static void test_same_mesh_strategies_refuse(void **state)
@@ -380,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_same_needs_as_one_move_per_consumer),
         cmocka_unit_test(test_bound_counts_shared_bytes_once),
         cmocka_unit_test(test_meshcast_crosses_once),
+        cmocka_unit_test(test_cost_model_counts_consumers),
         cmocka_unit_test(test_same_mesh_strategies_refuse),
         cmocka_unit_test(test_sim_never_beats_bound),
         cmocka_unit_test(test_parse_errors),
