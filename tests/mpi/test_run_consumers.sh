@@ -36,6 +36,45 @@ while IFS=";" read -r -u 3 name want meshes move; do
   done
 done 3< <(cases)
 
+# Random moves to two or three consumers (2x2 meshes on hosts 2-3 and 4, one GPU of host 1),
+# each dimension split over nothing, one axis or two on every side: loopback, every strategy.
+random_fans() {
+  python3 - "$1" "$2" <<'PY'
+import random, sys
+rng = random.Random(int(sys.argv[2]))
+def layout(mesh, axes, nd):
+    dims, free = ["_"] * nd, list(axes)
+    rng.shuffle(free)
+    for d in range(nd):
+        k = min(rng.choice([0, 1, 1, 2]), len(free))
+        if k == 1:
+            dims[d] = free.pop()
+        elif k == 2:
+            dims[d] = "(%s,%s)" % (free.pop(), free.pop())
+    return "%s[%s]" % (mesh, ",".join(dims))
+consumers = [("B", ["x", "y"]), ("C", ["u", "v"]), ("D", ["w"])]
+for i in range(int(sys.argv[1])):
+    nd = rng.randint(1, 3)
+    shape = ",".join(str(rng.choice([5, 6, 7, 8, 12])) for _ in range(nd))
+    dt = rng.choice(["i8", "bf16", "f32", "f64"])
+    cs = consumers[:rng.randint(2, 3)]
+    print("rfan%d;p2p p2p-lb meshcast;A={host:2,gpu:2}@[0,1,4,5]|B={x:2,y:2}@[8,9,12,13]|"
+          "C={u:2,v:2}@16..19|D={w:1}@6;%s[%s] %s -> %s" % (
+        i, dt, shape, layout("A", ["host", "gpu"], nd),
+        ", ".join(layout(m, ax, nd) for m, ax in cs)))
+PY
+}
+while IFS=";" read -r -u 3 name want meshes move; do
+  IFS="|" read -r -a ms <<<"$meshes"
+  synth_all "$name" "${ms[@]}" -- "$move"
+  for s in $want; do
+    expect_true "$name ($move): $s synthesizes it" -- test -f "$TMP/$name.$s.xml"
+  done
+  for f in "${SCHEDS[@]}"; do
+    expect_exit 0 "$name $(basename "$f") ($move): loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$f"
+  done
+done 3< <(random_fans 8 5)
+
 # emit writes the several-consumer task into the header and lays out each destination GPU's
 # buffer in its own consumer's layout (the lowering `run` executed above); --check agrees.
 f="$TMP/three.meshcast.xml"
