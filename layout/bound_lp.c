@@ -50,16 +50,16 @@ typedef struct com {
     uint64_t bytes;
 } com_t;
 
-static int commodities(const mc_task_t *task, com_t **out)
+static int commodities(const mc_bound_ctx_t *al, com_t **out)
 {
-    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
-    int n = mc_bound_holder_groups(task, 1, order, start);
+    int *order = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(al->ncls + 1));
+    int n = mc_bound_holder_groups(al, 1, order, start);
     com_t *c = mc_xmalloc(sizeof(com_t) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        c[i] = (com_t){&task->pieces[order[start[i]]], 0};
+        c[i] = (com_t){al->cls[order[start[i]]].p, 0};
         for (int j = start[i]; j < start[i + 1]; j++)
-            c[i].bytes += task->pieces[order[j]].bytes;
+            c[i].bytes += al->cls[order[j]].bytes;
     }
     free(order);
     free(start);
@@ -141,11 +141,10 @@ static double solve(const mc_topo_t *topo, const com_t *c, int nc)
     return t;
 }
 
-void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                 mc_best_t *best)
+void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_best_t *best)
 {
     com_t *c;
-    int nc = commodities(task, &c);
+    int nc = commodities(al, &c);
     /* With one commodity the optimum is the flow term's (one source multicasts at the least
      * max-flow to a destination when links may carry any function of what they receive, which
      * is exactly what these loads allow), so it is not solved. */
