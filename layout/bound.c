@@ -370,7 +370,7 @@ static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int ex
                                &b.cut_set, err), out, st);
     MC_CHECK_GOTO(mc_bound_flow(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
                                 &b.flow_holder, err), out, st);
-    mc_bound_lp(topo, &al, &best[MC_BOUND_LP]);
+    mc_bound_lp(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_LP]);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;

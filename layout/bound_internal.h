@@ -119,7 +119,8 @@ mc_status_t mc_bound_cut(const mc_topo_t *topo, const mc_bound_ctx_t *al, double
  * first holder of the group that binds. Pairs that cannot exceed floor are skipped. */
 mc_status_t mc_bound_flow(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor,
                           mc_best_t *best, int *holder, mc_err_t *err);
-/* The lp term (bound_lp.c): left as it is when the task is too large to solve. */
-void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_best_t *best);
+/* The lp term (bound_lp.c): left as it is when the task is too large to solve, or when its
+ * optimum cannot exceed floor (0: always solved). */
+void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor, mc_best_t *best);
 
 #endif
