@@ -1,7 +1,7 @@
 /* The pieces of a task merged by holders and destinations, for the lower bound: every term counts
  * a piece's bytes by its holder set and its destination set only, so it reads these classes,
  * whose count grows with the distinct sets and not with the pieces (a 200,000-move task file
- * splits into 1.6 million pieces of 64 classes). One pass with a hash table keyed by the two
+ * splits into 1.6 million pieces of 8 classes). One pass with a hash table keyed by the two
  * lists; classes keep the order in which their first piece comes, so the terms that walk them
  * break ties as they did over the pieces, and their bytes are exact sums. */
 #include <stdlib.h>
