@@ -13,7 +13,8 @@
 static uint64_t key_hash(const mc_piece_t *p)
 {
     uint64_t h = XXH3_64bits(p->holders, sizeof(int) * (size_t)p->nholders);
-    return XXH3_64bits_withSeed(p->dests, sizeof(int) * (size_t)p->ndests, h ^ (uint64_t)p->nholders);
+    return XXH3_64bits_withSeed(p->dests, sizeof(int) * (size_t)p->ndests,
+                                h ^ (uint64_t)p->nholders);
 }
 
 static int same_key(const mc_piece_t *a, const mc_piece_t *b)
