@@ -1,5 +1,8 @@
 /* Plans: box addressing, the well-formedness check every backend runs first, buffer size checks
  * and the host copy between two strided boxes. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, when built alone with -std=c11 */
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -15,10 +15,12 @@ mkdir -p "$out"
   'f32[256,64,32] A[host,_,_] -> B[_,host,_]' -o "$out/case1.xml"
 "$meshcast" emit --topo "$root/topologies/aws-p3.8xlarge-x5.xml" "$out/case1.xml" \
   --name case1 --standalone -o "$out/src" >/dev/null
-# plan.c is C (cc), the .cu files go through nvcc; one shared library with the entry points
-# case1_run, case1_workspace_bytes, case1_src_bytes, case1_dst_bytes and case1_error.
+# plan.c and graph.c are C (cc), the .cu files go through nvcc; one shared library with the entry
+# points case1_run, case1_workspace_bytes, case1_src_bytes, case1_dst_bytes and case1_error.
 cc -std=c11 -O2 -fPIC -I"$out/src" -c "$out/src/plan.c" -o "$out/plan.o"
+cc -std=c11 -O2 -fPIC -I"$out/src" -c "$out/src/graph.c" -o "$out/graph.o"
 "$cuda/bin/nvcc" -O2 -std=c++17 -arch=sm_90 -Xcompiler -fPIC -I"$out/src" -I"$cuda/include" \
   -shared -o "$out/libcase1.so" "$out/src/case1.cu" "$out/src/cuda_exec.cu" "$out/plan.o" \
+  "$out/graph.o" \
   -L"$cuda/lib64" -Xlinker -rpath,"$cuda/lib64" -lnccl -lcudart
 echo "built $out/libcase1.so (schedule $out/case1.xml)"
