@@ -1,17 +1,11 @@
-/* Internals shared by the files of sched/: the built-in schema and its check, memory accounting. */
+/* Internals shared by the files of sched/: the built-in schema, memory accounting. */
 #ifndef MC_SCHED_INTERNAL_H
 #define MC_SCHED_INTERNAL_H
-
-#include <libxml/tree.h>
 
 #include "sched/sched.h"
 
 /* The text of sched/schedule.rng, compiled in. */
 const char *mc_sched_schema_text(size_t *len);
-
-/* Validates a parsed schedule document against the schema; the error names the file and line of
- * the first problem. */
-mc_status_t mc_sched_schema_check(xmlDocPtr doc, const char *name, mc_err_t *err);
 
 /* Bytes each GPU 0..ngpus-1 receives only to relay (it is not a destination of the piece). */
 void mc_sched_relay_bytes(const mc_sched_t *s, int ngpus, uint64_t *relay);

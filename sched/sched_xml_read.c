@@ -25,6 +25,7 @@ typedef struct reader {
     mc_sched_t *s;
     name_index_t idx;
     mc_err_t *err;
+    int force, nphases;   /* the phases read so far */
 } reader_t;
 
 static const mc_topo_t *cmp_topo; /* qsort has no context argument in C11 */
@@ -314,31 +315,33 @@ out:
     return st;
 }
 
-static mc_status_t read_doc(reader_t *r, xmlDocPtr doc, int force)
+/* One element as the streaming reader hands it over: the schedule element and <phase> as they
+ * start, <task>, <pieces> and each <tree> whole (the schema fixes their order). A tree has at
+ * most one edge per GPU it reaches: more is a hostile file, refused before it costs memory. */
+static mc_status_t visit(void *ctx, xmlNodePtr n, int depth)
 {
-    mc_status_t st;
-    xmlNodePtr root = xmlDocGetRootElement(doc);
-    MC_CHECK_GOTO(mc_sched_schema_check(doc, r->name, r->err), out, st);
-    MC_CHECK_GOTO(read_header(r, root, force), out, st);
-    int phase = 0;
-    for (xmlNodePtr c = root->children; c; c = c->next) {
-        if (is_elem(c, "task"))
-            MC_CHECK_GOTO(read_task(r, c), out, st);
-        else if (is_elem(c, "pieces"))
-            MC_CHECK_GOTO(check_pieces(r, c), out, st);
-        else if (is_elem(c, "phase")) {
-            int n;
-            MC_CHECK_GOTO(attr_int(r, c, "n", phase, phase, &n), out, st);
-            for (xmlNodePtr t = c->children; t; t = t->next)
-                if (is_elem(t, "tree"))
-                    MC_CHECK_GOTO(read_tree(r, t, phase), out, st);
-            phase++;
-        }
+    reader_t *r = ctx;
+    if (depth == 0)
+        return read_header(r, n, r->force);
+    if (is_elem(n, "task"))
+        return read_task(r, n);
+    if (is_elem(n, "pieces"))
+        return check_pieces(r, n);
+    if (is_elem(n, "phase")) {
+        int k;
+        r->nphases++;
+        return attr_int(r, n, "n", r->nphases - 1, r->nphases - 1, &k);
     }
-    if (phase > r->s->nphases)
-        r->s->nphases = phase;
-out:
-    return st;
+    if (!is_elem(n, "tree"))
+        return MC_OK;
+    int nedges = 0;
+    for (xmlNodePtr c = n->children; c; c = c->next)
+        nedges += is_elem(c, "edge");
+    if (nedges >= r->topo->ngpus)
+        return mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: a tree of %d edges on a topology of %d "
+                          "GPUs (at most one edge per GPU it reaches)", r->name, line_of(n), nedges,
+                          r->topo->ngpus);
+    return read_tree(r, n, r->nphases - 1);
 }
 
 mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
@@ -346,19 +349,22 @@ mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
                                   mc_err_t *err)
 {
     mc_status_t st;
-    xmlDocPtr doc = NULL;
-    reader_t r = {.name = name, .topo = topo, .err = err};
+    reader_t r = {.name = name, .topo = topo, .err = err, .force = force};
+    static const char *const whole[] = {"task", "pieces", "tree", NULL};
+    size_t rng_len;
+    const char *rng = mc_sched_schema_text(&rng_len);
     *out = NULL;
     r.s = mc_sched_new(NULL, topo, "");
     index_build(&r.idx, topo);
-    MC_CHECK_GOTO(mc_xml_read(buf, len, name, &doc, err), out, st);
-    MC_CHECK_GOTO(read_doc(&r, doc, force), out, st);
+    MC_CHECK_GOTO(mc_xml_stream(buf, len, name, rng, rng_len, "schedule (docs/schedule-format.md)",
+                                whole, visit, &r, err), out, st);
+    if (r.nphases > r.s->nphases)
+        r.s->nphases = r.nphases;
     *out = r.s;
     r.s = NULL;
 out:
     index_free(&r.idx);
     mc_sched_free(r.s);
-    xmlFreeDoc(doc);
     return st;
 }
 

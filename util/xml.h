@@ -19,4 +19,16 @@ mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr
 mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
                              const char *what, mc_err_t *err);
 
+/* Called by mc_xml_stream for each element: as it starts (its attributes, no children yet), or
+ * whole when its name is in the caller's list. depth: 0 for the root. */
+typedef mc_status_t (*mc_xml_visit_fn)(void *ctx, xmlNodePtr node, int depth);
+
+/* Reads a document of any size in one pass (util/xml_stream.c), validating it against a RelaxNG
+ * schema held in memory as it goes, and calls visit for every element; the elements named in
+ * whole (NULL-terminated) are visited whole and not descended into. Errors as mc_xml_read's and
+ * mc_xml_check_rng's; visit's first error stops the walk. */
+mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const char *rng,
+                          size_t rng_len, const char *what, const char *const *whole,
+                          mc_xml_visit_fn visit, void *ctx, mc_err_t *err);
+
 #endif
