@@ -46,6 +46,8 @@ typedef struct mc_bench_row {
     uint64_t moved_max;     /* max over GPUs of the bytes its tree edges deliver to it */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
     int failed;             /* the strategy or the simulator returned an error */
+    int estimated;          /* the simulation stopped at its allowance (--sim-work): sim_s is
+                             * where it had got to, a lower bound */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
                              * kind of task (a same-mesh strategy on a cross-mesh case) */
     char error[1024];

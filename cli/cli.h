@@ -69,7 +69,8 @@ int cli_topo_option(const char *cmd, const char *arg);
     {"budget", required_argument, NULL, (id)},           \
     {"rlimit", required_argument, NULL, (id)},           \
     {"memory-limit", required_argument, NULL, (id)},     \
-    {"chunk", required_argument, NULL, (id)}
+    {"chunk", required_argument, NULL, (id)},            \
+    {"sim-work", required_argument, NULL, (id)}
 
 typedef struct cli_task_args {
     const char *task_file;
