@@ -253,6 +253,26 @@ int mc_topo_gpu_host(const mc_topo_t *t, int gpu)
     return t->nodes[t->gpu_node[gpu]].host;
 }
 
+/* The first GPU whose host is at least h. */
+static int first_gpu_from(const mc_topo_t *t, int h)
+{
+    int lo = 0, hi = t->ngpus;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (mc_topo_gpu_host(t, mid) < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first)
+{
+    *first = first_gpu_from(t, h);
+    return first_gpu_from(t, h + 1) - *first;
+}
+
 int mc_topo_find_node(const mc_topo_t *t, const char *name)
 {
     for (int i = 0; i < t->nnodes; i++)
