@@ -103,9 +103,7 @@ int mc_sched_sym_walk(const mc_sched_t *s, const mc_topo_t *topo, const int *tre
     return nn;
 }
 
-/* The groups of trees joined by shared links over all phases; per tree its group, groups
- * numbered in order of their first tree. */
-static int groups(const mc_sched_t *s, const mc_topo_t *topo, int *gid)
+int mc_sched_link_groups(const mc_sched_t *s, const mc_topo_t *topo, int phase, int *gid)
 {
     int *up = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
     int *owner = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
@@ -113,6 +111,8 @@ static int groups(const mc_sched_t *s, const mc_topo_t *topo, int *gid)
         owner[l] = -1;
     for (int t = 0; t < s->ntrees; t++) {
         up[t] = t;
+        if (phase >= 0 && s->trees[t].phase != phase)
+            continue;
         for (int e = 0; e < s->trees[t].nedges; e++)
             for (int j = 0; j < s->trees[t].edges[e].nlinks; j++) {
                 int l = s->trees[t].edges[e].links[j];
@@ -129,27 +129,19 @@ static int groups(const mc_sched_t *s, const mc_topo_t *topo, int *gid)
     }
     int n = 0;
     for (int t = 0; t < s->ntrees; t++)
-        gid[t] = find(up, t) == t ? n++ : gid[find(up, t)];
+        gid[t] = phase >= 0 && s->trees[t].phase != phase ? -1
+                 : find(up, t) == t                       ? n++
+                                                          : gid[find(up, t)];
     free(up);
     free(owner);
     return n;
-}
-
-static uint64_t hash(const int64_t *v, int n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < n; i++) {
-        h ^= (uint64_t)v[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
 }
 
 void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_t *sym)
 {
     memset(sym, 0, sizeof(*sym));
     int *gid = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
-    int ng = groups(s, topo, gid);
+    int ng = mc_sched_link_groups(s, topo, -1, gid);
     /* each group's trees, by counting */
     int *off = mc_xcalloc((size_t)ng + 2, sizeof(int));
     int *trees = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
@@ -182,7 +174,7 @@ void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_
                                        &gnodes[g], &key, &nkey);
         if (ngnodes[g] < 0)
             continue; /* a route not on this topology: written as it is */
-        size_t at = hash(key, nkey) % slots;
+        size_t at = mc_hash_words(key, (size_t)nkey) % slots;
         for (; table[at] >= 0; at = (at + 1) % slots) {
             int j = table[at];
             if (nkeys[j] == nkey && !memcmp(keys[j], key, sizeof(int64_t) * (size_t)nkey)) {

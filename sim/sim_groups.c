@@ -10,61 +10,25 @@
 
 #include "sim/sim_internal.h"
 
-static int find(int *up, int x)
-{
-    while (up[x] != x)
-        x = up[x] = up[up[x]];
-    return x;
-}
-
-/* The trees of `phase` joined through shared links: group ids in first-tree order. */
+/* The trees of `phase` in groups joined through shared links: group ids in first-tree order. */
 static void split(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim_groups_t *g)
 {
+    int *gid = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
+    g->ngroups = mc_sched_link_groups(s, topo, phase, gid);
+    g->tree_off = mc_xcalloc((size_t)g->ngroups + 2, sizeof(int));
     int nt = 0;
-    int *idx = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
     for (int t = 0; t < s->ntrees; t++)
-        if (s->trees[t].phase == phase)
-            idx[nt++] = t;
-    int *up = mc_xmalloc(sizeof(int) * (size_t)(nt + 1));
-    int *owner = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
-    for (int l = 0; l < topo->nlinks; l++)
-        owner[l] = -1;
-    for (int i = 0; i < nt; i++) {
-        up[i] = i;
-        const mc_tree_t *tr = &s->trees[idx[i]];
-        for (int e = 0; e < tr->nedges; e++)
-            for (int j = 0; j < tr->edges[e].nlinks; j++) {
-                int l = tr->edges[e].links[j];
-                if (l < 0 || l >= topo->nlinks) /* sim reports the bad route */
-                    continue;
-                if (owner[l] < 0) {
-                    owner[l] = i;
-                } else {
-                    int a = find(up, owner[l]), b = find(up, i);
-                    if (a != b)
-                        up[a > b ? a : b] = a < b ? a : b;
-                }
-            }
-    }
-    /* group numbers in order of each group's first tree; trees listed by counting */
-    int *gid = owner; /* reused: nt <= number of trees, and owner is no longer needed */
-    gid = mc_xrealloc(gid, sizeof(int) * (size_t)(nt + 1));
-    g->ngroups = 0;
-    for (int i = 0; i < nt; i++)
-        gid[i] = find(up, i) == i ? g->ngroups++ : gid[find(up, i)];
-    g->tree_off = mc_xcalloc((size_t)g->ngroups + 1, sizeof(int));
-    g->trees = mc_xmalloc(sizeof(int) * (size_t)(nt + 1));
-    for (int i = 0; i < nt; i++)
-        g->tree_off[gid[i] + 1]++;
+        if (gid[t] >= 0) {
+            g->tree_off[gid[t] + 2]++;
+            nt++;
+        }
     for (int k = 0; k < g->ngroups; k++)
-        g->tree_off[k + 1] += g->tree_off[k];
-    int *fill = up; /* reused */
-    memcpy(fill, g->tree_off, sizeof(int) * (size_t)g->ngroups);
-    for (int i = 0; i < nt; i++)
-        g->trees[fill[gid[i]]++] = idx[i];
-    free(up);
+        g->tree_off[k + 2] += g->tree_off[k + 1];
+    g->trees = mc_xmalloc(sizeof(int) * (size_t)(nt + 1));
+    for (int t = 0; t < s->ntrees; t++)
+        if (gid[t] >= 0)
+            g->trees[g->tree_off[gid[t] + 1]++] = t;
     free(gid);
-    free(idx);
 }
 
 typedef struct keys {
@@ -150,16 +114,6 @@ static void describe(const mc_sched_t *s, const mc_topo_t *topo, sim_groups_t *g
     }
 }
 
-static uint64_t hash(const int64_t *v, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint64_t)v[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
-}
-
 void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim_groups_t *g)
 {
     memset(g, 0, sizeof(*g));
@@ -185,7 +139,7 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     for (int k = 0; k < n; k++) {
         const int64_t *v = keys.v + keys.off[k];
         size_t len = keys.off[k + 1] - keys.off[k];
-        size_t at = hash(v, len) % slots;
+        size_t at = mc_hash_words(v, len) % slots;
         g->same_as[k] = -1;
         for (; table[at] >= 0; at = (at + 1) % slots) {
             int j = table[at];

@@ -11,45 +11,6 @@
 
 #include "util/xml.h"
 
-typedef struct first_error {
-    int seen, line, invalid;
-    char msg[512];
-} first_error_t;
-
-/* Keeps the first error: a parse error makes the file malformed, a RelaxNG one invalid. */
-static void keep_first(void *data, xmlErrorPtr e)
-{
-    first_error_t *fe = data;
-    if (fe->seen || !e || e->level < XML_ERR_ERROR)
-        return;
-    fe->seen = 1;
-    fe->invalid = e->domain == XML_FROM_RELAXNGV || e->domain == XML_FROM_RELAXNGP;
-    fe->line = e->line;
-    if (fe->line <= 0 && e->node)
-        fe->line = (int)xmlGetLineNo((xmlNodePtr)e->node);
-    snprintf(fe->msg, sizeof fe->msg, "%s", e->message ? e->message : "invalid");
-    size_t n = strlen(fe->msg);
-    while (n && (fe->msg[n - 1] == '\n' || fe->msg[n - 1] == ' '))
-        fe->msg[--n] = '\0';
-}
-
-static int entity_line(const char *buf, size_t len)
-{
-    int line = 1;
-    for (size_t i = 0; i + 8 <= len && memcmp(buf + i, "<!ENTITY", 8); i++)
-        line += buf[i] == '\n';
-    return line;
-}
-
-static int declares_entities(xmlDocPtr doc)
-{
-    xmlDtdPtr dtds[2] = {doc ? doc->intSubset : NULL, doc ? doc->extSubset : NULL};
-    for (int i = 0; i < 2; i++)
-        if (dtds[i] && (dtds[i]->entities || dtds[i]->pentities))
-            return 1;
-    return 0;
-}
-
 static int listed(const char *name, const char *const *names)
 {
     for (int i = 0; names[i]; i++)
@@ -58,7 +19,7 @@ static int listed(const char *name, const char *const *names)
     return 0;
 }
 
-static mc_status_t error_of(const first_error_t *fe, const char *name, const char *what,
+static mc_status_t error_of(const mc_xml_error_t *fe, const char *name, const char *what,
                             mc_err_t *err)
 {
     if (fe->invalid)
@@ -93,7 +54,7 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
                           mc_xml_visit_fn visit, void *ctx, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    first_error_t fe = {0}, schema_fe = {0};
+    mc_xml_error_t fe = {0}, schema_fe = {0};
     const char *name = path ? path : "(memory)";
     source_t src = {.buf = buf, .len = len};
     xmlTextReaderPtr reader = NULL;
@@ -103,7 +64,7 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
     xmlInitParser();
     pctx = xmlRelaxNGNewMemParserCtxt(rng, (int)rng_len);
     if (pctx) {
-        xmlRelaxNGSetParserStructuredErrors(pctx, keep_first, &schema_fe);
+        xmlRelaxNGSetParserStructuredErrors(pctx, mc_xml_keep_first_error, &schema_fe);
         schema = xmlRelaxNGParse(pctx);
     }
     reader = xmlReaderForIO(source_read, source_close, &src, name, NULL,
@@ -114,16 +75,16 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
                         "%s)", name, what, schema_fe.line, schema_fe.seen ? schema_fe.msg : "-");
         goto out;
     }
-    xmlTextReaderSetStructuredErrorHandler(reader, keep_first, &fe);
+    xmlTextReaderSetStructuredErrorHandler(reader, mc_xml_keep_first_error, &fe);
     ret = xmlTextReaderRead(reader);
     while (ret == 1 && !fe.seen) {
         int type = xmlTextReaderNodeType(reader), expand = 0;
         mc_status_t vst = MC_OK;
         if (type == XML_READER_TYPE_DOCUMENT_TYPE &&
-            declares_entities(xmlTextReaderCurrentDoc(reader))) {
+            mc_xml_declares_entities(xmlTextReaderCurrentDoc(reader))) {
             st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: the DOCTYPE declares entities; meshcast "
                             "XML files may not (entities are never expanded)", name,
-                            entity_line(buf, len));
+                            mc_xml_entity_line(buf, len));
             goto out;
         }
         if (type == XML_READER_TYPE_ELEMENT) {
