@@ -25,6 +25,7 @@ mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const c
 typedef struct mc_xml_error {
     int seen, line, invalid;
     char msg[512];
+    xmlNodePtr node;    /* the element it is about, while it lives */
 } mc_xml_error_t;
 void mc_xml_keep_first_error(void *data, xmlErrorPtr e);
 
