@@ -119,6 +119,13 @@ void mc_xml_keep_first_error(void *data, xmlErrorPtr e)
         fe->msg[--n] = '\0';
 }
 
+void mc_xml_explain_error(mc_xml_error_t *fe, const char *rng, size_t len)
+{
+    if (fe->seen && fe->node && (strstr(fe->msg, "failed to validate attributes") ||
+                                 !strncmp(fe->msg, "Invalid attribute ", 18)))
+        mc_xml_explain_attrs(fe->node, rng, len, fe->msg, sizeof fe->msg);
+}
+
 mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
                              const char *what, mc_err_t *err)
 {
@@ -139,9 +146,8 @@ mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const c
     }
     xmlRelaxNGSetValidStructuredErrors(vctx, mc_xml_keep_first_error, &fe);
     int invalid = xmlRelaxNGValidateDoc(vctx, doc) != 0;
-    if (invalid && (strstr(fe.msg, "failed to validate attributes") ||
-                    !strncmp(fe.msg, "Invalid attribute ", 18)))
-        mc_xml_explain_attrs(fe.node, rng, len, fe.msg, sizeof fe.msg);
+    if (invalid)
+        mc_xml_explain_error(&fe, rng, len);
     if (invalid)
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", path, fe.line, what,
                         fe.seen ? fe.msg : "invalid");

@@ -28,6 +28,9 @@ typedef struct mc_xml_error {
     xmlNodePtr node;    /* the element it is about, while it lives */
 } mc_xml_error_t;
 void mc_xml_keep_first_error(void *data, xmlErrorPtr e);
+/* An attribute error of fe, while its element lives, made to name the attribute (a required one
+ * missing, an unknown one) from the schema's text (util/xml_explain.c). */
+void mc_xml_explain_error(mc_xml_error_t *fe, const char *rng, size_t len);
 
 /* Whether doc's DOCTYPE declares any entity (meshcast files may not), and the line of the first
  * declaration in the text (libxml2 keeps none). */

@@ -11,6 +11,23 @@
 
 #include "util/xml.h"
 
+/* The reader frees elements behind it: an attribute error is explained as it is reported. */
+typedef struct stream_error {
+    mc_xml_error_t fe;
+    const char *rng;
+    size_t rng_len;
+} stream_error_t;
+
+static void keep_first_explained(void *data, xmlErrorPtr e)
+{
+    stream_error_t *se = data;
+    int seen = se->fe.seen;
+    mc_xml_keep_first_error(&se->fe, e);
+    if (!seen)
+        mc_xml_explain_error(&se->fe, se->rng, se->rng_len);
+    se->fe.node = NULL;
+}
+
 static int listed(const char *name, const char *const *names)
 {
     for (int i = 0; names[i]; i++)
@@ -54,7 +71,8 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
                           mc_xml_visit_fn visit, void *ctx, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    mc_xml_error_t fe = {0}, schema_fe = {0};
+    stream_error_t se = {.rng = rng, .rng_len = rng_len};
+    mc_xml_error_t *fe = &se.fe, schema_fe = {0};
     const char *name = path ? path : "(memory)";
     source_t src = {.buf = buf, .len = len};
     xmlTextReaderPtr reader = NULL;
@@ -75,9 +93,9 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
                         "%s)", name, what, schema_fe.line, schema_fe.seen ? schema_fe.msg : "-");
         goto out;
     }
-    xmlTextReaderSetStructuredErrorHandler(reader, mc_xml_keep_first_error, &fe);
+    xmlTextReaderSetStructuredErrorHandler(reader, keep_first_explained, &se);
     ret = xmlTextReaderRead(reader);
-    while (ret == 1 && !fe.seen) {
+    while (ret == 1 && !fe->seen) {
         int type = xmlTextReaderNodeType(reader), expand = 0;
         mc_status_t vst = MC_OK;
         if (type == XML_READER_TYPE_DOCUMENT_TYPE &&
@@ -93,20 +111,20 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
             expand = listed((const char *)node->name, whole);
             if (expand && !xmlTextReaderExpand(reader))
                 break; /* the error handler has the reason */
-            if (fe.seen)
+            if (fe->seen)
                 break;
             vst = visit(ctx, node, xmlTextReaderDepth(reader));
         }
         /* past an expanded element's subtree, which the reader validates (and frees) only now:
          * a schema violation in it is the error to report, even when visit found one too */
         ret = expand ? xmlTextReaderNext(reader) : xmlTextReaderRead(reader);
-        if (vst != MC_OK && !fe.seen) {
+        if (vst != MC_OK && !fe->seen) {
             st = vst;
             goto out;
         }
     }
-    if (fe.seen || ret < 0 || xmlTextReaderIsValid(reader) == 0) {
-        st = error_of(&fe, name, what, err);
+    if (fe->seen || ret < 0 || xmlTextReaderIsValid(reader) == 0) {
+        st = error_of(fe, name, what, err);
         goto out;
     }
     if (!seen_root)
