@@ -32,9 +32,9 @@ static void split(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim_gro
 }
 
 typedef struct keys {
-    int64_t *v;          /* every group's key, one after another */
+    int64_t *v;          /* the distinct groups' keys, one after another */
     size_t n, cap;
-    size_t *off;         /* per group: its key in v */
+    size_t *off, *len;   /* per distinct group: its key in v */
 } keys_t;
 
 static void put(keys_t *k, int64_t x)
@@ -119,7 +119,8 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     memset(g, 0, sizeof(*g));
     split(s, topo, phase, g);
     int n = g->ngroups, links_cap = 0;
-    keys_t keys = {.off = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1))};
+    keys_t keys = {.off = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1)),
+                   .len = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1))};
     int *local_link = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
     int *local_gpu = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     for (int l = 0; l < topo->nlinks; l++)
@@ -127,25 +128,24 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     for (int x = 0; x < topo->ngpus; x++)
         local_gpu[x] = -1;
     g->link_off = mc_xcalloc((size_t)n + 1, sizeof(int));
-    for (int k = 0; k < n; k++)
-        describe(s, topo, g, k, local_link, local_gpu, &links_cap, &keys);
-    keys.off[n] = keys.n;
-    /* identical keys: open addressing on the key's hash */
+    /* identical keys: open addressing on the key's hash; a copy's key is dropped at once */
     size_t slots = 2 * (size_t)n + 1;
     int *table = mc_xmalloc(sizeof(int) * slots);
     for (size_t i = 0; i < slots; i++)
         table[i] = -1;
     g->same_as = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
+        describe(s, topo, g, k, local_link, local_gpu, &links_cap, &keys);
+        keys.len[k] = keys.n - keys.off[k];
         const int64_t *v = keys.v + keys.off[k];
-        size_t len = keys.off[k + 1] - keys.off[k];
-        size_t at = mc_hash_words(v, len) % slots;
+        size_t at = mc_hash_words(v, keys.len[k]) % slots;
         g->same_as[k] = -1;
         for (; table[at] >= 0; at = (at + 1) % slots) {
             int j = table[at];
-            if (keys.off[j + 1] - keys.off[j] == len &&
-                !memcmp(keys.v + keys.off[j], v, sizeof(int64_t) * len)) {
+            if (keys.len[j] == keys.len[k] &&
+                !memcmp(keys.v + keys.off[j], v, sizeof(int64_t) * keys.len[k])) {
                 g->same_as[k] = j;
+                keys.n = keys.off[k];
                 break;
             }
         }
@@ -157,6 +157,7 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     free(table);
     free(keys.v);
     free(keys.off);
+    free(keys.len);
     free(local_link);
     free(local_gpu);
 }

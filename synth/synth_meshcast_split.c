@@ -137,6 +137,11 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_share
         for (int j = 0; j < i && comps[i].same_as < 0; j++)
             if (comps[j].same_as < 0 && !strcmp(comps[i].key, comps[j].key))
                 comps[i].same_as = j;
+        /* only distinct keys are compared again (keys: 16.8 MB at 1024 GPUs) */
+        if (comps[i].same_as >= 0) {
+            free(comps[i].key);
+            comps[i].key = NULL;
+        }
     }
     free(up);
     free(owner);
