@@ -1,6 +1,7 @@
 /* Tests for the schedule's XML form: byte-for-byte round trips, the compiled-in schema against
  * sched/schedule.rng, refusal of a schedule made for another topology unless forced, link-by-link
- * checking when forced, and clear errors for malformed files. */
+ * checking when forced, clear errors for malformed files, symmetry kept as templates and
+ * instances, and files of any size. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -269,6 +270,41 @@ static void test_symmetry_instances(void **state)
     mc_sched_free(s);
 }
 
+/* No size cap: a valid schedule made 70 MiB long by comments (more than the 64 MiB that topology
+ * files may have) reads back, streamed. */
+static void test_any_size(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    char *xml = mc_sched_to_xml(s, fx->topo);
+    const char *at = strstr(xml, "  <pieces>");
+    assert_non_null(at);
+    size_t head = (size_t)(at - xml), mib = 1 << 20, n = 70;
+    size_t len = strlen(xml) + n * (mib + 8);
+    char *big = malloc(len + 1), *w = big;
+    assert_non_null(big);
+    memcpy(w, xml, head);
+    w += head;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(w, "<!--", 4);
+        memset(w + 4, 'x', mib);
+        memcpy(w + 4 + mib, "-->\n", 4);
+        w += mib + 8;
+    }
+    strcpy(w, at);
+    mc_err_t err = {0};
+    mc_sched_t *back = NULL;
+    assert_int_equal(mc_sched_parse_memory(big, strlen(big), "s.xml", fx->topo, 0, &back, &err),
+                     MC_OK);
+    assert_true(strlen(big) > ((size_t)64 << 20));
+    assert_int_equal(back->ntrees, 2);
+    assert_int_equal(mc_sched_validate(back, fx->topo, NULL), 0);
+    mc_sched_free(back);
+    free(big);
+    free(xml);
+    mc_sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_route_through_missing_link),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_symmetry_instances),
+        cmocka_unit_test(test_any_size),
     };
     return cmocka_run_group_tests_name("sched_xml", tests, fx_setup, fx_teardown);
 }
