@@ -454,14 +454,20 @@ static void end_phase(lower_t *L, int ngpus)
  * a token, a message of 0 bytes from that edge's parent (the sender knows first, and is often on
  * the same host) to this edge's parent, one per pair of ranks and phase, sent and received in the
  * step reserved before the phase. */
+/* A token of the current phase, kept by its receiving GPU. */
+typedef struct token {
+    int from;
+    uint32_t send, recv; /* its ops */
+} token_t;
+
 typedef struct link_order {
     int **users, *nusers, *ucap, *uphase; /* per link: the edges of the latest phase using it */
-    int *stamp;                           /* [child * ngpus + parent]: phase + 1 of its token */
-    uint32_t *tok_send, *tok_recv;        /* the same index: the token's ops */
+    token_t **tok;                        /* per receiving GPU: its tokens of phase tphase[gpu] */
+    int *ntok, *tcap, *tphase;
     int ntokens;
 } link_order_t;
 
-static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus, int tb,
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int tb,
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
@@ -471,22 +477,27 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int n
                       (uint32_t)(c == d ? a->last_send : a->last_recv));
         return;
     }
-    size_t k = (size_t)c * (size_t)ngpus + (size_t)d;
-    if (o->stamp[k] != ph + 1) {
+    if (o->tphase[d] != ph)
+        o->ntok[d] = 0, o->tphase[d] = ph;
+    int k = 0;
+    while (k < o->ntok[d] && o->tok[d][k].from != c)
+        k++;
+    if (k == o->ntok[d]) {
         int tag = L->s->ntrees + o->ntokens++;
         mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->last_send_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
-        o->stamp[k] = ph + 1;
-        o->tok_send[k] = add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd);
-        o->tok_recv[k] = add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv);
+        MC_GROW(o->tok[d], o->tcap[d], k + 1);
+        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd),
+                                 add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv)};
+        o->ntok[d]++;
     }
-    add_dep_cross(&L->rb[c], o->tok_send[k], (uint32_t)a->last_send);
-    add_dep_cross(&L->rb[d], (uint32_t)b->first_send, o->tok_recv[k]);
+    add_dep_cross(&L->rb[c], o->tok[d][k].send, (uint32_t)a->last_send);
+    add_dep_cross(&L->rb[d], (uint32_t)b->first_send, o->tok[d][k].recv);
 }
 
 /* Orders phase ph's edges after the earlier phases' users of their links, then makes them the
  * users of those links. */
-static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step, int ngpus)
+static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
 {
     const mc_sched_t *s = L->s;
     for (int ti = 0; ti < s->ntrees; ti++)
@@ -495,7 +506,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step, int 
             const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
             for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
                 for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
-                    order_edge(L, o, ph, step, ngpus, ti, eb, b, o->users[eb->links[j]][u]);
+                    order_edge(L, o, ph, step, ti, eb, b, o->users[eb->links[j]][u]);
         }
     for (int ti = 0; ti < s->ntrees; ti++)
         for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
@@ -574,11 +585,14 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
                        mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
                        mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
                        mc_xcalloc((size_t)nlinks + 1, sizeof(int)),
-                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(int)),
-                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(uint32_t)),
-                       mc_xcalloc((size_t)ngpus * ngpus + 1, sizeof(uint32_t)), 0};
+                       mc_xcalloc((size_t)ngpus + 1, sizeof(token_t *)),
+                       mc_xcalloc((size_t)ngpus + 1, sizeof(int)),
+                       mc_xcalloc((size_t)ngpus + 1, sizeof(int)),
+                       mc_xcalloc((size_t)ngpus + 1, sizeof(int)), 0};
     for (int l = 0; l < nlinks; l++)
         lo.uphase[l] = -1;
+    for (int g = 0; g < ngpus; g++)
+        lo.tphase[g] = -1;
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
@@ -595,7 +609,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
             MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
             len = n > len ? n : len;
         }
-        order_phase(&L, &lo, ph, base - 1, ngpus);
+        order_phase(&L, &lo, ph, base - 1);
         end_phase(&L, ngpus);
         base += len;
     }
@@ -626,9 +640,12 @@ out:
     free(lo.nusers);
     free(lo.ucap);
     free(lo.uphase);
-    free(lo.stamp);
-    free(lo.tok_send);
-    free(lo.tok_recv);
+    for (int g = 0; g < ngpus; g++)
+        free(lo.tok[g]);
+    free(lo.tok);
+    free(lo.ntok);
+    free(lo.tcap);
+    free(lo.tphase);
     free(L.ends);
     free(L.gid0);
     free(L.lane);
