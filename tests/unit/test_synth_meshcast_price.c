@@ -156,8 +156,9 @@ static void test_pricing_improves_poor_start(void **state)
 }
 
 /* Synthesizes task under an rlimit (budget out of reach); checks the schedule valid and never
- * below the bound; returns its simulated time, *bound_s the bound. */
-static double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s)
+ * below the bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
+static double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
+                        char plan[64])
 {
     mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
     mc_sched_t *s = NULL;
@@ -175,6 +176,9 @@ static double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s)
     assert_non_null(strstr(s->params, "priced="));
     double t = res.makespan_s;
     *bound_s = b.seconds;
+    const char *at = strstr(s->params, "plan=");
+    assert_non_null(at);
+    snprintf(plan, 64, "%.*s", (int)strcspn(at + 5, " "), at + 5);
     mc_sim_result_free(&res);
     mc_sched_free(s);
     return t;
@@ -187,7 +191,8 @@ static void test_broadcast_near_maxflow(void **state)
 {
     const mc_topo_t *topo = *state;
     mc_task_t *task = bcast_task();
-    double bound_s, t = synth_sim(topo, task, &bound_s);
+    char plan[64];
+    double bound_s, t = synth_sim(topo, task, &bound_s, plan);
     assert_true(t <= 1.3 * BCAST_BYTES / min_maxflow_from_gpu0(topo));
     mc_task_free(task);
 }
@@ -266,20 +271,39 @@ static void test_fill_split_is_shallower(void **state)
     mc_task_free(task);
 }
 
-/* 96 MiB from GPU 5 to the other quad: the plan that gains most from evening out and staggering
- * is not the fastest as decoded, so the referee's later forms must reach the second fastest too
- * (1.34 of the bound from the fastest alone, 1.24 with both). */
-static void test_referee_tries_second_fastest(void **state)
+static mc_task_t *gpu5_task(void)
 {
-    const mc_topo_t *topo = *state;
     mc_task_t *task = mc_task_new();
     mc_err_t err = {0};
     assert_int_equal(mc_task_add_mesh(task, "S={g:1}@5", &err), MC_OK);
     assert_int_equal(mc_task_add_mesh(task, "D={g:4}@0..3", &err), MC_OK);
     assert_int_equal(mc_task_add_move(task, "bf16[6144,8192] S[_,_] -> D[_,_]", &err), MC_OK);
     assert_int_equal(mc_task_split(task, &err), MC_OK);
-    double bound_s, t = synth_sim(topo, task, &bound_s);
+    return task;
+}
+
+/* 96 MiB from GPU 5 to the other quad: the plan that gains most from evening out and staggering
+ * is not the fastest as decoded, so the referee's later forms must reach the second fastest too
+ * (1.34 of the bound from the fastest alone, 1.24 with both). */
+static void test_referee_tries_second_fastest(void **state)
+{
+    mc_task_t *task = gpu5_task();
+    char plan[64];
+    double bound_s, t = synth_sim(*state, task, &bound_s, plan);
     assert_true(t <= 1.30 * bound_s);
+    mc_task_free(task);
+}
+
+/* The same: its winner, evened out and staggered, runs faster with 4/3 of its chunks three
+ * times over (1.244 of the bound as it was, 1.217 after the steps), which the referee's last
+ * races find. */
+static void test_referee_steps_chunk_counts(void **state)
+{
+    mc_task_t *task = gpu5_task();
+    char plan[64];
+    double bound_s, t = synth_sim(*state, task, &bound_s, plan);
+    assert_non_null(strstr(plan, "+fine"));
+    assert_true(t <= 1.23 * bound_s);
     mc_task_free(task);
 }
 
@@ -290,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_broadcast_near_maxflow),
         cmocka_unit_test(test_fill_split_is_shallower),
         cmocka_unit_test(test_referee_tries_second_fastest),
+        cmocka_unit_test(test_referee_steps_chunk_counts),
         cmocka_unit_test(test_priced_same_rlimit_same_schedule),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
