@@ -90,9 +90,12 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
         mc_topo_t *topo = NULL;
         mc_task_t *task = NULL;
         mc_bound_t bound;
+        mc_cost_topo_t *ct = NULL;
         st = load_case(c, suite->path, &topo, &task, err);
         if (st == MC_OK)
             st = mc_task_bound(task, topo, &bound, err);
+        if (st == MC_OK)
+            ct = mc_cost_topo_new(topo);
         for (int k = 0; k < opts->nstrategies && st == MC_OK; k++) {
             progress(opts, suite->name, c->name, opts->strategies[k]->name);
             MC_GROW(*rows, *cap, *nrows + 1);
@@ -102,7 +105,9 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
                                     .bytes = mc_task_total_bytes(task),
                                     .lower_bound_s = bound.seconds};
             run_strategy(opts->strategies[k], task, topo, opts, row);
+            mc_bench_cost_row(ct, task, row);
         }
+        mc_cost_topo_free(ct);
         mc_task_free(task);
         mc_topo_free(topo);
     }
