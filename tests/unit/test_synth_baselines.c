@@ -153,30 +153,60 @@ static void test_alpa_bcast_case1(void **state)
     assert_true(t <= GIB / NIC_BW * 1.05);
 }
 
-/* Case 7, alpa-bcast: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and
- * 2: every pair of works shares the sender host and the receivers, so four rounds of one
- * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. Each crosses host 0's NIC once: 2 GiB in
- * all, 1.718 s plus the pipeline fill of each round. */
+/* Case 7: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and 2: every pair
+ * of works shares the sender host and the receivers, so the solver makes four rounds of one
+ * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. alpa-bcast issues all four at once (one
+ * phase; Alpa's workers do not wait between rounds), alpa-bcast-rounds puts a barrier after each
+ * round (four phases). Either way 2 GiB cross host 0's NIC: 1.718 s plus pipeline fills. */
 static void test_alpa_bcast_case7(void **state)
 {
     fixture_t *f = *state;
-    synth(f, "alpa-bcast", case7);
-    assert_int_equal(f->s->nphases, 4);
-    assert_int_equal(f->s->ntrees, 4);
-    int seen[4] = {0};
-    for (int i = 0; i < 4; i++) {
-        const mc_tree_t *t = &f->s->trees[i];
-        assert_in_range(t->root, 0, 3);
-        seen[t->phase]++;
-        assert_int_equal(t->nedges, 8);
-        for (int e = 0; e < 8; e++)
-            assert_int_equal(t->edges[e].child, 4 + e);
+    static const char *variants[] = {"alpa-bcast", "alpa-bcast-rounds"};
+    for (int v = 0; v < 2; v++) {
+        synth(f, variants[v], case7);
+        assert_int_equal(f->s->nphases, v ? 4 : 1);
+        assert_int_equal(f->s->ntrees, 4);
+        int seen[4] = {0};
+        for (int i = 0; i < 4; i++) {
+            const mc_tree_t *t = &f->s->trees[i];
+            assert_in_range(t->root, 0, 3);
+            seen[t->phase]++;
+            assert_int_equal(t->nedges, 8);
+            for (int e = 0; e < 8; e++)
+                assert_int_equal(t->edges[e].child, 4 + e);
+        }
+        for (int p = 0; p < 4; p++)
+            assert_int_equal(seen[p], v ? 1 : p ? 0 : 4);
+        double t = simulate(f);
+        assert_true(t >= 2 * GIB / NIC_BW);
+        assert_true(t <= 2 * GIB / NIC_BW * 1.10);
     }
-    for (int p = 0; p < 4; p++)
-        assert_int_equal(seen[p], 1);
+}
+
+/* Alpa's load-balancing workers are (mesh, host) pairs (nic_constraints = src + dst), not hosts:
+ * meshes A on GPUs 0,1 (host 0) and 4,5 (host 1), B on 6,7 (host 1) and 2,3 (host 0). Piece 0
+ * goes host 0 -> host 1, piece 1 host 1 -> host 0. As hosts the two works share both hosts (two
+ * rounds); as workers (A,h0)->(B,h1) and (A,h1)->(B,h0) they share none: one round, so even
+ * alpa-bcast-rounds has a single phase, and the two broadcasts run together in 1 GiB / NIC. */
+static void test_alpa_bcast_workers(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh A={host:2,gpu:2}@[0,1,4,5]\n"
+                               "mesh B={host:2,gpu:2}@[6,7,2,3]\n"
+                               "move i32[1024,1024,256] A[host,_,_] -> B[host,_,_]\n";
+    synth(f, "alpa-bcast-rounds", text);
+    assert_int_equal(f->s->nphases, 1);
+    assert_int_equal(f->s->ntrees, 2);
+    for (int i = 0; i < 2; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        int top = t->root < 4;
+        assert_int_equal(t->root, top ? 0 : 4);
+        assert_int_equal(t->nedges, 2);
+        assert_int_equal(t->edges[0].child, top ? 6 : 2);
+        assert_int_equal(t->edges[1].child, top ? 7 : 3);
+    }
     double t = simulate(f);
-    assert_true(t >= 2 * GIB / NIC_BW);
-    assert_true(t <= 2 * GIB / NIC_BW * 1.10);
+    assert_true(t >= 0.5 * GIB / NIC_BW && t <= 0.5 * GIB / NIC_BW * 1.05);
 }
 
 /* Single sender to 4 hosts x 2 GPUs: one chain 0 -> 4,5 -> 8,9 -> 12,13 -> 16,17 that crosses
@@ -205,8 +235,8 @@ static void test_single_sender(void **state)
 /* Two tensors, each 1 GiB halves over 2 source hosts -> 2 destination GPUs per host. p2p-lb's
  * loads carry over from tensor to tensor (Alpa shares them across the pipeline): tensor 0's
  * destinations 8, 9 take GPUs 0, 1 (12, 13 take 4, 5), so tensor 1's take the still unloaded
- * GPUs 2, 3 (and 6, 7). alpa-bcast solves each tensor afresh and runs them one after another: a
- * round each, two phases. */
+ * GPUs 2, 3 (and 6, 7). alpa-bcast solves each tensor afresh: a round each, two phases in
+ * alpa-bcast-rounds, one phase (no barrier) in alpa-bcast. */
 static void test_two_tensors(void **state)
 {
     fixture_t *f = *state;
@@ -222,10 +252,12 @@ static void test_two_tensors(void **state)
         int want = (d >= 12 ? 4 : 0) + (d % 4) + 2 * tensor;
         assert_int_equal(t->root, want);
     }
-    synth(f, "alpa-bcast", text);
+    synth(f, "alpa-bcast-rounds", text);
     assert_int_equal(f->s->nphases, 2);
     for (int i = 0; i < f->s->ntrees; i++)
         assert_int_equal(f->s->trees[i].phase, f->task->pieces[f->s->trees[i].piece].tensor);
+    synth(f, "alpa-bcast", text);
+    assert_int_equal(f->s->nphases, 1);
 }
 
 /* On DGX H100 nodes (8 GPUs, 8 NICs, one rail per GPU), a broadcast from GPU 0 to GPUs 1, 2 of
@@ -307,6 +339,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_p2p_lb_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_bcast_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),
