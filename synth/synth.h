@@ -57,6 +57,8 @@ mc_status_t mc_synth_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *
                          mc_err_t *);
 mc_status_t mc_synth_p2p_lb(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
                             mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_alpa_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                              mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_alpa_bcast(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
                                 mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_alpa_bcast_rounds(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,

@@ -176,37 +176,15 @@ out:
     return st;
 }
 
-/* Alpa reshards with broadcasts only between the disjoint meshes of two pipeline stages; inside
- * one mesh XLA's SPMD partitioner does it (strategy xla). A tensor that has bytes to move between
- * meshes sharing a GPU is not one Alpa's broadcast mode ever moves, so it gets no made-up number
- * (a tensor that only needs local copies gets the empty schedule any system would run). */
-static mc_status_t check_disjoint(const mc_task_t *task, mc_err_t *err)
-{
-    for (int t = 0; t < task->ntensors; t++) {
-        int moves = 0;
-        for (int p = 0; p < task->npieces && !moves; p++)
-            moves = task->pieces[p].tensor == t && task->pieces[p].ndests > 0;
-        if (!moves)
-            continue;
-        const mc_mesh_t *a = &task->meshes[task->tensors[t].src.mesh];
-        const mc_mesh_t *b = &task->meshes[task->tensors[t].dst.mesh];
-        for (int i = 0; i < a->ndevices; i++)
-            if (synth_mesh_rank(b, a->devices[i]) >= 0)
-                return mc_err_set(err, MC_ERR_UNSUPPORTED,
-                                  "strategy alpa-bcast: tensor %s moves from mesh %s to mesh %s, "
-                                  "which share GPU %d; expected disjoint meshes (Alpa's broadcast "
-                                  "resharding runs between pipeline stages)",
-                                  task->tensors[t].name, a->name, b->name, a->devices[i]);
-    }
-    return MC_OK;
-}
-
 /* Both readings of Alpa's order (docs/strategies.md, "alpa-bcast"): with rounds_as_phases every
  * solver round is a phase, else every broadcast is in phase 0. */
 static mc_status_t alpa_bcast(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                               int rounds_as_phases, mc_sched_t **out, mc_err_t *err)
 {
-    mc_status_t st = check_disjoint(task, err);
+    /* Inside one mesh XLA's SPMD partitioner reshards (strategy xla); a tensor that only needs
+     * local copies gets the empty schedule any system would run. */
+    mc_status_t st = synth_check_disjoint(task, rounds_as_phases ? "alpa-bcast-rounds"
+                                                                 : "alpa-bcast", err);
     if (st != MC_OK)
         return st;
     int nunits = 0, maxd = 1, phases = 0;

@@ -24,6 +24,15 @@ typedef struct synth_unit {
  * only, per_dest != 0), per source slice. Returns a new array of *n units. */
 synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n);
 
+/* Sorts units into that order by their keys (for units a strategy builds itself). */
+void synth_sort_units(synth_unit_t *units, int n);
+/* Alpa's 'normal' sender choice: the holder with the smallest load (indexed by GPU id); the first
+ * in the given order wins ties, as Python's min() over an insertion-ordered dict does. */
+int synth_least_loaded(const int *holders, int n, const uint64_t *load);
+/* Alpa reshards across meshes only between the disjoint meshes of two pipeline stages: a tensor
+ * that has bytes to move between meshes sharing a GPU is MC_ERR_UNSUPPORTED for strategy. */
+mc_status_t synth_check_disjoint(const mc_task_t *task, const char *strategy, mc_err_t *err);
+
 /* Position of gpu in the mesh's device list, or -1. */
 int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
 /* The holders of a piece in the order Alpa lists replicas: the source mesh's device order. The
@@ -31,6 +40,14 @@ int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
 int *synth_holders_in_mesh_order(const mc_task_t *task, int piece);
 /* Elements of a piece (Alpa counts loads in elements, not bytes). */
 uint64_t synth_piece_elems(const mc_task_t *task, int piece);
+
+/* ---- synth_runs.c: the byte ranges of a sub-box of a piece ---- */
+
+typedef void (*synth_run_fn)(void *arg, uint64_t offset, uint64_t bytes);
+/* Calls fn once per maximal contiguous range that sub (inside box, nd dimensions, esize bytes per
+ * element) occupies in box's row-major bytes, in increasing offset order. */
+void synth_box_runs(const mc_box_t *box, const mc_box_t *sub, int nd, uint64_t esize,
+                    synth_run_fn fn, void *arg);
 
 /* ---- synth_chunks.c: how many chunks a pipelined chain should use ---- */
 

@@ -8,17 +8,6 @@
 
 #include "synth/synth_internal.h"
 
-/* Index into the task's GPUs of the least-loaded holder; the first one wins ties as Python's
- * min() over an insertion-ordered dict does. */
-static int least_loaded(const int *holders, int n, const uint64_t *load)
-{
-    int best = holders[0];
-    for (int i = 1; i < n; i++)
-        if (load[holders[i]] < load[best])
-            best = holders[i];
-    return best;
-}
-
 static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                        int balance, mc_sched_t **out, mc_err_t *err)
 {
@@ -32,7 +21,7 @@ static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
     for (int u = 0; u < nunits; u++) {
         const mc_piece_t *p = &task->pieces[units[u].piece];
         int *holders = synth_holders_in_mesh_order(task, units[u].piece);
-        int sender = balance ? least_loaded(holders, p->nholders, load) : holders[0];
+        int sender = balance ? synth_least_loaded(holders, p->nholders, load) : holders[0];
         free(holders);
         load[sender] += synth_piece_elems(task, units[u].piece);
         /* One message per send: NCCL pipelines a send internally, so it is one chunk unless the

@@ -153,6 +153,81 @@ static void test_alpa_bcast_case1(void **state)
     assert_true(t <= GIB / NIC_BW * 1.05);
 }
 
+/* The trees of phase ph, in schedule order, into out; returns how many. */
+static int trees_in_phase(const mc_sched_t *s, int ph, const mc_tree_t **out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->ntrees; i++)
+        if (s->trees[i].phase == ph) {
+            assert_true(n < max);
+            out[n++] = &s->trees[i];
+        }
+    return n;
+}
+
+/* Case 1, alpa-p2p: B[host,_,_] is replicated over gpu inside each host and its node entry
+ * (dimension 0, 2 shards) covers B's 2 hosts, so Alpa's _rewrite_allgather_spec adds
+ * gcd(4, 512) = 4 shards to dimension 0: GPU 8 + k receives rows [128k, 128k + 128) of the top
+ * half (256 MiB) from the least-loaded holder, GPU k (GPUs 12..15 from 4..7), in phase 0; in phase
+ * 1 each part rings through the other three GPUs of its host (8 -> 9 -> 10 -> 11, 9 -> 10 -> 11 ->
+ * 8, ...). 1 GiB crosses each NIC once: 0.859 s, plus the NVLink all-gather. */
+static void test_alpa_p2p_case1(void **state)
+{
+    fixture_t *f = *state;
+    const mc_tree_t *t[16];
+    synth(f, "alpa-p2p", case1);
+    assert_int_equal(f->s->nphases, 2);
+    assert_non_null(strstr(f->s->params, "local-allgather=t0:d0x4"));
+    assert_int_equal(trees_in_phase(f->s, 0, t, 16), 8);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(t[i]->nedges, 1);
+        int d = t[i]->edges[0].child;
+        assert_int_equal(t[i]->root, d - 8);
+        assert_true(t[i]->bytes == (uint64_t)GIB / 4);
+        assert_true(t[i]->offset == (uint64_t)(d % 4) * (uint64_t)GIB / 4);
+    }
+    assert_int_equal(trees_in_phase(f->s, 1, t, 16), 8);
+    for (int i = 0; i < 8; i++) {
+        int r = t[i]->root, base = r < 12 ? 8 : 12;
+        assert_true(t[i]->offset == (uint64_t)(r % 4) * (uint64_t)GIB / 4);
+        assert_int_equal(t[i]->nedges, 3);
+        for (int e = 0; e < 3; e++)
+            assert_int_equal(t[i]->edges[e].child, base + (r - base + e + 1) % 4);
+    }
+    double time = simulate(f);
+    assert_true(time >= GIB / NIC_BW && time <= GIB / NIC_BW * 1.10);
+}
+
+/* Alpa's conditions for the rewrite. A destination replicated across hosts (node entry
+ * replicated: 1 shard < 2 hosts) or one whose node entry is the replication (B[gpu,_]: the host
+ * axis, stride 4, is the replicated one) is plain send/recv, one phase, as p2p-lb. On one host a
+ * fully replicated destination is rewritten, dimension by dimension: i32[2,1024] over 4 replicas
+ * takes gcd(4, 2) = 2 shards on dimension 0, then gcd(2, 1024) = 2 on dimension 1, so GPU 5
+ * (replica 1) receives row 0, columns 512..1023: bytes [2048, 4096). */
+static void test_alpa_p2p_conditions(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "alpa-p2p", case7);
+    assert_int_equal(f->s->nphases, 1);
+    assert_non_null(strstr(f->s->params, "local-allgather=none"));
+    synth(f, "alpa-p2p", "mesh A={host:2,gpu:4}@0..7\nmesh B={host:2,gpu:4}@8..15\n"
+                         "move f32[64,64] A[host,_] -> B[gpu,_]\n");
+    assert_int_equal(f->s->nphases, 1);
+    synth(f, "alpa-p2p", "mesh A={x:1}@[0]\nmesh B={host:1,gpu:4}@4..7\n"
+                         "move i32[2,1024] A[_,_] -> B[_,_]\n");
+    assert_int_equal(f->s->nphases, 2);
+    assert_non_null(strstr(f->s->params, "local-allgather=t0:d0x2+d1x2"));
+    const mc_tree_t *t[8];
+    assert_int_equal(trees_in_phase(f->s, 0, t, 8), 4);
+    for (int i = 0; i < 4; i++) {
+        int d = t[i]->edges[0].child - 4;
+        assert_int_equal(t[i]->root, 0);
+        assert_int_equal(t[i]->offset, 2048 * (uint64_t)d);
+        assert_int_equal(t[i]->bytes, 2048);
+    }
+    assert_int_equal(trees_in_phase(f->s, 1, t, 8), 4);
+}
+
 /* Case 7: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and 2: every pair
  * of works shares the sender host and the receivers, so the solver makes four rounds of one
  * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. alpa-bcast issues all four at once (one
@@ -339,6 +414,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_p2p_lb_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_p2p_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_p2p_conditions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
