@@ -95,18 +95,14 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int pha
     dests_in_mesh_order(c->task, piece, c->dests);
     int nchains = synth_ring_plan(c->ring, sender, c->dests, p->ndests, BCAST_MAX_CHAINS,
                                   c->order);
-    uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype);
-    uint64_t elems = p->bytes / esize, offset = 0;
+    uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype), offset = 0;
     for (int k = 0; k < nchains; k++) {
-        uint64_t part = (elems / (uint64_t)nchains + ((uint64_t)k < elems % (uint64_t)nchains)) *
-                        esize;
-        if (k == nchains - 1)
-            part = p->bytes - offset;
+        uint64_t part = synth_even_part(p->bytes, esize, nchains, k);
         if (!part)
             continue;
         mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
                                          c->order + (size_t)k * (size_t)(p->ndests + 1),
-                                         p->ndests + 1, c->opts->chunk_bytes, err);
+                                         p->ndests + 1, c->opts->chunk_bytes, 1, err);
         if (st != MC_OK)
             return st;
         offset += part;

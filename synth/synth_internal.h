@@ -58,9 +58,11 @@ void synth_box_runs(const mc_box_t *box, const mc_box_t *sub, int nd, uint64_t e
 #define SYNTH_MAX_CHUNKS 4096
 
 /* The chunk count that minimizes the modelled time of tree ti (a chain) moving its bytes, between
- * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS); chunk_bytes != 0 forces
+ * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS), when sharers chains (itself
+ * included) move alongside it over the same links at the same pace; chunk_bytes != 0 forces
  * ceil(bytes / chunk_bytes) instead. */
-int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes);
+int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes,
+                       int sharers);
 /* ceil(bytes / chunk_bytes) clamped to [1, SYNTH_MAX_CHUNKS]. */
 int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes);
 
@@ -96,9 +98,14 @@ void synth_ring_free(synth_ring_t *r);
 int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
                     int *order);
 
-/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1]. */
+/* Part k of n of a range of bytes split evenly on element (esize bytes) boundaries, the first
+ * parts one element larger when it does not divide; the last part takes what is left. */
+uint64_t synth_even_part(uint64_t bytes, uint64_t esize, int n, int k);
+
+/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1], chunked
+ * for sharers chains moving alongside it (synth_chain_chunks). */
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
                             uint64_t bytes, int phase, const int *gpus, int n,
-                            uint64_t chunk_bytes, mc_err_t *err);
+                            uint64_t chunk_bytes, int sharers, mc_err_t *err);
 
 #endif

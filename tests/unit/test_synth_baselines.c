@@ -228,6 +228,35 @@ static void test_alpa_p2p_conditions(void **state)
     assert_int_equal(trees_in_phase(f->s, 1, t, 8), 4);
 }
 
+/* nccl-ring, the calibration yardstick: an all-gather over host 0's four GPUs moves each GPU's
+ * quarter around the ring from its owner on (GPU 2's block: 2 -> 3 -> 0 -> 1), split over one
+ * chain per NVLink lane of the owner, all in one phase. */
+static void test_nccl_ring(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "nccl-ring", "mesh M={x:4}@0..3\nmove f32[1024,1024] M[x,_] -> M[_,_]\n");
+    assert_int_equal(f->s->nphases, 1);
+    int per_piece[4] = {0};
+    for (int i = 0; i < f->s->ntrees; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        assert_int_equal(t->phase, 0);
+        assert_int_equal(t->nedges, 3);
+        for (int e = 0; e < 3; e++) {
+            assert_int_equal(t->edges[e].parent, e ? t->edges[e - 1].child : t->root);
+            assert_int_equal(t->edges[e].child, (t->root + e + 1) % 4);
+        }
+        per_piece[t->root]++;
+    }
+    for (int g = 0; g < 4; g++) {
+        int lanes = 0, node = f->topo->gpu_node[g];
+        for (int l = 0; l < f->topo->nlinks; l++)
+            if (f->topo->links[l].src == node && f->topo->links[l].kind == MC_LINK_NVL)
+                lanes += f->topo->links[l].count;
+        assert_true(lanes > 0);
+        assert_int_equal(per_piece[g], lanes);
+    }
+}
+
 /* Case 7: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and 2: every pair
  * of works shares the sender host and the receivers, so the solver makes four rounds of one
  * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. alpa-bcast issues all four at once (one
@@ -416,6 +445,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_p2p_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_p2p_conditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_ring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
