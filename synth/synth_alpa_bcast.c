@@ -87,8 +87,9 @@ typedef struct bcast_ctx {
     int rounds_as_phases;  /* the alpa-bcast-rounds variant: a global barrier after each round */
 } bcast_ctx_t;
 
-/* Emits the broadcast of one piece from sender in the given phase, its bytes split over the
- * ring's chains on element boundaries. */
+/* Emits the broadcast of one piece from sender in the given phase, its bytes split on element
+ * boundaries over the ring's chains, each run twice: NCCL duplicates every ring channel
+ * (ncclTopoPostset, src/graph/connect.cc: nChannels * 2), each copy its own connection. */
 static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int phase, mc_err_t *err)
 {
     const mc_piece_t *p = &c->task->pieces[piece];
@@ -96,13 +97,13 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int pha
     int nchains = synth_ring_plan(c->ring, sender, c->dests, p->ndests, BCAST_MAX_CHAINS,
                                   c->order);
     uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype), offset = 0;
-    for (int k = 0; k < nchains; k++) {
-        uint64_t part = synth_even_part(p->bytes, esize, nchains, k);
+    for (int k = 0; k < 2 * nchains; k++) {
+        uint64_t part = synth_even_part(p->bytes, esize, 2 * nchains, k);
         if (!part)
             continue;
         mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
-                                         c->order + (size_t)k * (size_t)(p->ndests + 1),
-                                         p->ndests + 1, c->opts->chunk_bytes, 1, err);
+                                         c->order + (size_t)(k / 2) * (size_t)(p->ndests + 1),
+                                         p->ndests + 1, c->opts->chunk_bytes, 2, err);
         if (st != MC_OK)
             return st;
         offset += part;

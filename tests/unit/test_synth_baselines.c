@@ -128,16 +128,19 @@ static void test_p2p_lb_case1(void **state)
 }
 
 /* Case 1, alpa-bcast: two works (host 0 -> host 2, host 1 -> host 3) share no host: one round;
- * each a ring chain root -> the four destination GPUs in rank order. 1 GiB crosses each NIC
- * once, pipelined: about 1 GiB / 1.25e9 = 0.859 s. */
+ * each a ring chain root -> the four destination GPUs in rank order, run as two channels of half
+ * the bytes each (NCCL duplicates its ring channels). 1 GiB crosses each NIC once, pipelined:
+ * about 1 GiB / 1.25e9 = 0.859 s. */
 static void test_alpa_bcast_case1(void **state)
 {
     fixture_t *f = *state;
     synth(f, "alpa-bcast", case1);
     assert_int_equal(f->s->nphases, 1);
-    assert_int_equal(f->s->ntrees, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(f->s->ntrees, 4);
+    for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
+        assert_true(t->bytes == (uint64_t)GIB / 2);
+        assert_true(t->offset == (uint64_t)(i % 2) * (uint64_t)GIB / 2);
         int base = t->root == 0 ? 8 : 12;
         assert_true(t->root == 0 || t->root == 4);
         assert_int_equal(t->nedges, 4);
@@ -269,9 +272,9 @@ static void test_alpa_bcast_case7(void **state)
     for (int v = 0; v < 2; v++) {
         synth(f, variants[v], case7);
         assert_int_equal(f->s->nphases, v ? 4 : 1);
-        assert_int_equal(f->s->ntrees, 4);
+        assert_int_equal(f->s->ntrees, 8); /* two channels each */
         int seen[4] = {0};
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 8; i++) {
             const mc_tree_t *t = &f->s->trees[i];
             assert_in_range(t->root, 0, 3);
             seen[t->phase]++;
@@ -280,7 +283,7 @@ static void test_alpa_bcast_case7(void **state)
                 assert_int_equal(t->edges[e].child, 4 + e);
         }
         for (int p = 0; p < 4; p++)
-            assert_int_equal(seen[p], v ? 1 : p ? 0 : 4);
+            assert_int_equal(seen[p], v ? 2 : p ? 0 : 8);
         double t = simulate(f);
         assert_true(t >= 2 * GIB / NIC_BW);
         assert_true(t <= 2 * GIB / NIC_BW * 1.10);
@@ -300,8 +303,8 @@ static void test_alpa_bcast_workers(void **state)
                                "move i32[1024,1024,256] A[host,_,_] -> B[host,_,_]\n";
     synth(f, "alpa-bcast-rounds", text);
     assert_int_equal(f->s->nphases, 1);
-    assert_int_equal(f->s->ntrees, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(f->s->ntrees, 4); /* two channels each */
+    for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
         int top = t->root < 4;
         assert_int_equal(t->root, top ? 0 : 4);
@@ -324,10 +327,12 @@ static void test_single_sender(void **state)
                                "move i32[268435456] S[_] -> D[_]\n";
     static const int chain[] = {4, 5, 8, 9, 12, 13, 16, 17};
     synth(f, "alpa-bcast", text);
-    assert_int_equal(f->s->ntrees, 1);
-    assert_int_equal(f->s->trees[0].nedges, 8);
-    for (int e = 0; e < 8; e++)
-        assert_int_equal(f->s->trees[0].edges[e].child, chain[e]);
+    assert_int_equal(f->s->ntrees, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(f->s->trees[i].nedges, 8);
+        for (int e = 0; e < 8; e++)
+            assert_int_equal(f->s->trees[i].edges[e].child, chain[e]);
+    }
     double t = simulate(f);
     assert_true(t >= GIB / NIC_BW && t <= GIB / NIC_BW * 1.05);
     synth(f, "p2p", text);
@@ -367,7 +372,8 @@ static void test_two_tensors(void **state)
 /* On DGX H100 nodes (8 GPUs, 8 NICs, one rail per GPU), a broadcast from GPU 0 to GPUs 1, 2 of
  * its own host and 8, 9 of the next: the hosts can drive two NICs in common (host 1's group GPUs
  * sit next to NICs 0 and 1), so two chains of half the bytes each, entering host 1 at GPU 8 and
- * at GPU 9. A broadcast from GPU 0 alone to host 1 can only use GPU 0's NIC: one chain. */
+ * at GPU 9, each run as two channels. A broadcast from GPU 0 alone to host 1 can only use GPU 0's
+ * NIC: one chain (two channels). */
 static void test_chains_per_nic(void **state)
 {
     fixture_t *f = *state;
@@ -377,20 +383,21 @@ static void test_chains_per_nic(void **state)
     assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={h:2,g:2}@[1,2,8,9]\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
-    assert_int_equal(f->s->ntrees, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(f->s->ntrees, 4); /* two chains, two channels each */
+    for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
-        assert_int_equal(t->bytes, 16777216);
-        assert_int_equal(t->offset, 16777216 * (uint64_t)i);
+        int k = i / 2;
+        assert_int_equal(t->bytes, 8388608);
+        assert_int_equal(t->offset, 8388608 * (uint64_t)i);
         assert_int_equal(t->nedges, 4);
         assert_int_equal(t->edges[0].child, 1);
         assert_int_equal(t->edges[1].child, 2);
-        assert_int_equal(t->edges[2].child, 8 + i);
-        assert_int_equal(t->edges[3].child, 9 - i);
+        assert_int_equal(t->edges[2].child, 8 + k);
+        assert_int_equal(t->edges[3].child, 9 - k);
     }
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={g:8}@8..15\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
-    assert_int_equal(f->s->ntrees, 1);
+    assert_int_equal(f->s->ntrees, 2);
     assert_int_equal(f->s->trees[0].nedges, 8);
 }
 
