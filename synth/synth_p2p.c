@@ -1,9 +1,10 @@
-/* The send/recv baselines, as Alpa runs them (resharding_mode="send_recv", no local all-gather):
- * one point-to-point send per (destination tile, destination replica, source slice), all in
- * flight at once. 'p2p' takes the first replica of the source slice as the sender (Alpa's
- * no_loadbalance); 'p2p-lb' takes the least-loaded replica, loads counted in elements and carried
- * across all tensors of the task (Alpa's default 'normal' mode,
- * CrossMeshCommunicator._generate_send_recv_resharding_strategy_by_loads). */
+/* The send/recv baselines, as Alpa runs them with use_local_allgather=False
+ * (resharding_mode="send_recv"): one point-to-point send per (destination tile, destination
+ * replica, source slice), all in flight at once. 'p2p' takes the first replica of the source slice
+ * as the sender (Alpa's no_loadbalance); 'p2p-lb' takes the least-loaded replica, loads counted in
+ * elements and carried across all tensors of the task (Alpa's default 'normal' balancing,
+ * CrossMeshCommunicator._generate_send_recv_resharding_strategy_by_loads; Alpa's default also
+ * rewrites the destination for a local all-gather: alpa-p2p). */
 #include <stdlib.h>
 
 #include "synth/synth_internal.h"
