@@ -40,7 +40,7 @@ else
   say = @printf '  %-6s %s\n'
 endif
 
-LIB_DIRS := util topo layout sched sim synth emit bench
+LIB_DIRS := util topo layout sched sim synth pipeline emit bench
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 RT_SRCS  := $(sort $(wildcard runtime/*.c))
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -120,14 +120,14 @@ bench: $(DEPS_STAMP)
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the real topology
-# files, the shipped topologies and the test schedules.
+# files, the shipped topologies, the examples and the test schedules.
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@for f in $(FUZZ_BINS); do mkdir -p $$f.corpus; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies \
+	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies examples \
 	    tests/data/sched || exit 1; done
 
 fuzz-build: $(FUZZ_BINS)

@@ -6,6 +6,7 @@
 #define MC_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 
 #include "layout/layout.h"
 #include "topo/topo.h"
@@ -19,6 +20,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 
 /* Prints "meshcast: <message>" and returns the exit code for err's status. */
 int cli_fail(const mc_err_t *err);
@@ -26,6 +28,10 @@ int cli_fail(const mc_err_t *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
+
+/* Prints a JSON document as the commands do (2-space indent, keys in insertion order, reals with
+ * 9 significant digits) and releases it. */
+void cli_print_json(json_t *o);
 
 /* Loads a topology; prints its warnings to stderr unless quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
@@ -42,6 +48,14 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
     "  --mesh 'A={x:2,y:4}@0..7'   a mesh (repeatable)\n" \
     "  --task-file FILE            meshes and moves from a task file (docs/task-format.md)\n" \
     "  MOVE...                     moves, e.g. 'f32[1024,512] A[x,_] -> B[_,y]'\n"
+
+/* The synthesis options of every command that synthesizes (synth, bench, pipeline), all with the
+ * option id given: hand each to mc_synth_opts_set under its long name. */
+#define CLI_SYNTH_LONG_OPTIONS(id)                       \
+    {"budget", required_argument, NULL, (id)},           \
+    {"rlimit", required_argument, NULL, (id)},           \
+    {"memory-limit", required_argument, NULL, (id)},     \
+    {"chunk", required_argument, NULL, (id)}
 
 typedef struct cli_task_args {
     const char *task_file;

@@ -157,10 +157,7 @@ static void print_json(const sim_report_t *p, const char *path)
         free(name);
     }
     json_object_set_new(o, "busiest_links", links);
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 int cmd_sim(int argc, char **argv)

@@ -51,10 +51,7 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
-        {"budget", required_argument, NULL, OPT_SYNTH},
-        {"rlimit", required_argument, NULL, OPT_SYNTH},
-        {"memory-limit", required_argument, NULL, OPT_SYNTH},
-        {"chunk", required_argument, NULL, OPT_SYNTH},
+        CLI_SYNTH_LONG_OPTIONS(OPT_SYNTH),
         {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},

@@ -1,5 +1,7 @@
-/* Helpers shared by the subcommands: error printing, usage errors, topology loading. */
+/* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
+ * loading. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -30,6 +32,14 @@ int cli_wants_help(int argc, char **argv)
             return 1;
     }
     return 0;
+}
+
+void cli_print_json(json_t *o)
+{
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    printf("%s\n", text);
+    free(text);
+    json_decref(o);
 }
 
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err)

@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
     {"bench", cmd_bench, "run benchmark suites with every strategy"},
     {"emit", cmd_emit, "generate CUDA code for a schedule"},
     {"run", cmd_run, "execute a schedule (mpi, nccl or loopback) and check every byte"},
+    {"pipeline", cmd_pipeline, "simulate a training pipeline (1F1B, eager-1F1B) with its reshardings"},
 };
 
 static void usage(FILE *out)

@@ -69,15 +69,6 @@ char *mc_task_to_text(const mc_task_t *task)
     return b.data;
 }
 
-/* Starts with the keyword followed by a blank; returns what follows. */
-static const char *keyword(const char *line, const char *kw)
-{
-    size_t n = strlen(kw);
-    if (strncmp(line, kw, n) || (line[n] != ' ' && line[n] != '\t'))
-        return NULL;
-    return line + n + 1;
-}
-
 static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int lineno,
                               mc_err_t *err)
 {
@@ -86,9 +77,9 @@ static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int
         return MC_OK;
     const char *rest;
     mc_status_t st;
-    if ((rest = keyword(line, "mesh")))
+    if ((rest = mc_line_keyword(line, "mesh")))
         st = mc_task_add_mesh(task, rest, err);
-    else if ((rest = keyword(line, "move")))
+    else if ((rest = mc_line_keyword(line, "move")))
         st = mc_task_add_move(task, rest, err);
     else
         return mc_err_set(err, MC_ERR_PARSE, "%s:%d: expected 'mesh NAME={...}@...' or 'move "
@@ -126,17 +117,10 @@ mc_status_t mc_task_parse_text(const char *text, const char *name, mc_task_t **o
 mc_status_t mc_task_load(const char *path, mc_task_t **out, mc_err_t *err)
 {
     char *data = NULL;
-    size_t len = 0;
     *out = NULL;
-    mc_status_t st = mc_read_file(path, &data, &len, err);
-    if (st != MC_OK)
-        goto out;
-    if (strlen(data) != len) {
-        st = mc_err_set(err, MC_ERR_PARSE, "%s: expected a text file (found a NUL byte)", path);
-        goto out;
-    }
-    st = mc_task_parse_text(data, path, out, err);
-out:
+    mc_status_t st = mc_read_text_file(path, &data, err);
+    if (st == MC_OK)
+        st = mc_task_parse_text(data, path, out, err);
     free(data);
     return st;
 }

@@ -46,6 +46,12 @@ void mc_sim_result_free(mc_sim_result_t *res);
  * busy at all, at most n. */
 int mc_sim_busiest(const mc_sim_result_t *res, const mc_topo_t *topo, int *ids, int n);
 
+/* The frame of the SVG timelines (this one and the pipeline's): the document's start with the
+ * title line opened on the escaped title, for the caller to finish and close with "</text>"; and
+ * a time axis of five ticks in ms, grid lines from y0 to y1 at x0..x0+width, labels below y1. */
+void mc_sim_svg_begin(mc_buf_t *b, int width, int height, const char *title);
+void mc_sim_svg_time_axis(mc_buf_t *b, double x0, double width, int y0, int y1, double span_s);
+
 /* An SVG drawing of the timeline: one row per busy link (busiest first), one bar per interval,
  * shaded by the share of the link's bandwidth it used. Caller frees. */
 char *mc_sim_timeline_svg(const mc_sim_result_t *res, const mc_topo_t *topo, const char *title);

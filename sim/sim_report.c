@@ -45,6 +45,25 @@ int mc_sim_busiest(const mc_sim_result_t *res, const mc_topo_t *topo, int *ids, 
 
 enum { LABEL_W = 260, PLOT_W = 900, ROW_H = 16, TOP = 40, TICKS = 5 };
 
+void mc_sim_svg_begin(mc_buf_t *b, int width, int height, const char *title)
+{
+    mc_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                     "font-family=\"monospace\" font-size=\"11\">\n<text x=\"4\" y=\"16\">",
+                  width, height);
+    mc_sched_xml_escape(b, title ? title : "");
+}
+
+void mc_sim_svg_time_axis(mc_buf_t *b, double x0, double width, int y0, int y1, double span_s)
+{
+    for (int k = 0; k <= TICKS; k++) {
+        double x = x0 + width * (double)k / TICKS;
+        mc_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
+                         "<text x=\"%.1f\" y=\"%d\">%.3g ms</text>\n",
+                      x, y0, x, y1, x, y1 + 14, span_s * k / TICKS * 1e3);
+    }
+}
+
 char *mc_sim_timeline_svg(const mc_sim_result_t *res, const mc_topo_t *topo, const char *title)
 {
     int *ids, n = busy_links(res, topo, &ids);
@@ -56,20 +75,10 @@ char *mc_sim_timeline_svg(const mc_sim_result_t *res, const mc_topo_t *topo, con
     double span = res->makespan_s > 0 ? res->makespan_s : 1;
     int height = TOP + ROW_H * n + 30;
     mc_buf_t b = {0};
-    mc_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                      "font-family=\"monospace\" font-size=\"11\">\n<text x=\"4\" y=\"16\">",
-                  LABEL_W + PLOT_W + 20, height);
-    mc_sched_xml_escape(&b, title ? title : "");
+    mc_sim_svg_begin(&b, LABEL_W + PLOT_W + 20, height, title);
     mc_buf_printf(&b, " (makespan %.6g s; darker = more of the link's bandwidth)</text>\n",
                   res->makespan_s);
-    for (int k = 0; k <= TICKS; k++) {
-        double x = LABEL_W + PLOT_W * (double)k / TICKS;
-        mc_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
-                          "<text x=\"%.1f\" y=\"%d\">%.3g ms</text>\n",
-                      x, TOP - 4, x, TOP + ROW_H * n, x, TOP + ROW_H * n + 14,
-                      span * k / TICKS * 1e3);
-    }
+    mc_sim_svg_time_axis(&b, LABEL_W, PLOT_W, TOP - 4, TOP + ROW_H * n, span);
     for (int i = 0; i < n; i++) {
         const mc_link_t *l = &topo->links[ids[i]];
         mc_buf_printf(&b, "<text x=\"4\" y=\"%d\">", TOP + ROW_H * i + 12);

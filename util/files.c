@@ -80,3 +80,15 @@ mc_status_t mc_read_file(const char *path, char **data, size_t *len, mc_err_t *e
         *len = b.len;
     return MC_OK;
 }
+
+mc_status_t mc_read_text_file(const char *path, char **data, mc_err_t *err)
+{
+    size_t len = 0;
+    mc_status_t st = mc_read_file(path, data, &len, err);
+    if (st == MC_OK && strlen(*data) != len) {
+        free(*data);
+        *data = NULL;
+        st = mc_err_set(err, MC_ERR_PARSE, "%s: expected a text file (found a NUL byte)", path);
+    }
+    return st;
+}

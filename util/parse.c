@@ -59,6 +59,30 @@ char *mc_strip_comment(char *line)
     return line;
 }
 
+mc_status_t mc_parse_lines(char *text, mc_line_fn fn, void *ctx)
+{
+    mc_status_t st = MC_OK;
+    int lineno = 1;
+    for (char *line = text; line && st == MC_OK; lineno++) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        st = fn(ctx, line, lineno);
+        line = nl ? nl + 1 : NULL;
+    }
+    return st;
+}
+
+const char *mc_line_keyword(const char *line, const char *kw)
+{
+    size_t n = strlen(kw);
+    if (strncmp(line, kw, n) || (line[n] != ' ' && line[n] != '\t'))
+        return NULL;
+    for (line += n; *line == ' ' || *line == '\t'; line++)
+        ;
+    return line;
+}
+
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len)
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

@@ -88,6 +88,9 @@ mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len,
 
 /* Reads a whole file (NUL-terminated). */
 mc_status_t mc_read_file(const char *path, char **data, size_t *len, mc_err_t *err);
+/* The same for a text file: one holding a NUL byte is MC_ERR_PARSE ("PATH: expected a text
+ * file"). */
+mc_status_t mc_read_text_file(const char *path, char **data, mc_err_t *err);
 
 /* Strict number parsing: the whole string must be the number. Return 0 on success. */
 int mc_parse_i64(const char *s, int64_t *out);
@@ -96,6 +99,13 @@ int mc_parse_double(const char *s, double *out);
 
 /* Cuts a '#' comment off a line and strips the blanks around what is left, in place. */
 char *mc_strip_comment(char *line);
+/* Calls fn on each line of text (cut in place at the newlines, numbered from 1) until one fails;
+ * returns that status, or MC_OK. */
+typedef mc_status_t (*mc_line_fn)(void *ctx, char *line, int lineno);
+mc_status_t mc_parse_lines(char *text, mc_line_fn fn, void *ctx);
+/* When line starts with the keyword kw followed by a blank, what follows the blanks; else NULL.
+ * The line-oriented files (tasks, pipelines) read their statements with it. */
+const char *mc_line_keyword(const char *line, const char *kw);
 
 /* Human-readable bytes ("1.00 GiB") into buf. */
 const char *mc_fmt_bytes(uint64_t bytes, char *buf, size_t len);

@@ -1,10 +1,12 @@
-/* Tests for util/: status text, strict number parsing, atomic writes, growable buffers. */
+/* Tests for util/: status text, strict number parsing, atomic writes, text files, line-oriented
+ * reading, growable buffers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +63,60 @@ static void test_atomic_write(void **state)
     free(bad);
 }
 
+/* A text file reads back; one with a NUL byte is refused as not text. */
+static void test_text_file(void **state)
+{
+    char dir[] = "/tmp/mc_util_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *path = mc_xasprintf("%s/f.txt", dir);
+    mc_err_t err = {0};
+    char *data = NULL;
+    assert_int_equal(mc_write_file_atomic(path, "a\nb\n", 4, &err), MC_OK);
+    assert_int_equal(mc_read_text_file(path, &data, &err), MC_OK);
+    assert_string_equal(data, "a\nb\n");
+    free(data);
+    assert_int_equal(mc_write_file_atomic(path, "a\0b", 3, &err), MC_OK);
+    assert_int_equal(mc_read_text_file(path, &data, &err), MC_ERR_PARSE);
+    assert_null(data);
+    assert_non_null(strstr(err.msg, "f.txt: expected a text file (found a NUL byte)"));
+    unlink(path);
+    rmdir(dir);
+    free(path);
+}
+
+typedef struct lines_seen {
+    int n, stop_at;
+    char seen[4][16];
+} lines_seen_t;
+
+static mc_status_t see_line(void *ctx, char *line, int lineno)
+{
+    lines_seen_t *s = ctx;
+    assert_int_equal(lineno, s->n + 1);
+    snprintf(s->seen[s->n++], sizeof(s->seen[0]), "%s", line);
+    return lineno == s->stop_at ? MC_ERR_PARSE : MC_OK;
+}
+
+/* Lines are numbered from 1 and cut at the newlines; the first failure stops the walk. Keywords
+ * need a blank after them, and the blanks after it are skipped. */
+static void test_lines_and_keywords(void **state)
+{
+    char text[] = "one\ntwo\n\nfour";
+    lines_seen_t s = {0};
+    assert_int_equal(mc_parse_lines(text, see_line, &s), MC_OK);
+    assert_int_equal(s.n, 4);
+    assert_string_equal(s.seen[1], "two");
+    assert_string_equal(s.seen[2], "");
+    assert_string_equal(s.seen[3], "four");
+    char again[] = "one\ntwo\nthree";
+    lines_seen_t t = {.stop_at = 2};
+    assert_int_equal(mc_parse_lines(again, see_line, &t), MC_ERR_PARSE);
+    assert_int_equal(t.n, 2);
+    assert_string_equal(mc_line_keyword("stage \t A={x:1}", "stage"), "A={x:1}");
+    assert_null(mc_line_keyword("stages A", "stage"));
+    assert_null(mc_line_keyword("stage", "stage"));
+}
+
 static void test_buf_and_format(void **state)
 {
     mc_buf_t b = {0};
@@ -81,6 +137,8 @@ int main(void)
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_parse_numbers),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_text_file),
+        cmocka_unit_test(test_lines_and_keywords),
         cmocka_unit_test(test_buf_and_format),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
