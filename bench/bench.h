@@ -80,8 +80,8 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n);
  * bandwidth from its task and simulated time, as nccl-tests computes them. */
 void mc_bench_calib_fill(mc_bench_row_t *row, const mc_task_t *task);
 /* The comparison with the published figures, one line per calibration row, on out (NULL: only
- * counts; no calibration row: prints nothing); returns the number of bandwidth-bound rows (message of at least 64 MiB) off by more
- * than 10%. */
+ * counts; no calibration row: prints nothing); returns the number of bandwidth-bound rows
+ * (message of at least 64 MiB) off by more than 10%. */
 int mc_bench_print_calib(FILE *out, const mc_bench_row_t *rows, int n);
 /* A grouped bar chart of time/bound per case and strategy, written atomically. */
 mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int n, mc_err_t *err);

@@ -178,10 +178,10 @@ out:
 static mc_status_t alpa_bcast(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                               int rounds_as_phases, mc_sched_t **out, mc_err_t *err)
 {
+    const char *name = rounds_as_phases ? "alpa-bcast-rounds" : "alpa-bcast";
     /* Inside one mesh XLA's SPMD partitioner reshards (strategy xla); a tensor that only needs
      * local copies gets the empty schedule any system would run. */
-    mc_status_t st = synth_check_disjoint(task, rounds_as_phases ? "alpa-bcast-rounds"
-                                                                 : "alpa-bcast", err);
+    mc_status_t st = synth_check_disjoint(task, name, err);
     if (st != MC_OK)
         return st;
     int nunits = 0, maxd = 1, phases = 0;
@@ -189,8 +189,7 @@ static mc_status_t alpa_bcast(mc_task_t *task, const mc_topo_t *topo, const mc_s
     for (int p = 0; p < task->npieces; p++)
         if (task->pieces[p].ndests + 1 > maxd)
             maxd = task->pieces[p].ndests + 1;
-    bcast_ctx_t c = {task, topo, opts,
-                     mc_sched_new(task, topo, rounds_as_phases ? "alpa-bcast-rounds" : "alpa-bcast"),
+    bcast_ctx_t c = {task, topo, opts, mc_sched_new(task, topo, name),
                      synth_ring_new(topo),
                      mc_xmalloc(sizeof(int) * (size_t)maxd * BCAST_MAX_CHAINS),
                      mc_xmalloc(sizeof(int) * (size_t)maxd), rounds_as_phases};

@@ -300,12 +300,12 @@ static void test_plans(void **state)
         /* TryComplexReshardHandling, PatternMatchMergeOrSplitSharding: [X,Y] -> [X*Y,1] */
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[(x,y),_]\n", "xla",
          "t0=all-to-all(x+y)"},
-        /* ReshardPartialReplicateWithAllToAll, both ways: [2,3] <-> [1,2,3] last_tile_dim_replicate */
+        /* ReshardPartialReplicateWithAllToAll both ways: [2,3] <-> [1,2,3] last_tile_dim_replicate */
         {"mesh M={a:2,b:3}@0..5\nmove f32[12,12] M[a,b] -> M[_,a]\n", "xla",
          "t0=all-gather(b),all-to-all(a)"},
         {"mesh M={a:2,b:3}@0..5\nmove f32[12,12] M[_,a] -> M[a,b]\n", "xla",
          "t0=all-to-all(a+b),slice(b)"},
-        /* TryComplexReshardHandling, PatternMatchPartiallyReplicateDim: gather x, then all-to-all */
+        /* TryComplexReshardHandling, PatternMatchPartiallyReplicateDim: gather x, all-to-all */
         {"mesh M={x:2,y:3}@0..5\nmove f32[12,12] M[x,y] -> M[y,_]\n", "xla",
          "t0=all-gather(x),all-to-all(y)"},
         /* TryComplexReshardHandling, partially replicated to tiled: y moves onto dimension 1 */
