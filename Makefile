@@ -120,7 +120,8 @@ bench: $(DEPS_STAMP)
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the real topology
-# files, the shipped topologies, the examples and the test schedules.
+# files, the shipped topologies, the test topologies (RCCL rows, NICs on any PCI class), the
+# examples and the test schedules.
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 fuzz: $(DEPS_STAMP)
@@ -128,7 +129,7 @@ fuzz: $(DEPS_STAMP)
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@for f in $(FUZZ_BINS); do mkdir -p $$f.corpus; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies examples \
-	    tests/data/sched || exit 1; done
+	    tests/data/topo tests/data/sched || exit 1; done
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -33,8 +33,22 @@ int cli_wants_help(int argc, char **argv);
  * 9 significant digits) and releases it. */
 void cli_print_json(json_t *o);
 
-/* Loads a topology; prints its warnings to stderr unless quiet. */
+/* Loads a topology with the topology options given; prints its warnings to stderr unless
+ * quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
+
+/* The topology option of every command that loads one: --assume-nvlink N, the NVLinks to the
+ * NVSwitch of each GPU whose <gpu> lists none. Put CLI_TOPO_LONG_OPTIONS in the long-option
+ * table and hand CLI_OPT_ASSUME_NVLINK's argument to cli_topo_option(); cli_load_topo() applies
+ * it. */
+#define CLI_OPT_ASSUME_NVLINK 0x1010
+#define CLI_TOPO_LONG_OPTIONS {"assume-nvlink", required_argument, NULL, CLI_OPT_ASSUME_NVLINK}
+#define CLI_TOPO_USAGE \
+    "  --assume-nvlink N   GPUs whose <gpu> lists no NVLinks have N to the NVSwitch (0: none;\n" \
+    "                      default: inferred from the PCI device id, with a warning)\n"
+/* Records --assume-nvlink's value; prints a usage error naming cmd and returns 2 when it is not
+ * a count from 0 to MC_TOPO_MAX_ASSUMED_NVLINKS, else 0. */
+int cli_topo_option(const char *cmd, const char *arg);
 
 /* The task options shared by task, synth and bench: --mesh SPEC (repeatable) and
  * --task-file FILE, plus the positional moves. Put CLI_TASK_LONG_OPTIONS in the long-option

@@ -23,7 +23,7 @@ static void usage(FILE *out)
             "is deterministic. See docs/runtime.md for how a training repository calls it.\n"
             "\n"
             "options:\n"
-            "  --topo FILE      the topology the schedule was made for\n"
+            "  --topo FILE      the topology the schedule was made for\n" CLI_TOPO_USAGE
             "  -o, --output DIR folder to write (created if missing; files written atomically)\n"
             "  --name NAME      prefix of the generated symbols and files (default: the schedule\n"
             "                   file's name made into a C identifier)\n"
@@ -47,6 +47,7 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
     enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"output", required_argument, NULL, 'o'},
         {"name", required_argument, NULL, OPT_NAME},
         {"standalone", no_argument, NULL, OPT_STANDALONE},
@@ -67,6 +68,10 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         case OPT_CHECK: a->check = optarg; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("emit", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
+            break;
         default:
             return cli_usage_error("emit", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

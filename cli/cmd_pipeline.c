@@ -24,6 +24,7 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  --topo FILE          topology (default: the pipeline file's 'topology' line)\n"
+            CLI_TOPO_USAGE
             "  --strategy NAME      resharding strategy (default meshcast; meshcast synth --help\n"
             "                       lists them)\n"
             "  --order ORDER        1f1b, eager-1f1b or both (default both)\n"
@@ -49,6 +50,7 @@ static int parse_args(int argc, char **argv, pipe_args_t *a)
     enum { OPT_TOPO = 0x2401, OPT_STRATEGY, OPT_ORDER, OPT_JSON, OPT_TIMELINE, OPT_SYNTH };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"strategy", required_argument, NULL, OPT_STRATEGY},
         {"order", required_argument, NULL, OPT_ORDER},
         {"json", no_argument, NULL, OPT_JSON},
@@ -83,6 +85,10 @@ static int parse_args(int argc, char **argv, pipe_args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("pipeline", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
+            break;
         default:
             return cli_usage_error("pipeline", "unknown or incomplete option '%s'",
                                    argv[optind - 1]);

@@ -24,7 +24,7 @@ static void usage(FILE *out)
             "be the number of GPUs the schedule involves; rank r runs the r-th of them in GPU order.\n"
             "\n"
             "options:\n"
-            "  --topo FILE          the topology the schedule was made for\n"
+            "  --topo FILE          the topology the schedule was made for\n" CLI_TOPO_USAGE
             "  --backend NAME       loopback (default), mpi or nccl\n"
             "  --gpu                loopback on GPU 0: one buffer set per rank, device copies\n"
             "  --timeout S          seconds any wait may take before the run fails (default 30)\n"
@@ -63,6 +63,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"gpu", no_argument, NULL, OPT_GPU},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -116,6 +117,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             if (mc_parse_i64(optarg, &v) || v < 0 || v > 1 << 20)
                 return cli_usage_error("run", "--absent-rank: expected a rank, got '%s'", optarg);
             a->absent = (int)v;
+            break;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("run", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
             break;
         default:
             return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);

@@ -21,7 +21,7 @@ static void usage(FILE *out)
             "destinations receive / makespan, GB/s with GB = 1e9 B) and the busiest links.\n"
             "\n"
             "options:\n"
-            "  --topo FILE         topology (NCCL topology XML or cluster XML)\n"
+            "  --topo FILE         topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
             "  --json              print JSON (makespan_s, lower_bound_s, ratio, algbw_gbps, ...)\n"
             "  --timeline OUT.svg  also draw one row per busy link over time\n"
             "  --links N           how many of the busiest links to list (default 5)\n"
@@ -42,6 +42,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
     enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"json", no_argument, NULL, OPT_JSON},
         {"timeline", required_argument, NULL, OPT_TIMELINE},
         {"links", required_argument, NULL, OPT_LINKS},
@@ -67,6 +68,10 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("sim", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
+            break;
         default:
             return cli_usage_error("sim", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

@@ -21,6 +21,7 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n"
+            CLI_TOPO_USAGE
             "  --strategy NAME             strategy (default meshcast); one of:\n");
     for (int i = 0; i < n; i++)
         fprintf(out, "      %-12s %s\n", s[i].name, s[i].summary);
@@ -50,6 +51,7 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
     enum { OPT_TOPO = 0x2001, OPT_STRATEGY, OPT_SYNTH };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"strategy", required_argument, NULL, OPT_STRATEGY},
         CLI_SYNTH_LONG_OPTIONS(OPT_SYNTH),
         {"output", required_argument, NULL, 'o'},
@@ -77,6 +79,10 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
         case OPT_SYNTH:
             if (mc_synth_opts_set(&a->opts, longopts[idx].name, optarg, &err) != MC_OK)
                 return cli_usage_error("synth", "%s", err.msg);
+            break;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("synth", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
             break;
         default:
             return cli_usage_error("synth", "unknown or incomplete option '%s'", argv[optind - 1]);

@@ -15,7 +15,7 @@ static const char usage_text[] =
     "set, largest first) and prints the bytes each GPU and host must receive, the lower bound on\n"
     "time and which term binds (needs --topo), and the peak-memory bound per GPU.\n"
     "\n"
-    "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n"
+    "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
     "  --json                      print JSON instead of text\n"
     "  --limit N                   rows per table in text output (default 20, 0 = all)\n"
     CLI_TASK_USAGE
@@ -274,6 +274,7 @@ int cmd_task(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"topo", required_argument, NULL, 't'},  {"json", no_argument, NULL, 'j'},
+        CLI_TOPO_LONG_OPTIONS,
         {"limit", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'},
         CLI_TASK_LONG_OPTIONS,                   {NULL, 0, NULL, 0},
     };
@@ -308,6 +309,10 @@ int cmd_task(int argc, char **argv)
         case 'l':
             if (mc_parse_i64(optarg, &limit) || limit < 0 || limit > INT_MAX)
                 return cli_usage_error("task", "--limit expects a count, got '%s'", optarg);
+            break;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("task", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
             break;
         default:
             return cli_usage_error("task", "unknown or incomplete option '%s'", argv[optind - 1]);

@@ -11,19 +11,24 @@ static const char *usage_text =
     "       meshcast topo route FILE GPU_A GPU_B [--json] [--quiet]\n"
     "       meshcast topo dot FILE [--svg OUT] [--quiet]\n"
     "\n"
-    "Inspects a topology: NCCL topology XML (NCCL_TOPO_DUMP_FILE) or meshcast cluster XML.\n"
+    "Inspects a topology: NCCL topology XML (NCCL_TOPO_DUMP_FILE), RCCL's variant of it, or\n"
+    "meshcast cluster XML.\n"
     "Bandwidths are GB/s (1e9 bytes/s) per direction, as NCCL counts them.\n"
     "\n"
-    "  show    hosts, GPUs (sm, NVLink bandwidth), NVLink domains, NIC ports, the PCIe tree,\n"
+    "  show    hosts, GPUs (sm, NVLink bandwidth), NVLink domains, how GPUs reach each other\n"
+    "          (X, NVL, XGMI, PCI, SYS, NET, as nvidia-smi topo -m), NIC ports, the PCIe tree,\n"
     "          link counts by kind and the loader's warnings\n"
     "  route   the links a transfer from GPU_A to GPU_B takes (global GPU indexes), its\n"
     "          bottleneck bandwidth and latency\n"
     "  dot     the topology as Graphviz DOT on stdout, or rendered to OUT with --svg\n"
     "\n"
-    "  --json      one JSON object instead of text\n"
-    "  --all       show the PCIe tree of every host (default: the first when there are many)\n"
+    "  --json      one JSON object instead of text (show: also the kind of connection between\n"
+    "              every two GPUs of a host, as nvidia-smi topo -m or rocm-smi --showtopo list)\n"
+    "  --all       show the GPU pairs of every host (default: the first) and the PCIe tree of\n"
+    "              every host (default: the first when there are many)\n"
     "  --svg OUT   render with Graphviz's dot into OUT\n"
     "  --quiet     do not print the loader's warnings on stderr\n"
+    CLI_TOPO_USAGE
     "\n"
     "Exit status: 0 ok, 1 invalid topology file, 2 usage error.\n";
 
@@ -39,7 +44,8 @@ static int parse_args(int argc, char **argv, topo_args_t *a)
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"all", no_argument, NULL, 'a'},
         {"svg", required_argument, NULL, 's'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'}, CLI_TOPO_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
@@ -50,6 +56,10 @@ static int parse_args(int argc, char **argv, topo_args_t *a)
         case 'a': a->all = 1; break;
         case 's': a->svg = optarg; break;
         case 'q': a->quiet = 1; break;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("topo", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
+            break;
         default:
             return cli_usage_error("topo", "unknown option '%s'", argv[optind - 1]);
         }

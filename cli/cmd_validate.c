@@ -18,7 +18,7 @@ static void usage(FILE *out)
             "Prints one line per violation on stdout.\n"
             "\n"
             "options:\n"
-            "  --topo FILE     topology (NCCL topology XML or cluster XML)\n"
+            "  --topo FILE     topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
             "  --force         check a schedule made for another topology link by link instead\n"
             "                  of refusing it\n"
             "  -q, --quiet     no topology warnings, no summary line\n"
@@ -31,6 +31,7 @@ int cmd_validate(int argc, char **argv)
     enum { OPT_TOPO = 0x2101, OPT_FORCE };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
+        CLI_TOPO_LONG_OPTIONS,
         {"force", no_argument, NULL, OPT_FORCE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -46,6 +47,10 @@ int cmd_validate(int argc, char **argv)
         case OPT_FORCE: force = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
+        case CLI_OPT_ASSUME_NVLINK:
+            if (cli_topo_option("validate", optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
+            break;
         default:
             return cli_usage_error("validate", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

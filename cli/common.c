@@ -1,5 +1,5 @@
 /* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
- * loading. */
+ * loading and its option. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +42,22 @@ void cli_print_json(json_t *o)
     json_decref(o);
 }
 
+/* The topology options of this process: one command runs per process. */
+static mc_topo_load_opts_t load_opts = MC_TOPO_LOAD_OPTS_DEFAULT;
+
+int cli_topo_option(const char *cmd, const char *arg)
+{
+    int64_t v;
+    if (mc_parse_i64(arg, &v) != 0 || v < 0 || v > MC_TOPO_MAX_ASSUMED_NVLINKS)
+        return cli_usage_error(cmd, "--assume-nvlink expects a number of NVLinks from 0 to %d, "
+                               "got '%s'", MC_TOPO_MAX_ASSUMED_NVLINKS, arg);
+    load_opts.assume_nvlink = (int)v;
+    return MC_EXIT_OK;
+}
+
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err)
 {
-    mc_status_t st = mc_topo_load(path, out, err);
+    mc_status_t st = mc_topo_load_with(path, &load_opts, out, err);
     if (st == MC_OK && !quiet)
         for (int i = 0; i < (*out)->nwarnings; i++)
             fprintf(stderr, "meshcast: warning: %s\n", (*out)->warnings[i]);

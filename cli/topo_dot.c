@@ -32,11 +32,14 @@ static int mirror(const mc_topo_t *t, int link)
     return found;
 }
 
-static void node_line(mc_buf_t *b, const mc_topo_t *t, int i, const topo_gpu_summary_t *gpus)
+static void node_line(mc_buf_t *b, const mc_topo_t *t, int i, const mc_gpu_summary_t *gpus)
 {
     const mc_node_t *n = &t->nodes[i];
     mc_buf_printf(b, "    \"%s\" [shape=%s, label=\"%s", n->name, shape(n->kind), n->name);
-    if (n->kind == MC_NODE_GPU)
+    if (n->kind == MC_NODE_GPU && n->arch[0])
+        mc_buf_printf(b, "\\nGPU %d, %s\\nxGMI %.1f GB/s", n->gpu, n->arch,
+                      gpus[n->gpu].nvlink_bw / 1e9);
+    else if (n->kind == MC_NODE_GPU)
         mc_buf_printf(b, "\\nGPU %d, sm %d\\nNVLink %.1f GB/s", n->gpu, n->sm,
                       gpus[n->gpu].nvlink_bw / 1e9);
     else if (n->kind == MC_NODE_NET)
@@ -46,8 +49,8 @@ static void node_line(mc_buf_t *b, const mc_topo_t *t, int i, const topo_gpu_sum
 
 static void write_dot(const mc_topo_t *t, mc_buf_t *b)
 {
-    topo_gpu_summary_t *gpus = mc_xcalloc((size_t)t->ngpus, sizeof(*gpus));
-    topo_summarize(t, gpus);
+    mc_gpu_summary_t *gpus = mc_xcalloc((size_t)t->ngpus, sizeof(*gpus));
+    mc_topo_summarize(t, gpus);
     mc_buf_printf(b, "digraph topology {\n  graph [rankdir=TB, fontname=\"Helvetica\"];\n"
                      "  node [fontname=\"Helvetica\", fontsize=10];\n"
                      "  edge [fontname=\"Helvetica\", fontsize=8];\n");

@@ -1,7 +1,8 @@
-/* libFuzzer target for the topology loaders: any bytes either load or are refused with a
- * message, and a loaded topology routes between its first GPUs without a crash or a leak.
+/* libFuzzer target for the topology loaders (NCCL and RCCL XML, cluster XML): any bytes either
+ * load or are refused with a message, and a loaded topology routes between its first GPUs and
+ * summarizes them (NVLink/xGMI figures, the kind of each GPU pair) without a crash or a leak.
  * Build: clang -fsanitize=fuzzer,address,undefined with topo/ and util/; seed it with
- * ../shared/topo-xml/ and topologies/. */
+ * ../shared/topo-xml/ (RCCL files included), topologies/ and tests/data/topo/. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,8 +21,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
             mc_route_t r;
+            mc_link_kind_t k;
             mc_topo_route(t, a, b, &r, &err);
+            if (mc_topo_pair_kind(t, a, b, &k, &err) == MC_OK && (unsigned)k >= MC_LINK__COUNT)
+                abort();
         }
+    mc_gpu_summary_t *g = calloc((size_t)t->ngpus, sizeof *g);
+    int domains = mc_topo_summarize(t, g);
+    if (domains < 0 || domains > t->ngpus)
+        abort();
+    free(g);
     mc_topo_free(t);
     return 0;
 }

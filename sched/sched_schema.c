@@ -3,7 +3,7 @@
  * sched/schedule.rng relative to the repository root, where the Makefile runs the compiler (as
  * topo/topo_cluster_schema.c does); tests/unit/test_sched_xml.c checks that the copy is current. */
 #include "sched/sched_internal.h"
-#include "topo/topo_internal.h"
+#include "util/xml.h"
 
 MC_EMBED_FILE(mc_sched_rng, "sched/schedule.rng");
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "sched/sched_internal.h"
-#include "topo/topo_internal.h"
+#include "util/xml.h"
 
 /* Node names sorted for lookup, and each node's outgoing links. */
 typedef struct name_index {

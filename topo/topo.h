@@ -1,7 +1,8 @@
 /* topo: the hardware graph meshcast plans on. A topology is a directed graph of GPUs, PCIe
  * switches, CPUs, NVSwitches, NICs (and their network ports) and network switches, joined by
  * directed links with a bandwidth (bytes/s per direction), a latency and a kind. It is loaded from
- * NCCL topology XML (one host, or a multi-host NVLink dump) or from meshcast's cluster XML, and
+ * NCCL topology XML (one host, or a multi-host NVLink dump), RCCL's AMD variant of it (xGMI) or
+ * meshcast's cluster XML, and
  * answers "which links does a transfer from GPU a to GPU b take", the way NCCL would route it.
  *
  * The structure is open for reading: nodes[] and links[] are indexed by node id and link id, and
@@ -33,6 +34,7 @@ typedef enum {
     MC_LINK_PCI, /* PCIe */
     MC_LINK_SYS, /* CPU to CPU (QPI, xGMI, ...) */
     MC_LINK_NET, /* NIC port to network, switch to switch */
+    MC_LINK_XGMI, /* AMD Infinity Fabric (xGMI), GPU to GPU, CPU or switch: routed like NVLink */
     MC_LINK__COUNT
 } mc_link_kind_t;
 
@@ -41,7 +43,8 @@ typedef struct mc_node {
     int host;       /* host index 0..nhosts-1; -1 for network switches */
     int gpu;        /* global GPU index for GPUs, else -1 (set by mc_topo_finalize) */
     int64_t busid;  /* NCCL bus id as an integer (hex digits concatenated), -1 if none */
-    int sm;         /* GPUs: compute capability x 10 */
+    int sm;         /* NVIDIA GPUs: compute capability x 10; 0 for AMD GPUs */
+    char arch[16];  /* AMD GPUs: the gfx architecture RCCL reads from gcn ("gfx942"), else "" */
     int dev;        /* GPUs: NVML index in the host; NETs: plugin device index; else -1 */
     int rail;       /* NETs and switches: rail index, -1 if unknown */
     double bw;      /* NETs: port speed in bytes/s */
@@ -87,6 +90,8 @@ double mc_topo_links_delay(const mc_topo_t *t, const int *links, int n);
 
 const char *mc_node_kind_str(mc_node_kind_t k);
 const char *mc_link_kind_str(mc_link_kind_t k);
+/* True for the GPU fabrics NCCL and RCCL route over directly: NVLink and xGMI. */
+int mc_link_is_gpu_fabric(mc_link_kind_t k);
 
 /* ---- building ---- */
 mc_topo_t *mc_topo_new(const char *source);
@@ -106,8 +111,21 @@ mc_status_t mc_topo_finalize(mc_topo_t *t, mc_err_t *err);
 void mc_topo_free(mc_topo_t *t);
 
 /* ---- loading ---- */
-/* Loads NCCL topology XML or cluster XML (told apart by the root element). */
+/* What a loader may be told that a file does not say. */
+typedef struct mc_topo_load_opts {
+    /* NVLinks from each GPU whose <gpu> lists none (NCCL would ask the driver) to the NVSwitch;
+     * 0: none, PCIe only; -1: infer them from the PCI device id, with a warning. */
+    int assume_nvlink;
+} mc_topo_load_opts_t;
+#define MC_TOPO_LOAD_OPTS_DEFAULT ((mc_topo_load_opts_t){.assume_nvlink = -1})
+/* NVLinks per GPU one may assume: NVLink 5 has 18; more is a typo. */
+#define MC_TOPO_MAX_ASSUMED_NVLINKS 64
+
+/* Loads NCCL (or RCCL) topology XML or cluster XML (told apart by the root element). */
 mc_status_t mc_topo_load(const char *path, mc_topo_t **out, mc_err_t *err);
+/* The same with options (NULL: the defaults). */
+mc_status_t mc_topo_load_with(const char *path, const mc_topo_load_opts_t *opts, mc_topo_t **out,
+                              mc_err_t *err);
 mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, mc_topo_t **out,
                                 mc_err_t *err);
 
@@ -125,6 +143,19 @@ double mc_topo_gpu_egress_bw(const mc_topo_t *t, int gpu);
  * with no network. */
 double mc_topo_host_net_bw(const mc_topo_t *t, int host);
 
+/* What a GPU has, for reports. */
+typedef struct mc_gpu_summary {
+    double nvlink_bw;      /* sum of its outgoing NVLink or xGMI bandwidth, bytes/s */
+    int nvlinks;           /* NVLink or xGMI lanes */
+    mc_link_kind_t fabric; /* MC_LINK_NVL, MC_LINK_XGMI, or MC_LINK__COUNT when it has none */
+    double pcie_bw;        /* its upstream PCIe link, bytes/s (0 if none) */
+    int domain;            /* NVLink domain index, -1 when it has no NVLink or xGMI */
+} mc_gpu_summary_t;
+
+/* Fills one summary per GPU (array of t->ngpus) and returns the number of NVLink domains: sets of
+ * GPUs joined by NVLink or xGMI, directly or through switches, numbered by their lowest GPU. */
+int mc_topo_summarize(const mc_topo_t *t, mc_gpu_summary_t *gpus);
+
 #define MC_ROUTE_MAX_LINKS 32
 
 typedef struct mc_route {
@@ -140,5 +171,11 @@ typedef struct mc_route {
  * route. The result is cached inside t. */
 mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *route,
                           mc_err_t *err);
+
+/* How GPU a reaches GPU b, in the terms of nvidia-smi topo -m and rocm-smi --showtopo: MC_LINK_NVL
+ * or MC_LINK_XGMI when the route is on that fabric, MC_LINK_NET across hosts, MC_LINK_SYS through
+ * the CPU interconnect, MC_LINK_PCI inside one PCIe tree, MC_LINK_LOC for a == b. */
+mc_status_t mc_topo_pair_kind(const mc_topo_t *t, int a, int b, mc_link_kind_t *kind,
+                              mc_err_t *err);
 
 #endif

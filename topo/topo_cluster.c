@@ -68,7 +68,8 @@ static mc_status_t check_paths(const mc_topo_t *t, const char *path, const int *
     return st;
 }
 
-mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, mc_err_t *err)
+mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path,
+                                 const mc_topo_load_opts_t *opts, mc_err_t *err)
 {
     mc_status_t st;
     int nhosts = 0, cap = 0, *host_line = NULL;
@@ -79,7 +80,7 @@ mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, 
             continue;
         if (!xmlStrcmp(c->name, BAD_CAST "nodes")) {
             int first = nhosts;
-            MC_CHECK_GOTO(mc_cluster_add_nodes(t, c, path, &nhosts, err), out, st);
+            MC_CHECK_GOTO(mc_cluster_add_nodes(t, c, path, opts, &nhosts, err), out, st);
             MC_GROW(host_line, cap, nhosts);
             for (int h = first; h < nhosts; h++)
                 host_line[h] = (int)xmlGetLineNo(c);

@@ -37,8 +37,9 @@ mc_status_t mc_node_type_add(mc_topo_t *t, const char *type, int host, mc_err_t 
 const char *mc_node_type_names(void);
 
 /* Adds the hosts of one <nodes> element as hosts *nhosts.. and advances *nhosts. */
-mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path, int *nhosts,
-                                 mc_err_t *err);
+/* A <nodes assume_nvlink> overrides opts for its file. */
+mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path,
+                                 const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err);
 
 /* Adds the switches of <network> and links every host's network ports to them. */
 mc_status_t mc_cluster_fabric_build(mc_topo_t *t, xmlNodePtr network, const char *path,

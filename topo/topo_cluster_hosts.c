@@ -51,7 +51,8 @@ static char *resolve(const char *cluster_path, const char *file)
     return full;
 }
 
-static mc_status_t load_nccl(mc_topo_t *tmpl, const char *file, int *nhosts, mc_err_t *err)
+static mc_status_t load_nccl(mc_topo_t *tmpl, const char *file, const mc_topo_load_opts_t *opts,
+                             int *nhosts, mc_err_t *err)
 {
     xmlDocPtr doc = NULL;
     mc_status_t st;
@@ -62,7 +63,7 @@ static mc_status_t load_nccl(mc_topo_t *tmpl, const char *file, int *nhosts, mc_
                         "got <%s>", file, xmlGetLineNo(root), (const char *)root->name);
         goto out;
     }
-    st = mc_nccl_xml_add(tmpl, doc, file, 0, nhosts, err);
+    st = mc_nccl_xml_add(tmpl, doc, file, 0, opts, nhosts, err);
 out:
     xmlFreeDoc(doc);
     return st;
@@ -82,9 +83,33 @@ static void set_nic_bw(mc_topo_t *tmpl, double bw)
     }
 }
 
-mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path, int *nhosts,
-                                 mc_err_t *err)
+/* <nodes assume_nvlink="N">: what the file's GPUs without NVLink rows have (0..64 lanes). */
+static mc_status_t assume_nvlink(xmlNodePtr el, const char *path, const char *type,
+                                 mc_topo_load_opts_t *opts, mc_err_t *err)
 {
+    char *v = (char *)xmlGetProp(el, BAD_CAST "assume_nvlink");
+    int64_t n;
+    mc_status_t st = MC_OK;
+    if (!v)
+        return MC_OK;
+    if (type)
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes type=\"%s\" assume_nvlink>: a "
+                        "built-in node type has known NVLinks; assume_nvlink is for file=", path,
+                        xmlGetLineNo(el), type);
+    else if (mc_parse_i64(v, &n) != 0 || n < 0 || n > MC_TOPO_MAX_ASSUMED_NVLINKS)
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes assume_nvlink=\"%s\">: expected the "
+                        "number of NVLinks per GPU to the NVSwitch, 0 to %d", path,
+                        xmlGetLineNo(el), v, MC_TOPO_MAX_ASSUMED_NVLINKS);
+    else
+        opts->assume_nvlink = (int)n;
+    xmlFree(v);
+    return st;
+}
+
+mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path,
+                                 const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err)
+{
+    mc_topo_load_opts_t mine = *opts;
     mc_status_t st = MC_OK;
     int line = (int)xmlGetLineNo(el);
     char *type = (char *)xmlGetProp(el, BAD_CAST "type");
@@ -104,11 +129,12 @@ mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path, 
     MC_CHECK_GOTO(mc_cluster_attr_count(el, "count", path, MC_CLUSTER_MAX_HOSTS, &count, err), out,
                   st);
     MC_CHECK_GOTO(mc_cluster_attr_bw(el, "nic_bw", path, &nic_bw, err), out, st);
+    MC_CHECK_GOTO(assume_nvlink(el, path, type, &mine, err), out, st);
     if (type) {
         st = mc_node_type_add(tmpl, type, 0, err);
     } else {
         full = resolve(path, file);
-        st = load_nccl(tmpl, full, &per, err);
+        st = load_nccl(tmpl, full, &mine, &per, err);
     }
     if (st != MC_OK) {
         char inner[sizeof err->msg];

@@ -15,6 +15,7 @@ double mc_topo_alpha(mc_link_kind_t kind)
     static const double alpha[MC_LINK__COUNT] = {
         [MC_LINK_LOC] = 0.0,    [MC_LINK_NVL] = 3.4e-6, [MC_LINK_C2C] = 3.4e-6,
         [MC_LINK_PCI] = 5.7e-6, [MC_LINK_SYS] = 5.7e-6, [MC_LINK_NET] = 14.0e-6,
+        [MC_LINK_XGMI] = 3.4e-6, /* RCCL's LINK_NVL carries xGMI: it shares NVLink's figures */
     };
     return (unsigned)kind < MC_LINK__COUNT ? alpha[kind] : 0.0;
 }
@@ -25,6 +26,7 @@ double mc_topo_default_latency(mc_link_kind_t kind)
     static const double lat[MC_LINK__COUNT] = {
         [MC_LINK_LOC] = 0.0,    [MC_LINK_NVL] = 0.5e-6, [MC_LINK_C2C] = 0.5e-6,
         [MC_LINK_PCI] = 0.5e-6, [MC_LINK_SYS] = 0.5e-6, [MC_LINK_NET] = 1.0e-6,
+        [MC_LINK_XGMI] = 0.5e-6,
     };
     return (unsigned)kind < MC_LINK__COUNT ? lat[kind] : 0.0;
 }
@@ -50,8 +52,13 @@ const char *mc_node_kind_str(mc_node_kind_t k)
 
 const char *mc_link_kind_str(mc_link_kind_t k)
 {
-    static const char *names[MC_LINK__COUNT] = {"LOC", "NVL", "C2C", "PCI", "SYS", "NET"};
+    static const char *names[MC_LINK__COUNT] = {"LOC", "NVL", "C2C", "PCI", "SYS", "NET", "XGMI"};
     return (unsigned)k < MC_LINK__COUNT ? names[k] : "?";
+}
+
+int mc_link_is_gpu_fabric(mc_link_kind_t k)
+{
+    return k == MC_LINK_NVL || k == MC_LINK_XGMI;
 }
 
 mc_topo_t *mc_topo_new(const char *source)

@@ -6,27 +6,19 @@
 #include <libxml/tree.h>
 
 #include "topo/topo.h"
+#include "util/xml.h"
 
 /* Adds the hosts of one NCCL topology XML document (root <system>) to t, numbering them from
  * host_base; *nhosts gets how many hosts it held (distinct host_hash values, at least 1). Node
  * names are prefixed "h<host>/". Errors name the document's file and line. */
 mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int host_base,
-                            int *nhosts, mc_err_t *err);
-
-/* Parses a file or buffer with libxml2 without network access or entity expansion; errors
- * carry file and line. */
-mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr *doc,
-                        mc_err_t *err);
-
-/* Validates doc against a RelaxNG schema held in memory. A violation is MC_ERR_PARSE with
- * "path:line: not a valid <what>: <libxml2's first message>". */
-mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
-                             const char *what, mc_err_t *err);
+                            const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err);
 
 /* Builds t from a cluster XML document (root <cluster>, docs/topology-format.md), validated
  * against topologies/schema/cluster.rng; nodes given as NCCL files are read with
  * mc_nccl_xml_add. Does not call mc_topo_finalize. */
-mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path, mc_err_t *err);
+mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path,
+                                 const mc_topo_load_opts_t *opts, mc_err_t *err);
 
 /* Frees the routes topo_route.c cached inside t. */
 void mc_topo_route_cache_free(mc_topo_t *t);

@@ -5,25 +5,27 @@
 
 #include "topo/topo_internal.h"
 
-static mc_status_t build(mc_topo_t *t, xmlDocPtr doc, const char *name, mc_err_t *err)
+static mc_status_t build(mc_topo_t *t, xmlDocPtr doc, const char *name,
+                         const mc_topo_load_opts_t *opts, mc_err_t *err)
 {
     xmlNodePtr root = xmlDocGetRootElement(doc);
     if (!strcmp((const char *)root->name, "cluster"))
-        return mc_cluster_xml_build(t, doc, name, err);
+        return mc_cluster_xml_build(t, doc, name, opts, err);
     int nhosts = 0; /* <system>, <graphs> and anything else: the NCCL reader says what it is */
-    return mc_nccl_xml_add(t, doc, name, 0, &nhosts, err);
+    return mc_nccl_xml_add(t, doc, name, 0, opts, &nhosts, err);
 }
 
-static mc_status_t load(const char *buf, size_t len, const char *name, mc_topo_t **out,
-                        mc_err_t *err)
+static mc_status_t load(const char *buf, size_t len, const char *name,
+                        const mc_topo_load_opts_t *opts, mc_topo_t **out, mc_err_t *err)
 {
+    mc_topo_load_opts_t dflt = MC_TOPO_LOAD_OPTS_DEFAULT;
     mc_status_t st;
     xmlDocPtr doc = NULL;
     mc_topo_t *t = NULL;
     *out = NULL;
     MC_CHECK_GOTO(mc_xml_read(buf, len, name, &doc, err), out, st);
     t = mc_topo_new(name);
-    MC_CHECK_GOTO(build(t, doc, name, err), out, st);
+    MC_CHECK_GOTO(build(t, doc, name, opts ? opts : &dflt, err), out, st);
     MC_CHECK_GOTO(mc_topo_finalize(t, err), out, st);
     *out = t;
     t = NULL;
@@ -36,11 +38,17 @@ out:
 
 mc_status_t mc_topo_load(const char *path, mc_topo_t **out, mc_err_t *err)
 {
-    return load(NULL, 0, path, out, err);
+    return load(NULL, 0, path, NULL, out, err);
+}
+
+mc_status_t mc_topo_load_with(const char *path, const mc_topo_load_opts_t *opts, mc_topo_t **out,
+                              mc_err_t *err)
+{
+    return load(NULL, 0, path, opts, out, err);
 }
 
 mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, mc_topo_t **out,
                                 mc_err_t *err)
 {
-    return load(buf, len, name ? name : "(memory)", out, err);
+    return load(buf, len, name ? name : "(memory)", NULL, out, err);
 }

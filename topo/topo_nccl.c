@@ -2,8 +2,11 @@
  * graph, the way NCCL's ncclTopoGetSystemFromXml builds its own: CPUs per NUMA node grouped into
  * hosts by host_hash, the PCIe tree with each <pci>'s link_speed/link_width as its upstream link,
  * GPUs, NICs and their <net> ports, NVLinks to GPUs, NVSwitches (one NVS per document) or CPUs,
- * C2C, <pcilink>, and Broadcom switch folding. Skeleton files (PCI ids only) are completed from
- * known device ids with a warning per assumption, or refused with what is missing. */
+ * C2C, <pcilink>, and Broadcom switch folding. RCCL's dialect (<system version="2">) is read the
+ * way RCCL reads it: <xgmi> rows instead of <nvlink>, speeds by the GPU's gcn, GPUs of class
+ * 0x120000, and the functions of one NIC card merged. Skeleton files (PCI ids only) are
+ * completed from known device ids with a warning per assumption, or refused with what is
+ * missing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +36,22 @@ static int line_of(xmlNodePtr x)
     return (int)xmlGetLineNo(x);
 }
 
+static const char *dialect_name(const mc_nccl_ctx_t *c)
+{
+    return c->dialect == MC_DIALECT_RCCL ? "RCCL" : "NCCL";
+}
+
 static void ignore_elem(mc_nccl_ctx_t *c, xmlNodePtr x, const char *where)
 {
-    mc_topo_warn(c->t, "%s:%d: ignoring element <%s> inside <%s> (NCCL ignores it too)", c->path,
-                 line_of(x), (const char *)x->name, where);
+    mc_topo_warn(c->t, "%s:%d: ignoring element <%s> inside <%s> (%s ignores it too)", c->path,
+                 line_of(x), (const char *)x->name, where, dialect_name(c));
+}
+
+/* GPU classes: display controllers, and for RCCL processing accelerators (MI300). */
+static int gpu_class(const mc_nccl_ctx_t *c, int64_t cls)
+{
+    return MC_PCI_BASE(cls) == MC_PCI_BASE_DISPLAY ||
+           (c->dialect == MC_DIALECT_RCCL && cls == MC_PCI_CLASS_ACCEL);
 }
 
 static mc_status_t count_element(mc_nccl_ctx_t *c, int host, xmlNodePtr x, mc_err_t *err)
@@ -82,7 +97,7 @@ static mc_status_t add_bus(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus
                               "once)", c->path, line_of(x), mc_nccl_busid_str(busid, b, sizeof b),
                               host);
     MC_GROW(c->bus, c->bus_cap, c->nbus + 1);
-    c->bus[c->nbus++] = (mc_nccl_bus_t){host, busid, node};
+    c->bus[c->nbus++] = (mc_nccl_bus_t){.host = host, .busid = busid, .node = node};
     return MC_OK;
 }
 
@@ -91,6 +106,14 @@ static int nvs_node(mc_nccl_ctx_t *c)
     if (c->nvs < 0)
         c->nvs = add_node(c, MC_NODE_NVS, c->host_base, -1, 0, "h%d/NVS", c->host_base);
     return c->nvs;
+}
+
+void mc_nccl_add_nvs_lanes(mc_nccl_ctx_t *c, int gpu, int lanes)
+{
+    mc_topo_add_link_pair(c->t, gpu, nvs_node(c), MC_LINK_NVL,
+                          lanes * mc_nccl_nvlink_bw(c->t->nodes[gpu].sm) * MC_GBPS,
+                          mc_topo_default_latency(MC_LINK_NVL), lanes);
+    c->nvl_rows[gpu - c->first_node] = 1;
 }
 
 static void link_up(mc_nccl_ctx_t *c, int node, int parent, double gbps, mc_link_kind_t kind)
@@ -116,36 +139,39 @@ static mc_status_t positive_int(mc_nccl_ctx_t *c, xmlNodePtr x, const char *name
     return st;
 }
 
-static mc_status_t read_nvlink(mc_nccl_ctx_t *c, xmlNodePtr x, int gpu, int64_t own_bus, int sm,
-                               int cpu, mc_err_t *err)
+/* One <nvlink> (NCCL) or <xgmi> (RCCL) row: both programs read them alike (ncclTopoAddNvLinks,
+ * ncclTopoAddXGMI), with per-link bandwidth link_gbps and kind as the link's kind. */
+static mc_status_t read_nvlink(mc_nccl_ctx_t *c, xmlNodePtr x, int gpu, int64_t own_bus,
+                               mc_link_kind_t kind, double link_gbps, int cpu, mc_err_t *err)
 {
     mc_status_t st;
     int64_t count, tclass;
     MC_CHECK_GOTO(positive_int(c, x, "count", 64, &count, err), out, st);
     MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "tclass", 1, 0, 0xffffff, 0, &tclass, err), out, st);
     c->nvl_rows[gpu - c->first_node]++;
-    double gbps = (double)count * mc_nccl_nvlink_bw(sm);
-    if ((tclass >> 16) == 0x03) {
+    double gbps = (double)count * link_gbps;
+    const char *what = kind == MC_LINK_XGMI ? "xGMI" : "NVLink";
+    if (gpu_class(c, tclass)) {
         int64_t target;
         MC_CHECK_GOTO(mc_nccl_attr_busid(c, x, "target", &target, err), out, st);
         if (target == own_bus) {
-            mc_topo_warn(c->t, "%s:%d: %s lists an NVLink to itself (count %lld); ignored, it "
-                         "connects nothing", c->path, line_of(x), c->t->nodes[gpu].name,
+            mc_topo_warn(c->t, "%s:%d: %s lists an %s to itself (count %lld); ignored, it "
+                         "connects nothing", c->path, line_of(x), c->t->nodes[gpu].name, what,
                          (long long)count);
             goto out;
         }
         MC_GROW(c->nvl, c->nvl_cap, c->nnvl + 1);
-        c->nvl[c->nnvl++] = (mc_nccl_nvl_t){gpu, target, (int)count, line_of(x)};
-    } else if (tclass == 0x068001) {
-        mc_topo_add_link_pair(c->t, gpu, cpu, MC_LINK_NVL, gbps * MC_GBPS,
-                              mc_topo_default_latency(MC_LINK_NVL), (int)count);
+        c->nvl[c->nnvl++] = (mc_nccl_nvl_t){gpu, target, (int)count, line_of(x), kind, gbps};
+    } else if (tclass == MC_PCI_CLASS_CPU) {
+        mc_topo_add_link_pair(c->t, gpu, cpu, kind, gbps * MC_GBPS,
+                              mc_topo_default_latency(kind), (int)count);
     } else {
-        if (tclass != 0x068000)
-            mc_topo_warn(c->t, "%s:%d: NVLink target class 0x%06llx is neither a GPU nor a CPU; "
-                         "treated as an NVSwitch, as NCCL does", c->path, line_of(x),
-                         (long long)tclass);
-        mc_topo_add_link_pair(c->t, gpu, nvs_node(c), MC_LINK_NVL, gbps * MC_GBPS,
-                              mc_topo_default_latency(MC_LINK_NVL), (int)count);
+        if (tclass != MC_PCI_CLASS_NVSWITCH)
+            mc_topo_warn(c->t, "%s:%d: %s target class 0x%06llx is neither a GPU nor a CPU; "
+                         "treated as a switch, as %s does", c->path, line_of(x), what,
+                         (long long)tclass, dialect_name(c));
+        mc_topo_add_link_pair(c->t, gpu, nvs_node(c), kind, gbps * MC_GBPS,
+                              mc_topo_default_latency(kind), (int)count);
     }
 out:
     return st;
@@ -186,11 +212,33 @@ static int next_dev(const mc_nccl_ctx_t *c, mc_node_kind_t kind, int host)
     return next;
 }
 
+/* The GPU's per-link bandwidth: NCCL's by sm; RCCL's by gcn (RCCL's sm is a CU count). */
+static mc_status_t gpu_link_bw(mc_nccl_ctx_t *c, xmlNodePtr x, mc_node_t *n, double *gbps,
+                               mc_err_t *err)
+{
+    if (c->dialect == MC_DIALECT_NCCL) {
+        *gbps = mc_nccl_nvlink_bw(n->sm);
+        return MC_OK;
+    }
+    char *gcn = mc_nccl_attr_str(x, "gcn");
+    if (!gcn || !*gcn) {
+        free(gcn);
+        return mc_err_set(err, MC_ERR_INVALID, "%s:%d: <gpu> needs the attribute gcn (the gfx "
+                          "architecture, e.g. gfx942) in RCCL's dialect (<system version=\"2\">)",
+                          c->path, line_of(x));
+    }
+    *gbps = mc_rccl_xgmi_bw(gcn, n->arch, sizeof n->arch);
+    n->sm = 0;
+    free(gcn);
+    return MC_OK;
+}
+
 static mc_status_t read_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
                             double bw, int cpu, int *out_gpu, mc_err_t *err)
 {
     mc_status_t st;
     int64_t dev, sm, rank;
+    double link_gbps = 0;
     MC_CHECK_GOTO(count_element(c, host, x, err), out, st);
     MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "dev", 1, 0, 1023, 0, &dev, err), out, st);
     MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "sm", 1, 10, 1000, 0, &sm, err), out, st);
@@ -204,6 +252,7 @@ static mc_status_t read_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bu
     c->t->nodes[gpu].dev = (int)dev;
     c->t->nodes[gpu].sm = (int)sm;
     *out_gpu = gpu;
+    MC_CHECK_GOTO(gpu_link_bw(c, x, &c->t->nodes[gpu], &link_gbps, err), out, st);
     if (rank < 0)
         mc_topo_warn(c->t, "%s:%d: <gpu dev=\"%lld\"> has no rank; NCCL would skip it, meshcast "
                      "keeps it as %s", c->path, line_of(x), (long long)dev,
@@ -213,9 +262,11 @@ static mc_status_t read_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bu
         if (k->type != XML_ELEMENT_NODE)
             continue;
         MC_CHECK_GOTO(count_element(c, host, k, err), out, st);
-        if (is_elem(k, "nvlink"))
-            MC_CHECK_GOTO(read_nvlink(c, k, gpu, bus, (int)sm, cpu, err), out, st);
-        else if (is_elem(k, "c2c"))
+        int rccl = c->dialect == MC_DIALECT_RCCL;
+        if (is_elem(k, rccl ? "xgmi" : "nvlink"))
+            MC_CHECK_GOTO(read_nvlink(c, k, gpu, bus, rccl ? MC_LINK_XGMI : MC_LINK_NVL,
+                                      link_gbps, cpu, err), out, st);
+        else if (!rccl && is_elem(k, "c2c"))
             MC_CHECK_GOTO(read_c2c(c, k, gpu, cpu, err), out, st);
         else
             ignore_elem(c, k, "gpu");
@@ -224,7 +275,21 @@ out:
     return st;
 }
 
-static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, mc_err_t *err)
+/* The network port already hanging off a NIC, -1 if none yet. */
+static int port_of(const mc_nccl_ctx_t *c, int nic)
+{
+    for (int i = c->first_node; i < c->t->nnodes; i++)
+        if (c->t->nodes[i].kind == MC_NODE_NET && c->up[i - c->first_node] == nic)
+            return i;
+    return -1;
+}
+
+/* One <net>. With fuse, a second port of the same NIC joins the first as one device of their
+ * summed speed: NCCL 2.28 merges ports whose path is PATH_PORT (one <nic>, or functions of one
+ * card) into a virtual NIC at run time by default (NCCL_NET_MERGE_LEVEL=PORT, ncclTopoMakeVNics),
+ * and only a dump shows them apart. */
+static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, int fuse,
+                            mc_err_t *err)
 {
     mc_status_t st;
     int64_t dev, speed, rail;
@@ -238,7 +303,7 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, m
     if (xmlHasProp(x, BAD_CAST "speed")) {
         MC_CHECK_GOTO(positive_int(c, x, "speed", 10000000, &speed, err), out, st);
     } else {
-        speed = 10000;
+        speed = MC_NCCL_DEFAULT_NET_MBPS;
         mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\"> has no speed; NCCL assumes 10 Gb/s",
                      c->path, line_of(x), (long long)dev);
     }
@@ -248,23 +313,33 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, m
                         c->path, line_of(x), (long long)dev, host);
         goto out;
     }
-    int net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%lld", host, (long long)dev);
-    c->t->nodes[net].dev = (int)dev;
-    c->t->nodes[net].rail = (int)rail;
-    c->t->nodes[net].bw = (double)speed / 8000.0 * MC_GBPS;
-    mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, c->t->nodes[net].bw,
-                          mc_topo_default_latency(MC_LINK_NET), 1);
+    double bw = MC_NCCL_NET_BW(speed);
+    int net = fuse ? port_of(c, nic) : -1;
+    if (net >= 0) {
+        if (c->t->links[mc_topo_find_link(c->t, nic, net)].count == 1 && c->fused_nics++ == 0)
+            c->fused_example = nic;
+        c->t->nodes[net].bw += bw;
+    } else {
+        net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%lld", host, (long long)dev);
+        c->t->nodes[net].dev = (int)dev;
+        c->t->nodes[net].rail = (int)rail;
+        c->t->nodes[net].bw = bw;
+        mc_nccl_track(c, net, nic, bw / MC_GBPS);
+    }
+    mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, bw, mc_topo_default_latency(MC_LINK_NET),
+                          1);
 out:
     return st;
 }
 
-static mc_status_t read_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, mc_err_t *err)
+static mc_status_t read_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, int fuse,
+                            mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     MC_CHECK_GOTO(count_element(c, host, x, err), out, st);
     for (xmlNodePtr k = x->children; k; k = k->next) {
         if (is_elem(k, "net"))
-            MC_CHECK_GOTO(read_net(c, k, host, nic, err), out, st);
+            MC_CHECK_GOTO(read_net(c, k, host, nic, fuse, err), out, st);
         else if (k->type == XML_ELEMENT_NODE)
             ignore_elem(c, k, "nic");
     }
@@ -273,8 +348,8 @@ out:
 }
 
 /* A skeleton's GPU: a class 0x03 <pci> without <gpu>. Known device ids are completed with a
- * warning; unknown ones are counted and the file refused at the end. */
-static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
+ * warning; unknown ones are counted and the file refused at the end. Returns the GPU, or -1. */
+static int skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
                          double bw, unsigned vendor, unsigned device)
 {
     char b[32];
@@ -284,23 +359,20 @@ static void skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, 
             c->skeleton_line = line_of(x);
             c->skeleton_bus = bus;
         }
-        return;
+        return -1;
     }
     int dev = next_dev(c, MC_NODE_GPU, host);
     int gpu = add_node(c, MC_NODE_GPU, host, bus, line_of(x), "h%d/GPU%d", host, dev);
     c->t->nodes[gpu].dev = dev;
     c->t->nodes[gpu].sm = p->sm;
     link_up(c, gpu, parent, bw, MC_LINK_PCI);
-    if (p->nvs_links > 0) {
-        mc_topo_add_link_pair(c->t, gpu, nvs_node(c), MC_LINK_NVL,
-                              p->nvs_links * mc_nccl_nvlink_bw(p->sm) * MC_GBPS,
-                              mc_topo_default_latency(MC_LINK_NVL), p->nvs_links);
-        c->nvl_rows[gpu - c->first_node] = 1;
-    }
+    if (p->nvs_links > 0)
+        mc_nccl_add_nvs_lanes(c, gpu, p->nvs_links);
     mc_topo_warn(c->t, "%s:%d: <pci busid=\"%s\"> is a GPU with no <gpu> element (a skeleton file); "
                  "assuming %s (device 0x%04x) as %s: sm %d, %d NVLinks to the NVSwitch",
                  c->path, line_of(x), mc_nccl_busid_str(bus, b, sizeof b), p->model, device,
                  c->t->nodes[gpu].name, p->sm, p->nvs_links);
+    return gpu;
 }
 
 static void skeleton_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, unsigned vendor,
@@ -310,12 +382,13 @@ static void skeleton_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, unsi
     int dev = next_dev(c, MC_NODE_NET, host);
     int net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%d", host, dev);
     c->t->nodes[net].dev = dev;
-    c->t->nodes[net].bw = (p ? p->speed_mbps : 10000) / 8000.0 * MC_GBPS;
+    int mbps = p ? p->speed_mbps : MC_NCCL_DEFAULT_NET_MBPS;
+    c->t->nodes[net].bw = MC_NCCL_NET_BW(mbps);
     mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, c->t->nodes[net].bw,
                           mc_topo_default_latency(MC_LINK_NET), 1);
     mc_topo_warn(c->t, "%s:%d: NIC %s has no <nic>/<net> (a skeleton file); assuming one port %s "
                  "at %d Gb/s (%s)", c->path, line_of(x), c->t->nodes[nic].name,
-                 c->t->nodes[net].name, (p ? p->speed_mbps : 10000) / 1000,
+                 c->t->nodes[net].name, mbps / 1000,
                  p ? p->model : "unknown device id: NCCL's default speed");
 }
 
@@ -368,20 +441,28 @@ out:
     return st;
 }
 
+/* ncclTopoAddPci's order: a <gpu> child makes a GPU and a <nic> child a NIC whatever the class
+ * (NICs sit on host bridges in VMs, on ConnectX-8 functions in GB300 trays); only then does the
+ * class decide, with every class NCCL does not list read as a bridge. */
 static pci_role_t pci_role(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t *a)
 {
+    pci_role_t r = first_child(x, "gpu") ? PCI_GPU : first_child(x, "nic") ? PCI_NIC : PCI_BARE;
     if (!a->has_class) {
-        pci_role_t r = first_child(x, "gpu") ? PCI_GPU : first_child(x, "nic") ? PCI_NIC
-                       : first_child(x, "pci") ? PCI_BRIDGE : PCI_BARE;
+        if (r == PCI_BARE && first_child(x, "pci"))
+            r = PCI_BRIDGE;
         if (r != PCI_BARE)
             c->classless++;
         return r;
     }
-    if ((a->cls >> 16) == 0x03)
+    if (r != PCI_BARE)
+        return r;
+    if (a->cls == MC_PCI_CLASS_BRIDGE || a->cls == MC_PCI_CLASS_CX8_DIRECT)
+        return PCI_BRIDGE;
+    if (gpu_class(c, a->cls))
         return PCI_GPU;
-    if ((a->cls >> 16) == 0x02)
+    if (MC_PCI_BASE(a->cls) == MC_PCI_BASE_NETWORK)
         return PCI_NIC;
-    if (a->cls == 0x068000 || a->cls == 0x068001)
+    if (a->cls == MC_PCI_CLASS_NVSWITCH || a->cls == MC_PCI_CLASS_CPU)
         return PCI_DROP;
     return PCI_BRIDGE;
 }
@@ -412,12 +493,13 @@ static mc_status_t read_bridge(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t
     for (xmlNodePtr k = x->children; k; k = k->next) {
         if (is_elem(k, "pci")) {
             MC_CHECK_GOTO(read_pci(c, k, node, cpu, host, gen, err), pop, st);
-        } else if (is_elem(k, "pcilink")) {
+        } else if (c->dialect == MC_DIALECT_NCCL && is_elem(k, "pcilink")) {
             int64_t target;
             MC_CHECK_GOTO(count_element(c, host, k, err), pop, st);
             MC_CHECK_GOTO(mc_nccl_attr_busid(c, k, "target", &target, err), pop, st);
             MC_GROW(c->nvl, c->nvl_cap, c->nnvl + 1);
-            c->nvl[c->nnvl++] = (mc_nccl_nvl_t){node, target, 0, line_of(k)};
+            c->nvl[c->nnvl++] =
+                (mc_nccl_nvl_t){node, target, 0, line_of(k), MC_LINK_LOC, MC_NCCL_LOC_BW};
         } else if (k->type == XML_ELEMENT_NODE) {
             ignore_elem(c, k, "pci");
         }
@@ -426,6 +508,17 @@ pop:
     c->depth--;
 out:
     return st;
+}
+
+/* The NIC an earlier function of the same PCI card became, -1 if none. */
+static int card_nic(const mc_nccl_ctx_t *c, int host, int64_t bus)
+{
+    for (int i = c->first_node; i < c->t->nnodes; i++) {
+        const mc_node_t *n = &c->t->nodes[i];
+        if (n->kind == MC_NODE_NIC && n->host == host && n->busid >= 0 && n->busid >> 4 == bus >> 4)
+            return i;
+    }
+    return -1;
 }
 
 static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu, int host,
@@ -445,7 +538,7 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
     if (role == PCI_GPU) {
         xmlNodePtr g = first_child(x, "gpu");
         if (!g) {
-            skeleton_gpu(c, x, host, a.bus, parent, a.bw, vendor, device);
+            node = skeleton_gpu(c, x, host, a.bus, parent, a.bw, vendor, device);
         } else {
             MC_CHECK_GOTO(read_gpu(c, g, host, a.bus, parent, a.bw, cpu, &node, err), out, st);
             for (xmlNodePtr k = g->next; k; k = k->next)
@@ -454,12 +547,18 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
                                  "GPU); only the first is used", c->path, line_of(k));
         }
     } else if (role == PCI_NIC) {
-        node = add_node(c, MC_NODE_NIC, host, a.bus, line_of(x), "h%d/NIC/%s", host,
-                        mc_nccl_busid_str(a.bus, b, sizeof b));
-        link_up(c, node, parent, a.bw, MC_LINK_PCI);
+        /* The functions of one card are one NIC: RCCL masks the function digit (busId &=
+         * ~0xf); NCCL 2.28 fuses their ports at run time into a device under the first. */
+        node = card_nic(c, host, a.bus);
+        if (node < 0) {
+            node = add_node(c, MC_NODE_NIC, host, a.bus, line_of(x), "h%d/NIC/%s", host,
+                            mc_nccl_busid_str(a.bus, b, sizeof b));
+            link_up(c, node, parent, a.bw, MC_LINK_PCI);
+        }
         xmlNodePtr n = first_child(x, "nic");
         if (n)
-            MC_CHECK_GOTO(read_nic(c, n, host, node, err), out, st);
+            MC_CHECK_GOTO(read_nic(c, n, host, node, c->dialect == MC_DIALECT_NCCL, err), out,
+                          st);
         else
             skeleton_nic(c, x, host, node, vendor, device);
     } else if (role == PCI_DROP) {
@@ -471,6 +570,8 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
     }
     if (node >= 0) /* the bus record points at the device it became */
         c->bus[c->nbus - 1].node = node;
+    c->bus[c->nbus - 1].vendor = vendor;
+    c->bus[c->nbus - 1].device = device;
 out:
     return st;
 }
@@ -498,7 +599,7 @@ static mc_status_t read_cpu_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int cpu, int hos
         mc_topo_add_link_pair(c->t, nic, cpu, MC_LINK_LOC, MC_NCCL_LOC_BW * MC_GBPS, 0, 1);
         mc_nccl_track(c, nic, cpu, MC_NCCL_LOC_BW);
     }
-    return read_nic(c, x, host, nic, err);
+    return read_nic(c, x, host, nic, 0, err); /* socket NICs: NCCL's socket transport fuses none */
 }
 
 static mc_status_t read_cpu(mc_nccl_ctx_t *c, xmlNodePtr x, mc_err_t *err)
@@ -527,7 +628,8 @@ static mc_status_t read_cpu(mc_nccl_ctx_t *c, xmlNodePtr x, mc_err_t *err)
         goto out;
     }
     int cpu = add_node(c, MC_NODE_CPU, host, -1, line_of(x), "%s", name);
-    c->cpu_bw[cpu - c->first_node] = mc_nccl_cpu_bw(arch, vendor, (int)family, (int)model);
+    c->cpu_bw[cpu - c->first_node] =
+        mc_nccl_cpu_bw(c->dialect, arch, vendor, (int)family, (int)model);
     for (xmlNodePtr k = x->children; k; k = k->next) {
         if (is_elem(k, "pci"))
             MC_CHECK_GOTO(read_pci(c, k, cpu, cpu, host, 0, err), out, st);
@@ -564,7 +666,8 @@ static mc_status_t refuse_skeleton(mc_nccl_ctx_t *c, int line, mc_err_t *err)
                       "elements under <pci>); %s", c->path, line, how);
 }
 
-static mc_status_t check_root(xmlNodePtr root, const char *path, mc_err_t *err)
+static mc_status_t check_root(xmlNodePtr root, const char *path, mc_dialect_t *dialect,
+                              mc_err_t *err)
 {
     if (is_elem(root, "graphs"))
         return mc_err_set(err, MC_ERR_INVALID,
@@ -577,9 +680,13 @@ static mc_status_t check_root(xmlNodePtr root, const char *path, mc_err_t *err)
                           (const char *)root->name);
     char *v = mc_nccl_attr_str(root, "version");
     mc_status_t st = MC_OK;
-    if (!v || strcmp(v, "1"))
+    if (v && !strcmp(v, "1"))
+        *dialect = MC_DIALECT_NCCL;
+    else if (v && !strcmp(v, "2"))
+        *dialect = MC_DIALECT_RCCL;
+    else
         st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: <system version=\"%s\">: expected version "
-                        "\"1\" (NCCL refuses others; RCCL writes 2)", path, line_of(root),
+                        "\"1\" (NCCL's format) or \"2\" (RCCL's)", path, line_of(root),
                         v ? v : "");
     free(v);
     return st;
@@ -598,14 +705,14 @@ static void ctx_free(mc_nccl_ctx_t *c)
 }
 
 mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int host_base,
-                            int *nhosts, mc_err_t *err)
+                            const mc_topo_load_opts_t *opts, int *nhosts, mc_err_t *err)
 {
     mc_status_t st;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     mc_nccl_ctx_t c = {.t = t, .path = path, .host_base = host_base, .nvs = -1,
-                       .first_node = t->nnodes};
+                       .first_node = t->nnodes, .assume_nvlink = opts->assume_nvlink};
     int ngpus = 0;
-    MC_CHECK_GOTO(check_root(root, path, err), out, st);
+    MC_CHECK_GOTO(check_root(root, path, &c.dialect, err), out, st);
     for (xmlNodePtr k = root->children; k; k = k->next) {
         if (is_elem(k, "cpu"))
             MC_CHECK_GOTO(read_cpu(&c, k, err), out, st);
@@ -626,6 +733,11 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
     if (c.classless > 0)
         mc_topo_warn(t, "%s: %d <pci> elements have no class; inferred from what they hold", path,
                      c.classless);
+    if (c.fused_nics > 0)
+        mc_topo_warn(t, "%s: %d NICs have several ports (first %s); each NIC's ports are one "
+                     "network device of their summed speed, as NCCL 2.28 fuses them at run time "
+                     "(NCCL_NET_MERGE_LEVEL=PORT)", path, c.fused_nics,
+                     t->nodes[c.fused_example].name);
     MC_CHECK_GOTO(mc_nccl_finish_links(&c, err), out, st);
     *nhosts = c.nhosts;
 out:

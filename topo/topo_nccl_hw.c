@@ -1,25 +1,60 @@
-/* NCCL's hardware model: per-link NVLink bandwidth by compute capability, the PCIe rate table
- * matched by prefix, inter-socket bandwidth by CPU, Broadcom switch detection, and the few PCI
- * device ids a skeleton file can be completed from. Figures are NCCL's src/graph/topo.h and
- * topo.cc (../shared/research/topology-xml.md section 2). */
+/* NCCL's hardware model: per-link NVLink bandwidth by compute capability, RCCL's per-link xGMI
+ * bandwidth by gfx architecture, the PCIe rate table matched by prefix, inter-socket bandwidth by
+ * CPU, Broadcom switch detection, and the few PCI device ids a skeleton file can be completed
+ * from. Figures are NCCL's src/graph/topo.h and topo.cc (../shared/research/topology-xml.md
+ * section 2) and RCCL's src/graph/topo.h (ROCm/rccl 0cbce2a7571c907554199fad7e905f16ec0a565c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "topo/topo_nccl.h"
 
+/* NCCL's SMxx_NVLINK_BW, GB/s per link */
+#define SM60_NVLINK_BW 18.0
+#define SM70_NVLINK_BW 20.0
+#define SM80_NVLINK_BW 20.0
+#define SM86_NVLINK_BW 12.0
+#define SM90_NVLINK_BW 20.6
+#define SM100_NVLINK_BW 40.1
+
 double mc_nccl_nvlink_bw(int sm)
 {
     if (sm >= 100)
-        return 40.1;
+        return SM100_NVLINK_BW;
     if (sm >= 90)
-        return 20.6;
+        return SM90_NVLINK_BW;
     if (sm == 86)
-        return 12.0;
-    if (sm >= 70) /* V100 and A100 share 20 GB/s */
-        return 20.0;
+        return SM86_NVLINK_BW;
+    if (sm >= 80)
+        return SM80_NVLINK_BW;
+    if (sm >= 70)
+        return SM70_NVLINK_BW;
     if (sm >= 60)
-        return 18.0;
-    return 20.0; /* NCCL's fallback for anything older is the SM80 figure */
+        return SM60_NVLINK_BW;
+    return SM80_NVLINK_BW; /* NCCL's fallback for anything older */
+}
+
+/* RCCL's *_XGMI_WIDTH, GB/s per link */
+#define VEGA_XGMI_WIDTH 24.0   /* gfx906 (MI50/MI60), gfx908 (MI100) and anything unlisted */
+#define MI200_XGMI_WIDTH 36.0  /* gfx90a (MI210/MI250) */
+#define GFX94X_XGMI_WIDTH 48.0 /* gfx940-942 (MI300) */
+
+double mc_rccl_xgmi_bw(const char *gcn, char *arch, size_t len)
+{
+    /* convertGcnArchToGcnArchName: files from before gcnArchName hold the bare number */
+    static const char *legacy[][2] = {{"906", "gfx906"}, {"908", "gfx908"}, {"910", "gfx90a"},
+                                      {"940", "gfx940"}, {"941", "gfx941"}, {"942", "gfx942"}};
+    const char *name = gcn;
+    for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++)
+        if (!strcmp(gcn, legacy[i][0]))
+            name = legacy[i][1];
+    snprintf(arch, len, "%s", name);
+    /* IsArchMatch is a prefix match */
+    if (!strncmp(name, "gfx90a", 6))
+        return MI200_XGMI_WIDTH;
+    if (!strncmp(name, "gfx94", 5))
+        return GFX94X_XGMI_WIDTH;
+    return VEGA_XGMI_WIDTH;
 }
 
 /* kvDictPciGen: per-lane rate in units of 100 Mb/s, first prefix match wins. */
@@ -58,31 +93,43 @@ double mc_nccl_pci_bw(const char *speed, int width, int *known)
     return (double)width * rate / 80.0;
 }
 
-double mc_nccl_cpu_bw(const char *arch, const char *vendor, int family, int model)
+/* NCCL's inter-socket figures, GB/s */
+#define BDW_QPI_BW 6.0
+#define SKL_QPI_BW 10.0
+#define SRP_QPI_BW 22.0
+#define ERP_QPI_BW 40.0
+#define AMD_BW 16.0
+#define ZPI_BW 6.0
+#define YONGFENG_ZPI_BW 9.0
+#define P9_BW 32.0
+#define ARM_BW 6.0
+
+double mc_nccl_cpu_bw(mc_dialect_t dialect, const char *arch, const char *vendor, int family,
+                      int model)
 {
     if (!arch)
         return MC_NCCL_LOC_BW;
     if (!strcmp(arch, "ppc64"))
-        return 32.0;
+        return P9_BW;
     if (!strcmp(arch, "arm64"))
-        return 6.0;
+        return ARM_BW;
     if (strcmp(arch, "x86_64") || !vendor)
         return MC_NCCL_LOC_BW;
     if (!strcmp(vendor, "GenuineIntel")) {
         if (family != 6)
-            return 6.0;
-        if (model >= 0xCF)
-            return 40.0;
-        if (model >= 0x8F)
-            return 22.0;
+            return BDW_QPI_BW;
+        if (model >= 0xCF && dialect == MC_DIALECT_NCCL)
+            return ERP_QPI_BW;
+        if (model >= 0x8F && dialect == MC_DIALECT_NCCL)
+            return SRP_QPI_BW;
         if (model >= 0x55)
-            return 10.0;
-        return 6.0;
+            return SKL_QPI_BW;
+        return BDW_QPI_BW;
     }
     if (!strcmp(vendor, "AuthenticAMD"))
-        return 16.0;
+        return AMD_BW;
     if (!strcmp(vendor, "CentaurHauls") || !strcmp(vendor, "  Shanghai  "))
-        return family == 7 && model == 0x5B ? 9.0 : 6.0;
+        return family == 7 && model == 0x5B ? YONGFENG_ZPI_BW : ZPI_BW;
     return MC_NCCL_LOC_BW;
 }
 
@@ -98,11 +145,11 @@ int mc_nccl_bcm_gen(uint64_t id, int level)
 /* Device ids seen in real topology files (research note section 3). V100 boards are wired as a
  * cube-mesh the device id does not reveal, so no NVLinks are assumed for them. */
 static const mc_gpu_profile_t gpus[] = {
-    {0x1db5, "V100-SXM2-32GB", 70, 0},  {0x20b0, "A100-SXM4-40GB", 80, 12},
-    {0x20b2, "A100-SXM4-80GB", 80, 12}, {0x20b5, "A100-PCIe-80GB", 80, 0},
-    {0x2204, "GA102 (RTX 3090)", 86, 0}, {0x2330, "H100-SXM5-80GB", 90, 18},
-    {0x2335, "H200-SXM", 90, 18},       {0x2901, "B200", 100, 18},
-    {0x3182, "B300", 103, 18},          {0x31c2, "GB300", 103, 18},
+    {0x1db5, "V100-SXM2-32GB", 70, 0, 0},  {0x20b0, "A100-SXM4-40GB", 80, 12, 0},
+    {0x20b2, "A100-SXM4-80GB", 80, 12, 0}, {0x20b5, "A100-PCIe-80GB", 80, 0, 1},
+    {0x2204, "GA102 (RTX 3090)", 86, 0, 1}, {0x2330, "H100-SXM5-80GB", 90, 18, 0},
+    {0x2335, "H200-SXM", 90, 18, 0},       {0x2901, "B200", 100, 18, 0},
+    {0x3182, "B300", 103, 18, 0},          {0x31c2, "GB300", 103, 18, 0},
 };
 
 const mc_gpu_profile_t *mc_nccl_gpu_profile(unsigned vendor, unsigned device)

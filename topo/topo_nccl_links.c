@@ -1,6 +1,7 @@
 /* The NCCL loader's passes after the tree walk: GPU-to-GPU NVLinks and <pcilink>s resolved by bus
  * id, NVLink rows that disagree, GPUs that list no NVLinks, CPU-to-CPU links inside each host,
  * and warnings for slow upstream PCIe links in front of a GPU or NIC. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "topo/topo_nccl.h"
@@ -62,10 +63,11 @@ static mc_status_t resolve_targets(mc_nccl_ctx_t *c, mc_err_t *err)
         mc_node_kind_t want = r->count > 0 ? MC_NODE_GPU : MC_NODE_PCI;
         if (to >= 0 && t->nodes[to].kind != want)
             to = -1;
+        const char *what = r->kind == MC_LINK_XGMI ? "xGMI link" : "NVLink";
         if (to < 0 && r->count > 0)
             return mc_err_set(err, MC_ERR_INVALID,
-                              "%s:%d: NVLink from %s to unknown target %s: expected the bus id "
-                              "of a GPU on the same host", c->path, r->line, from->name,
+                              "%s:%d: %s from %s to unknown target %s: expected the bus id "
+                              "of a GPU on the same host", c->path, r->line, what, from->name,
                               mc_nccl_busid_str(r->target, b, sizeof b));
         if (to < 0) {
             mc_topo_warn(t, "%s:%d: <pcilink target=\"%s\"> names no PCI switch of the host; "
@@ -77,14 +79,13 @@ static mc_status_t resolve_targets(mc_nccl_ctx_t *c, mc_err_t *err)
             mc_topo_add_link(t, r->from, to, MC_LINK_LOC, MC_NCCL_LOC_BW * MC_GBPS, 0, 1);
             continue;
         }
-        mc_topo_add_link(t, r->from, to, MC_LINK_NVL,
-                         r->count * mc_nccl_nvlink_bw(from->sm) * MC_GBPS,
-                         mc_topo_default_latency(MC_LINK_NVL), r->count);
+        mc_topo_add_link(t, r->from, to, r->kind, r->gbps * MC_GBPS,
+                         mc_topo_default_latency(r->kind), r->count);
         int back = rows_between(c, to, r->from);
         if (back != r->count)
-            mc_topo_warn(t, "%s:%d: %s lists %d NVLinks to %s, which lists %d back; each "
+            mc_topo_warn(t, "%s:%d: %s lists %d %ss to %s, which lists %d back; each "
                          "direction is kept as listed", c->path, r->line, from->name, r->count,
-                         t->nodes[to].name, back);
+                         what, t->nodes[to].name, back);
     }
     return MC_OK;
 }
@@ -99,35 +100,94 @@ static int nvs_link(const mc_topo_t *t, int gpu)
     return -1;
 }
 
-/* NCCL asks the driver for the NVLinks of a GPU whose <gpu> lists none. Offline, the best
- * evidence is a peer of the same model on the same host that lists NVSwitch links. */
+/* The PCI ids of the <pci> a node came from. */
+static const mc_nccl_bus_t *bus_of(const mc_nccl_ctx_t *c, int node)
+{
+    for (int i = 0; i < c->nbus; i++)
+        if (c->bus[i].node == node)
+            return &c->bus[i];
+    return NULL;
+}
+
+/* GPUs of one kind of evidence, for one warning each. */
+typedef struct nvl_guess {
+    int n, first;
+    const mc_gpu_profile_t *profile;
+    unsigned device;
+} nvl_guess_t;
+
+static void guessed(nvl_guess_t *g, int gpu, const mc_gpu_profile_t *p, unsigned device)
+{
+    if (g->n++ == 0) {
+        g->first = gpu;
+        g->profile = p;
+        g->device = device;
+    }
+}
+
+/* NCCL asks the driver (NVML) for the NVLinks of a GPU whose <gpu> lists none. Offline the
+ * evidence is, in order: what the user states (--assume-nvlink, <nodes assume_nvlink>), a peer
+ * of the same model on the same host that lists NVSwitch links, and the PCI device id, completed
+ * the way skeleton GPUs are. RCCL's models without <xgmi> rows are PCIe machines. */
 static void complete_nvlinks(mc_nccl_ctx_t *c)
 {
     mc_topo_t *t = c->t;
     int nodes = t->nnodes;
-    for (int g = c->first_node; g < nodes; g++) {
-        if (t->nodes[g].kind != MC_NODE_GPU || c->nvl_rows[g - c->first_node] > 0)
+    nvl_guess_t by_id = {0}, unknown = {0};
+    char *listed = mc_xcalloc((size_t)(nodes - c->first_node) + 1, 1); /* before this pass */
+    for (int g = c->first_node; g < nodes; g++)
+        listed[g - c->first_node] = c->nvl_rows[g - c->first_node] > 0;
+    for (int g = c->first_node; g < nodes && c->dialect == MC_DIALECT_NCCL; g++) {
+        if (t->nodes[g].kind != MC_NODE_GPU || listed[g - c->first_node])
             continue;
-        int peer = -1, any = 0;
-        for (int p = c->first_node; p < nodes; p++) {
-            if (t->nodes[p].kind != MC_NODE_GPU || t->nodes[p].host != t->nodes[g].host ||
-                c->nvl_rows[p - c->first_node] == 0)
-                continue;
-            any = 1;
-            if (peer < 0 && t->nodes[p].sm == t->nodes[g].sm && nvs_link(t, p) >= 0)
-                peer = p;
+        if (c->assume_nvlink >= 0) {
+            if (c->assume_nvlink > 0)
+                mc_nccl_add_nvs_lanes(c, g, c->assume_nvlink);
+            continue;
         }
+        int peer = -1;
+        for (int p = c->first_node; p < nodes && peer < 0; p++)
+            if (t->nodes[p].kind == MC_NODE_GPU && t->nodes[p].host == t->nodes[g].host &&
+                t->nodes[p].sm == t->nodes[g].sm && listed[p - c->first_node] &&
+                nvs_link(t, p) >= 0)
+                peer = p;
+        const mc_nccl_bus_t *bus = bus_of(c, g);
+        const mc_gpu_profile_t *prof = bus ? mc_nccl_gpu_profile(bus->vendor, bus->device) : NULL;
         if (peer >= 0) {
             mc_link_t l = t->links[nvs_link(t, peer)];
             mc_topo_add_link_pair(t, g, l.dst, MC_LINK_NVL, l.bw, l.latency, l.count);
             mc_topo_warn(t, "%s:%d: %s lists no NVLinks (NCCL would ask the driver); assuming "
                          "%d NVLinks to the NVSwitch like %s", c->path, t->nodes[g].line,
                          t->nodes[g].name, l.count, t->nodes[peer].name);
-        } else if (any) {
-            mc_topo_warn(t, "%s:%d: %s lists no NVLinks while other GPUs of its host do (NCCL "
-                         "would ask the driver); it is reached over PCIe only", c->path,
-                         t->nodes[g].line, t->nodes[g].name);
+        } else if (prof && prof->nvs_links > 0 && prof->sm == t->nodes[g].sm) {
+            mc_nccl_add_nvs_lanes(c, g, prof->nvs_links);
+            guessed(&by_id, g, prof, bus->device);
+        } else if (!(prof && prof->pcie_card)) {
+            guessed(&unknown, g, prof && prof->sm == t->nodes[g].sm ? prof : NULL,
+                    bus ? bus->device : 0);
         }
+    }
+    free(listed);
+    if (by_id.n > 0)
+        mc_topo_warn(t, "%s:%d: %d GPU(s), first %s, list no NVLinks (NCCL would ask the "
+                     "driver); assuming %d NVLinks each to the NVSwitch, as on every %s "
+                     "(device 0x%04x); --assume-nvlink N states the number instead", c->path,
+                     t->nodes[by_id.first].line, by_id.n, t->nodes[by_id.first].name,
+                     by_id.profile->nvs_links, by_id.profile->model, by_id.device);
+    if (unknown.n > 0) {
+        char what[64];
+        if (unknown.profile)
+            snprintf(what, sizeof what, "%s, wired differently by board", unknown.profile->model);
+        else if (unknown.device)
+            snprintf(what, sizeof what, "device 0x%04x, not one meshcast can tell", unknown.device);
+        else
+            snprintf(what, sizeof what, "no device id in the file");
+        mc_topo_warn(t, "%s:%d: %d GPU(s), first %s (%s), list no NVLinks, so they are "
+                     "reached over PCIe only; if they have NVLinks to an NVSwitch, give their "
+                     "number with --assume-nvlink N (or <nodes assume_nvlink=\"N\"> in a "
+                     "cluster file), or dump the file where NCCL can ask the driver", c->path,
+                     t->nodes[unknown.first].line, unknown.n, t->nodes[unknown.first].name,
+                     what);
     }
 }
 

@@ -50,7 +50,7 @@ static int may_take(const mc_topo_t *t, const mc_link_t *l, int from, int next, 
         return 0;
     if (walk == WALK_NIC && f->kind == MC_NODE_NIC)
         return l->kind == MC_LINK_NET && n->kind == MC_NODE_NET;
-    if (l->kind == MC_LINK_NVL || l->kind == MC_LINK_NET)
+    if (mc_link_is_gpu_fabric(l->kind) || l->kind == MC_LINK_NET)
         return 0;
     if (n->kind == MC_NODE_GPU)
         return next == target;
@@ -275,7 +275,7 @@ static mc_status_t fabric(const mc_topo_t *t, struct mc_route_cache *c, int from
     return MC_OK;
 }
 
-/* NVLink between two GPUs: a direct link or one NVSwitch hop, whichever is wider (direct on a
+/* NVLink (or xGMI) between two GPUs: a direct link or one switch hop, whichever is wider (direct on a
  * tie). Returns 0 when they share none. */
 static int nvlink_path(const mc_topo_t *t, const struct mc_route_cache *c, int a, int b,
                        path_t *p)
@@ -284,7 +284,7 @@ static int nvlink_path(const mc_topo_t *t, const struct mc_route_cache *c, int a
     p->n = 0;
     for (int k = c->out_start[a]; k < c->out_start[a + 1]; k++) {
         const mc_link_t *l = &t->links[c->out_links[k]];
-        if (l->kind != MC_LINK_NVL)
+        if (!mc_link_is_gpu_fabric(l->kind))
             continue;
         if (l->dst == b && l->bw > best) {
             best = l->bw;
@@ -294,7 +294,7 @@ static int nvlink_path(const mc_topo_t *t, const struct mc_route_cache *c, int a
             continue;
         for (int j = c->out_start[l->dst]; j < c->out_start[l->dst + 1]; j++) {
             const mc_link_t *m = &t->links[c->out_links[j]];
-            if (m->kind == MC_LINK_NVL && m->dst == b && fmin(l->bw, m->bw) > best) {
+            if (mc_link_is_gpu_fabric(m->kind) && m->dst == b && fmin(l->bw, m->bw) > best) {
                 best = fmin(l->bw, m->bw);
                 *p = (path_t){2, {c->out_links[k], c->out_links[j]}};
             }

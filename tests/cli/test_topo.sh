@@ -18,9 +18,37 @@ expect_grep "$TMP/out" '^links: 68 \(directed\) LOC 2 NVL 32 PCI 26 SYS 2 NET 6$
 expect_exit 0 "show --json H100" -- "$MESHCAST" topo show --json "$X/oci-bm-gpu-h100.8-topo.xml"
 expect_true "json: 1 host, 8 GPUs in order, 370.8 GB/s NVLink each" -- \
   json "d['hosts']==1 and [g['index'] for g in d['gpus']]==list(range(8)) and all(abs(g['nvlink_bw']-370.8)<1e-9 and g['sm']==90 and g['host']==0 for g in d['gpus'])"
-expect_true "json: 16 NIC ports at 22.5 GB/s" -- \
-  json "len(d['nics'])==16 and all(n['bw']==22.5 and n['host']==0 for n in d['nics'])"
-expect_true "json: link count" -- json "d['links']==98"
+expect_true "json: 8 dual-port NICs fused, 2 x 22.5 GB/s each" -- \
+  json "len(d['nics'])==8 and all(n['bw']==45 and n['host']==0 for n in d['nics'])"
+expect_true "json: link count (8 ports fewer: 16 links)" -- json "d['links']==82"
+
+# RCCL's MI250 model: xGMI per GPU (7 or 6 links of 36 GB/s), and per pair the kind of link, as
+# rocm-smi --showtopo lists it: GPU 0 has xGMI to 1, 4 and 6, PCIe to 2 and 3, SYS to the rest.
+expect_exit 0 "show MI250" -- "$MESHCAST" topo show "$X/rccl-topo_8p1h.xml"
+expect_grep "$TMP/out" '^  1 +0 +h0/GPU1 +gfx90a +216\.0 +6 +24\.00  \(xGMI\)$' "GPU 1: gfx90a, 216 GB/s of xGMI"
+expect_grep "$TMP/out" '^links: 78 \(directed\) PCI 44 SYS 2 NET 8 XGMI 24$' "24 directed xGMI links: 3 rows per GPU"
+expect_grep "$TMP/out" '^      0     X  XGMI   PCI   PCI  XGMI   SYS  XGMI   SYS$' "GPU 0's row of GPU pairs"
+expect_exit 0 "show --json MI250" -- "$MESHCAST" topo show --json "$X/rccl-topo_8p1h.xml"
+expect_true "json: GPU 0's row of link kinds" -- \
+  json "d['gpu_pairs'][0]['kinds'][0]==['X','XGMI','PCI','PCI','XGMI','SYS','XGMI','SYS'] and d['gpus'][0]['fabric']=='XGMI' and d['gpus'][0]['arch']=='gfx90a'"
+expect_exit 0 "dot MI100" -- "$MESHCAST" topo dot "$X/rccl-topo_4p3l.xml"
+expect_grep "$TMP/out" 'label="h0/GPU0\\nGPU 0, gfx908\\nxGMI 72\.0 GB/s"' "an AMD GPU drawn with its gfx name and xGMI"
+expect_exit 0 "show --json DGX-1" -- "$MESHCAST" topo show --json "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+expect_true "json: DGX-1 GPU 0 has NVLink to 1-4, SYS to 5-7" -- \
+  json "d['gpu_pairs'][0]['kinds'][0]==['X','NVL','NVL','NVL','NVL','SYS','SYS','SYS'] and d['gpus'][0]['fabric']=='NVL'"
+
+# GPUs whose <gpu> lists no NVLinks: inferred from the device id (H100 SXM5: 18 x 20.6 = 370.8),
+# stated with --assume-nvlink, or PCIe-only with a message saying how to state them.
+expect_exit 0 "NVLinks inferred" -- "$MESHCAST" topo show "$D/h100-no-nvlink-rows.xml"
+expect_grep "$TMP/out" '^  3 +0 +h0/GPU3 +90 +370\.8 +18 +48\.00$' "GPU 3: 18 NVLinks assumed"
+expect_grep "$TMP/err" 'assuming 18 NVLinks each to the NVSwitch, as on every H100-SXM5-80GB' "one warning says what was assumed"
+expect_exit 0 "NVLinks unknown" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml"
+expect_grep "$TMP/err" 'reached over PCIe only; if they have NVLinks to an NVSwitch, give their number with --assume-nvlink N' "says how to state them"
+expect_exit 0 "--assume-nvlink 12" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 12
+expect_grep "$TMP/out" '^  1 +0 +h0/GPU1 +90 +247\.2 +12 +48\.00$' "12 x 20.6 GB/s as stated"
+expect_grep "$TMP/out" '^warnings: 0$' "nothing assumed"
+expect_exit 2 "--assume-nvlink out of range" -- "$MESHCAST" topo show "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 65
+expect_exit 0 "task takes --assume-nvlink" -- "$MESHCAST" task --topo "$D/unknown-gpu-no-nvlink-rows.xml" --assume-nvlink 0 --mesh 'A={x:2}@0..1' 'f32[1024] A[x] -> A[_]'
 
 expect_exit 0 "show p4d skeleton" -- "$MESHCAST" topo show "$X/aws-p4d-24xlarge-topo.xml"
 expect_grep "$TMP/err" 'warning: .*aws-p4d-24xlarge-topo.xml:18: .*assuming A100-SXM4-40GB' "assumptions are warned"

@@ -34,14 +34,20 @@ static inline mc_topo_t *load_text_ok(const char *xml)
     return t;
 }
 
-/* Sum of a GPU's outgoing NVLink bandwidth, GB/s. */
-static inline double nvlink_gbps(const mc_topo_t *t, int gpu)
+/* Sum of a GPU's outgoing links of one kind, GB/s. */
+static inline double kind_gbps(const mc_topo_t *t, int gpu, mc_link_kind_t kind)
 {
     double bw = 0;
     for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].src == t->gpu_node[gpu] && t->links[i].kind == MC_LINK_NVL)
+        if (t->links[i].src == t->gpu_node[gpu] && t->links[i].kind == kind)
             bw += t->links[i].bw;
     return bw / 1e9;
+}
+
+/* Sum of a GPU's outgoing NVLink bandwidth, GB/s. */
+static inline double nvlink_gbps(const mc_topo_t *t, int gpu)
+{
+    return kind_gbps(t, gpu, MC_LINK_NVL);
 }
 
 static inline int count_nodes(const mc_topo_t *t, mc_node_kind_t kind)

@@ -28,13 +28,17 @@ static void test_dgx1(void **state)
 }
 
 /* 8 A100 (sm 80), each with 6 NVSwitch rows of count 2 (12 x 20 = 240 GB/s), 8 dual-port NICs =
- * 16 ports at 100 Gb/s (12.5 GB/s), Gen4 x16 (24 GB/s), 4 AMD NUMA nodes (16 GB/s). */
+ * 16 ports at 100 Gb/s, fused per NIC as NCCL 2.28 does (2 x 12.5 = 25 GB/s), Gen4 x16
+ * (24 GB/s), 4 AMD NUMA nodes (16 GB/s). */
 static void test_oci_a100(void **state)
 {
     mc_topo_t *t = load_ok(SHARED "oci-bm-gpu4.8-a100-topo.xml");
     assert_int_equal(t->nhosts, 1);
     assert_all_nvlink(t, 8, 80, 240.0);
-    assert_nets(t, 16, 12.5);
+    assert_nets(t, 8, 25.0);
+    assert_int_equal(t->links[mc_topo_find_link(t, mc_topo_find_node(t, "h0/NIC/0000:0c:00.0"),
+                                                mc_topo_find_node(t, "h0/NET0"))].count, 2);
+    assert_true(has_warning(t, "8 NICs have several ports (first h0/NIC/0000:0c:00.0)"));
     assert_int_equal(count_nodes(t, MC_NODE_NVS), 1);
     assert_int_equal(count_nodes(t, MC_NODE_CPU), 4);
     assert_int_equal(count_nodes(t, MC_NODE_NIC), 8);
@@ -51,21 +55,21 @@ static void test_oci_a100(void **state)
     mc_topo_free(t);
 }
 
-/* 8 H100 (sm 90), NVSwitch rows 5/5/4/4 (18 x 20.6 = 370.8 GB/s), 16 ports at 180 Gb/s
- * (22.5 GB/s), Gen5 x16 (48 GB/s), top switches at 5.0 GT/s x16 (6 GB/s), Sapphire Rapids
- * (model 143: 22 GB/s). */
+/* 8 H100 (sm 90), NVSwitch rows 5/5/4/4 (18 x 20.6 = 370.8 GB/s), 16 ports at 180 Gb/s fused
+ * per dual-port NIC (2 x 22.5 = 45 GB/s), Gen5 x16 (48 GB/s), top switches at 5.0 GT/s x16
+ * (6 GB/s), Sapphire Rapids (model 143: 22 GB/s). */
 static void test_oci_h100(void **state)
 {
     mc_topo_t *t = load_ok(SHARED "oci-bm-gpu-h100.8-topo.xml");
     assert_all_nvlink(t, 8, 90, 370.8);
-    assert_nets(t, 16, 22.5);
+    assert_nets(t, 8, 45.0);
     assert_float_equal(link_gbps(t, "h0/CPU0", "h0/CPU1"), 22.0, 1e-9);
     assert_float_equal(link_gbps(t, "h0/PCI/0000:08:00.0", "h0/CPU0"), 6.0, 1e-9);
     /* Gen5 sub-switch 0000:0d (subsystem 0x1003) folds into 0000:08 (subsystem 0x0072) */
     assert_int_equal(mc_topo_find_node(t, "h0/PCI/0000:0d:00.0"), -1);
     assert_float_equal(link_gbps(t, "h0/GPU0", "h0/PCI/0000:08:00.0"), 48.0, 1e-9);
     assert_float_equal(link_gbps(t, "h0/NIC/0000:0c:00.0", "h0/PCI/0000:08:00.0"), 48.0, 1e-9);
-    assert_int_equal(t->nwarnings, 0);
+    assert_int_equal(t->nwarnings, 1); /* the fused ports */
     mc_topo_free(t);
 }
 

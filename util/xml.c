@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo_internal.h"
+#include "util/xml.h"
 
 /* Topology files are a few hundred kilobytes; anything far larger is not one. */
 #define MC_XML_MAX_BYTES (64u << 20)
