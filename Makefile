@@ -13,7 +13,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 
 PKGS      := igraph libxml-2.0 jansson libxxhash ompi-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) cmocka)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lm -lpthread
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lglpk -lm -lpthread
 
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wno-unused-parameter

@@ -1,5 +1,6 @@
 /* meshcast task: splits a resharding task into pieces and reports what each GPU and host must
- * receive, the lower bound on time with its binding term, and the peak-memory bound. */
+ * receive, the lower bound on time with every term and where it binds, and the peak-memory
+ * bound. */
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -13,7 +14,8 @@ static const char usage_text[] =
     "\n"
     "Splits a resharding task into pieces (maximal boxes with one holder set and one destination\n"
     "set, largest first) and prints the bytes each GPU and host must receive, the lower bound on\n"
-    "time and which term binds (needs --topo), and the peak-memory bound per GPU.\n"
+    "time with each of its terms and the GPU, pair or set where it binds (needs --topo; terms:\n"
+    "docs/task-format.md), and the peak-memory bound per GPU.\n"
     "\n"
     "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
     "  --json                      print JSON instead of text\n"
@@ -109,6 +111,49 @@ static void print_pieces(const mc_task_t *task, int limit)
     printf("local copies: %d (%s)\n", task->ncopies, mc_fmt_bytes(copied, sz, sizeof(sz)));
 }
 
+/* The bandwidth time of a term kind's largest term. */
+static double term_seconds(const mc_bound_t *b, mc_bound_kind_t k)
+{
+    const double s[MC_BOUND_NTERMS] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
+                                       b->flow_s, b->cut_s, b->lp_s};
+    return s[k];
+}
+
+/* The GPUs of the cut term's set in a new array; returns their count. */
+static int cut_gpus(const mc_topo_t *topo, const mc_bound_t *b, int **gpus)
+{
+    *gpus = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
+    return mc_bound_set_gpus(topo, &b->cut_set, *gpus);
+}
+
+/* Where a term kind's largest term binds, in words ("-" when the kind has no term). */
+static void where_text(mc_buf_t *w, const mc_task_t *task, const mc_topo_t *topo,
+                       const mc_bound_t *b, mc_bound_kind_t k)
+{
+    int at = b->term_where[k];
+    mc_buf_append(w, "", 0);
+    if (at < 0) {
+        mc_buf_printf(w, "-");
+    } else if (k == MC_BOUND_INGRESS) {
+        mc_buf_printf(w, "GPU %d", at);
+    } else if (k == MC_BOUND_EGRESS) {
+        mc_buf_printf(w, "holder group of GPU %d", at);
+    } else if (k == MC_BOUND_HOST_CUT) {
+        mc_buf_printf(w, "host %d", at);
+    } else if (k == MC_BOUND_MESH_CUT) {
+        mc_buf_printf(w, "mesh %s", task->meshes[at].name);
+    } else if (k == MC_BOUND_FLOW) {
+        mc_buf_printf(w, "holder group of GPU %d to GPU %d", b->flow_holder, at);
+    } else if (k == MC_BOUND_LP) {
+        mc_buf_printf(w, "every piece");
+    } else {
+        int *ids, n = cut_gpus(topo, b, &ids);
+        mc_buf_printf(w, "bytes %s GPUs ", b->cut_set.into ? "into" : "out of");
+        ids_text(w, ids, n);
+        free(ids);
+    }
+}
+
 static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_t *b,
                        int limit)
 {
@@ -160,18 +205,23 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
         free(out);
         printf("lower bound: %s, bound by %s", mc_fmt_seconds(b->seconds, tm, sizeof(tm)),
                mc_bound_kind_str(b->binding));
-        if (b->binding == MC_BOUND_MESH_CUT)
-            printf(" (mesh %s)", task->meshes[b->where].name);
-        else if (b->binding == MC_BOUND_HOST_CUT)
-            printf(" (host %d)", b->where);
-        else if (b->where >= 0)
-            printf(" (GPU %d)", b->where);
+        if (b->binding < MC_BOUND_NTERMS) {
+            mc_buf_t w = {0};
+            where_text(&w, task, topo, b, b->binding);
+            printf(" (%s)", w.data);
+            mc_buf_free(&w);
+        }
         printf("\n");
-        const double terms[5] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
-                                 b->latency_s};
-        for (int k = 0; k < 5; k++)
-            printf("  %-9s %s\n", mc_bound_kind_str((mc_bound_kind_t)k),
-                   mc_fmt_seconds(terms[k], tm, sizeof(tm)));
+        for (int k = 0; k < MC_BOUND_NTERMS; k++) {
+            mc_buf_t w = {0};
+            where_text(&w, task, topo, b, (mc_bound_kind_t)k);
+            printf("  %-9s %-10s %s\n", mc_bound_kind_str((mc_bound_kind_t)k),
+                   mc_fmt_seconds(term_seconds(b, (mc_bound_kind_t)k), tm, sizeof(tm)),
+                   w.data);
+            mc_buf_free(&w);
+        }
+        printf("  %-9s %s\n", mc_bound_kind_str(MC_BOUND_LATENCY),
+               mc_fmt_seconds(b->latency_s, tm, sizeof(tm)));
     }
     printf("peak memory bound: %s on GPU %d (max of source and destination tiles)\n",
            mc_fmt_bytes(peak, sz, sizeof(sz)), peak_gpu);
@@ -209,6 +259,35 @@ static void json_box(json_t *o, const mc_box_t *box, int nd)
     }
     json_object_set_new(o, "lo", lo);
     json_object_set_new(o, "hi", hi);
+}
+
+/* Where a term kind binds, as JSON: null when it has no term. */
+static json_t *json_where(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_t *b,
+                          mc_bound_kind_t k)
+{
+    int at = b->term_where[k];
+    if (at < 0)
+        return json_null();
+    json_t *o = json_object();
+    mc_buf_t w = {0};
+    where_text(&w, task, topo, b, k);
+    json_object_set_new(o, "text", json_string(w.data));
+    mc_buf_free(&w);
+    if (k == MC_BOUND_INGRESS || k == MC_BOUND_FLOW)
+        json_object_set_new(o, "gpu", json_integer(at));
+    if (k == MC_BOUND_EGRESS || k == MC_BOUND_FLOW)
+        json_object_set_new(o, "holder", json_integer(k == MC_BOUND_FLOW ? b->flow_holder : at));
+    if (k == MC_BOUND_HOST_CUT)
+        json_object_set_new(o, "host", json_integer(at));
+    if (k == MC_BOUND_MESH_CUT)
+        json_object_set_new(o, "mesh", json_string(task->meshes[at].name));
+    if (k == MC_BOUND_CUT) {
+        int *ids, n = cut_gpus(topo, b, &ids);
+        json_object_set_new(o, "gpus", json_ids(ids, n));
+        json_object_set_new(o, "into", json_boolean(b->cut_set.into));
+        free(ids);
+    }
+    return o;
 }
 
 static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_t *b)
@@ -254,12 +333,14 @@ static void print_json(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
         json_object_set_new(root, "lower_bound_s", json_real(b->seconds));
         json_object_set_new(root, "bound", json_string(mc_bound_kind_str(b->binding)));
         json_object_set_new(root, "bound_where", json_integer(b->where));
-        json_t *terms = json_object();
-        json_object_set_new(terms, "ingress", json_real(b->ingress_s));
-        json_object_set_new(terms, "egress", json_real(b->egress_s));
-        json_object_set_new(terms, "host-cut", json_real(b->host_cut_s));
-        json_object_set_new(terms, "mesh-cut", json_real(b->mesh_cut_s));
+        json_t *terms = json_object(), *where = json_object();
+        for (int k = 0; k < MC_BOUND_NTERMS; k++) {
+            const char *name = mc_bound_kind_str((mc_bound_kind_t)k);
+            json_object_set_new(terms, name, json_real(term_seconds(b, (mc_bound_kind_t)k)));
+            json_object_set_new(where, name, json_where(task, topo, b, (mc_bound_kind_t)k));
+        }
         json_object_set_new(terms, "latency", json_real(b->latency_s));
+        json_object_set_new(root, "terms_where", where);
         json_object_set_new(root, "terms_s", terms);
     } else {
         json_object_set_new(root, "lower_bound_s", json_null());
@@ -322,7 +403,7 @@ int cmd_task(int argc, char **argv)
         goto fail;
     if (cli_task_build(&ta, argc - optind, argv + optind, topo, &task, &err) != MC_OK)
         goto fail;
-    if (topo && mc_task_bound(task, topo, &bound, &err) != MC_OK)
+    if (topo && mc_task_bound_terms(task, topo, &bound, &err) != MC_OK)
         goto fail;
     if (json)
         print_json(task, topo, &bound);

@@ -1,17 +1,20 @@
 /* Lower bounds on the time of any schedule for a task on a topology (array-redistribution.md
- * section 5.3). Every term must stay a true lower bound, because the simulator is tested against
- * it: capacities are generous (a GPU's every link counts; a set of hosts gets the maximum flow
- * between its GPUs and the rest) and bytes are counted as the least that must cross (distinct
- * bytes, relaying allowed). */
+ * section 5.3, docs/synthesis.md "Lower bound"). Every term must stay a true lower bound,
+ * because the simulator is tested against it: capacities are generous (a GPU's every link
+ * counts; a set of hosts gets the maximum flow between its GPUs and the rest) and bytes are
+ * counted as the least that must cross (distinct bytes, relaying allowed). This file holds the
+ * per-GPU, per-holder-group, per-host and per-mesh terms and picks the largest; the flow, cut
+ * and lp terms have files of their own. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout/layout_internal.h"
+#include "layout/bound_internal.h"
 
 const char *mc_bound_kind_str(mc_bound_kind_t k)
 {
-    static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "latency", "none"};
+    static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "flow", "cut", "lp",
+                                  "latency", "none"};
     return (unsigned)k <= MC_BOUND_NONE ? names[k] : "?";
 }
 
@@ -65,62 +68,41 @@ void mc_task_host_bytes(const mc_task_t *task, const mc_topo_t *topo, uint64_t *
  * GPUs, where all data starts and ends, and everything outside it (network switches are outside
  * every set). It is at most the capacity of the links crossing the boundary, and less when the
  * links behind them are slower (a 48 GB/s PCIe hop in front of a 50 GB/s NIC). Only the set's
- * own nodes enter the flow graph, everything outside is one node, so it stays small. */
-static double set_capacity(const mc_topo_t *topo, const char *in_set, int into)
+ * own nodes enter the flow network, everything outside is one node, so it stays small. */
+static double set_capacity(const mc_topo_t *topo, const mc_bound_ctx_t *al, const char *in_set,
+                           int into)
 {
-    int *id = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes), k = 0;
-    for (int i = 0; i < topo->nnodes; i++) {
-        int h = topo->nodes[i].host;
-        id[i] = h >= 0 && in_set[h] ? k++ : -1;
-    }
-    const int gpus = k, outside = k + 1; /* gpus: one node joined to every GPU of the set */
-    igraph_vector_int_t edges;
-    igraph_vector_t cap;
-    igraph_vector_int_init(&edges, 0);
-    igraph_vector_init(&cap, 0);
-    for (int i = 0; i < topo->nlinks; i++) {
-        const mc_link_t *l = &topo->links[i];
-        int s = id[l->src] >= 0 ? id[l->src] : outside, d = id[l->dst] >= 0 ? id[l->dst] : outside;
-        if (s == outside && d == outside)
-            continue;
-        igraph_vector_int_push_back(&edges, s);
-        igraph_vector_int_push_back(&edges, d);
-        igraph_vector_push_back(&cap, l->bw);
-    }
-    for (int i = 0; i < topo->nnodes; i++)
-        if (id[i] >= 0 && topo->nodes[i].kind == MC_NODE_GPU) {
-            igraph_vector_int_push_back(&edges, into ? id[i] : gpus);
-            igraph_vector_int_push_back(&edges, into ? gpus : id[i]);
-            igraph_vector_push_back(&cap, HUGE_VAL);
+    mc_bound_net_t net;
+    mc_bound_net_init(&net, topo, &al->index, in_set);
+    for (int g = 0; g < topo->ngpus; g++)
+        if (in_set[gpu_host(topo, g)]) {
+            if (into)
+                mc_bound_net_sink(&net, g);
+            else
+                mc_bound_net_source(&net, g);
         }
-    igraph_t g;
-    igraph_real_t flow = 0;
-    if (igraph_create(&g, &edges, k + 2, IGRAPH_DIRECTED) == IGRAPH_SUCCESS) {
-        if (igraph_maxflow_value(&g, &flow, into ? outside : gpus, into ? gpus : outside, &cap,
-                                 NULL) != IGRAPH_SUCCESS)
-            flow = 0;
-        igraph_destroy(&g);
-    }
-    igraph_vector_int_destroy(&edges);
-    igraph_vector_destroy(&cap);
-    free(id);
+    if (into)
+        mc_bound_net_source(&net, -1);
+    else
+        mc_bound_net_sink(&net, -1);
+    double flow = mc_bound_net_value(&net);
+    mc_bound_net_free(&net);
     return flow;
 }
 
-/* The least message overhead each resource's traffic pays. Every message waits the largest alpha
- * of its route's link kinds before its bytes move, so nothing enters a GPU before the cheapest
- * alpha of its incoming links, nothing leaves one before the cheapest of its outgoing links, and
- * nothing crosses between hosts before the cheapest alpha of a cross-host link. */
-typedef struct alphas {
-    double *in, *out; /* per GPU */
-    double cross;
-} alphas_t;
-
-static void alphas_init(alphas_t *a, const mc_topo_t *topo)
+/* What the terms read (mc_bound_ctx_t). The least message overhead each resource's traffic pays:
+ * every message waits the largest alpha of its route's link kinds before its bytes move, so
+ * nothing enters a GPU before the cheapest alpha of its incoming links, nothing leaves one before
+ * the cheapest of its outgoing links, and nothing crosses between hosts before the cheapest alpha
+ * of a cross-host link. */
+static void ctx_init(mc_bound_ctx_t *a, const mc_topo_t *topo)
 {
     a->in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
     a->out = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
+    a->in_bw = mc_xcalloc((size_t)topo->ngpus, sizeof(double));
+    a->out_bw = mc_xcalloc((size_t)topo->ngpus, sizeof(double));
     a->cross = INFINITY;
+    mc_bound_index_init(&a->index, topo);
     for (int g = 0; g < topo->ngpus; g++)
         a->in[g] = a->out[g] = INFINITY;
     for (int i = 0; i < topo->nlinks; i++) {
@@ -129,30 +111,32 @@ static void alphas_init(alphas_t *a, const mc_topo_t *topo)
         double al = mc_topo_alpha(l->kind);
         if (s->host != d->host)
             a->cross = fmin(a->cross, al);
-        if (d->kind == MC_NODE_GPU && d->gpu >= 0)
+        if (d->kind == MC_NODE_GPU && d->gpu >= 0) {
             a->in[d->gpu] = fmin(a->in[d->gpu], al);
-        if (s->kind == MC_NODE_GPU && s->gpu >= 0)
+            a->in_bw[d->gpu] += l->bw;
+        }
+        if (s->kind == MC_NODE_GPU && s->gpu >= 0) {
             a->out[s->gpu] = fmin(a->out[s->gpu], al);
+            a->out_bw[s->gpu] += l->bw;
+        }
     }
 }
 
-static void alphas_free(alphas_t *a)
+static void ctx_free(mc_bound_ctx_t *a)
 {
     free(a->in);
     free(a->out);
+    free(a->in_bw);
+    free(a->out_bw);
+    if (a->in)
+        mc_bound_index_free(&a->index);
 }
 
-/* The largest term of one kind so far: bandwidth time plus its own alpha. */
-typedef struct best {
-    double bw, alpha;
-    int where;
-} best_t;
-
-/* Keeps the larger of the current term and bytes/capacity + alpha; fails when bytes must cross
- * a cut with no capacity at all. */
-static mc_status_t term(best_t *best, uint64_t bytes, double cap, double alpha, int at,
-                        const char *what, const mc_topo_t *topo, mc_err_t *err)
+mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
+                          const char *what, const mc_topo_t *topo, int *kept, mc_err_t *err)
 {
+    if (kept)
+        *kept = 0;
     if (bytes == 0)
         return MC_OK;
     if (!(cap > 0))
@@ -160,16 +144,25 @@ static mc_status_t term(best_t *best, uint64_t bytes, double cap, double alpha, 
                           "can carry them", what, at, (unsigned long long)bytes, topo->source);
     double bw = (double)bytes / cap;
     alpha = isfinite(alpha) ? alpha : 0;
-    if (best->where < 0 || bw + alpha > best->bw + best->alpha)
-        *best = (best_t){bw, alpha, at};
+    if (best->where < 0 || bw + alpha > best->bw + best->alpha) {
+        *best = (mc_best_t){bw, alpha, at};
+        if (kept)
+            *kept = 1;
+    }
     return MC_OK;
+}
+
+static mc_status_t term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
+                        const char *what, const mc_topo_t *topo, mc_err_t *err)
+{
+    return mc_bound_term(best, bytes, cap, alpha, at, what, topo, NULL, err);
 }
 
 /* A GPU receives need(d) bytes over its incoming links, the first after the cheapest alpha of
  * its incoming links, or after a cross-host alpha when every piece it needs comes from other
  * hosts (the bytes crossed before reaching it). */
-static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
-                           best_t *best, mc_err_t *err)
+static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                           mc_best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     uint64_t *need = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
@@ -191,7 +184,7 @@ static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const a
         }
     }
     for (int g = 0; g < topo->ngpus && st == MC_OK; g++)
-        st = term(best, need[g], mc_topo_gpu_ingress_bw(topo, g), first[g], g, "GPU", topo, err);
+        st = term(best, need[g], al->in_bw[g], first[g], g, "GPU", topo, err);
     free(need);
     free(first);
     free(stamp);
@@ -199,62 +192,77 @@ static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const a
 }
 
 static const mc_task_t *sort_task;
+static int sort_by_dests;
 static int cmp_holders(const void *a, const void *b)
 {
     const mc_piece_t *x = &sort_task->pieces[*(const int *)a];
     const mc_piece_t *y = &sort_task->pieces[*(const int *)b];
     if (x->nholders != y->nholders)
         return x->nholders - y->nholders;
-    return memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
+    int c = memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
+    if (c || !sort_by_dests)
+        return c;
+    if (x->ndests != y->ndests)
+        return x->ndests - y->ndests;
+    return memcmp(x->dests, y->dests, sizeof(int) * (size_t)x->ndests);
+}
+
+int mc_bound_holder_groups(const mc_task_t *task, int by_dests, int *order, int *start)
+{
+    int n = 0;
+    for (int i = 0; i < task->npieces; i++)
+        order[i] = i;
+    sort_task = task;
+    sort_by_dests = by_dests;
+    mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
+    for (int i = 0; i < task->npieces; i++)
+        if (i == 0 || cmp_holders(&order[i - 1], &order[i]) != 0)
+            start[n++] = i;
+    start[n] = task->npieces;
+    return n;
 }
 
 /* Pieces with the same holder set form a group; each of their bytes must leave the group once
  * (relays may fan it out afterwards). Pieces of different tensors with the same holders add. */
-static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
-                          best_t *best, mc_err_t *err)
+static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                          mc_best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    for (int i = 0; i < task->npieces; i++)
-        order[i] = i;
-    double *out = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
-    for (int g = 0; g < topo->ngpus; g++)
-        out[g] = mc_topo_gpu_egress_bw(topo, g);
-    sort_task = task;
-    mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
-    for (int i = 0; i < task->npieces && st == MC_OK;) {
-        const mc_piece_t *p = &task->pieces[order[i]];
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
+    int ngroups = mc_bound_holder_groups(task, 0, order, start);
+    for (int gi = 0; gi < ngroups && st == MC_OK; gi++) {
+        const mc_piece_t *p = &task->pieces[order[start[gi]]];
         uint64_t bytes = 0;
-        int j = i;
-        for (; j < task->npieces && cmp_holders(&order[i], &order[j]) == 0; j++)
+        for (int j = start[gi]; j < start[gi + 1]; j++)
             bytes += task->pieces[order[j]].bytes;
         double cap = 0, alpha = INFINITY;
         for (int h = 0; h < p->nholders; h++) {
-            cap += out[p->holders[h]];
+            cap += al->out_bw[p->holders[h]];
             alpha = fmin(alpha, al->out[p->holders[h]]);
         }
         st = term(best, bytes, cap, alpha, p->holders[0], "holder group of GPU", topo, err);
-        i = j;
     }
-    free(out);
+    free(start);
     free(order);
     return st;
 }
 
 /* Both directions of the cut around a set of hosts: bytes in over the links entering it, bytes
  * out over the links leaving it, each after a cross-host alpha. */
-static mc_status_t cut(best_t *best, uint64_t in, uint64_t out, const char *set, int at,
-                       const char *what, const mc_topo_t *topo, const alphas_t *al, mc_err_t *err)
+static mc_status_t cut(mc_best_t *best, uint64_t in, uint64_t out, const char *set, int at,
+                       const char *what, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                       mc_err_t *err)
 {
-    mc_status_t st = term(best, in, set_capacity(topo, set, 1), al->cross, at, what, topo, err);
+    mc_status_t st = term(best, in, set_capacity(topo, al, set, 1), al->cross, at, what, topo, err);
     if (st == MC_OK)
-        st = term(best, out, set_capacity(topo, set, 0), al->cross, at, what, topo, err);
+        st = term(best, out, set_capacity(topo, al, set, 0), al->cross, at, what, topo, err);
     return st;
 }
 
 /* Cuts around each host. */
-static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
-                            best_t *best, mc_err_t *err)
+static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                            mc_best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int nh = topo->nhosts;
@@ -277,8 +285,8 @@ static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const 
 
 /* Cuts around the hosts of each mesh: bytes needed inside held by no host inside, and bytes held
  * only inside needed outside. */
-static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const alphas_t *al,
-                            best_t *best, mc_err_t *err)
+static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                            mc_best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     char *set = mc_xmalloc((size_t)topo->nhosts);
@@ -309,41 +317,110 @@ static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const 
     return st;
 }
 
-mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
-                          mc_err_t *err)
+int mc_bound_set_gpus(const mc_topo_t *topo, const mc_bound_set_t *set, int *gpus)
+{
+    int n = 0, first = -1;
+    for (int g = 0; g < topo->ngpus; g++) {
+        int h = gpu_host(topo, g);
+        first = h == set->host && first < 0 ? g : first;
+        int bit = set->host >= 0 ? (h == set->host ? g - first : 64) : h;
+        if (bit < 64 && (set->mask >> bit & 1))
+            gpus[n++] = g;
+    }
+    return n;
+}
+
+/* The largest term so far (bandwidth time plus alpha) over every kind. */
+static double largest(const mc_best_t *best)
+{
+    double top = 0;
+    for (int k = 0; k < MC_BOUND_NTERMS; k++)
+        if (best[k].where >= 0)
+            top = fmax(top, best[k].bw + best[k].alpha);
+    return top;
+}
+
+/* The bound; exact: every term's own largest value exact, else the flow and cut terms skip what
+ * cannot exceed the largest term found before them. */
+static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int exact,
+                            mc_bound_t *bound, mc_err_t *err)
 {
     mc_bound_t b = {0};
     b.binding = MC_BOUND_NONE;
-    b.where = -1;
-    best_t best[4];
-    for (int k = 0; k < 4; k++)
-        best[k] = (best_t){0, 0, -1};
-    alphas_t al = {0};
+    b.where = b.flow_holder = -1;
+    b.cut_set.host = -1;
+    mc_best_t best[MC_BOUND_NTERMS];
+    for (int k = 0; k < MC_BOUND_NTERMS; k++) {
+        best[k] = (mc_best_t){0, 0, -1};
+        b.term_where[k] = -1;
+    }
+    mc_bound_ctx_t al = {0};
     mc_status_t st;
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
     if (task->npieces == 0)
         goto out;
-    alphas_init(&al, topo);
+    ctx_init(&al, topo);
     MC_CHECK_GOTO(ingress(task, topo, &al, &best[MC_BOUND_INGRESS], err), out, st);
     MC_CHECK_GOTO(egress(task, topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
     MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
     MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
+    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_CUT],
+                               &b.cut_set, err), out, st);
+    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
+                                &b.flow_holder, err), out, st);
+    mc_bound_lp(task, topo, &al, &best[MC_BOUND_LP]);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;
     b.mesh_cut_s = best[MC_BOUND_MESH_CUT].bw;
-    /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. */
+    b.cut_s = best[MC_BOUND_CUT].bw;
+    b.flow_s = best[MC_BOUND_FLOW].bw;
+    b.lp_s = best[MC_BOUND_LP].bw;
+    /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. The
+     * flow and cut terms generalize the ones before them (a whole host is one of the cut's
+     * sets), so they bind only where they are larger by more than the rounding of two different
+     * maximum-flow computations of the same cut. */
     int k_max = MC_BOUND_INGRESS;
-    for (int k = 1; k < 4; k++)
-        if (best[k].bw + best[k].alpha > best[k_max].bw + best[k_max].alpha)
+    for (int k = 0; k < MC_BOUND_NTERMS; k++) {
+        double t = best[k].bw + best[k].alpha, top = best[k_max].bw + best[k_max].alpha;
+        if (t > (k >= MC_BOUND_FLOW ? top * (1 + 1e-9) : top))
             k_max = k;
+        b.term_where[k] = best[k].where;
+    }
     b.binding = best[k_max].alpha > best[k_max].bw ? MC_BOUND_LATENCY : (mc_bound_kind_t)k_max;
     b.where = best[k_max].where;
     b.latency_s = best[k_max].alpha;
     b.seconds = best[k_max].bw + best[k_max].alpha;
 out:
-    alphas_free(&al);
+    ctx_free(&al);
     if (st == MC_OK)
         *bound = b;
     return st;
+}
+
+mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                          mc_err_t *err)
+{
+    /* The cache is not part of the task's value: writing it through the const pointer is safe
+     * because every task is allocated by mc_task_new. */
+    mc_task_t *memo = (mc_task_t *)task;
+    if (memo->bound && memo->bound_topo == topo && memo->bound_fp == topo->fingerprint) {
+        *bound = *memo->bound;
+        return MC_OK;
+    }
+    mc_status_t st = bound_of(task, topo, 0, bound, err);
+    if (st == MC_OK) {
+        if (!memo->bound)
+            memo->bound = mc_xmalloc(sizeof(mc_bound_t));
+        *memo->bound = *bound;
+        memo->bound_topo = topo;
+        memo->bound_fp = topo->fingerprint;
+    }
+    return st;
+}
+
+mc_status_t mc_task_bound_terms(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                                mc_err_t *err)
+{
+    return bound_of(task, topo, 1, bound, err);
 }

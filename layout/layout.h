@@ -93,6 +93,11 @@ typedef struct mc_task {
     int ncopies;
     mc_local_copy_t *copies;
     int mesh_cap, tensor_cap;
+    /* mc_task_bound's last result and the topology it was for (its address and fingerprint):
+     * synthesizers ask for the bound of one task many times. Dropped with the split. */
+    struct mc_bound *bound;
+    const mc_topo_t *bound_topo;
+    uint64_t bound_fp;
 } mc_task_t;
 
 mc_task_t *mc_task_new(void);
@@ -143,27 +148,59 @@ typedef enum {
     MC_BOUND_EGRESS,    /* a holder group's outgoing links (relaying allowed) */
     MC_BOUND_HOST_CUT,  /* a host's NICs */
     MC_BOUND_MESH_CUT,  /* the network links into the destination mesh's hosts */
+    MC_BOUND_FLOW,      /* the maximum flow from a holder group to one of its destinations */
+    MC_BOUND_CUT,       /* the maximum flow into or out of a set of GPUs (inside a host) or hosts */
+    MC_BOUND_LP,        /* the multicommodity-flow relaxation of multicast (small tasks) */
     MC_BOUND_LATENCY,   /* nothing but the per-message overhead */
     MC_BOUND_NONE       /* nothing moves */
 } mc_bound_kind_t;
 
+#define MC_BOUND_NTERMS MC_BOUND_LATENCY /* the terms with bytes over a capacity */
+
 const char *mc_bound_kind_str(mc_bound_kind_t k);
 
+/* The set of GPUs of the cut term: the GPUs of host `host` whose bits are set in mask (bit i is
+ * the host's i-th GPU), or when host is -1 every GPU of the hosts whose bits are set. */
+typedef struct mc_bound_set {
+    int host;
+    uint64_t mask;
+    int into; /* 1: bytes needed inside it and held only outside; 0: held only inside, needed
+               * outside */
+} mc_bound_set_t;
+
 /* Each term is bytes over the capacity of a resource (a GPU's incoming links, a holder group's
- * outgoing links, the links into or out of a host or a mesh's hosts) plus the least message
- * overhead (alpha) the traffic through that resource pays; the bound is the largest term. */
+ * outgoing links, the maximum flow into or out of a host, a mesh's hosts or a set of GPUs, or
+ * from a holder group to one destination) plus the least message overhead (alpha) the traffic
+ * through that resource pays; the bound is the largest term. */
 typedef struct mc_bound {
     double seconds;          /* the bound: the binding term's bandwidth time plus latency_s */
     mc_bound_kind_t binding; /* which term binds (latency when its alpha exceeds its bytes' time) */
-    int where;               /* the GPU, host, holder-group's first GPU or mesh index that binds;
-                              * -1 if none */
+    int where;               /* where the binding term binds (term_where); -1 if none */
     double ingress_s, egress_s, host_cut_s, mesh_cut_s; /* bandwidth time of each kind's largest
                                                          * term */
+    double flow_s, cut_s, lp_s;
     double latency_s;        /* the binding term's alpha */
+    /* Per term kind, where its largest term binds: the GPU (ingress), the holder group's first
+     * GPU (egress), the host, the mesh index, the destination GPU (flow), the host of cut_set or
+     * its first host (cut), 0 (lp: every piece); -1 when the kind has no term (lp: not solved,
+     * the task is too large). */
+    int term_where[MC_BOUND_NTERMS];
+    mc_bound_set_t cut_set;
+    int flow_holder;         /* the first holder of the group whose flow term is largest */
 } mc_bound_t;
 
-/* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split). */
+/* The GPUs of a cut set into gpus[] (room for topo->ngpus); returns their count. */
+int mc_bound_set_gpus(const mc_topo_t *topo, const mc_bound_set_t *set, int *gpus);
+
+/* Lower bound on the time of any schedule for the task on the topology (needs mc_task_split).
+ * The result is kept in the task for the next call with the same topology. To stay fast, the
+ * flow and cut terms skip the pairs and sets that cannot exceed the largest term found before
+ * them, so flow_s and cut_s are exact when they bind and otherwise may show less than their own
+ * largest value (which is then at most the bound). */
 mc_status_t mc_task_bound(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
                           mc_err_t *err);
+/* The same bound with every term's own largest value exact (meshcast task prints them all). */
+mc_status_t mc_task_bound_terms(const mc_task_t *task, const mc_topo_t *topo, mc_bound_t *bound,
+                                mc_err_t *err);
 
 #endif

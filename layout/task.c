@@ -56,6 +56,8 @@ void mc_task_clear_split(mc_task_t *task)
     }
     free(task->pieces);
     free(task->copies);
+    free(task->bound);
+    task->bound = NULL;
     task->pieces = NULL;
     task->copies = NULL;
     task->npieces = task->ncopies = 0;

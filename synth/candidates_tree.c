@@ -71,13 +71,10 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
     return MC_OK;
 }
 
-mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
-                          const int *parent, const int *child, int *index, mc_err_t *err)
+/* Appends the tree at cs->c[cs->n]. */
+static mc_status_t append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                          const int *parent, const int *child, mc_err_t *err)
 {
-    *index = nedges > 0 ? duplicate(cs, p, root, nedges, parent, child) : -1;
-    if (nedges <= 0 || *index >= 0)
-        return MC_OK;
-    *index = cs->n;
     mc_status_t st = MC_OK;
     int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
     int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
@@ -124,6 +121,22 @@ out:
     free(all);
     free(depth);
     return st;
+}
+
+mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                          const int *parent, const int *child, int *index, mc_err_t *err)
+{
+    *index = nedges > 0 ? duplicate(cs, p, root, nedges, parent, child) : -1;
+    if (nedges <= 0 || *index >= 0)
+        return MC_OK;
+    *index = cs->n;
+    return append(cs, topo, p, root, nedges, parent, child, err);
+}
+
+int mc_cands_append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                    const int *parent, const int *child, mc_err_t *err)
+{
+    return append(cs, topo, p, root, nedges, parent, child, err) == MC_OK ? cs->n - 1 : -1;
 }
 
 /* Modelled time of the tree moving bytes in n chunks, no edge faster than min_spb seconds per

@@ -20,6 +20,7 @@ typedef struct mc_share {
     int ndests;
     const int *dests;     /* ascending; points into the shares' pool */
     int root_host;        /* holder host tried first, -1 for none */
+    int fine;             /* it has priced trees: split into MC_PIECE_UNITS_FINE units */
 } mc_share_t;
 
 typedef struct mc_shares {
@@ -90,6 +91,92 @@ double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_byt
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
 
+/* Appends a tree built from edges like mc_cands_push, without looking for an earlier copy;
+ * returns its index, or -1 on error. */
+int mc_cands_append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
+                    const int *parent, const int *child, mc_err_t *err);
+
+/* ---- the fractional tree-packing model (candidates_frac.c) ---- */
+
+/* Every share's bytes split over its candidate trees in any proportion, all trees at once; the
+ * value is the busiest link's load in seconds. Solved by Frank-Wolfe on a soft maximum of the
+ * link loads (multiplicative weights), deterministic and without an LP solver. */
+typedef struct mc_frac {
+    const mc_cands_t *cs;
+    const mc_topo_t *topo;
+    int nshares;
+    int **cols;           /* per share: its candidates, indices into cs */
+    int *ncols, *capcols;
+    double *demand;       /* per share: bytes every destination receives */
+    double *x;            /* per candidate of cs: its share's fraction on it */
+    int capx;
+    double *load;         /* per topology link: seconds of traffic */
+    double *price;        /* per topology link: the link's dual, summing to 1 */
+    double value_s;       /* the busiest link's load */
+    double lower_s;       /* a lower bound on the optimum over these candidates (Lagrangian) */
+} mc_frac_t;
+
+/* Bisection steps of the line search of each Frank-Wolfe step. */
+#define MC_FRAC_SEARCH 24
+
+void mc_frac_init(mc_frac_t *f, const mc_cands_t *cs, const mc_topo_t *topo, int nshares,
+                  const double *demand);
+void mc_frac_free(mc_frac_t *f);
+/* Makes candidate c a column of share s (at fraction 0). */
+void mc_frac_add(mc_frac_t *f, int s, int c);
+/* Improves the split for at most iters steps (a share without any fraction starts on its
+ * cheapest column); fills value_s, lower_s, load and price. */
+void mc_frac_solve(mc_frac_t *f, int iters);
+/* Price of one byte on tree c: its links' prices (plus eps each) times multiplicity / bw. */
+double mc_frac_tree_cost(const mc_frac_t *f, const mc_cand_t *c, double eps);
+/* Whether a tree of price a and depth da beats one of price b and depth db: cheaper, or as cheap
+ * (within rounding) and shallower, since a deeper tree pays more pipeline fill for the same link
+ * load. */
+int mc_frac_cheaper(double a, int da, double b, int db);
+
+/* ---- cheap trees under link prices (candidates_steiner.c) ---- */
+
+/* The complete directed graph over some GPUs, edge a->b weighing the sum over its route's links
+ * of (price + eps) / bw, and its all-pairs cheapest paths (igraph Dijkstra). */
+typedef struct mc_steiner {
+    const mc_topo_t *topo;
+    int n;
+    int *gpus;            /* node -> GPU */
+    int *node;            /* GPU -> node, -1 outside */
+    double *w;            /* [a * n + b]: edge weight */
+    double *dist;         /* [a * n + b]: cheapest path */
+    int *pred;            /* [a * n + b]: the node before b on a's cheapest path to b */
+} mc_steiner_t;
+
+mc_status_t mc_steiner_init(mc_steiner_t *g, const mc_topo_t *topo, const int *gpus, int n,
+                            const double *price, double eps, mc_err_t *err);
+void mc_steiner_free(mc_steiner_t *g);
+/* A tree from root reaching every dest (Takahashi-Matsuyama: repeatedly the destination
+ * nearest to the tree, by its cheapest path, relays allowed at any node), edges parents first
+ * into parent/child (room for n - 1); returns the edge count, -1 when root or a destination is
+ * not a node. *cost gets the tree's weight. */
+int mc_steiner_tree(const mc_steiner_t *g, int root, const int *dests, int ndests, int *parent,
+                    int *child, double *cost);
+
+/* ---- column generation (candidates_price.c) ---- */
+
+typedef struct mc_price_stats {
+    int rounds;           /* pricing rounds run */
+    int added;            /* trees added */
+    double first_s;       /* fractional optimum over the initial candidates */
+    double frac_s;        /* ... over the final ones */
+} mc_price_stats_t;
+
+/* Adds trees priced by link load: solves the fractional model over the shares' candidates,
+ * prices every link by its dual, and for every share adds the cheapest tree under those prices
+ * from any of its candidates' roots (or a holder on their hosts), with relays at any GPU of the
+ * hosts its candidates touch, when it costs less than every candidate it has; repeats while the
+ * optimum is more than 1% above bound_s and falls. Marks the shares that gained trees fine. Keeps each share's candidates contiguous
+ * (first, count rewritten) and gives each candidate's fraction in *frac (caller frees). */
+mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                           mc_shares_t *sh, int *first, int *count, double bound_s,
+                           double **frac, mc_price_stats_t *stats, mc_err_t *err);
+
 /* ---- the abstract plan (synth_meshcast_plan.c) ---- */
 
 typedef struct mc_pcand {
@@ -140,15 +227,27 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
  * in sol: the same trees without the small splits the estimate favoured. */
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
 
+/* Whole units from fractional ones (x[c]: units of candidate c), in one phase: each candidate
+ * keeps its whole part and the units left over go to the largest fractions (lowest index on
+ * ties). */
+void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
+
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least (among equals, with balance, where the
  * candidate's own links stay least loaded; then on a tree already running); then rounds in which
  * every piece is lifted and filled again. Always feasible. */
 void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out);
 
+/* What a Z3 solve came to. */
+typedef enum mc_z3_outcome {
+    MC_Z3_NONE = -1,      /* no usable model */
+    MC_Z3_STOPPED = 0,    /* stopped early (rlimit, budget, unknown) with a model */
+    MC_Z3_OPTIMAL = 1,    /* proven optimal */
+    MC_Z3_AT_BOUND = 2    /* the seed meets the lower bound: Z3 not needed */
+} mc_z3_outcome_t;
+
 typedef struct mc_z3_stats {
-    int status;           /* 1 optimal, 0 stopped early with a model, -1 no usable model,
-                           * 2 the seed meets the lower bound (Z3 not needed) */
+    mc_z3_outcome_t status;
     uint64_t rlimit_used;
     char reason[96];
 } mc_z3_stats_t;
@@ -179,6 +278,19 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 
 /* ---- components (synth_meshcast_split.c) ---- */
 
+/* The plans of a component, by kind: the solved one, the starting plans that were not the best
+ * (refined too), every share on its direct tree, every share whole on the tree that carries most
+ * of it in the solved plan. The referee races the schedules built from each kind. */
+typedef enum mc_plan_kind {
+    MC_PLAN_SOLVED,
+    MC_PLAN_OTHER0,
+    MC_PLAN_OTHER1,
+    MC_PLAN_OTHER2,
+    MC_PLAN_DIRECT,
+    MC_PLAN_WHOLE,
+    MC_PLAN_KINDS
+} mc_plan_kind_t;
+
 typedef struct mc_comp {
     int npieces;
     int *pieces;          /* share ids, ascending (the plan's pieces are shares) */
@@ -187,12 +299,8 @@ typedef struct mc_comp {
     int *link_ids;        /* plan-local link -> topology link */
     char *key;            /* canonical text of the plan: equal keys, equal models */
     int same_as;          /* index of an earlier component with the same key, else -1 */
-    mc_plan_sol_t sol;
-    mc_plan_sol_t direct; /* every share on its direct tree: the referee's alternatives */
-    int has_direct;
-    mc_plan_sol_t whole;  /* every share whole on the tree that carries most of it in sol */
-    mc_plan_sol_t others[2]; /* the starting plans that were not the best, refined too */
-    int nothers;
+    mc_plan_sol_t plans[MC_PLAN_KINDS]; /* by kind; has[k] when plans[k] was made */
+    int has[MC_PLAN_KINDS];
 } mc_comp_t;
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan
@@ -203,7 +311,11 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_share
                     mc_comp_t **out, int *ncomps);
 void mc_comps_free(mc_comp_t *comps, int n);
 
-/* Units a piece is split into for the optimizer, and the bytes of one unit. */
-int mc_piece_units(uint64_t bytes, uint64_t *unit_bytes);
+/* Units a piece is split into for the optimizer (finer for a share with priced trees: its
+ * fractional split spreads bytes over more trees, some on slow links, and whole units of 1/32
+ * would overload them), and the bytes of one unit. */
+#define MC_PIECE_UNITS 32
+#define MC_PIECE_UNITS_FINE 128
+int mc_piece_units(uint64_t bytes, int fine, uint64_t *unit_bytes);
 
 #endif

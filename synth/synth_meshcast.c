@@ -20,15 +20,15 @@ typedef struct run {
     mc_shares_t sh;
     mc_cands_t cs;
     int *first, *count;   /* per share: its candidates in cs */
+    double *frac;         /* per candidate: its share's fraction in the fractional model */
+    mc_price_stats_t price;
     mc_comp_t *comps;
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
     int64_t sim_work_left;  /* simulation work left to certify and the referee */
-    double sim_reached;     /* where the last simulation the allowance stopped had got to */
-    int replaced;           /* the referee replaced the solved schedule */
 } run_t;
 
-static mc_status_t gen_cands(run_t *r, mc_err_t *err)
+static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_shares_build(r->task, r->topo, &r->sh);
@@ -46,6 +46,15 @@ static mc_status_t gen_cands(run_t *r, mc_err_t *err)
                                          r->opts->memory_limit != 0, err),
                       out, st);
         r->count[i] = r->cs.n - r->first[i];
+    }
+    /* trees priced by link load join the shapes above (relays are what they add: not under a
+     * memory limit) */
+    if (price && !r->opts->memory_limit) {
+        mc_bound_t b;
+        MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
+        MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
+                                     b.seconds - b.latency_s, &r->frac, &r->price, err),
+                      out, st);
     }
 out:
     free(leaving);
@@ -73,37 +82,59 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
     }
     mc_status_t st = mc_plan_solve_z3(pl, from, lower, rl, left, out, &zs, err);
     r->rlimit_used += zs.rlimit_used;
-    *optimal = zs.status == 1 || zs.status == 2;
+    *optimal = zs.status == MC_Z3_OPTIMAL || zs.status == MC_Z3_AT_BOUND;
     return st;
 }
 
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
-/* One component: two greedy seeds (the two tie-breaks) and the relaxation rounded; the integer
- * model refines the best of the three (sol) and, since the estimate does not see everything the
- * simulator charges, the other two as well (others, raced by the referee). The rlimit is split:
- * half to the relaxation, a sixth to each refinement. */
+/* The fractional model's split of the component's shares, rounded to whole units in one phase.
+ * Returns 0 when it is a feasible plan. */
+static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
+{
+    const mc_plan_t *pl = &cp->plan;
+    double *x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
+    for (int c = 0; c < pl->ncands; c++)
+        x[c] = r->frac[cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
+    mc_plan_round(pl, x, out);
+    free(x);
+    mc_plan_sol_compact(pl, out);
+    return mc_plan_check(pl, out);
+}
+
+/* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
+ * pricing added trees, the fractional model's split rounded; the integer model refines the best
+ * (the solved plan) and, since the estimate does not see everything the simulator charges, the
+ * others as well (MC_PLAN_OTHER*, raced by the referee). The rlimit is split: half to the
+ * relaxation, a sixth to each refinement. */
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
-    mc_plan_sol_t from[3] = {{0}};
+    mc_plan_sol_t from[4] = {{0}};
     mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
     int *direct = mc_xmalloc(sizeof(int) * (size_t)(pl->ncands + 1));
     for (int c = 0; c < pl->ncands; c++)
         direct[c] = r->cs.c[cp->cand_ids[c]].direct;
-    cp->has_direct = mc_plan_direct(pl, direct, &cp->direct) == 0;
+    cp->has[MC_PLAN_DIRECT] = mc_plan_direct(pl, direct, &cp->plans[MC_PLAN_DIRECT]) == 0;
     free(direct);
     mc_plan_greedy(pl, 0, &from[0]);
     mc_plan_greedy(pl, 1, &from[1]);
+    int nfrom = 2, best = 0;
     /* Z3's rlimit does not bound all of its work on the relaxation (seconds with a count that
-     * barely moves): without a caller's rlimit, its wall clock is capped too */
+     * barely moves): without a caller's rlimit, its wall clock is capped too. Once pricing has
+     * added trees, the fractional model's split takes its place: Z3 took seconds on those
+     * larger models and often gave up. */
     double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
-    MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[2], &zs, err), out, st);
+    zs = (mc_z3_stats_t){.status = MC_Z3_NONE};
+    if (!r->price.added)
+        MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
-    int nfrom = zs.status == 1 ? 3 : 2, best = 0;
+    nfrom += zs.status == MC_Z3_OPTIMAL;
+    if (r->price.added && frac_plan(r, cp, &from[nfrom]) == 0)
+        nfrom++;
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -111,22 +142,24 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 3;
     for (int i = 0, n = 0; i < nfrom; i++) {
         int optimal;
-        mc_plan_sol_t *out = i == best ? &cp->sol : &cp->others[n++];
+        int kind = i == best ? MC_PLAN_SOLVED : MC_PLAN_OTHER0 + n++;
+        mc_plan_sol_t *out = &cp->plans[kind];
+        cp->has[kind] = 1;
         double left = (budget - (mc_now() - t0)) / (nfrom - i);
         MC_CHECK_GOTO(refine(r, pl, &from[i], lower, rest / 3, left, out, &optimal, err), out, st);
         if (i == best)
             r->nz3_optimal += optimal;
     }
-    cp->nothers = nfrom - 1;
-    mc_plan_whole(pl, &cp->sol, &cp->whole);
+    mc_plan_whole(pl, &cp->plans[MC_PLAN_SOLVED], &cp->plans[MC_PLAN_WHOLE]);
+    cp->has[MC_PLAN_WHOLE] = 1;
     if (r->opts->progress) {
         char a[32], b[32];
         fprintf(stderr, "\rmeshcast: z3 component %d: best %s, lower bound %s   ", r->nsolved + 1,
-                mc_fmt_seconds((double)cp->sol.est_ps * 1e-12, a, sizeof a),
+                mc_fmt_seconds((double)cp->plans[MC_PLAN_SOLVED].est_ps * 1e-12, a, sizeof a),
                 mc_fmt_seconds((double)lower * 1e-12, b, sizeof b));
     }
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         mc_plan_sol_free(&from[i]);
     return st;
 }
@@ -154,14 +187,38 @@ static mc_status_t solve(run_t *r, mc_err_t *err)
     return MC_OK;
 }
 
-/* Writes one component's solution (its own, or its symmetry class's) into the schedule. */
+/* Trees a piece is cut into at most, when the trees are evened out. */
+#define MC_EVEN_TREES 32
+
+/* The fewest bytes any tree of the plan carries in phase k (0 if none). */
+static uint64_t fewest_bytes(const run_t *r, const mc_comp_t *cp, const mc_plan_sol_t *sol, int k)
+{
+    const mc_plan_t *pl = &cp->plan;
+    uint64_t fewest = 0;
+    for (int c = 0; c < pl->ncands; c++) {
+        int u = sol->units[c * sol->nphases + k], lp = pl->cands[c].piece;
+        const mc_share_t *sh = &r->sh.s[cp->pieces[lp]];
+        uint64_t ub;
+        mc_piece_units(r->task->pieces[sh->piece].bytes, sh->fine, &ub);
+        if (u > 0 && (fewest == 0 || (uint64_t)u * ub < fewest))
+            fewest = (uint64_t)u * ub;
+    }
+    return fewest;
+}
+
+/* Writes one component's solution (its own, or its symmetry class's) into the schedule. With
+ * even, a candidate's units become several trees of about the bytes of the phase's smallest tree
+ * (none below 1/MC_EVEN_TREES of its piece): the simulator shares a link equally among the trees
+ * on it, so trees of equal bytes progress as the plan's split assumes, where one large tree
+ * beside small ones would be left alone at the end, slowed by its other links. */
 static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc_plan_sol_t *sol,
-                          const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
+                          int even, const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
     int *done = mc_xcalloc((size_t)pl->npieces + 1, sizeof(int));
     mc_status_t st = MC_OK;
-    for (int k = 0; k < sol->nphases; k++)
+    for (int k = 0; k < sol->nphases; k++) {
+        uint64_t fewest = fewest_bytes(r, cp, sol, k);
         for (int c = 0; c < pl->ncands; c++) {
             int u = sol->units[c * sol->nphases + k];
             if (u <= 0)
@@ -171,21 +228,30 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
             const mc_piece_t *pc = &r->task->pieces[piece];
             const mc_cand_t *cand = &r->cs.c[cp->cand_ids[c]];
             uint64_t ub;
-            mc_piece_units(pc->bytes, &ub);
-            uint64_t off = (uint64_t)done[lp] * ub;
-            uint64_t len = (uint64_t)u * ub;
-            if (off + len > pc->bytes)
-                len = pc->bytes - off;
+            mc_piece_units(pc->bytes, r->sh.s[cp->pieces[lp]].fine, &ub);
+            int q = even ? (int)((fewest + ub - 1) / ub) : u;
+            int least = (pl->units[lp] + MC_EVEN_TREES - 1) / MC_EVEN_TREES;
+            if (q < least)
+                q = least;
+            for (int j = 0; j < u; j += q) {
+                uint64_t off = (uint64_t)(done[lp] + j) * ub;
+                uint64_t len = (uint64_t)(u - j < q ? u - j : q) * ub;
+                if (off >= pc->bytes)
+                    break;
+                if (off + len > pc->bytes)
+                    len = pc->bytes - off;
+                int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
+                                          mc_cand_chunks(cand, len, r->chunk, 0));
+                MC_GROW(*cand_of, *cap, t + 1);
+                (*cand_of)[t] = cand;
+                for (int e = 0; e < cand->nedges; e++)
+                    MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e],
+                                                    cand->child[e], err),
+                                  out, st);
+            }
             done[lp] += u;
-            int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
-                                      mc_cand_chunks(cand, len, r->chunk, 0));
-            MC_GROW(*cand_of, *cap, t + 1);
-            (*cand_of)[t] = cand;
-            for (int e = 0; e < cand->nedges; e++)
-                MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e],
-                                                err),
-                              out, st);
         }
+    }
 out:
     free(done);
     return st;
@@ -201,10 +267,12 @@ out:
  * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
 #define MC_SIM_WORK 7000000
 
-enum { PLAN_SOLVED, PLAN_OTHER0, PLAN_OTHER1, PLAN_DIRECT, PLAN_WHOLE };
+/* How a plan's trees are laid out, flags: as decoded (0), re-chunked for their planned rates,
+ * evened out (decode), or both. */
+enum { FORM_DECODED = 0, FORM_RECHUNK = 1, FORM_EVEN = 2, FORM_COUNT = 4 };
 
-/* The schedule of the solved plans, or of one of the referee's alternatives. */
-static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, mc_err_t *err)
+/* The schedule of one kind of plan (mc_plan_kind_t), in one form. */
+static mc_status_t assemble(run_t *r, int kind, int form, mc_sched_t **out, mc_err_t *err)
 {
     mc_sched_t *s = mc_sched_new(r->task, r->topo, "meshcast");
     mc_status_t st = MC_OK;
@@ -214,12 +282,8 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
     for (int i = 0; i < r->ncomps; i++) {
         const mc_comp_t *cp = &r->comps[i];
         const mc_comp_t *rep = cp->same_as >= 0 ? &r->comps[cp->same_as] : cp;
-        const mc_plan_sol_t *sol = which == PLAN_DIRECT  ? &rep->direct
-                                   : which == PLAN_WHOLE ? &rep->whole
-                                   : which == PLAN_OTHER0 ? &rep->others[0]
-                                   : which == PLAN_OTHER1 ? &rep->others[1]
-                                                         : &rep->sol;
-        MC_CHECK_GOTO(decode(r, s, cp, sol, &cand_of, &cap, err), out, st);
+        const mc_plan_sol_t *sol = &rep->plans[kind];
+        MC_CHECK_GOTO(decode(r, s, cp, sol, form & FORM_EVEN, &cand_of, &cap, err), out, st);
         if (sol->nphases > nphases)
             nphases = sol->nphases;
     }
@@ -227,9 +291,9 @@ static mc_status_t assemble(run_t *r, int which, int rechunk, mc_sched_t **out, 
     /* trees of one phase may share links: each states its max-min share so that the planned
      * load of every link stays within its bandwidth */
     mc_sched_plan_rates(s, r->topo);
-    /* with rechunk, a tree slowed to its share is pipelined in more chunks than it would be alone
+    /* re-chunked, a tree slowed to its share is pipelined in more chunks than it would be alone
      * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES */
-    for (int t = 0; t < s->ntrees && rechunk && !r->chunk; t++) {
+    for (int t = 0; t < s->ntrees && (form & FORM_RECHUNK) && !r->chunk; t++) {
         mc_tree_t *tr = &s->trees[t];
         int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
         uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
@@ -246,119 +310,197 @@ out:
     return st;
 }
 
-/* Validates the schedule and records in its params its time (simulated, or the plan's estimate
- * for large schedules: *t, *simulated), the bound and the gap. */
-static mc_status_t certify(run_t *r, mc_sched_t *s, const char *plan, int64_t *work_left,
-                           double *t, int *simulated, mc_err_t *err)
+/* What a schedule was timed at. */
+typedef struct verdict {
+    double t;             /* simulated, or the solved plans' estimate when not simulated */
+    int simulated;
+    double reached;       /* not simulated: the time the stopped simulation had reached (a lower
+                           * bound on its makespan) */
+} verdict_t;
+
+/* Validates the schedule, times it within the allowance *work_left and returns the verdict in
+ * *v; records in its params the plan's name, its time, the bound and the gap. */
+static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int64_t *work_left,
+                           verdict_t *v, mc_err_t *err)
 {
-    mc_buf_t v = {0};
+    mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
     mc_sim_result_t sim = {0};
     mc_bound_t b = {0};
-    int bad = mc_sched_validate(s, r->topo, &v);
+    *v = (verdict_t){0};
+    int bad = mc_sched_validate(s, r->topo, &buf);
     if (bad) {
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
-                        __FILE__, __LINE__, bad, v.data ? v.data : "");
+                        __FILE__, __LINE__, bad, buf.data ? buf.data : "");
         goto out;
     }
     MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
-    *t = 0;
     mc_err_t stopped = {0};
     st = mc_sim_run_bounded(s, r->topo, work_left, &sim, &stopped);
-    *simulated = st == MC_OK;
-    r->sim_reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
+    v->simulated = st == MC_OK;
+    v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     if (st != MC_OK && st != MC_ERR_TIMEOUT) {
         *err = stopped;
         goto out;
     }
     st = MC_OK;
-    if (*simulated) {
-        *t = sim.makespan_s;
+    if (v->simulated) {
+        v->t = sim.makespan_s;
     } else {
         for (int i = 0; i < r->ncomps; i++) {
             const mc_comp_t *cp = &r->comps[i];
-            const mc_plan_sol_t *sol = cp->same_as >= 0 ? &r->comps[cp->same_as].sol : &cp->sol;
-            if (sol->est_ps * 1e-12 > *t)
-                *t = sol->est_ps * 1e-12;
+            const mc_comp_t *rep = cp->same_as >= 0 ? &r->comps[cp->same_as] : cp;
+            if (rep->plans[MC_PLAN_SOLVED].est_ps * 1e-12 > v->t)
+                v->t = rep->plans[MC_PLAN_SOLVED].est_ps * 1e-12;
         }
     }
-    double gap = b.seconds > 0 ? (*t / b.seconds - 1) * 100 : 0;
+    double gap = b.seconds > 0 ? (v->t / b.seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
-             "rlimit_used=%llu",
-             plan, *simulated ? "sim_s" : "est_s", *t, b.seconds, gap, r->nz3_optimal, r->nunique,
-             r->ncomps, (unsigned long long)r->rlimit_used);
+             "rlimit_used=%llu priced=%d frac_s=%.6g",
+             plan, v->simulated ? "sim_s" : "est_s", v->t, b.seconds, gap, r->nz3_optimal,
+             r->nunique, r->ncomps, (unsigned long long)r->rlimit_used, r->price.added,
+             r->price.frac_s);
 out:
     mc_sim_result_free(&sim);
-    mc_buf_free(&v);
+    mc_buf_free(&buf);
     return st;
 }
 
-/* Races schedule variant (which, rechunk, stagger) against the best so far (*s, simulated *t),
- * keeping it when faster; *tv gets its own simulated time (HUGE_VAL when not simulated). */
-static mc_status_t race(run_t *r, int which, int rechunk, int stagger, mc_sched_t **s, double *t,
-                        double *tv, mc_err_t *err)
+/* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
+ * so far were fastest), a form, a stagger spread (0: none). */
+typedef struct variant {
+    int kind, form, stagger;
+} variant_t;
+
+#define VARIANT_FASTEST (-1)
+/* The most variants the referee has: every kind in 1 + MC_STAGGER_MAX staggers, every form. */
+#define MC_VARIANTS_MAX (MC_PLAN_KINDS * (MC_STAGGER_MAX + 1) * FORM_COUNT)
+
+/* Whether the referee races this kind: the solved plan and its whole form always; the others
+ * when every component was given one. A component that copies another's plan was given none of
+ * its own, so where components repeat, only the solved and whole plans are raced: racing the
+ * others there too (their class's plans would do) spent the allowance that the re-chunked
+ * variants need (h100-realloc-train-gen in `modern`: 1.07 -> 1.15 of the bound). */
+static int every_comp_has(const run_t *r, int kind)
 {
-    static const char *names[] = {"z3", "other0", "other1", "direct", "whole"};
+    if (kind == MC_PLAN_SOLVED || kind == MC_PLAN_WHOLE)
+        return 1;
+    for (int c = 0; c < r->ncomps; c++)
+        if (!r->comps[c].has[kind])
+            return 0;
+    return 1;
+}
+
+/* The referee's table, in the order it is raced: the plans as decoded, cheapest to simulate
+ * first, then their staggered forms (the solved plan as decoded is already timed); then the
+ * fastest kind re-chunked and, where pricing added trees, evened out and both, each as it is and
+ * staggered. A caller's fixed chunk leaves out what changes chunk counts. */
+static int variants(const run_t *r, variant_t *out)
+{
+    static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0,
+                                MC_PLAN_OTHER1, MC_PLAN_OTHER2, MC_PLAN_SOLVED};
+    int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
+    for (int stagger = 0; stagger <= nstagger; stagger++)
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+            if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]))
+                out[n++] = (variant_t){order[i], FORM_DECODED, stagger};
+    for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN) && !r->chunk;
+         form++)
+        for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
+            out[n++] = (variant_t){VARIANT_FASTEST, form, stagger};
+    return n;
+}
+
+/* Builds variant x (its kind resolved) and times it within the allowance: *out gets the schedule,
+ * *v its verdict. */
+static mc_status_t race(run_t *r, variant_t x, mc_sched_t **out, verdict_t *v, mc_err_t *err)
+{
+    static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1",
+                                               "other2", "direct", "whole"};
+    static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
     mc_status_t st;
-    int simulated;
     char name[48];
-    *tv = HUGE_VAL;
-    if (r->sim_work_left <= 0)
-        return MC_OK;
-    MC_CHECK_GOTO(assemble(r, which, rechunk, &d, err), out, st);
-    if (stagger)
-        mc_sched_stagger(d, r->topo, stagger, MC_MIN_CHUNK_BYTES);
-    snprintf(name, sizeof name, "%s%s%s", names[which], rechunk ? "+rechunk" : "",
-             staggers[stagger]);
-    MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, tv, &simulated, err), out, st);
-    if (!simulated)
-        *tv = HUGE_VAL;
-    if (*tv < *t) {
-        mc_sched_free(*s);
-        *s = d;
-        *t = *tv;
-        r->replaced = 1;
-        d = NULL;
-    }
+    MC_CHECK_GOTO(assemble(r, x.kind, x.form, &d, err), out, st);
+    if (x.stagger)
+        mc_sched_stagger(d, r->topo, x.stagger, MC_MIN_CHUNK_BYTES);
+    snprintf(name, sizeof name, "%s%s%s", names[x.kind], forms[x.form], staggers[x.stagger]);
+    MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, v, err), out, st);
+    *out = d;
+    d = NULL;
 out:
     mc_sched_free(d);
     return st;
 }
 
 /* The simulator referees: the plan's cost model does not charge everything the simulator does,
- * so the solved plan is raced against alternatives built from the same candidates (the other
- * two starting plans, refined; every share whole on the tree that carries most of it; every share
- * whole on its direct tree, as point-to-point sends do), each as decoded and with its chunks
- * staggered MC_STAGGER_MAX ways; then the plan of the fastest is raced with its trees re-chunked
- * for their planned rates, as it is and staggered. The fastest of all is kept. The simulations
- * share one allowance of work (mc_sim_run_bounded); a variant it does not cover is dropped. */
-static mc_status_t referee(run_t *r, mc_sched_t **s, double *t, mc_err_t *err)
+ * so the solved plan (*s, timed *v) is raced against the variants built from the same
+ * candidates (variants), and the fastest simulated one is kept in *s, *v; *replaced says whether
+ * it is not the solved plan. The simulations share one allowance of work
+ * (mc_sim_run_bounded); the variants it does not cover are dropped. */
+static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced, mc_err_t *err)
 {
-    /* the plans as decoded, cheapest to simulate first, then their staggered forms */
-    static const int order[] = {PLAN_DIRECT, PLAN_WHOLE, PLAN_OTHER0, PLAN_OTHER1, PLAN_SOLVED};
+    variant_t table[MC_VARIANTS_MAX];
+    int n = variants(r, table), fastest = MC_PLAN_SOLVED;
+    double fastest_t = v->t;
     mc_status_t st = MC_OK;
-    int best = PLAN_SOLVED, n = (int)(sizeof order / sizeof order[0]);
-    double best_t = *t, tv;
-    for (int stagger = 0; stagger <= (r->chunk ? 0 : MC_STAGGER_MAX); stagger++)
-        for (int i = 0; i < n; i++) {
-            int which = order[i], ok = which != PLAN_SOLVED || stagger;
-            for (int c = 0; c < r->ncomps; c++)
-                ok &= (which != PLAN_DIRECT || r->comps[c].has_direct) &&
-                      (which != PLAN_OTHER0 || r->comps[c].nothers > 0) &&
-                      (which != PLAN_OTHER1 || r->comps[c].nothers > 1);
-            if (!ok)
-                continue;
-            MC_CHECK_GOTO(race(r, which, 0, stagger, s, t, &tv, err), out, st);
-            if (tv < best_t) {
-                best = which;
-                best_t = tv;
-            }
+    *replaced = 0;
+    for (int i = 0; i < n && r->sim_work_left > 0; i++) {
+        variant_t x = table[i];
+        mc_sched_t *d = NULL;
+        verdict_t dv;
+        if (x.kind == VARIANT_FASTEST)
+            x.kind = fastest;
+        MC_CHECK_GOTO(race(r, x, &d, &dv, err), out, st);
+        double t = dv.simulated ? dv.t : HUGE_VAL;
+        if (table[i].kind != VARIANT_FASTEST && t < fastest_t) {
+            fastest = x.kind;
+            fastest_t = t;
         }
-    for (int stagger = 0; stagger <= MC_STAGGER_MAX && !r->chunk; stagger++)
-        MC_CHECK_GOTO(race(r, best, 1, stagger, s, t, &tv, err), out, st);
+        if (t < v->t) {
+            mc_sched_free(*s);
+            *s = d;
+            *v = dv;
+            *replaced = 1;
+        } else {
+            mc_sched_free(d);
+        }
+    }
+out:
+    return st;
+}
+
+static void run_free(run_t *r)
+{
+    mc_comps_free(r->comps, r->ncomps);
+    mc_cands_free(&r->cs);
+    mc_shares_free(&r->sh);
+    free(r->first);
+    free(r->count);
+    free(r->frac);
+}
+
+/* One synthesis from the candidates: components solved, the solved plan certified and raced by
+ * the referee. *s gets the schedule, *v its verdict. */
+static mc_status_t synth_once(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int replaced;
+    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk, &r->comps,
+                   &r->ncomps);
+    MC_CHECK_GOTO(solve(r, err), out, st);
+    MC_CHECK_GOTO(assemble(r, MC_PLAN_SOLVED, FORM_DECODED, s, err), out, st);
+    MC_CHECK_GOTO(certify(r, *s, "z3", &r->sim_work_left, v, err), out, st);
+    /* A plan too large to simulate states its estimate; a variant is faster when its simulated
+     * time beats the time the simulation of the plan had reached when it stopped. */
+    verdict_t solved = *v;
+    if (!v->simulated)
+        v->t = v->reached;
+    MC_CHECK_GOTO(referee(r, s, v, &replaced, err), out, st);
+    if (!replaced)
+        *v = solved;
 out:
     return st;
 }
@@ -370,42 +512,44 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
                .sim_work_left = MC_SIM_WORK};
     r.chunk = r.opts->chunk_bytes;
-    mc_sched_t *s = NULL;
+    run_t plain = r;
+    mc_sched_t *s = NULL, *s2 = NULL;
     mc_status_t st = MC_OK;
+    verdict_t v, v2;
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
-    MC_CHECK_GOTO(gen_cands(&r, err), out, st);
-    mc_comps_build(task, topo, &r.sh, &r.cs, r.first, r.count, r.chunk, &r.comps, &r.ncomps);
-    MC_CHECK_GOTO(solve(&r, err), out, st);
-    MC_CHECK_GOTO(assemble(&r, PLAN_SOLVED, 0, &s, err), out, st);
-    double t;
-    int simulated;
-    MC_CHECK_GOTO(certify(&r, s, "z3", &r.sim_work_left, &t, &simulated, err), out, st);
-    /* A plan too large to simulate states its estimate; a variant is faster when its simulated
-     * time beats the time the simulation of the plan had reached when it stopped. */
-    double estimate = t;
-    if (!simulated)
-        t = r.sim_reached;
-    MC_CHECK_GOTO(referee(&r, &s, &t, err), out, st);
-    if (!r.replaced && !simulated)
-        t = estimate;
-    simulated = simulated || r.replaced;
+    MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
+    /* Priced trees lower the fractional optimum, but the simulator also charges what the model
+     * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing
+     * added trees, the synthesis from the shape-based candidates alone (what it would be without
+     * them, with its whole simulation allowance) races the priced one, which gets half an
+     * allowance more, so that pricing never makes a schedule slower. */
+    if (r.price.added) {
+        MC_CHECK_GOTO(gen_cands(&plain, 0, err), out, st);
+        MC_CHECK_GOTO(synth_once(&plain, &s2, &v2, err), out, st);
+        r.sim_work_left = MC_SIM_WORK / 2 + plain.sim_work_left;
+    }
+    MC_CHECK_GOTO(synth_once(&r, &s, &v, err), out, st);
+    if (s2 && (v2.t <= v.t || !v.simulated)) {
+        mc_sched_free(s);
+        s = s2;
+        s2 = NULL;
+        v = v2;
+    }
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
-    MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &t, err), out, st);
+    MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);
     if (r.opts->progress) {
         char a[32];
-        fprintf(stderr, "meshcast: %s %s (%s)\n", simulated ? "simulated" : "estimated",
-                mc_fmt_seconds(t, a, sizeof a), s->params);
+        fprintf(stderr, "meshcast: %s %s (%s)\n", v.simulated ? "simulated" : "estimated",
+                mc_fmt_seconds(v.t, a, sizeof a), s->params);
     }
     *out = s;
     s = NULL;
 out:
     mc_sched_free(s);
-    mc_comps_free(r.comps, r.ncomps);
-    mc_cands_free(&r.cs);
-    mc_shares_free(&r.sh);
-    free(r.first);
-    free(r.count);
+    mc_sched_free(s2);
+    run_free(&r);
+    run_free(&plain);
     return st;
 }

@@ -304,3 +304,25 @@ void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t 
     }
     mc_plan_check(pl, out);
 }
+
+void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
+{
+    sol->nphases = 1;
+    sol->units = mc_xcalloc((size_t)pl->ncands + 1, sizeof(int));
+    for (int c = 0, p = 0; p < pl->npieces; p++) {
+        int first = c, left = pl->units[p];
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
+            double f = x[c] < 0 ? 0 : x[c];
+            sol->units[c] = (int)f;
+            left -= sol->units[c];
+        }
+        while (left > 0 && c > first) {
+            int best = first;
+            for (int d = first; d < c; d++)
+                if (x[d] - sol->units[d] > x[best] - sol->units[best])
+                    best = d;
+            sol->units[best]++;
+            left--;
+        }
+    }
+}

@@ -39,7 +39,7 @@ static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t
             dests[n++] = pc->dests[i];
     out->npool += n;
     MC_GROW(out->s, out->cap, out->n + 1);
-    out->s[out->n++] = (mc_share_t){p, n, dests, root_host};
+    out->s[out->n++] = (mc_share_t){p, n, dests, root_host, 0};
 }
 
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)

@@ -8,14 +8,12 @@
 
 #include "synth/mc_meshcast.h"
 
-/* Units a piece is split into: the granularity of byte splits between trees. */
-#define MC_PIECE_UNITS 32
-
-int mc_piece_units(uint64_t bytes, uint64_t *unit_bytes)
+int mc_piece_units(uint64_t bytes, int fine, uint64_t *unit_bytes)
 {
+    uint64_t n = fine ? MC_PIECE_UNITS_FINE : MC_PIECE_UNITS;
     if (bytes == 0)
         bytes = 1;
-    uint64_t u = (bytes + MC_PIECE_UNITS - 1) / MC_PIECE_UNITS;
+    uint64_t u = (bytes + n - 1) / n;
     *unit_bytes = u;
     return (int)((bytes + u - 1) / u);
 }
@@ -61,7 +59,7 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
     for (int i = 0; i < cp->npieces; i++) {
         const mc_piece_t *pc = &task->pieces[sh->s[cp->pieces[i]].piece];
         uint64_t ub;
-        pl->units[i] = mc_piece_units(pc->bytes, &ub);
+        pl->units[i] = mc_piece_units(pc->bytes, sh->s[cp->pieces[i]].fine, &ub);
         mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
         for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
             int gc = piece_first[cp->pieces[i]] + j;
@@ -155,11 +153,8 @@ void mc_comps_free(mc_comp_t *comps, int n)
         free(comps[i].link_ids);
         free(comps[i].key);
         mc_plan_free(&comps[i].plan);
-        mc_plan_sol_free(&comps[i].sol);
-        mc_plan_sol_free(&comps[i].direct);
-        mc_plan_sol_free(&comps[i].whole);
-        mc_plan_sol_free(&comps[i].others[0]);
-        mc_plan_sol_free(&comps[i].others[1]);
+        for (int k = 0; k < MC_PLAN_KINDS; k++)
+            mc_plan_sol_free(&comps[i].plans[k]);
     }
     free(comps);
 }

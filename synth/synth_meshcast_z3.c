@@ -320,10 +320,10 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     z3m_t m = {0};
     mc_plan_sol_t got = {0};
     memset(stats, 0, sizeof(*stats));
-    stats->status = -1;
+    stats->status = MC_Z3_NONE;
     int K = seed->nphases;
     if (seed->est_ps <= lower) {
-        stats->status = 2;
+        stats->status = MC_Z3_AT_BOUND;
         snprintf(stats->reason, sizeof stats->reason, "the seed meets the lower bound");
         mc_plan_sol_copy(pl, seed, out);
         return MC_OK;
@@ -355,12 +355,12 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
             snprintf(stats->reason, sizeof stats->reason, "%s",
                      Z3_optimize_get_reason_unknown(m.ctx, m.opt));
         if (read_model(&m, pl, &got) == 0 && mc_plan_check(pl, &got) == 0) {
-            stats->status = r == Z3_L_TRUE ? 1 : 0;
+            stats->status = r == Z3_L_TRUE ? MC_Z3_OPTIMAL : MC_Z3_STOPPED;
             mc_plan_sol_compact(pl, &got);
             mc_plan_check(pl, &got);
         }
     }
-    if (stats->status >= 0 && got.est_ps <= seed->est_ps) {
+    if (stats->status != MC_Z3_NONE && got.est_ps <= seed->est_ps) {
         *out = got;
         got.units = NULL;
     } else {
@@ -372,30 +372,6 @@ out:
     return st;
 }
 
-/* Whole units from the relaxation's fractions: each candidate keeps its whole part and the
- * units left over go to the largest fractions (lowest index on ties). */
-static void round_units(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
-{
-    sol->nphases = 1;
-    sol->units = mc_xcalloc((size_t)pl->ncands + 1, sizeof(int));
-    for (int c = 0, p = 0; p < pl->npieces; p++) {
-        int first = c, left = pl->units[p];
-        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
-            double f = x[c] < 0 ? 0 : x[c];
-            sol->units[c] = (int)f;
-            left -= sol->units[c];
-        }
-        while (left > 0 && c > first) {
-            int best = first;
-            for (int d = first; d < c; d++)
-                if (x[d] - sol->units[d] > x[best] - sol->units[best])
-                    best = d;
-            sol->units[best]++;
-            left--;
-        }
-    }
-}
-
 mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
                              mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err)
 {
@@ -403,7 +379,7 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     z3m_t m = {.lp = 1};
     double *x = NULL;
     memset(stats, 0, sizeof(*stats));
-    stats->status = -1;
+    stats->status = MC_Z3_NONE;
     if (pl->ncands > MC_Z3_MAX_VARS) {
         snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees)", pl->ncands);
         return MC_OK;
@@ -453,10 +429,10 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     Z3_model_dec_ref(m.ctx, mdl);
     if (bad || Z3_get_error_code(m.ctx) != Z3_OK)
         goto out;
-    round_units(pl, x, out);
+    mc_plan_round(pl, x, out);
     mc_plan_sol_compact(pl, out);
     if (mc_plan_check(pl, out) == 0)
-        stats->status = 1;
+        stats->status = MC_Z3_OPTIMAL;
 out:
     free(x);
     z3m_close(&m);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command-line tests of 'meshcast task': the paper's case 1 on its cluster (text and JSON, with
-# the figures derived by hand in tests/unit/test_layout_bound.c), task files, and every kind of
-# malformed input with its exit code.
+# the figures derived by hand in tests/unit/test_layout_bound.c), task files, every term of a
+# DGX-1 broadcast's bound with where it binds, and every kind of malformed input with its exit
+# code.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 P3=topologies/aws-p3.8xlarge-x5.xml
@@ -60,6 +61,33 @@ assert j["host_need_bytes"][64:] == [model] * 64 and j["host_need_bytes"][:64] =
 assert j["bound"] == "host-cut" and j["bound_where"] == 64
 assert abs(j["lower_bound_s"] - (model / 384e9 + 14e-6)) < 1e-9
 ' "$TMP/llama.json"
+
+# Every term with where it binds. A 256 MiB broadcast from GPU 0 on the DGX-1 cube-mesh: the
+# least max-flow from GPU 0 to a GPU of the other quad is 6 NVLinks (120e9 B/s) plus PCIe over
+# QPI (6e9 B/s), 126e9 B/s, below GPU 0's own 132e9 (tests/unit/test_layout_bound_flow.c).
+DGX1=topologies/dgx1-v100-hybrid-cube-mesh-topo.xml
+BCAST='f32[8192,8192] S[_,_] -> D[_,_]'
+expect_exit 0 "dgx1 broadcast" -- "$MESHCAST" task --topo "$DGX1" --mesh 'S={g:1}@0' \
+  --mesh 'D={g:7}@1..7' "$BCAST"
+expect_grep "$TMP/out" '^lower bound: 2\.13 ms, bound by flow \(holder group of GPU 0 to GPU 4\)$' \
+  "broadcast bound by the flow term"
+expect_grep "$TMP/out" '^  egress +2\.03 ms +holder group of GPU 0$' "egress term and its group"
+expect_grep "$TMP/out" '^  flow +2\.13 ms +holder group of GPU 0 to GPU 4$' "flow term and its pair"
+expect_grep "$TMP/out" '^  cut +2\.13 ms +bytes out of GPUs 0-3$' "cut term and its set"
+expect_grep "$TMP/out" '^  host-cut +0\.0 us +-$' "a term that does not apply"
+expect_exit 0 "dgx1 broadcast json" -- "$MESHCAST" task --json --topo "$DGX1" --mesh 'S={g:1}@0' \
+  --mesh 'D={g:7}@1..7' "$BCAST"
+cp "$TMP/out" "$TMP/bcast.json"
+expect_true "broadcast terms in json" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["bound"] == "flow" and j["bound_where"] == 4
+assert abs(j["terms_s"]["flow"] - 2**28 / 126e9) < 1e-12
+assert abs(j["terms_s"]["cut"] - 2**28 / 126e9) < 1e-12
+assert j["terms_where"]["flow"] == {"text": "holder group of GPU 0 to GPU 4", "gpu": 4, "holder": 0}
+assert j["terms_where"]["cut"]["gpus"] == [0, 1, 2, 3] and j["terms_where"]["cut"]["into"] is False
+assert j["terms_where"]["host-cut"] is None and j["terms_where"]["ingress"]["gpu"] == 1
+' "$TMP/bcast.json"
 
 # Without a topology: pieces and needs only; JSON says there is no bound.
 expect_exit 0 "no topology" -- "$MESHCAST" task --json --mesh 'A={g:4}' 'u8[5] A[g] -> A[_]'

@@ -104,11 +104,11 @@ static void test_z3_improves_seed(void **state)
     mc_z3_stats_t st;
     mc_err_t err = {0};
     assert_int_equal(mc_plan_solve_lp(&pl, 0, 60, &lp, &st, &err), MC_OK);
-    assert_int_equal(st.status, 1);
+    assert_int_equal(st.status, MC_Z3_OPTIMAL);
     assert_int_equal(lp.est_ps, 440);
     assert_int_equal(mc_plan_solve_z3(&pl, &g, mc_plan_lower_ps(&pl), 0, 60, &z, &st, &err),
                      MC_OK);
-    assert_int_equal(st.status, 1);
+    assert_int_equal(st.status, MC_Z3_OPTIMAL);
     assert_int_equal(mc_plan_check(&pl, &z), 0);
     assert_int_equal(z.est_ps, 440);
     assert_int_equal(z.nphases, 1);
@@ -139,7 +139,7 @@ static void test_z3_shared_phase(void **state)
     assert_int_equal(g.nphases, 1);
     mc_z3_stats_t st;
     assert_int_equal(mc_plan_solve_z3(&pl, &g, 0, 0, 60, &z, &st, NULL), MC_OK);
-    assert_int_equal(st.status, 1); /* Z3 proves it */
+    assert_int_equal(st.status, MC_Z3_OPTIMAL); /* Z3 proves it */
     assert_int_equal(z.est_ps, 400);
     assert_int_equal(z.nphases, 1);
     mc_plan_sol_free(&z);

@@ -1,0 +1,158 @@
+/* The lp term of the lower bound: the multicommodity-flow relaxation of multicast, solved by GLPK.
+ * Every class of pieces with the same holders and destinations is a commodity; for each of its
+ * destinations a unit flow leaves the holders and reaches that destination over the topology's
+ * links (relays anywhere); a link's load for a commodity is at least every destination's flow on
+ * it (a tree carries a byte over a link once for all the destinations behind it), and the loads
+ * of all commodities, in bytes, fit in capacity x T. The least T is a lower bound on any schedule:
+ * every tree schedule gives such flows. Unlike the cut and flow terms it counts what relays
+ * spend: bytes forwarded through a GPU use that GPU's links twice.
+ *
+ * With a single commodity it equals the flow term and is skipped. It grows with pieces x
+ * destinations x links and GLPK's simplex takes 10-50 ms at a few thousand columns here, so it
+ * is solved only up to LP_MAX_COLS columns (a transpose or a few tensors on an 8-GPU host; not
+ * an 8-GPU all-to-all, nor any multi-host pod); above that the term is absent. */
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/bound_internal.h"
+
+/* Largest LP solved (columns), and the relative margin taken off its optimum for the simplex's
+ * tolerances (1e-7 on a problem scaled to units near 1), so the term stays below the exact one. */
+#define LP_MAX_COLS 2500
+#define LP_MARGIN 1e-6
+
+/* The matrix, built entry by entry (GLPK counts from 1). */
+typedef struct mat {
+    int n, cap;
+    int *ia, *ja;
+    double *ar;
+} mat_t;
+
+static void put(mat_t *m, int row, int col, double v)
+{
+    if (m->n + 1 >= m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 1024;
+        m->ia = mc_xrealloc(m->ia, sizeof(int) * (size_t)m->cap);
+        m->ja = mc_xrealloc(m->ja, sizeof(int) * (size_t)m->cap);
+        m->ar = mc_xrealloc(m->ar, sizeof(double) * (size_t)m->cap);
+    }
+    m->n++;
+    m->ia[m->n] = row;
+    m->ja[m->n] = col;
+    m->ar[m->n] = v;
+}
+
+/* One commodity: a representative piece (holders, dests) and the bytes of its class. */
+typedef struct com {
+    const mc_piece_t *p;
+    uint64_t bytes;
+} com_t;
+
+static int commodities(const mc_task_t *task, com_t **out)
+{
+    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
+    int n = mc_bound_holder_groups(task, 1, order, start);
+    com_t *c = mc_xmalloc(sizeof(com_t) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        c[i] = (com_t){&task->pieces[order[start[i]]], 0};
+        for (int j = start[i]; j < start[i + 1]; j++)
+            c[i].bytes += task->pieces[order[j]].bytes;
+    }
+    free(order);
+    free(start);
+    *out = c;
+    return n;
+}
+
+/* Solves the LP; returns its least T in seconds, or -1 when it was too large or not solved to
+ * optimality. */
+static double solve(const mc_topo_t *topo, const com_t *c, int nc)
+{
+    int na = topo->nlinks, nn = topo->nnodes;
+    long cols = 1;
+    for (int i = 0; i < nc; i++)
+        cols += na + (long)c[i].p->ndests * (na + c[i].p->nholders);
+    if (cols > LP_MAX_COLS)
+        return -1;
+    double bmax = 0, cmax = 0;
+    for (int i = 0; i < nc; i++)
+        bmax = fmax(bmax, (double)c[i].bytes);
+    for (int a = 0; a < na; a++)
+        cmax = fmax(cmax, topo->links[a].bw);
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, (int)cols);
+    for (int j = 1; j <= cols; j++)
+        glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp, 1, 1);
+    mat_t m = {0};
+    /* Capacity rows 1..na: sum of bytes x load - capacity x T <= 0. */
+    glp_add_rows(lp, na);
+    for (int a = 0; a < na; a++) {
+        glp_set_row_bnds(lp, a + 1, GLP_UP, 0, 0);
+        put(&m, a + 1, 1, -topo->links[a].bw / cmax);
+    }
+    int col = 2;
+    for (int i = 0; i < nc; i++) {
+        const mc_piece_t *p = c[i].p;
+        int load = col;
+        col += na;
+        for (int a = 0; a < na; a++)
+            put(&m, a + 1, load + a, (double)c[i].bytes / bmax);
+        for (int k = 0; k < p->ndests; k++) {
+            int x = col, s = col + na;
+            col += na + p->nholders;
+            /* Conservation at every node: in - out (+ supply at a holder) = 1 at the
+             * destination, 0 elsewhere. */
+            int row0 = glp_add_rows(lp, nn);
+            for (int v = 0; v < nn; v++)
+                glp_set_row_bnds(lp, row0 + v, GLP_FX, 0, 0);
+            glp_set_row_bnds(lp, row0 + topo->gpu_node[p->dests[k]], GLP_FX, 1, 1);
+            for (int a = 0; a < na; a++) {
+                put(&m, row0 + topo->links[a].dst, x + a, 1);
+                put(&m, row0 + topo->links[a].src, x + a, -1);
+            }
+            for (int h = 0; h < p->nholders; h++)
+                put(&m, row0 + topo->gpu_node[p->holders[h]], s + h, 1);
+            /* The commodity's load on a link is at least this destination's flow. */
+            int lrow = glp_add_rows(lp, na);
+            for (int a = 0; a < na; a++) {
+                glp_set_row_bnds(lp, lrow + a, GLP_LO, 0, 0);
+                put(&m, lrow + a, load + a, 1);
+                put(&m, lrow + a, x + a, -1);
+            }
+        }
+    }
+    glp_load_matrix(lp, m.n, m.ia, m.ja, m.ar);
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    double t = -1;
+    if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT)
+        t = glp_get_obj_val(lp) * bmax / cmax * (1 - LP_MARGIN);
+    glp_delete_prob(lp);
+    free(m.ia);
+    free(m.ja);
+    free(m.ar);
+    return t;
+}
+
+void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                 mc_best_t *best)
+{
+    com_t *c;
+    int nc = commodities(task, &c);
+    /* With one commodity the optimum is the flow term's (one source multicasts at the least
+     * max-flow to a destination when links may carry any function of what they receive, which
+     * is exactly what these loads allow), so it is not solved. */
+    double t = nc > 1 ? solve(topo, c, nc) : -1, alpha = INFINITY;
+    for (int g = 0; g < topo->ngpus; g++)
+        alpha = fmin(alpha, al->out[g]);
+    if (t > 0)
+        *best = (mc_best_t){t, isfinite(alpha) ? alpha : 0, 0};
+    free(c);
+}

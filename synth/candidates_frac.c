@@ -1,0 +1,306 @@
+/* The fractional tree-packing model of the meshcast strategy (docs/synthesis.md, "Candidates
+ * priced by link load"): every share's bytes split over its candidate trees in any proportion, all
+ * trees at once, the value being the busiest link's load. Solved by Frank-Wolfe on a soft maximum
+ * of the link loads: each link's price grows exponentially with its load (multiplicative
+ * weights), every share moves toward its cheapest tree under those prices by the step that lowers
+ * the soft maximum most. No LP solver (Z3's is slow and erratic on these models), no randomness,
+ * no clock: the same candidates give the same split. The prices it ends with are the duals the
+ * column generation prices new trees by. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+/* The soft maximum's sharpness rises over the steps, from a smooth start (large steps) to within
+ * about 1/MC_FRAC_SHARP_END of the true maximum. */
+#define MC_FRAC_SHARP_START 8.0
+#define MC_FRAC_SHARP_END 200.0
+/* Stop when the split is proven this close to the optimum over these candidates. */
+#define MC_FRAC_GAP 0.002
+
+void mc_frac_init(mc_frac_t *f, const mc_cands_t *cs, const mc_topo_t *topo, int nshares,
+                  const double *demand)
+{
+    memset(f, 0, sizeof(*f));
+    f->cs = cs;
+    f->topo = topo;
+    f->nshares = nshares;
+    f->cols = mc_xcalloc((size_t)nshares + 1, sizeof(int *));
+    f->ncols = mc_xcalloc((size_t)nshares + 1, sizeof(int));
+    f->capcols = mc_xcalloc((size_t)nshares + 1, sizeof(int));
+    f->demand = mc_xmalloc(sizeof(double) * (size_t)(nshares + 1));
+    memcpy(f->demand, demand, sizeof(double) * (size_t)nshares);
+    f->load = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
+    f->price = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
+}
+
+void mc_frac_free(mc_frac_t *f)
+{
+    for (int s = 0; s < f->nshares; s++)
+        free(f->cols[s]);
+    free(f->cols);
+    free(f->ncols);
+    free(f->capcols);
+    free(f->demand);
+    free(f->x);
+    free(f->load);
+    free(f->price);
+    memset(f, 0, sizeof(*f));
+}
+
+void mc_frac_add(mc_frac_t *f, int s, int c)
+{
+    MC_GROW(f->cols[s], f->capcols[s], f->ncols[s] + 1);
+    f->cols[s][f->ncols[s]++] = c;
+    if (c >= f->capx) {
+        int old = f->capx;
+        MC_GROW(f->x, f->capx, c + 1);
+        memset(f->x + old, 0, sizeof(double) * (size_t)(f->capx - old));
+    }
+    f->x[c] = 0;
+}
+
+double mc_frac_tree_cost(const mc_frac_t *f, const mc_cand_t *c, double eps)
+{
+    double cost = 0;
+    for (int i = 0; i < c->nlinks; i++)
+        cost += c->mult[i] * (f->price[c->links[i]] + eps) / f->topo->links[c->links[i]].bw;
+    return cost;
+}
+
+int mc_frac_cheaper(double a, int da, double b, int db)
+{
+    return a < b * (1 - 1e-9) || (a <= b * (1 + 1e-9) && da < db);
+}
+
+/* Adds w times share s's traffic on tree c to load. */
+static void add_load(const mc_frac_t *f, int s, int c, double w, double *load)
+{
+    const mc_cand_t *t = &f->cs->c[c];
+    for (int i = 0; i < t->nlinks; i++)
+        load[t->links[i]] += w * f->demand[s] * t->mult[i] / f->topo->links[t->links[i]].bw;
+}
+
+/* The links any column crosses, ascending (the others carry nothing and cost nothing). */
+static int active_links(const mc_frac_t *f, int *out)
+{
+    char *on = mc_xcalloc((size_t)f->topo->nlinks + 1, 1);
+    int n = 0;
+    for (int s = 0; s < f->nshares; s++)
+        for (int j = 0; j < f->ncols[s]; j++) {
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            for (int i = 0; i < t->nlinks; i++)
+                on[t->links[i]] = 1;
+        }
+    for (int l = 0; l < f->topo->nlinks; l++)
+        if (on[l])
+            out[n++] = l;
+    free(on);
+    return n;
+}
+
+static double max_load(const double *load, const int *act, int nact)
+{
+    double m = 0;
+    for (int i = 0; i < nact; i++)
+        if (load[act[i]] > m)
+            m = load[act[i]];
+    return m;
+}
+
+/* Prices from loads: exp(sharp * (load - max) / max), normalized to sum 1 over the links. */
+static void set_prices(mc_frac_t *f, const int *act, int nact, double sharp)
+{
+    double top = max_load(f->load, act, nact), sum = 0;
+    memset(f->price, 0, sizeof(double) * (size_t)f->topo->nlinks);
+    if (top <= 0)
+        return;
+    for (int i = 0; i < nact; i++) {
+        f->price[act[i]] = exp(sharp * (f->load[act[i]] - top) / top);
+        sum += f->price[act[i]];
+    }
+    for (int i = 0; i < nact; i++)
+        f->price[act[i]] /= sum;
+}
+
+/* Slope of the soft maximum along load + g * dir (its sign is all the bisection needs). */
+static double slope(const double *load, const double *dir, const int *act, int nact, double g,
+                    double sharp, double scale)
+{
+    double top = -HUGE_VAL, d = 0;
+    for (int i = 0; i < nact; i++) {
+        double v = load[act[i]] + g * dir[act[i]];
+        if (v > top)
+            top = v;
+    }
+    for (int i = 0; i < nact; i++) {
+        double v = load[act[i]] + g * dir[act[i]];
+        d += dir[act[i]] * exp(sharp * (v - top) / scale);
+    }
+    return d;
+}
+
+/* Each share's cheapest column under the current prices; returns the Lagrangian bound
+ * sum over shares of demand x that column's price (every link priced, prices summing to 1). */
+static double best_response(const mc_frac_t *f, int *best)
+{
+    double lb = 0;
+    for (int s = 0; s < f->nshares; s++) {
+        double bc = HUGE_VAL;
+        int bd = 0;
+        best[s] = -1;
+        for (int j = 0; j < f->ncols[s]; j++) {
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            double c = mc_frac_tree_cost(f, t, 0);
+            if (best[s] < 0 || mc_frac_cheaper(c, t->depth, bc, bd)) {
+                bc = c;
+                bd = t->depth;
+                best[s] = f->cols[s][j];
+            }
+        }
+        if (best[s] >= 0)
+            lb += f->demand[s] * bc;
+    }
+    return lb;
+}
+
+static void compute_load(mc_frac_t *f)
+{
+    memset(f->load, 0, sizeof(double) * (size_t)f->topo->nlinks);
+    for (int s = 0; s < f->nshares; s++)
+        for (int j = 0; j < f->ncols[s]; j++)
+            if (f->x[f->cols[s][j]] > 0)
+                add_load(f, s, f->cols[s][j], f->x[f->cols[s][j]], f->load);
+}
+
+/* The step in [0, 1] along dir that lowers the soft maximum most (bisection on its slope). */
+static double line_step(const mc_frac_t *f, const double *dir, const int *act, int nact,
+                        double sharp)
+{
+    double scale = max_load(f->load, act, nact), lo = 0, hi = 1;
+    if (slope(f->load, dir, act, nact, 1, sharp, scale) <= 0)
+        return 1;
+    for (int k = 0; k < MC_FRAC_SEARCH; k++) {
+        double mid = (lo + hi) / 2;
+        if (slope(f->load, dir, act, nact, mid, sharp, scale) > 0)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
+/* Each share's costliest column that carries something (-1 if none), at the current prices. */
+static void worst_used(const mc_frac_t *f, int *worst)
+{
+    for (int s = 0; s < f->nshares; s++) {
+        double wc = -1;
+        worst[s] = -1;
+        for (int j = 0; j < f->ncols[s]; j++) {
+            int c = f->cols[s][j];
+            double cost = f->x[c] > 0 ? mc_frac_tree_cost(f, &f->cs->c[c], 0) : -1;
+            if (cost > wc) {
+                wc = cost;
+                worst[s] = c;
+            }
+        }
+    }
+}
+
+/* Keeps the split when its busiest link is the least seen so far. */
+static void remember(mc_frac_t *f, const int *act, int nact, double *keep)
+{
+    double v = max_load(f->load, act, nact);
+    if (v <= f->value_s) { /* ties too: the soft maximum still fell */
+        f->value_s = v;
+        memcpy(keep, f->x, sizeof(double) * (size_t)f->capx);
+    }
+}
+
+void mc_frac_solve(mc_frac_t *f, int iters)
+{
+    int nl = f->topo->nlinks;
+    int *act = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
+    int *best = mc_xmalloc(sizeof(int) * (size_t)(f->nshares + 1));
+    int *worst = mc_xmalloc(sizeof(int) * (size_t)(f->nshares + 1));
+    double *dir = mc_xcalloc((size_t)nl + 1, sizeof(double));
+    double *keep = mc_xmalloc(sizeof(double) * (size_t)(f->capx + 1));
+    int nact = active_links(f, act);
+    /* a share with nothing placed starts on its cheapest column at the current prices (uniform
+     * before the first solve) */
+    if (max_load(f->price, act, nact) <= 0)
+        for (int i = 0; i < nact; i++)
+            f->price[act[i]] = 1.0 / nact;
+    best_response(f, best);
+    for (int s = 0; s < f->nshares; s++) {
+        double sum = 0;
+        for (int j = 0; j < f->ncols[s]; j++)
+            sum += f->x[f->cols[s][j]];
+        if (sum <= 0 && best[s] >= 0)
+            f->x[best[s]] = 1;
+    }
+    compute_load(f);
+    f->value_s = max_load(f->load, act, nact);
+    f->lower_s = 0;
+    memcpy(keep, f->x, sizeof(double) * (size_t)f->capx);
+    double sharp = 0;
+    for (int it = 0; it < iters && f->value_s > 0; it++) {
+        sharp = log(nact + 1.0) *
+                MC_FRAC_SHARP_START * pow(MC_FRAC_SHARP_END / MC_FRAC_SHARP_START,
+                                          iters > 1 ? (double)it / (iters - 1) : 1);
+        set_prices(f, act, nact, sharp);
+        double lb = best_response(f, best);
+        if (lb > f->lower_s)
+            f->lower_s = lb;
+        if (f->value_s - f->lower_s <= MC_FRAC_GAP * f->value_s)
+            break;
+        /* a Frank-Wolfe step: from the split toward every share's cheapest column */
+        for (int i = 0; i < nact; i++)
+            dir[act[i]] = -f->load[act[i]];
+        for (int s = 0; s < f->nshares; s++)
+            if (best[s] >= 0)
+                add_load(f, s, best[s], 1, dir);
+        double g = line_step(f, dir, act, nact, sharp);
+        for (int s = 0; s < f->nshares && g > 0; s++) {
+            for (int j = 0; j < f->ncols[s]; j++)
+                f->x[f->cols[s][j]] *= 1 - g;
+            if (best[s] >= 0)
+                f->x[best[s]] += g;
+        }
+        for (int i = 0; i < nact && g > 0; i++)
+            f->load[act[i]] += g * dir[act[i]];
+        remember(f, act, nact, keep);
+        /* a pairwise step: what each share carries on its costliest column moves to its
+         * cheapest, which Frank-Wolfe steps alone only do slowly (they shrink every column
+         * alike), so that columns the optimum does not use leave the split */
+        set_prices(f, act, nact, sharp);
+        best_response(f, best);
+        worst_used(f, worst);
+        memset(dir, 0, sizeof(double) * (size_t)nl);
+        for (int s = 0; s < f->nshares; s++)
+            if (best[s] >= 0 && worst[s] >= 0 && worst[s] != best[s]) {
+                add_load(f, s, best[s], f->x[worst[s]], dir);
+                add_load(f, s, worst[s], -f->x[worst[s]], dir);
+            }
+        g = line_step(f, dir, act, nact, sharp);
+        for (int s = 0; s < f->nshares && g > 0; s++)
+            if (best[s] >= 0 && worst[s] >= 0 && worst[s] != best[s]) {
+                double m = g * f->x[worst[s]];
+                f->x[worst[s]] -= m;
+                f->x[best[s]] += m;
+            }
+        for (int i = 0; i < nact && g > 0; i++)
+            f->load[act[i]] += g * dir[act[i]];
+        remember(f, act, nact, keep);
+    }
+    /* back to the best split seen; its prices are what new trees are priced by */
+    memcpy(f->x, keep, sizeof(double) * (size_t)f->capx);
+    compute_load(f);
+    set_prices(f, act, nact, sharp > 0 ? sharp : log(nact + 1.0) * MC_FRAC_SHARP_END);
+    free(act);
+    free(best);
+    free(worst);
+    free(dir);
+    free(keep);
+}

@@ -1,0 +1,384 @@
+/* Column generation for the meshcast strategy (docs/synthesis.md, "Candidates priced by link
+ * load"): the shape-based candidates are a start; the fractional model prices every link by its
+ * load, and each share gets the cheapest tree under those prices (candidates_steiner.c) when it
+ * costs less than every tree it has, i.e. when it lowers the fractional optimum. The loop stops
+ * within 1% of the task's bound, when no share finds a cheaper tree, or when the optimum stops
+ * falling. Everything is counted in steps, never in time, so results repeat exactly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/mc_meshcast.h"
+
+/* Pricing rounds; Frank-Wolfe steps per solve of the fractional model, at most MC_PRICE_STEPS and
+ * fewer on large models, so that a solve costs about MC_PRICE_WORK link updates. */
+#define MC_PRICE_ROUNDS 40
+#define MC_PRICE_STEPS 3000
+#define MC_PRICE_MIN_STEPS 40
+#define MC_PRICE_WORK 2000000.0
+/* Stop when the fractional optimum is within this factor of the bound. */
+#define MC_PRICE_CLOSE 1.01
+/* Rounds stop after MC_PRICE_STALL in a row that did not lower the optimum by this factor (the
+ * duals are approximate, so one round may add a tree that only pays with the next). */
+#define MC_PRICE_PROGRESS 0.998
+#define MC_PRICE_STALL 6
+/* Trees one share may gain in a round of ties (price_round). */
+#define MC_PRICE_TIE_TREES 4
+/* Roots tried per share, and trees one share may gain. */
+#define MC_PRICE_ROOTS 8
+#define MC_PRICE_MAX_NEW 32
+/* Price every link carries on top of its dual, relative to the average dual: among trees that
+ * cost the same at the duals, the one with fewer link crossings wins. */
+#define MC_PRICE_EPS 0.01
+
+/* The price graphs of one round, one per set of hosts (shares on the same hosts share one). */
+typedef struct graphs {
+    int n, cap;
+    int **hosts;          /* per graph: its hosts, ascending, -1 terminated */
+    mc_steiner_t *g;
+} graphs_t;
+
+static void graphs_free(graphs_t *gs)
+{
+    for (int i = 0; i < gs->n; i++) {
+        free(gs->hosts[i]);
+        mc_steiner_free(&gs->g[i]);
+    }
+    free(gs->hosts);
+    free(gs->g);
+    memset(gs, 0, sizeof(*gs));
+}
+
+static int same_hosts(const int *a, const int *b)
+{
+    for (; *a >= 0 && *a == *b; a++, b++)
+        ;
+    return *a == *b;
+}
+
+/* The graph over every GPU of hosts (ascending, -1 terminated), built on first use. */
+static mc_status_t graph_of(graphs_t *gs, const mc_topo_t *topo, const int *hosts,
+                            const double *price, double eps, const mc_steiner_t **out,
+                            mc_err_t *err)
+{
+    for (int i = 0; i < gs->n; i++)
+        if (same_hosts(gs->hosts[i], hosts)) {
+            *out = &gs->g[i];
+            return MC_OK;
+        }
+    int nh = 0, n = 0;
+    while (hosts[nh] >= 0)
+        nh++;
+    int *gpus = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
+    for (int i = 0; i < topo->ngpus; i++)
+        if (mc_ints_contain(hosts, nh, mc_topo_gpu_host(topo, i)))
+            gpus[n++] = i;
+    if (gs->n == gs->cap) {
+        int cap = gs->cap;
+        MC_GROW(gs->hosts, cap, gs->n + 1);
+        MC_GROW(gs->g, gs->cap, gs->n + 1);
+    }
+    mc_status_t st = mc_steiner_init(&gs->g[gs->n], topo, gpus, n, price, eps, err);
+    free(gpus);
+    if (st != MC_OK)
+        return st;
+    gs->hosts[gs->n] = mc_xmalloc(sizeof(int) * (size_t)(nh + 1));
+    memcpy(gs->hosts[gs->n], hosts, sizeof(int) * (size_t)(nh + 1));
+    *out = &gs->g[gs->n++];
+    return MC_OK;
+}
+
+static void add_host(const mc_topo_t *topo, int gpu, int *hosts, int *nh)
+{
+    int h = mc_topo_gpu_host(topo, gpu);
+    if (!mc_ints_contain(hosts, *nh, h))
+        hosts[(*nh)++] = h;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Share s's hosts (those its destinations and its candidates touch, ascending, -1 terminated)
+ * and the roots its new trees may have (its candidates' roots, then the holders on their hosts,
+ * at most MC_PRICE_ROOTS); returns the number of roots. */
+static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share_t *sh, int s,
+                       int *hosts, int *roots)
+{
+    const mc_topo_t *topo = f->topo;
+    const mc_piece_t *pc = &task->pieces[sh->piece];
+    int nh = 0, nr = 0;
+    for (int i = 0; i < sh->ndests; i++)
+        add_host(topo, sh->dests[i], hosts, &nh);
+    for (int j = 0; j < f->ncols[s]; j++) {
+        const mc_cand_t *c = &f->cs->c[f->cols[s][j]];
+        add_host(topo, c->root, hosts, &nh);
+        for (int e = 0; e < c->nedges; e++)
+            add_host(topo, c->child[e], hosts, &nh);
+        if (nr < MC_PRICE_ROOTS && !mc_ints_contain(roots, nr, c->root))
+            roots[nr++] = c->root;
+    }
+    int nrh = 0, *rh = mc_xmalloc(sizeof(int) * (size_t)(nr + 1));
+    for (int i = 0; i < nr; i++)
+        add_host(topo, roots[i], rh, &nrh);
+    for (int i = 0; i < pc->nholders && nr < MC_PRICE_ROOTS; i++)
+        if (mc_ints_contain(rh, nrh, mc_topo_gpu_host(topo, pc->holders[i])) &&
+            !mc_ints_contain(roots, nr, pc->holders[i]))
+            roots[nr++] = pc->holders[i];
+    free(rh);
+    mc_sort(hosts, (size_t)nh, sizeof(int), cmp_int);
+    hosts[nh] = -1;
+    return nr;
+}
+
+/* Edges on the longest root-to-leaf path of a tree given parents first (depth: scratch per GPU). */
+static int depth_of(const int *parent, const int *child, int ne, int *depth)
+{
+    int most = 0;
+    depth[parent[0]] = 0;
+    for (int e = 0; e < ne; e++) {
+        depth[child[e]] = depth[parent[e]] + 1;
+        if (depth[child[e]] > most)
+            most = depth[child[e]];
+    }
+    return most;
+}
+
+/* Whether share s already has a tree with these edges from this root. */
+static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent, const int *child)
+{
+    for (int j = 0; j < f->ncols[s]; j++) {
+        const mc_cand_t *c = &f->cs->c[f->cols[s][j]];
+        int same = c->root == root && c->nedges == ne;
+        for (int e = 0; e < ne && same; e++)
+            same = c->parent[e] == parent[e] && c->child[e] == child[e];
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+/* Price of one byte on the tree given by edges, at prices (plus eps per link). */
+static double edges_cost(const mc_topo_t *topo, const double *price, double eps,
+                         const int *parent, const int *child, int ne)
+{
+    double cost = 0;
+    for (int e = 0; e < ne; e++) {
+        mc_route_t r;
+        mc_err_t ignored = {0};
+        if (mc_topo_route(topo, parent[e], child[e], &r, &ignored) != MC_OK)
+            return HUGE_VAL;
+        for (int i = 0; i < r.nlinks; i++)
+            cost += (price[r.links[i]] + eps) / topo->links[r.links[i]].bw;
+    }
+    return cost;
+}
+
+/* One pricing round: every share's cheapest tree at the current duals, added when it costs less
+ * than the share's cheapest column (or as little and shallower). With tie, a round that found
+ * nothing is tried again for a tree as cheap as the cheapest column but different: the duals of a
+ * degenerate split (several links equally loaded, e.g. every link out of a broadcast's root) do
+ * not say which tree would relieve it, so the links of the share's cheapest columns are priced
+ * up for the search, and the tree found is judged at the true prices. Returns the number added,
+ * -1 on error. */
+static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_shares_t *sh,
+                       int *gained, int tie, mc_err_t *err)
+{
+    const mc_topo_t *topo = f->topo;
+    int n = topo->ngpus, added = 0;
+    double eps = 0, top = 0;
+    for (int l = 0; l < topo->nlinks; l++) {
+        eps += f->price[l];
+        top = f->price[l] > top ? f->price[l] : top;
+    }
+    eps = MC_PRICE_EPS * eps / (topo->nlinks > 0 ? topo->nlinks : 1);
+    graphs_t gs = {0};
+    int *hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+    int *roots = mc_xmalloc(sizeof(int) * MC_PRICE_ROOTS);
+    int *par = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 1));
+    int *chi = par + n;
+    int *bpar = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 1));
+    int *bchi = bpar + n;
+    int *depth = mc_xcalloc((size_t)n + 1, sizeof(int));
+    double *bumped = tie ? mc_xmalloc(sizeof(double) * (size_t)(topo->nlinks + 1)) : NULL;
+    int *scope_gpus = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int s = 0; s < sh->n && added >= 0; s++) {
+        const mc_share_t *share = &sh->s[s];
+        if (gained[s] >= MC_PRICE_MAX_NEW)
+            continue;
+        int nr = share_scope(f, task, share, s, hosts, roots), nscope = 0;
+        for (int i = 0; tie && i < n; i++) {
+            int h = mc_topo_gpu_host(topo, i), k = 0;
+            while (hosts[k] >= 0 && hosts[k] != h)
+                k++;
+            if (hosts[k] >= 0)
+                scope_gpus[nscope++] = i;
+        }
+        double have = HUGE_VAL;
+        int hdepth = 0;
+        for (int j = 0; j < f->ncols[s]; j++) {
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            double c = mc_frac_tree_cost(f, t, eps);
+            if (j == 0 || mc_frac_cheaper(c, t->depth, have, hdepth)) {
+                have = c;
+                hdepth = t->depth;
+            }
+        }
+        if (tie) {
+            memcpy(bumped, f->price, sizeof(double) * (size_t)topo->nlinks);
+            for (int j = 0; j < f->ncols[s]; j++) {
+                const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+                for (int i = 0; i < t->nlinks && mc_frac_tree_cost(f, t, eps) <= have * (1 + 1e-9);
+                     i++)
+                    bumped[t->links[i]] = f->price[t->links[i]] + top;
+            }
+        }
+        /* a tie round looks for up to MC_PRICE_TIE_TREES trees, each found priced up in turn:
+         * relieving k equally loaded links takes k new trees at once */
+        for (int k = 0; k < (tie ? MC_PRICE_TIE_TREES : 1) && gained[s] < MC_PRICE_MAX_NEW; k++) {
+            const mc_steiner_t *g;
+            mc_steiner_t own = {0};
+            if (tie) {
+                if (mc_steiner_init(&own, topo, scope_gpus, nscope, bumped, eps, err) != MC_OK) {
+                    added = -1;
+                    break;
+                }
+                g = &own;
+            } else if (graph_of(&gs, topo, hosts, f->price, eps, &g, err) != MC_OK) {
+                added = -1;
+                break;
+            }
+            int bne = -1, broot = -1, bdepth = 0;
+            double bcost = HUGE_VAL;
+            for (int i = 0; i < nr; i++) {
+                double cost;
+                int ne = mc_steiner_tree(g, roots[i], share->dests, share->ndests, par, chi, &cost);
+                int d = ne > 0 ? depth_of(par, chi, ne, depth) : 0;
+                if (ne > 0 && tie)
+                    cost = edges_cost(topo, f->price, eps, par, chi, ne);
+                if (ne > 0 && (bne <= 0 || mc_frac_cheaper(cost, d, bcost, bdepth))) {
+                    bcost = cost;
+                    bdepth = d;
+                    bne = ne;
+                    broot = roots[i];
+                    memcpy(bpar, par, sizeof(int) * (size_t)ne);
+                    memcpy(bchi, chi, sizeof(int) * (size_t)ne);
+                }
+            }
+            mc_steiner_free(&own);
+            int better = bne > 0 && (mc_frac_cheaper(bcost, bdepth, have, hdepth) ||
+                                     (tie && bcost <= have * (1 + 1e-9)));
+            if (!better || known(f, s, broot, bne, bpar, bchi))
+                break;
+            int c = mc_cands_append(cs, topo, share->piece, broot, bne, bpar, bchi, err);
+            if (c < 0) {
+                added = -1;
+                break;
+            }
+            f->cs = cs;
+            mc_frac_add(f, s, c);
+            sh->s[s].fine = 1;
+            gained[s]++;
+            added++;
+            for (int i = 0; tie && i < cs->c[c].nlinks; i++)
+                bumped[cs->c[c].links[i]] = f->price[cs->c[c].links[i]] + top;
+        }
+    }
+    graphs_free(&gs);
+    free(hosts);
+    free(roots);
+    free(par);
+    free(bpar);
+    free(depth);
+    free(bumped);
+    free(scope_gpus);
+    return added;
+}
+
+/* Steps per solve for the model's current size: a step reads every link crossing of every column
+ * and evaluates the soft maximum over the links in use once per step of its line search. */
+static int steps_for(const mc_frac_t *f)
+{
+    double nnz = 1;
+    char *on = mc_xcalloc((size_t)f->topo->nlinks + 1, 1);
+    for (int s = 0; s < f->nshares; s++)
+        for (int j = 0; j < f->ncols[s]; j++) {
+            const mc_cand_t *c = &f->cs->c[f->cols[s][j]];
+            nnz += c->nlinks;
+            for (int i = 0; i < c->nlinks; i++) {
+                nnz += on[c->links[i]] ? 0 : MC_FRAC_SEARCH;
+                on[c->links[i]] = 1;
+            }
+        }
+    free(on);
+    double steps = MC_PRICE_WORK / nnz;
+    return steps > MC_PRICE_STEPS ? MC_PRICE_STEPS
+           : steps < MC_PRICE_MIN_STEPS ? MC_PRICE_MIN_STEPS : (int)steps;
+}
+
+/* Moves every share's candidates together, in the order the fractional model lists them. */
+static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count, double **frac)
+{
+    mc_cand_t *c = mc_xmalloc(sizeof(mc_cand_t) * (size_t)(cs->n + 1));
+    double *x = mc_xcalloc((size_t)cs->n + 1, sizeof(double));
+    int n = 0;
+    for (int s = 0; s < f->nshares; s++) {
+        first[s] = n;
+        count[s] = f->ncols[s];
+        for (int j = 0; j < f->ncols[s]; j++) {
+            x[n] = f->x[f->cols[s][j]];
+            c[n++] = cs->c[f->cols[s][j]];
+        }
+    }
+    free(cs->c);
+    cs->c = c;
+    cs->n = cs->cap = n;
+    *frac = x;
+}
+
+mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                           mc_shares_t *sh, int *first, int *count, double bound_s,
+                           double **frac, mc_price_stats_t *stats, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    mc_frac_t f;
+    double *demand = mc_xmalloc(sizeof(double) * (size_t)(sh->n + 1));
+    int *gained = mc_xcalloc((size_t)sh->n + 1, sizeof(int));
+    memset(stats, 0, sizeof(*stats));
+    for (int s = 0; s < sh->n; s++)
+        demand[s] = (double)task->pieces[sh->s[s].piece].bytes;
+    mc_frac_init(&f, cs, topo, sh->n, demand);
+    for (int s = 0; s < sh->n; s++)
+        for (int j = 0; j < count[s]; j++)
+            mc_frac_add(&f, s, first[s] + j);
+    mc_frac_solve(&f, steps_for(&f));
+    stats->first_s = f.value_s;
+    int stalled = 0;
+    while (stats->rounds < MC_PRICE_ROUNDS && f.value_s > MC_PRICE_CLOSE * bound_s) {
+        double before = f.value_s;
+        int added = price_round(&f, cs, task, sh, gained, 0, err);
+        if (added == 0)
+            added = price_round(&f, cs, task, sh, gained, 1, err);
+        stats->rounds++;
+        if (added < 0) {
+            st = MC_ERR_INTERNAL;
+            goto out;
+        }
+        if (added == 0)
+            break;
+        stats->added += added;
+        mc_frac_solve(&f, steps_for(&f));
+        stalled = f.value_s > MC_PRICE_PROGRESS * before ? stalled + 1 : 0;
+        if (stalled >= MC_PRICE_STALL)
+            break;
+    }
+    stats->frac_s = f.value_s;
+out:
+    regroup(cs, &f, first, count, frac);
+    mc_frac_free(&f);
+    free(demand);
+    free(gained);
+    return st;
+}

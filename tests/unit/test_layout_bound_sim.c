@@ -1,0 +1,113 @@
+/* The flow, cut and lp terms must stay lower bounds where they bind most, on direct-connect
+ * hardware: random tasks on the DGX-1 hybrid cube-mesh, the 8-GPU PCIe box and two DGX-1 under
+ * one switch, scheduled by p2p and by meshcast (Z3 bounded by an rlimit) and timed by the
+ * simulator, never finish before mc_task_bound says they can; and skipping what cannot exceed
+ * the larger terms (mc_task_bound) never changes the bound that the full search
+ * (mc_task_bound_terms) finds. The lp term, which rarely binds on random tasks, is checked on
+ * two bench cases where it does. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "layout/layout.h"
+#include "sim/sim.h"
+#include "synth/synth.h"
+#include "tests/unit/test_layout_random.h"
+
+/* Simulates strategy's schedule for t; returns 1 when it was timed (a strategy that does not
+ * take the task is its own tests' business). Fails when the time is below the bound. */
+static int check_strategy(const char *strategy, mc_task_t *t, const mc_topo_t *topo,
+                          const mc_bound_t *b, const char *text)
+{
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    opts.rlimit = 200000;
+    opts.budget_s = 1000; /* only the rlimit may stop Z3 */
+    mc_sched_t *s = NULL;
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    if (mc_synth(strategy, t, topo, &opts, &s, &err) != MC_OK)
+        return 0;
+    if (mc_sim_run(s, topo, &res, &err) != MC_OK)
+        fail_msg("%s\n%s on %s: %s", text, strategy, topo->source, err.msg);
+    if (res.makespan_s < b->seconds * (1 - 1e-9))
+        fail_msg("%s\n%s on %s simulated %.9g s, below the bound %.9g s (%s)", text, strategy,
+                 topo->source, res.makespan_s, b->seconds, mc_bound_kind_str(b->binding));
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    return 1;
+}
+
+static void test_sim_never_beats_bound_direct(void **state)
+{
+    static const char *topos[] = {"topologies/dgx1-v100-hybrid-cube-mesh-topo.xml",
+                                  "topologies/pcie-rtx3090x8-1nic-topo.xml",
+                                  "topologies/dgx1-x2.xml"};
+    static const char *strategies[] = {"p2p", "meshcast"};
+    int timed = 0, new_terms = 0;
+    for (size_t k = 0; k < sizeof(topos) / sizeof(topos[0]); k++) {
+        mc_topo_t *topo = NULL;
+        mc_err_t err = {0};
+        if (mc_topo_load(topos[k], &topo, &err) != MC_OK)
+            fail_msg("%s", err.msg);
+        for (int iter = 0; iter < 30; iter++) {
+            char text[4096];
+            random_task(text, sizeof(text), topo->ngpus, topo->ngpus, 1 << 20);
+            mc_task_t *t = task_of(text);
+            mc_bound_t b, all;
+            if (mc_task_bound(t, topo, &b, &err) != MC_OK ||
+                mc_task_bound_terms(t, topo, &all, &err) != MC_OK)
+                fail_msg("%s\n%s", text, err.msg);
+            if (all.seconds != b.seconds || all.binding != b.binding)
+                fail_msg("%s\nfull search %.9g s (%s), skipping %.9g s (%s)", text, all.seconds,
+                         mc_bound_kind_str(all.binding), b.seconds, mc_bound_kind_str(b.binding));
+            new_terms += b.binding >= MC_BOUND_FLOW && b.binding <= MC_BOUND_LP;
+            for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]) && t->npieces; s++)
+                timed += check_strategy(strategies[s], t, topo, &b, text);
+            mc_task_free(t);
+        }
+        mc_topo_free(topo);
+    }
+    /* The comparison must really have happened, and on tasks where the new terms bind. */
+    assert_true(timed >= 120);
+    assert_true(new_terms >= 20);
+}
+
+/* Where the lp term binds (two `intra` bench cases on one DGX H100: a gather over one mesh axis
+ * and tensor parallel to fully sharded), every strategy's simulated time stays above it. */
+static void test_sim_never_beats_lp(void **state)
+{
+    static const char *tasks[] = {
+        "mesh M={a:2,b:2,c:2}@0..7\nmove f32[256,256,256] M[(b,c),a,_] -> M[(b,c),_,_]\n",
+        "mesh M={dp:2,tp:4}@0..7\nmove bf16[11008,4096] M[tp,_] -> M[(dp,tp),_]\n"};
+    static const char *strategies[] = {"p2p", "p2p-lb", "xla", "collectives", "meshcast"};
+    mc_topo_t *topo = NULL;
+    mc_err_t err = {0};
+    if (mc_topo_load("topologies/dgx-h100-x1.xml", &topo, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    for (size_t k = 0; k < sizeof(tasks) / sizeof(tasks[0]); k++) {
+        mc_task_t *t = task_of(tasks[k]);
+        mc_bound_t b;
+        if (mc_task_bound(t, topo, &b, &err) != MC_OK)
+            fail_msg("%s\n%s", tasks[k], err.msg);
+        assert_int_equal(b.binding, MC_BOUND_LP);
+        int timed = 0;
+        for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
+            timed += check_strategy(strategies[s], t, topo, &b, tasks[k]);
+        assert_int_equal(timed, 5);
+        mc_task_free(t);
+    }
+    mc_topo_free(topo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_never_beats_bound_direct),
+        cmocka_unit_test(test_sim_never_beats_lp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
