@@ -110,26 +110,36 @@ test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@tests/run.sh $(BUILD)
 
-# ASan + UBSan build in its own folder, running the same tests.
+# ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
+# fuzzer: FUZZ_SMOKE_SECONDS each (20 by default: the five fuzzers add 100 s of fuzzing to their
+# clang build, where a minute each would add five; FUZZ_SMOKE_SECONDS=60 gives each the minute).
+FUZZ_SMOKE_SECONDS ?= 20
 check: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run.sh build-check
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
 
-# libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS, seeded from the real topology
-# files, the shipped topologies, the test topologies (RCCL rows, NICs on any PCI class), the
-# examples and the test schedules.
+# libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
+# build-fuzz/, never in the source tree), seeded from the inputs of its
+# kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
+# class), schedules, task files, notation and pipeline files (examples/).
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
+FUZZ_SEEDS_fuzz_sched := tests/data/sched
+FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile examples
+FUZZ_SEEDS_fuzz_notation := tests/data/notation
+FUZZ_SEEDS_fuzz_pipeline := examples
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
-	@for f in $(FUZZ_BINS); do mkdir -p $$f.corpus; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) $$f.corpus ../shared/topo-xml topologies examples \
-	    tests/data/topo tests/data/sched || exit 1; done
+	@$(foreach f,$(FUZZ_BINS),mkdir -p $(f).corpus && \
+	  $(f) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ $(f).corpus \
+	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
 fuzz-build: $(FUZZ_BINS)
 

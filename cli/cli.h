@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "layout/layout.h"
+#include "sched/sched.h"
 #include "topo/topo.h"
 #include "util/util.h"
 
@@ -49,6 +50,12 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
 /* Records --assume-nvlink's value; prints a usage error naming cmd and returns 2 when it is not
  * a count from 0 to MC_TOPO_MAX_ASSUMED_NVLINKS, else 0. */
 int cli_topo_option(const char *cmd, const char *arg);
+
+/* The check emit and run make first: the schedule's violations (as meshcast validate finds
+ * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns (and
+ * says so when the schedule was made for another topology, which only force loads). */
+mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
+                            int force, mc_err_t *err);
 
 /* The task options shared by task, synth and bench: --mesh SPEC (repeatable) and
  * --task-file FILE, plus the positional moves. Put CLI_TASK_LONG_OPTIONS in the long-option

@@ -12,6 +12,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone]\n"
+            "                     [--force]\n"
             "       meshcast emit --topo FILE --check DIR SCHEDULE [--name NAME] [--standalone]\n"
             "\n"
             "Writes DIR/NAME.h and DIR/NAME.cu: per-rank operation tables of the schedule, pack\n"
@@ -32,19 +33,25 @@ static void usage(FILE *out)
             "                   CUDA and NCCL are needed to build it\n"
             "  --check DIR      write nothing; exit 1 when the files in DIR are missing or differ\n"
             "                   from what SCHEDULE generates now\n"
+            "  --force          generate code for a schedule that meshcast validate refuses,\n"
+            "                   or one made for another topology (checked link by link): its\n"
+            "                   violations are printed as a warning; without it it is refused\n"
             "  -q, --quiet      no topology warnings\n"
+            "\n"
+            "The generated tables grow with the chunk transfers (chunks x edges): more than\n"
+            "65,536 plus one per 4 KiB the task delivers is refused.\n"
             "\n"
             "exit status: 0 written (or up to date), 1 invalid input or stale files, 2 usage error\n");
 }
 
 typedef struct emit_args {
     const char *topo, *sched, *out, *check, *name;
-    int standalone, quiet;
+    int standalone, quiet, force;
 } emit_args_t;
 
 static int parse_args(int argc, char **argv, emit_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK };
+    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK, OPT_FORCE };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         CLI_TOPO_LONG_OPTIONS,
@@ -52,6 +59,7 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         {"name", required_argument, NULL, OPT_NAME},
         {"standalone", no_argument, NULL, OPT_STANDALONE},
         {"check", required_argument, NULL, OPT_CHECK},
+        {"force", no_argument, NULL, OPT_FORCE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -66,6 +74,7 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         case OPT_NAME: a->name = optarg; break;
         case OPT_STANDALONE: a->standalone = 1; break;
         case OPT_CHECK: a->check = optarg; break;
+        case OPT_FORCE: a->force = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case CLI_OPT_ASSUME_NVLINK:
@@ -121,8 +130,10 @@ int cmd_emit(int argc, char **argv)
         return rc;
     name = a.name ? mc_xstrdup(a.name) : default_name(a.sched);
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
-    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a.sched, topo, a.force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
+    MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);
     MC_CHECK_GOTO(mc_emit_files(s, name, MC_VERSION, a.standalone, &files, &nfiles, &err), out, st);
     if (a.check) {
         int stale = mc_emit_stale(a.check, files, nfiles, &report);

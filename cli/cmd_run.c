@@ -38,6 +38,9 @@ static void usage(FILE *out)
             "  --bench-copies N     GPU: time up to N of the schedule's strided copies (packs and\n"
             "                       unpacks: pack kernel or pitched copy-engine copies) against\n"
             "                       cudaMemcpyAsync of the same bytes on GPU 0, run nothing else\n"
+            "  --force              run a schedule that meshcast validate refuses, or one made\n"
+            "                       for another topology (checked link by link): its violations\n"
+            "                       are printed as a warning; without it it is refused\n"
             "  -q, --quiet          no topology warnings\n"
             "\n"
             "exit status: 0 every byte correct, 1 wrong bytes, invalid input or a failed run,\n"
@@ -50,7 +53,7 @@ typedef struct run_args {
     const char *topo, *sched; /* sched: the schedule being run */
     char **scheds;
     int nscheds;
-    int backend, gpu, quiet, absent, print_ranks, print_memory, bench_copies;
+    int backend, gpu, quiet, absent, print_ranks, print_memory, bench_copies, force;
     double timeout;
     int64_t workspace; /* -1: the plan's */
 } run_args_t;
@@ -59,7 +62,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     enum {
         OPT_TOPO = 0x2001, OPT_BACKEND, OPT_GPU, OPT_TIMEOUT, OPT_WS, OPT_ABSENT, OPT_RANKS,
-        OPT_BENCH, OPT_MEMORY
+        OPT_BENCH, OPT_MEMORY, OPT_FORCE
     };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
@@ -72,6 +75,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"print-ranks", no_argument, NULL, OPT_RANKS},
         {"print-memory", no_argument, NULL, OPT_MEMORY},
         {"bench-copies", required_argument, NULL, OPT_BENCH},
+        {"force", no_argument, NULL, OPT_FORCE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -86,6 +90,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case OPT_GPU: a->gpu = 1; break;
         case OPT_RANKS: a->print_ranks = 1; break;
         case OPT_MEMORY: a->print_memory = 1; break;
+        case OPT_FORCE: a->force = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_BACKEND:
@@ -355,8 +360,9 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
     mc_err_t err = {0};
     mc_status_t st;
     int rc = MC_EXIT_OK;
-    MC_CHECK_GOTO(mc_sched_load(a->sched, topo, 0, &s, &err), out, st);
+    MC_CHECK_GOTO(mc_sched_load(a->sched, topo, a->force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
+    MC_CHECK_GOTO(cli_check_sched(s, topo, a->sched, a->force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
     if (a->print_ranks) {
         printf("%d\n", P->nranks);

@@ -1,10 +1,12 @@
 /* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
- * loading and its option. */
+ * loading and its option, and the check that emit and run make before they act on a schedule. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sched/sched.h"
 
 int cli_fail(const mc_err_t *err)
 {
@@ -62,4 +64,28 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
         for (int i = 0; i < (*out)->nwarnings; i++)
             fprintf(stderr, "meshcast: warning: %s\n", (*out)->warnings[i]);
     return st;
+}
+
+mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
+                            int force, mc_err_t *err)
+{
+    mc_buf_t out = {0};
+    if (s->topo_fingerprint != topo->fingerprint) /* loaded at all only with --force */
+        fprintf(stderr, "meshcast: warning: %s was made for topology %016" PRIx64 ", not %s (%016"
+                PRIx64 "); checked link by link because of --force\n", path, s->topo_fingerprint,
+                topo->source, topo->fingerprint);
+    int nviol = mc_sched_validate(s, topo, &out);
+    if (nviol && out.len)
+        fputs(out.data, stderr);
+    mc_buf_free(&out);
+    if (!nviol)
+        return MC_OK;
+    if (force) {
+        fprintf(stderr, "meshcast: warning: %s: %d violation%s (meshcast validate's rules); going "
+                "on because of --force\n", path, nviol, nviol == 1 ? "" : "s");
+        return MC_OK;
+    }
+    return mc_err_set(err, MC_ERR_INVALID, "%s: %d violation%s (meshcast validate's rules, listed "
+                      "above); refusing it (--force goes on anyway)", path, nviol,
+                      nviol == 1 ? "" : "s");
 }

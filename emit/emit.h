@@ -47,6 +47,11 @@ typedef struct mc_emit_file {
     mc_buf_t data;
 } mc_emit_file_t;
 
+/* Refuses (MC_ERR_INVALID, naming the schedule file name) a schedule whose chunk transfers
+ * (chunks x edges, summed over trees) exceed 65,536 plus one per 4 KiB the task delivers: the
+ * generated tables grow with them. Call it before mc_emit_files. */
+mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *err);
+
 /* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
  * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, cuda_exec.cu). */
 mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,

@@ -59,6 +59,8 @@ void mc_emit_files_free(mc_emit_file_t *files, int nfiles)
 mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
+    if (!*dir)
+        return mc_err_set(err, MC_ERR_USAGE, "the output folder name is empty: expected a path");
     if (mkdir(dir, 0777) && errno != EEXIST)
         return mc_err_set(err, MC_ERR_IO, "%s: cannot create the folder: %s", dir, strerror(errno));
     for (int i = 0; i < nfiles && st == MC_OK; i++) {

@@ -41,6 +41,8 @@ typedef struct mc_mesh {
     int axis_sizes[MC_MAX_AXES];
     int ndevices;       /* product of axis sizes */
     int *devices;       /* global GPU ids, row-major over the axes */
+    char *text;         /* the definition as written, quoted by errors found later */
+    int line;           /* its line in the task file, 0 when not from a file */
 } mc_mesh_t;
 
 typedef struct mc_dim_spec {
@@ -83,6 +85,12 @@ typedef struct mc_local_copy {
     uint64_t bytes;
 } mc_local_copy_t;
 
+/* A hash index of names (layout/names.c): slots hold an item's index + 1, 0 is empty. */
+typedef struct mc_name_index {
+    int *slots;
+    int cap;
+} mc_name_index_t;
+
 typedef struct mc_task {
     int nmeshes;
     mc_mesh_t *meshes;
@@ -93,6 +101,8 @@ typedef struct mc_task {
     int ncopies;
     mc_local_copy_t *copies;
     int mesh_cap, tensor_cap;
+    mc_name_index_t mesh_names, tensor_names;
+    char *source;           /* the task file's name, NULL when built from the command line */
     /* mc_task_bound's last result and the topology it was for (its address and fingerprint):
      * synthesizers ask for the bound of one task many times. Dropped with the split. */
     struct mc_bound *bound;

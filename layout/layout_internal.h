@@ -19,6 +19,16 @@ void mc_layout_tile_at(const mc_task_t *task, const mc_layout_t *layout, int pos
 int mc_mesh_position(const mc_mesh_t *mesh, int gpu);
 /* Index of the mesh called name (len bytes), -1 if none. */
 int mc_task_find_mesh(const mc_task_t *task, const char *name, size_t len);
+/* Index of the item named name (len bytes) among items whose name is their first member, base
+ * + i*stride, or -1; mc_names_add indexes item i once it is stored. */
+int mc_names_find(const mc_name_index_t *x, const void *base, size_t stride, const char *name,
+                  size_t len);
+void mc_names_add(mc_name_index_t *x, const void *base, size_t stride, int i);
+void mc_names_free(mc_name_index_t *x);
+/* Sets err to st with "PREFIXWHAT at column N", the text (up to ~72 characters around byte pos)
+ * and a caret under pos; columns count UTF-8 characters. */
+mc_status_t mc_layout_quote(mc_err_t *err, mc_status_t st, const char *prefix, const char *text,
+                            size_t pos, const char *what);
 /* Frees what a layout owns (explicit shard sizes). */
 void mc_layout_clear(mc_layout_t *layout);
 /* Drops the pieces and local copies (before a new split). */

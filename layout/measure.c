@@ -9,32 +9,21 @@ mc_status_t mc_task_check_topo(const mc_task_t *task, const mc_topo_t *topo, mc_
 {
     for (int i = 0; i < task->nmeshes; i++) {
         const mc_mesh_t *m = &task->meshes[i];
-        for (int p = 0; p < m->ndevices; p++) {
-            if (m->devices[p] < topo->ngpus)
-                continue;
-            /* Quote the mesh with its device list spelled out, caret under the bad id. */
-            mc_buf_t b = {0};
-            mc_buf_printf(&b, "%s={", m->name);
-            for (int a = 0; a < m->naxes; a++)
-                mc_buf_printf(&b, "%s%s:%d", a ? "," : "", m->axis_names[a], m->axis_sizes[a]);
-            mc_buf_printf(&b, "}@[");
-            size_t col = 0;
-            for (int q = 0; q < m->ndevices; q++) {
-                if (q == p)
-                    col = b.len;
-                mc_buf_printf(&b, "%s%d", q ? "," : "", m->devices[q]);
-            }
-            mc_buf_printf(&b, "]");
-            col += p > 0;
-            size_t from = col > 48 ? col - 48 : 0;
-            mc_status_t st = mc_err_set(
-                err, MC_ERR_USAGE,
-                "device %d of mesh %s is outside the topology %s (GPUs 0..%d)\n  %s%.72s\n  %*s^",
-                m->devices[p], m->name, topo->source, topo->ngpus - 1, from ? "..." : "",
-                b.data + from, (int)(col - from + (from ? 3 : 0)), "");
-            mc_buf_free(&b);
-            return st;
-        }
+        int p = 0;
+        while (p < m->ndevices && m->devices[p] < topo->ngpus)
+            p++;
+        if (p == m->ndevices)
+            continue;
+        /* Quote the mesh as the user wrote it, caret at its device list; in a file, name the
+         * file and the mesh's line: the file is the invalid input then, not the command line. */
+        char prefix[512] = "", what[512];
+        if (task->source && m->line)
+            snprintf(prefix, sizeof prefix, "%s:%d: ", task->source, m->line);
+        snprintf(what, sizeof what, "device %d of mesh %s is outside the topology %s (GPUs 0..%d)",
+                 m->devices[p], m->name, topo->source, topo->ngpus - 1);
+        const char *text = m->text ? m->text : m->name, *at = strchr(text, '@');
+        return mc_layout_quote(err, task->source ? MC_ERR_INVALID : MC_ERR_USAGE, prefix, text,
+                               at ? (size_t)(at + 1 - text) : strlen(text), what);
     }
     return MC_OK;
 }

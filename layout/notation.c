@@ -17,6 +17,36 @@ typedef struct cursor {
     mc_err_t *err;
 } cursor_t;
 
+/* Characters (UTF-8 code points) in the first n bytes of s: columns and carets count what the
+ * user sees, not bytes. */
+static size_t chars_in(const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* Backs up to the start of the UTF-8 character holding byte i. */
+static size_t char_start(const char *s, size_t i)
+{
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+        i--;
+    return i;
+}
+
+mc_status_t mc_layout_quote(mc_err_t *err, mc_status_t st, const char *prefix, const char *text,
+                            size_t pos, const char *what)
+{
+    size_t len = strlen(text), col = pos;
+    size_t from = char_start(text, col > 48 ? col - 48 : 0);
+    size_t to = from + 72 < len ? char_start(text, from + 72) : len;
+    const char *pre = from ? "..." : "", *post = to < len ? "..." : "";
+    return mc_err_set(err, st, "%s%s at column %zu\n  %s%.*s%s\n  %*s^", prefix, what,
+                      chars_in(text, col) + 1, pre, (int)(to - from), text + from, post,
+                      (int)(chars_in(text + from, col - from) + strlen(pre)), "");
+}
+
 /* Sets a usage error quoting up to ~72 characters of the text around pos, caret under pos. */
 static mc_status_t fail_at(cursor_t *c, const char *pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -27,12 +57,7 @@ static mc_status_t fail_at(cursor_t *c, const char *pos, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    size_t len = strlen(c->text), col = (size_t)(pos - c->text);
-    size_t from = col > 48 ? col - 48 : 0, to = from + 72 < len ? from + 72 : len;
-    const char *pre = from ? "..." : "", *post = to < len ? "..." : "";
-    return mc_err_set(c->err, MC_ERR_USAGE, "%s at column %zu\n  %s%.*s%s\n  %*s^", what, col + 1,
-                      pre, (int)(to - from), c->text + from, post,
-                      (int)(col - from + strlen(pre)), "");
+    return mc_layout_quote(c->err, MC_ERR_USAGE, "", c->text, (size_t)(pos - c->text), what);
 }
 
 static void skip_ws(cursor_t *c)
@@ -66,15 +91,28 @@ static int accept(cursor_t *c, char ch)
     return 1;
 }
 
+/* A byte that continues a word: ASCII letters, digits, '_', and any byte of a UTF-8 sequence. */
+static int word_byte(unsigned char ch)
+{
+    return isalnum(ch) || ch == '_' || ch >= 0x80;
+}
+
 /* An identifier [A-Za-z_][A-Za-z0-9_]*; *start and *len describe it. */
 static mc_status_t ident(cursor_t *c, const char *what, const char **start, size_t *len)
 {
     skip_ws(c);
     const char *s = c->p;
+    /* A word with non-ASCII letters ("hóst") is quoted whole, not cut at its first such byte. */
+    const char *e = s;
+    while (word_byte((unsigned char)*e))
+        e++;
+    for (const char *q = s; q < e; q++)
+        if ((unsigned char)*q >= 0x80)
+            return fail_at(c, s, "expected %s in ASCII letters, digits and '_', got '%.*s'", what,
+                           (int)(e - s), s);
     if (!(isalpha((unsigned char)*s) || *s == '_'))
         return fail_at(c, s, "expected %s", what);
-    while (isalnum((unsigned char)*c->p) || *c->p == '_')
-        c->p++;
+    c->p = e;
     *start = s;
     *len = (size_t)(c->p - s);
     if (*len >= MC_NAME_MAX)
@@ -208,13 +246,28 @@ static mc_status_t mesh_devices(cursor_t *c, mc_mesh_t *m)
         free(ids);
         return MC_OK;
     }
-    int64_t lo, hi;
-    MC_CHECK_GOTO(integer(c, "devices 'FIRST..LAST', 'FIRST', a list '[...]' or '<=[...]'",
-                          0x7fffffff, &lo), out, st);
+    int64_t lo, hi, n = m->ndevices;
+    if (!isdigit((unsigned char)*c->p)) {
+        /* Examples sized to this mesh say more than the grammar's placeholders. */
+        char list[64];
+        if (n <= 4)
+            snprintf(list, sizeof list, "[0%s%s%s]", n > 1 ? ",1" : "", n > 2 ? ",2" : "",
+                     n > 3 ? ",3" : "");
+        else
+            snprintf(list, sizeof list, "[0,1,...,%lld]", (long long)n - 1);
+        return fail_at(c, at, "expected the mesh's %lld device%s after '@': a range such as "
+                       "0..%lld, a first id such as 0, a list such as %s or an iota such as <=[%lld]",
+                       (long long)n, n == 1 ? "" : "s", (long long)n - 1, list, (long long)n);
+    }
+    MC_CHECK_GOTO(integer(c, "the first device id", 0x7fffffff, &lo), out, st);
     skip_ws(c);
     const char *hat = c->p;
     /* A lone FIRST means the mesh's devices run from FIRST on. */
     hi = lo + m->ndevices - 1;
+    if ((*c->p == '-' || *c->p == ':' || *c->p == '.') && !(c->p[0] == '.' && c->p[1] == '.'))
+        return fail_at(c, hat, "expected '..' between the first and last device id, as in "
+                       "%lld..%lld",
+                       (long long)lo, (long long)hi);
     if (c->p[0] == '.' && c->p[1] == '.') {
         c->p += 2;
         hat = c->p;
@@ -319,7 +372,9 @@ mc_status_t mc_task_add_mesh(mc_task_t *task, const char *text, mc_err_t *err)
     }
     MC_CHECK_GOTO(expect_end(&c, "mesh"), fail, st);
     MC_GROW(task->meshes, task->mesh_cap, task->nmeshes + 1);
-    task->meshes[task->nmeshes++] = m;
+    m.text = mc_xstrdup(text);
+    task->meshes[task->nmeshes] = m;
+    mc_names_add(&task->mesh_names, task->meshes, sizeof(mc_mesh_t), task->nmeshes++);
     return MC_OK;
 fail:
     free(m.devices);
@@ -503,11 +558,11 @@ mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
     MC_CHECK_GOTO(ident(&c, "a tensor name or a dtype", &first, &len), fail, st);
     if (accept(&c, ':')) {
         memcpy(mv.name, first, len);
-        for (int i = 0; i < task->ntensors; i++)
-            if (!strcmp(task->tensors[i].name, mv.name)) {
-                st = fail_at(&c, first, "tensor %s is already defined", mv.name);
-                goto fail;
-            }
+        if (mc_names_find(&task->tensor_names, task->tensors, sizeof(mc_tensor_move_t), first,
+                          len) >= 0) {
+            st = fail_at(&c, first, "tensor %s is already defined", mv.name);
+            goto fail;
+        }
     } else {
         c.p = first;
         snprintf(mv.name, sizeof(mv.name), "t%d", task->ntensors);
@@ -525,7 +580,8 @@ mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
     MC_CHECK_GOTO(dst_layout(&c, task, &mv.src, &mv.dst), fail, st);
     MC_CHECK_GOTO(expect_end(&c, "move"), fail, st);
     MC_GROW(task->tensors, task->tensor_cap, task->ntensors + 1);
-    task->tensors[task->ntensors++] = mv;
+    task->tensors[task->ntensors] = mv;
+    mc_names_add(&task->tensor_names, task->tensors, sizeof(mc_tensor_move_t), task->ntensors++);
     return MC_OK;
 fail:
     mc_layout_clear(&mv.src);

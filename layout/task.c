@@ -68,23 +68,25 @@ void mc_task_free(mc_task_t *task)
     if (!task)
         return;
     mc_task_clear_split(task);
-    for (int i = 0; i < task->nmeshes; i++)
+    for (int i = 0; i < task->nmeshes; i++) {
         free(task->meshes[i].devices);
+        free(task->meshes[i].text);
+    }
     for (int i = 0; i < task->ntensors; i++) {
         mc_layout_clear(&task->tensors[i].src);
         mc_layout_clear(&task->tensors[i].dst);
     }
     free(task->meshes);
     free(task->tensors);
+    mc_names_free(&task->mesh_names);
+    mc_names_free(&task->tensor_names);
+    free(task->source);
     free(task);
 }
 
 int mc_task_find_mesh(const mc_task_t *task, const char *name, size_t len)
 {
-    for (int i = 0; i < task->nmeshes; i++)
-        if (strlen(task->meshes[i].name) == len && !memcmp(task->meshes[i].name, name, len))
-            return i;
-    return -1;
+    return mc_names_find(&task->mesh_names, task->meshes, sizeof(mc_mesh_t), name, len);
 }
 
 int mc_mesh_position(const mc_mesh_t *mesh, int gpu)

@@ -77,9 +77,11 @@ static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int
         return MC_OK;
     const char *rest;
     mc_status_t st;
-    if ((rest = mc_line_keyword(line, "mesh")))
+    if ((rest = mc_line_keyword(line, "mesh"))) {
         st = mc_task_add_mesh(task, rest, err);
-    else if ((rest = mc_line_keyword(line, "move")))
+        if (st == MC_OK)
+            task->meshes[task->nmeshes - 1].line = lineno;
+    } else if ((rest = mc_line_keyword(line, "move")))
         st = mc_task_add_move(task, rest, err);
     else
         return mc_err_set(err, MC_ERR_PARSE, "%s:%d: expected 'mesh NAME={...}@...' or 'move "
@@ -95,6 +97,7 @@ static mc_status_t parse_line(mc_task_t *task, char *line, const char *name, int
 mc_status_t mc_task_parse_text(const char *text, const char *name, mc_task_t **out, mc_err_t *err)
 {
     mc_task_t *task = mc_task_new();
+    task->source = mc_xstrdup(name);
     char *copy = mc_xstrdup(text);
     mc_status_t st = MC_OK;
     int lineno = 1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo/topo_bounds.h"
 #include "topo/topo_cluster.h"
 
 typedef struct unit {
@@ -81,6 +82,9 @@ static mc_status_t attr_quantity(xmlNodePtr node, const char *name, const char *
     } else if (v < 0 || (!zero_ok && v == 0)) {
         snprintf(expected, sizeof expected, "a %s %s", what, zero_ok ? ">= 0" : "> 0");
         st = bad_attr(node, name, s, path, expected, err);
+    } else if (mc_topo_quantity_check(units == bw_units ? MC_QTY_BANDWIDTH : MC_QTY_LATENCY, v,
+                                      expected, sizeof expected)) {
+        st = bad_attr(node, name, s, path, expected, err);
     } else {
         *out = v;
     }
@@ -111,12 +115,12 @@ mc_status_t mc_cluster_attr_ratio(xmlNodePtr node, const char *name, const char 
     double num, den = 1.0;
     if (colon)
         *colon = '\0';
+    char expected[96] = "a ratio of positive numbers such as \"2:1\" or \"2\"";
     if (mc_parse_double(s, &num) || (colon && mc_parse_double(colon + 1, &den)) || !(num > 0) ||
-        !(den > 0)) {
+        !(den > 0) || mc_topo_quantity_check(MC_QTY_RATIO, num / den, expected, sizeof expected)) {
         if (colon)
             *colon = ':';
-        st = bad_attr(node, name, s, path, "a ratio of positive numbers such as \"2:1\" or \"2\"",
-                      err);
+        st = bad_attr(node, name, s, path, expected, err);
     } else {
         *out = num / den;
     }

@@ -3,6 +3,7 @@
  * dialect), then number the GPUs and build the graph. */
 #include <string.h>
 
+#include "topo/topo_bounds.h"
 #include "topo/topo_internal.h"
 
 static mc_status_t build(mc_topo_t *t, xmlDocPtr doc, const char *name,
@@ -27,6 +28,7 @@ static mc_status_t load(const char *buf, size_t len, const char *name,
     t = mc_topo_new(name);
     MC_CHECK_GOTO(build(t, doc, name, opts ? opts : &dflt, err), out, st);
     MC_CHECK_GOTO(mc_topo_finalize(t, err), out, st);
+    MC_CHECK_GOTO(mc_topo_check_quantities(t, err), out, st);
     *out = t;
     t = NULL;
 out:

@@ -423,8 +423,9 @@ static mc_status_t read_pci_attrs(mc_nccl_ctx_t *c, xmlNodePtr x, pci_attrs_t *a
     int known;
     a->bw = mc_nccl_pci_bw(speed, (int)width, &known);
     if (a->bw < 0) {
-        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: <pci link_speed=\"%s\">: unknown unit, "
-                        "expected a rate like \"16.0 GT/s PCIe\"", c->path, line_of(x), speed);
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: <pci link_speed=\"%s\">: %s, expected a rate "
+                        "like \"16.0 GT/s PCIe\"", c->path, line_of(x), speed,
+                        a->bw == -2 ? "the rate is not above 0 GT/s" : "unknown unit");
         goto out;
     }
     if (!a->has_class && !x->children)

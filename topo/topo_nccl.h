@@ -34,7 +34,8 @@ typedef enum { MC_DIALECT_NCCL = 1, MC_DIALECT_RCCL = 2 } mc_dialect_t;
 /* ---- hardware constants (topo_nccl_hw.c), all in NCCL's GB/s per direction ---- */
 double mc_nccl_nvlink_bw(int sm);
 /* Bandwidth of a PCIe link from NCCL's prefix table (width x rate / 80). *known is 0 when NCCL
- * would fall back to Gen3; returns -1 when speed is not a "<number> GT/s" string at all. */
+ * would fall back to Gen3; returns -1 when speed is not a "<number> GT/s" string at all, -2 when
+ * the number is not above 0. */
 double mc_nccl_pci_bw(const char *speed, int width, int *known);
 /* Inter-socket bandwidth of a CPU, by arch, vendor, family and model (NCCL's table). */
 double mc_nccl_cpu_bw(mc_dialect_t dialect, const char *arch, const char *vendor, int family,

@@ -80,8 +80,10 @@ double mc_nccl_pci_bw(const char *speed, int width, int *known)
         double gts = strtod(speed, &end);
         while (*end == ' ')
             end++;
-        if (end == speed || !(gts > 0) || strncmp(end, "GT/s", 4) != 0)
+        if (end == speed || strncmp(end, "GT/s", 4) != 0)
             return -1;
+        if (!(gts > 0))
+            return -2;
     }
     for (size_t i = 0; speed && i < sizeof(pci_gen) / sizeof(pci_gen[0]); i++) {
         if (!strncmp(speed, pci_gen[i].prefix, strlen(pci_gen[i].prefix))) {

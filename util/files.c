@@ -3,56 +3,139 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* mkstemp creates 0600; give the result the mode an ordinary create would have. */
-static int chmod_as_created(int fd)
+/* What the target is, in words, for a refusal. */
+static const char *kind_of(mode_t m)
 {
-    mode_t um = umask(0);
-    umask(um);
-    return fchmod(fd, 0666 & ~um);
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISFIFO(m))
+        return "a named pipe";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a regular file";
 }
 
-mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err)
+/* Whether the mode bits let this process write the file: the owner's bits when it owns the file,
+ * else the group's when the file's group is one of its groups, else everyone's. Root gets no
+ * exception (access() would say yes to anything), so a file that its mode marks read-only for
+ * the caller is never replaced, whoever runs meshcast. */
+static int mode_allows_write(const struct stat *st)
 {
-    char *tmp = mc_xasprintf("%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        mc_status_t st = mc_err_set(err, MC_ERR_IO, "%s: cannot create a temporary file: %s",
-                                    path, strerror(errno));
-        free(tmp);
-        return st;
+    if (st->st_uid == geteuid())
+        return (st->st_mode & S_IWUSR) != 0;
+    int in_group = st->st_gid == getegid();
+    gid_t groups[256];
+    int n = in_group ? 0 : getgroups(256, groups);
+    for (int i = 0; i < n && !in_group; i++)
+        in_group = groups[i] == st->st_gid;
+    return (st->st_mode & (in_group ? S_IWGRP : S_IWOTH)) != 0;
+}
+
+/* What the new file gets from the one it replaces. */
+typedef struct target {
+    mode_t mode;
+    int chown; /* root replacing another user's file gives it back to that user */
+    uid_t uid;
+    gid_t gid;
+} target_t;
+
+/* Decides whether path may be replaced and what the new file gets: an existing regular file
+ * keeps its permission bits (set-id bits dropped) and, when root replaces it, its owner and
+ * group; a new one gets what open(0666) would give. */
+static mc_status_t check_target(const char *path, target_t *tg, mc_err_t *err)
+{
+    struct stat st;
+    if (!*path)
+        return mc_err_set(err, MC_ERR_USAGE, "the output file name is empty: expected a path");
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        mode_t um = umask(0);
+        umask(um);
+        tg->mode = 0666 & ~um;
+        return MC_OK;
     }
-    const char *p = data;
-    size_t left = len;
+    if (S_ISLNK(st.st_mode))
+        return mc_err_set(err, MC_ERR_IO, "%s: is a symbolic link; meshcast does not write "
+                          "through links (name the file it points to instead)", path);
+    if (!S_ISREG(st.st_mode))
+        return mc_err_set(err, MC_ERR_IO, "%s: is %s; expected a regular file to write",
+                          path, kind_of(st.st_mode));
+    if (!mode_allows_write(&st))
+        return mc_err_set(err, MC_ERR_IO, "%s: exists and its mode (%04o) does not let you write "
+                          "it; meshcast does not replace it", path,
+                          (unsigned)(st.st_mode & 07777));
+    tg->mode = st.st_mode & 0777;
+    tg->chown = geteuid() == 0 && (st.st_uid != 0 || st.st_gid != getegid());
+    tg->uid = st.st_uid;
+    tg->gid = st.st_gid;
+    return MC_OK;
+}
+
+static int write_all(int fd, const char *p, size_t left)
+{
     while (left > 0) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            goto fail;
+            return -1;
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || chmod_as_created(fd) != 0)
-        goto fail;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
+    return 0;
+}
+
+mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err)
+{
+    target_t tg = {.mode = 0600};
+    mc_status_t st = check_target(path, &tg, err);
+    if (st != MC_OK)
+        return st;
+    char *tmp = mc_xasprintf("%s.tmp.XXXXXX", path);
+    /* A signal between mkstemp and the registration would leave the file behind. */
+    sigset_t old;
+    mc_tmp_block_signals(&old);
+    int fd = mkstemp(tmp), slot = fd >= 0 ? mc_tmp_track(tmp) : -1;
+    mc_tmp_restore_signals(&old);
+    if (fd < 0) {
+        st = mc_err_set(err, MC_ERR_IO, "%s: cannot create a temporary file: %s", path,
+                        strerror(errno));
+        free(tmp);
+        return st;
     }
-    fd = -1;
-    if (rename(tmp, path) != 0)
+    /* Past a file-size limit write() should fail with EFBIG rather than kill the process with
+     * the temporary file in place. */
+    struct sigaction xfsz_ign = {.sa_handler = SIG_IGN}, xfsz_old;
+    sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old);
+    int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0 ||
+              (tg.chown && fchown(fd, tg.uid, tg.gid) != 0) || fchmod(fd, tg.mode) != 0;
+    sigaction(SIGXFSZ, &xfsz_old, NULL);
+    if (bad)
         goto fail;
+    int rc = close(fd);
+    fd = -1;
+    if (rc != 0 || rename(tmp, path) != 0)
+        goto fail;
+    mc_tmp_untrack(slot);
     free(tmp);
     return MC_OK;
-fail:;
-    mc_status_t st = mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+fail:
+    st = mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
     unlink(tmp);
+    mc_tmp_untrack(slot);
     free(tmp);
     return st;
 }
@@ -62,16 +145,31 @@ mc_status_t mc_read_file(const char *path, char **data, size_t *len, mc_err_t *e
     FILE *f = fopen(path, "rb");
     if (!f)
         return mc_err_set(err, MC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* Pipes and devices are fine to read from (process substitution); a folder is not a file. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return mc_err_set(err, MC_ERR_IO, "%s: is a directory; expected a file", path);
+    }
     mc_buf_t b = {0};
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+    int too_big = 0;
+    while (!too_big && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
         mc_buf_append(&b, chunk, n);
-    int bad = ferror(f);
+        too_big = b.len > MC_READ_MAX_BYTES;
+    }
+    int bad = ferror(f), e = errno;
     fclose(f);
-    if (bad) {
+    mc_status_t rc = MC_OK;
+    if (too_big)
+        rc = mc_err_set(err, MC_ERR_INVALID, "%s: larger than %d MiB; no meshcast input is that "
+                        "large", path, MC_READ_MAX_BYTES >> 20);
+    else if (bad)
+        rc = mc_err_set(err, MC_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    if (rc != MC_OK) {
         mc_buf_free(&b);
-        return mc_err_set(err, MC_ERR_IO, "%s: read error", path);
+        return rc;
     }
     if (!b.data)
         mc_buf_append(&b, "", 0);
@@ -90,5 +188,8 @@ mc_status_t mc_read_text_file(const char *path, char **data, mc_err_t *err)
         *data = NULL;
         st = mc_err_set(err, MC_ERR_PARSE, "%s: expected a text file (found a NUL byte)", path);
     }
+    /* Some editors start UTF-8 files with a byte-order mark; it is not part of the first line. */
+    if (st == MC_OK && !strncmp(*data, "\xEF\xBB\xBF", 3))
+        memmove(*data, *data + 3, len - 2);
     return st;
 }

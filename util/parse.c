@@ -105,8 +105,10 @@ const char *mc_fmt_seconds(double s, char *buf, size_t len)
         snprintf(buf, len, "%.1f us", s * 1e6);
     else if (s < 1.0)
         snprintf(buf, len, "%.2f ms", s * 1e3);
-    else
+    else if (s < 1e5)
         snprintf(buf, len, "%.3f s", s);
+    else /* beyond a day the digits mean nothing, and a fixed format would not fit buf */
+        snprintf(buf, len, "%.3g s", s);
     return buf;
 }
 

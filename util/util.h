@@ -4,6 +4,7 @@
 #ifndef MC_UTIL_H
 #define MC_UTIL_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,13 +84,26 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n);
 void mc_buf_free(mc_buf_t *b);
 
 /* Writes data to path through a temporary file in the same folder and rename(), so a reader
- * never sees a half-written file. */
+ * never sees a half-written file. path must name nothing, or a regular file the caller's mode
+ * bits let it write (root included): a directory, device, pipe or symbolic link is refused, as
+ * is a read-only file; a replaced file keeps its permission bits (and, written by root, its
+ * owner and group). An empty path is MC_ERR_USAGE. The temporary file is removed on every error
+ * and on SIGINT, SIGTERM, SIGHUP. */
 mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err);
 
-/* Reads a whole file (NUL-terminated). */
+/* Temporary paths unlinked when SIGINT, SIGTERM or SIGHUP ends the process (util/tmpfiles.c).
+ * mc_tmp_track returns a slot for mc_tmp_untrack, or -1 when the table is full. Creating a file
+ * and tracking it between mc_tmp_block_signals and mc_tmp_restore_signals leaves no window. */
+int mc_tmp_track(const char *path);
+void mc_tmp_untrack(int slot);
+void mc_tmp_block_signals(sigset_t *old);
+void mc_tmp_restore_signals(const sigset_t *old);
+
+/* Reads a whole file (NUL-terminated); a directory or more than MC_READ_MAX_BYTES is refused. */
+#define MC_READ_MAX_BYTES (256 << 20)
 mc_status_t mc_read_file(const char *path, char **data, size_t *len, mc_err_t *err);
 /* The same for a text file: one holding a NUL byte is MC_ERR_PARSE ("PATH: expected a text
- * file"). */
+ * file"); a leading UTF-8 byte-order mark is dropped. */
 mc_status_t mc_read_text_file(const char *path, char **data, mc_err_t *err);
 
 /* Strict number parsing: the whole string must be the number. Return 0 on success. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/xml.h"
+#include "util/xml_explain.h"
 
 /* Topology files are a few hundred kilobytes; anything far larger is not one. */
 #define MC_XML_MAX_BYTES (64u << 20)
@@ -65,7 +66,8 @@ mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr
         goto out;
     }
     doc = xmlCtxtReadMemory(ctxt, buf, (int)len, name, NULL,
-                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                XML_PARSE_BIG_LINES);
     if (!doc || !ctxt->wellFormed) {
         xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
         const char *msg = e && e->message ? e->message : "not well-formed XML\n";
@@ -100,6 +102,7 @@ out:
 typedef struct rng_error {
     int seen, line;
     char msg[512];
+    xmlNodePtr node;
 } rng_error_t;
 
 static void keep_first_rng_error(void *data, xmlErrorPtr e)
@@ -111,6 +114,10 @@ static void keep_first_rng_error(void *data, xmlErrorPtr e)
     fe->line = e->line;
     if (fe->line <= 0 && e->node)
         fe->line = (int)xmlGetLineNo((xmlNodePtr)e->node);
+    fe->node = e->node;
+    if (e->message && !strncmp(e->message, "Type ", 5) &&
+        mc_xml_explain_value(e->node, e->str2, e->str1, fe->msg, sizeof fe->msg))
+        return;
     snprintf(fe->msg, sizeof fe->msg, "%s", e->message ? e->message : "invalid");
     size_t n = strlen(fe->msg);
     while (n && (fe->msg[n - 1] == '\n' || fe->msg[n - 1] == ' '))
@@ -136,7 +143,11 @@ mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const c
         goto out;
     }
     xmlRelaxNGSetValidStructuredErrors(vctx, keep_first_rng_error, &fe);
-    if (xmlRelaxNGValidateDoc(vctx, doc) != 0)
+    int invalid = xmlRelaxNGValidateDoc(vctx, doc) != 0;
+    if (invalid && (strstr(fe.msg, "failed to validate attributes") ||
+                    !strncmp(fe.msg, "Invalid attribute ", 18)))
+        mc_xml_explain_attrs(fe.node, rng, len, fe.msg, sizeof fe.msg);
+    if (invalid)
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", path, fe.line, what,
                         fe.seen ? fe.msg : "invalid");
 out:

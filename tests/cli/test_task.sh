@@ -130,7 +130,7 @@ expect_exit 2 "bad limit" -- "$MESHCAST" task --limit -1 --mesh "$A" 'u8[8] A[ho
 expect_exit 1 "task file error" -- "$MESHCAST" task --task-file tests/data/tasks/bad-axis.task
 expect_grep "$TMP/err" 'tests/data/tasks/bad-axis\.task:5: unknown axis .gpus.' "task file line"
 expect_exit 1 "task file device outside topology" -- "$MESHCAST" task --topo "$P3" --task-file tests/data/tasks/bad-device.task
-expect_grep "$TMP/err" 'bad-device\.task: device 20 of mesh B is outside the topology' "task file blamed"
+expect_grep "$TMP/err" 'bad-device\.task:3: device 20 of mesh B is outside the topology' "task file blamed"
 expect_exit 1 "missing task file" -- "$MESHCAST" task --task-file tests/data/tasks/none.task
 
 finish

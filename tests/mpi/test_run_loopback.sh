@@ -25,7 +25,15 @@ for ph, tr in trees[1:]:
     ph.remove(tr)
 t.write(sys.argv[2])
 PY
-expect_exit 1 "missing trees: wrong bytes" -- "$MESHCAST" run -q --topo "$TOPO" "$TMP/cut.xml"
+# run refuses it as validate does, naming the bytes never delivered; --force runs it and the
+# byte check finds what is missing.
+expect_exit 1 "missing trees: refused" -- "$MESHCAST" run -q --topo "$TOPO" "$TMP/cut.xml"
+expect_grep "$TMP/err" "never receives bytes" "missing trees: the violations are listed"
+expect_grep "$TMP/err" "cut\.xml: [0-9]+ violations .* refusing it \(--force goes on anyway\)" \
+  "missing trees: refused with the file named"
+expect_exit 1 "missing trees: wrong bytes" -- "$MESHCAST" run -q --force --topo "$TOPO" "$TMP/cut.xml"
+expect_grep "$TMP/err" "warning: .*cut\.xml: [0-9]+ violations .*going on because of --force" \
+  "missing trees: --force warns"
 expect_grep "$TMP/out" "^GPU [0-9]+, tensor t0, element \[[0-9]+,[0-9]+,[0-9]+\], byte 0: 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}$" \
   "missing trees: the first wrong bytes are named"
 expect_grep "$TMP/out" "WRONG BYTES" "missing trees: summary says so"

@@ -222,7 +222,7 @@ static void test_errors(void **state)
     mc_task_t *t = task_of("mesh A={x:2}@[0,20]\nmove u8[4] A[x] -> A[_]");
     mc_bound_t b;
     mc_err_t err = {0};
-    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_ERR_USAGE);
+    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "device 20 of mesh A is outside the topology"));
     mc_task_free(t);
     mc_topo_free(topo);

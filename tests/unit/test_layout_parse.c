@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout/layout.h"
+#include "layout/layout_internal.h"
 
 static void test_dtypes(void **state)
 {
@@ -163,7 +163,8 @@ static void test_errors(void **state)
     expect_error(0, "i32[8,8] A[(host,gpu),gpu] -> B[_,x]", "axis gpu is used twice", 23);
     expect_error(1, "C={x:4}@0..6", "the mesh has 4 devices but 0..6 gives 7", 12);
     expect_error(1, "C={x:2}@2147483647", "the devices run past id", 19);
-    expect_error(1, "C={x:2}@1.2", "expected the end of the mesh", 10);
+    expect_error(1, "C={x:2}@1.2",
+                 "expected '..' between the first and last device id, as in 1..2", 10);
     expect_error(1, "C={x:4}@[1,2,3]", "the mesh has 4 devices but the list gives 3", 9);
     expect_error(1, "C={x:4}@<=[2,3]", "the iota shape holds 6 devices", 11);
     expect_error(1, "C={x:2,x:2}@0..3", "axis x is used twice", 8);
@@ -275,6 +276,44 @@ static void test_task_text(void **state)
     assert_int_equal(mc_task_load("/nonexistent/x.task", &t, &err), MC_ERR_IO);
 }
 
+/* The name indexes: thousands of meshes and named moves (past several growths of the tables),
+ * each found again by name, and a repeated name still refused with its line. A non-ASCII name
+ * is quoted whole with the caret under its first character. */
+static void test_task_text_names(void **state)
+{
+    mc_buf_t b = {0};
+    for (int i = 0; i < 3000; i++)
+        mc_buf_printf(&b, "mesh M%d={x:2}@0..1\n", i);
+    for (int i = 0; i < 3000; i++)
+        mc_buf_printf(&b, "move w%d: f32[4] M%d[x] -> M%d[_]\n", i, i, 2999 - i);
+    mc_task_t *t = NULL;
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_parse_text(b.data, "big.task", &t, &err), MC_OK);
+    assert_int_equal(t->nmeshes, 3000);
+    assert_int_equal(t->ntensors, 3000);
+    assert_int_equal(t->tensors[17].src.mesh, 17);
+    assert_int_equal(t->tensors[17].dst.mesh, 2982);
+    assert_int_equal(t->meshes[2982].line, 2983);
+    assert_int_equal(mc_task_find_mesh(t, "M2982", 5), 2982);
+    assert_int_equal(mc_task_find_mesh(t, "M3000", 5), -1);
+    assert_int_equal(mc_task_add_move(t, "w2999: f32[4] M0[x] -> M1[_]", &err), MC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "tensor w2999 is already defined"));
+    assert_int_equal(mc_task_add_mesh(t, "M1234={y:1}", &err), MC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "mesh M1234 is already defined"));
+    mc_task_free(t);
+    mc_buf_printf(&b, "move w5: f32[4] M0[x] -> M1[_]\n");
+    assert_int_equal(mc_task_parse_text(b.data, "big.task", &t, &err), MC_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "big.task:6001: tensor w5 is already defined"));
+    mc_buf_free(&b);
+
+    assert_int_equal(mc_task_parse_text("mesh A={x:2}\nmove f32[4] A[h\xC3\xB3st] -> A[_]\n", "u",
+                                        &t, &err),
+                     MC_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "u:2: expected '_', an axis name or '(' axes ')' in ASCII "
+                                    "letters, digits and '_', got 'h\xC3\xB3st' at column 10\n"
+                                    "  f32[4] A[h\xC3\xB3st] -> A[_]\n           ^"));
+}
+
 static void test_check_topo(void **state)
 {
     mc_topo_t *topo = mc_topo_new("two GPUs");
@@ -293,7 +332,7 @@ static void test_check_topo(void **state)
     assert_int_equal(mc_task_add_mesh(t, "B={x:2}@[1,2]", &err), MC_OK);
     assert_int_equal(mc_task_check_topo(t, topo, &err), MC_ERR_USAGE);
     assert_non_null(strstr(err.msg, "device 2 of mesh B is outside the topology"));
-    assert_non_null(strstr(err.msg, "B={x:2}@[1,2]\n             ^"));
+    assert_non_null(strstr(err.msg, "B={x:2}@[1,2]\n          ^"));
     mc_task_free(t);
     mc_topo_free(topo);
 }
@@ -304,7 +343,7 @@ int main(void)
         cmocka_unit_test(test_dtypes),     cmocka_unit_test(test_meshes),
         cmocka_unit_test(test_layouts),    cmocka_unit_test(test_errors),
         cmocka_unit_test(test_task_text),  cmocka_unit_test(test_check_topo),
-        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_mutations),  cmocka_unit_test(test_task_text_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,7 +63,8 @@ static void test_atomic_write(void **state)
     free(bad);
 }
 
-/* A text file reads back; one with a NUL byte is refused as not text. */
+/* A text file reads back, without a leading byte-order mark; one with a NUL byte is refused
+ * as not text. */
 static void test_text_file(void **state)
 {
     char dir[] = "/tmp/mc_util_XXXXXX";
@@ -74,6 +75,11 @@ static void test_text_file(void **state)
     assert_int_equal(mc_write_file_atomic(path, "a\nb\n", 4, &err), MC_OK);
     assert_int_equal(mc_read_text_file(path, &data, &err), MC_OK);
     assert_string_equal(data, "a\nb\n");
+    free(data);
+    /* A leading byte-order mark is dropped. */
+    assert_int_equal(mc_write_file_atomic(path, "\xEF\xBB\xBFmesh A\n", 10, &err), MC_OK);
+    assert_int_equal(mc_read_text_file(path, &data, &err), MC_OK);
+    assert_string_equal(data, "mesh A\n");
     free(data);
     assert_int_equal(mc_write_file_atomic(path, "a\0b", 3, &err), MC_OK);
     assert_int_equal(mc_read_text_file(path, &data, &err), MC_ERR_PARSE);
@@ -129,6 +135,10 @@ static void test_buf_and_format(void **state)
     assert_string_equal(mc_fmt_bytes(1u << 30, s, sizeof s), "1.00 GiB");
     assert_string_equal(mc_fmt_bytes(12, s, sizeof s), "12 B");
     assert_string_equal(mc_fmt_seconds(0.0025, s, sizeof s), "2.50 ms");
+    /* A 1e-308 GB/s link once made this a 31-digit number without its unit. */
+    assert_string_equal(mc_fmt_seconds(5.12e21, s, sizeof s), "5.12e+21 s");
+    assert_string_equal(mc_fmt_seconds(86400, s, sizeof s), "86400.000 s");
+    assert_string_equal(mc_fmt_seconds(1e5, s, sizeof s), "1e+05 s");
 }
 
 int main(void)
