@@ -74,6 +74,13 @@ int mc_frac_cheaper(double a, int da, double b, int db)
     return a < b * (1 - 1e-9) || (a <= b * (1 + 1e-9) && da < db);
 }
 
+/* Whether a share rather moves toward a column of price a and depth da than one of price b and
+ * depth db (depth_bias: see mc_frac_t). */
+static int preferred(const mc_frac_t *f, double a, int da, double b, int db)
+{
+    return mc_frac_cheaper(a * (1 + f->depth_bias * da), da, b * (1 + f->depth_bias * db), db);
+}
+
 /* Adds w times share s's traffic on tree c to load. */
 static void add_load(const mc_frac_t *f, int s, int c, double w, double *load)
 {
@@ -141,26 +148,28 @@ static double slope(const double *load, const double *dir, const int *act, int n
     return d;
 }
 
-/* Each share's cheapest column under the current prices; returns the Lagrangian bound
- * sum over shares of demand x that column's price (every link priced, prices summing to 1). */
+/* Each share's cheapest column under the current prices (preferred); returns the Lagrangian
+ * bound: the sum over shares of demand x their least column price (every link priced, prices
+ * summing to 1). */
 static double best_response(const mc_frac_t *f, int *best)
 {
     double lb = 0;
     for (int s = 0; s < f->nshares; s++) {
-        double bc = HUGE_VAL;
+        double bc = HUGE_VAL, least = HUGE_VAL;
         int bd = 0;
         best[s] = -1;
         for (int j = 0; j < f->ncols[s]; j++) {
             const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
             double c = mc_frac_tree_cost(f, t, 0);
-            if (best[s] < 0 || mc_frac_cheaper(c, t->depth, bc, bd)) {
+            least = c < least ? c : least;
+            if (best[s] < 0 || preferred(f, c, t->depth, bc, bd)) {
                 bc = c;
                 bd = t->depth;
                 best[s] = f->cols[s][j];
             }
         }
         if (best[s] >= 0)
-            lb += f->demand[s] * bc;
+            lb += f->demand[s] * least;
     }
     return lb;
 }

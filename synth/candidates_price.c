@@ -22,6 +22,8 @@
  * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998
 #define MC_PRICE_STALL 6
+/* The shallow split moves shares toward the column of least price x (1 + this x depth). */
+#define MC_PRICE_DEPTH 0.03
 /* Trees one share may gain in a round of ties (price_round). */
 #define MC_PRICE_TIE_TREES 4
 /* Roots tried per share, and trees one share may gain. */
@@ -160,6 +162,22 @@ static int known(const mc_frac_t *f, int s, int root, int ne, const int *parent,
     return 0;
 }
 
+/* Appends the tree given by edges to the candidates as a new column of share s (marking the
+ * share fine). Returns its index, -2 when s already has that tree, -1 on error. */
+static int add_column(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, int s, int root, int ne,
+                      const int *parent, const int *child, mc_err_t *err)
+{
+    if (known(f, s, root, ne, parent, child))
+        return -2;
+    int c = mc_cands_append(cs, f->topo, sh->s[s].piece, root, ne, parent, child, err);
+    if (c < 0)
+        return -1;
+    f->cs = cs;
+    mc_frac_add(f, s, c);
+    sh->s[s].fine = 1;
+    return c;
+}
+
 /* Price of one byte on the tree given by edges, at prices (plus eps per link). */
 static double edges_cost(const mc_topo_t *topo, const double *price, double eps,
                          const int *parent, const int *child, int ne)
@@ -270,16 +288,13 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
             mc_steiner_free(&own);
             int better = bne > 0 && (mc_frac_cheaper(bcost, bdepth, have, hdepth) ||
                                      (tie && bcost <= have * (1 + 1e-9)));
-            if (!better || known(f, s, broot, bne, bpar, bchi))
+            if (!better)
                 break;
-            int c = mc_cands_append(cs, topo, share->piece, broot, bne, bpar, bchi, err);
+            int c = add_column(f, cs, sh, s, broot, bne, bpar, bchi, err);
             if (c < 0) {
-                added = -1;
+                added = c == -1 ? -1 : added;
                 break;
             }
-            f->cs = cs;
-            mc_frac_add(f, s, c);
-            sh->s[s].fine = 1;
             gained[s]++;
             added++;
             for (int i = 0; tie && i < cs->c[c].nlinks; i++)
@@ -294,6 +309,47 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
     free(depth);
     free(bumped);
     free(scope_gpus);
+    return added;
+}
+
+/* Adds the two-level trees of every share whose root and destinations share a host: from its
+ * root, through each other GPU r of that host, then from r to every other destination. On a
+ * full mesh these are the link-disjoint arborescences of Edmonds' theorem, which the Steiner
+ * heuristic does not single out among the trees of equal load (it finds chains and three-level
+ * trees there). Returns the number added. */
+static int seed_two_level(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, mc_err_t *err)
+{
+    const mc_topo_t *topo = f->topo;
+    int n = topo->ngpus, added = 0;
+    int *par = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 1));
+    int *chi = par + n;
+    for (int s = 0; s < sh->n && added >= 0; s++) {
+        const mc_share_t *share = &sh->s[s];
+        if (share->ndests < 2 || f->ncols[s] == 0)
+            continue;
+        int root = f->cs->c[f->cols[s][0]].root, h = mc_topo_gpu_host(topo, root), local = 1;
+        for (int i = 0; i < share->ndests; i++)
+            local &= mc_topo_gpu_host(topo, share->dests[i]) == h;
+        for (int r = 0; r < n && local; r++) {
+            if (r == root || mc_topo_gpu_host(topo, r) != h)
+                continue;
+            int ne = 0;
+            par[ne] = root;
+            chi[ne++] = r;
+            for (int i = 0; i < share->ndests; i++)
+                if (share->dests[i] != r) {
+                    par[ne] = r;
+                    chi[ne++] = share->dests[i];
+                }
+            int c = add_column(f, cs, sh, s, root, ne, par, chi, err);
+            if (c == -1) {
+                added = -1;
+                break;
+            }
+            added += c >= 0;
+        }
+    }
+    free(par);
     return added;
 }
 
@@ -318,34 +374,38 @@ static int steps_for(const mc_frac_t *f)
            : steps < MC_PRICE_MIN_STEPS ? MC_PRICE_MIN_STEPS : (int)steps;
 }
 
-/* Moves every share's candidates together, in the order the fractional model lists them. */
-static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count, double **frac)
+/* Moves every share's candidates together, in the order the fractional model lists them; x[k]
+ * gets split k's fractions (each indexed by the original candidates) in that order. */
+static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count,
+                    double *const split[MC_SPLITS], double *x[MC_SPLITS])
 {
     mc_cand_t *c = mc_xmalloc(sizeof(mc_cand_t) * (size_t)(cs->n + 1));
-    double *x = mc_xcalloc((size_t)cs->n + 1, sizeof(double));
+    for (int k = 0; k < MC_SPLITS; k++)
+        x[k] = mc_xcalloc((size_t)cs->n + 1, sizeof(double));
     int n = 0;
     for (int s = 0; s < f->nshares; s++) {
         first[s] = n;
         count[s] = f->ncols[s];
         for (int j = 0; j < f->ncols[s]; j++) {
-            x[n] = f->x[f->cols[s][j]];
+            for (int k = 0; k < MC_SPLITS; k++)
+                x[k][n] = split[k][f->cols[s][j]];
             c[n++] = cs->c[f->cols[s][j]];
         }
     }
     free(cs->c);
     cs->c = c;
     cs->n = cs->cap = n;
-    *frac = x;
 }
 
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                            mc_shares_t *sh, int *first, int *count, double bound_s,
-                           double **frac, mc_price_stats_t *stats, mc_err_t *err)
+                           double *frac[MC_SPLITS], mc_price_stats_t *stats, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_frac_t f;
     double *demand = mc_xmalloc(sizeof(double) * (size_t)(sh->n + 1));
     int *gained = mc_xcalloc((size_t)sh->n + 1, sizeof(int));
+    double *split[MC_SPLITS] = {NULL};
     memset(stats, 0, sizeof(*stats));
     for (int s = 0; s < sh->n; s++)
         demand[s] = (double)task->pieces[sh->s[s].piece].bytes;
@@ -375,8 +435,34 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             break;
     }
     stats->frac_s = f.value_s;
+    /* the split found (the two-level trees added at fraction 0), then one afresh preferring
+     * shallow trees */
+    if (stats->added) {
+        int seeded = seed_two_level(&f, cs, sh, err);
+        if (seeded < 0) {
+            st = MC_ERR_INTERNAL;
+            goto out;
+        }
+        stats->added += seeded;
+    }
+    for (int k = 0; k < MC_SPLITS; k++) {
+        if (k == MC_SPLIT_SHALLOW && stats->added) {
+            memset(f.x, 0, sizeof(double) * (size_t)f.capx);
+            f.depth_bias = MC_PRICE_DEPTH;
+            mc_frac_solve(&f, steps_for(&f));
+        }
+        split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
+        memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);
+    }
 out:
-    regroup(cs, &f, first, count, frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        if (!split[k]) {
+            split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
+            memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);
+        }
+    regroup(cs, &f, first, count, split, frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        free(split[k]);
     mc_frac_free(&f);
     free(demand);
     free(gained);

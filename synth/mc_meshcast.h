@@ -114,6 +114,7 @@ typedef struct mc_frac {
     double *price;        /* per topology link: the link's dual, summing to 1 */
     double value_s;       /* the busiest link's load */
     double lower_s;       /* a lower bound on the optimum over these candidates (Lagrangian) */
+    double depth_bias;    /* > 0: shares move toward columns of least price x (1 + bias x depth) */
 } mc_frac_t;
 
 /* Bisection steps of the line search of each Frank-Wolfe step. */
@@ -160,6 +161,11 @@ int mc_steiner_tree(const mc_steiner_t *g, int root, const int *dests, int ndest
 
 /* ---- column generation (candidates_price.c) ---- */
 
+/* The splits pricing hands to the optimizer: the least busiest-link load found, and the same
+ * columns split again preferring shallow trees (the simulator charges pipeline fill per level,
+ * the model does not). */
+enum { MC_SPLIT_LOAD, MC_SPLIT_SHALLOW, MC_SPLITS };
+
 typedef struct mc_price_stats {
     int rounds;           /* pricing rounds run */
     int added;            /* trees added */
@@ -172,10 +178,11 @@ typedef struct mc_price_stats {
  * from any of its candidates' roots (or a holder on their hosts), with relays at any GPU of the
  * hosts its candidates touch, when it costs less than every candidate it has; repeats while the
  * optimum is more than 1% above bound_s and falls. Marks the shares that gained trees fine. Keeps each share's candidates contiguous
- * (first, count rewritten) and gives each candidate's fraction in *frac (caller frees). */
+ * (first, count rewritten) and gives each candidate's fraction in each split, frac[k][c]
+ * (caller frees each). */
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                            mc_shares_t *sh, int *first, int *count, double bound_s,
-                           double **frac, mc_price_stats_t *stats, mc_err_t *err);
+                           double *frac[MC_SPLITS], mc_price_stats_t *stats, mc_err_t *err);
 
 /* ---- the abstract plan (synth_meshcast_plan.c) ---- */
 
@@ -286,6 +293,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER0,
     MC_PLAN_OTHER1,
     MC_PLAN_OTHER2,
+    MC_PLAN_OTHER3,
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS
@@ -305,10 +313,11 @@ typedef struct mc_comp {
 
 /* Groups the shares into components whose candidates share no link, and builds each one's plan
  * (share i's candidates are cs->c[first[i] .. first[i]+count[i]); chunk_bytes: the caller's
- * pipeline chunk, 0 for each tree's best). */
+ * pipeline chunk, 0 for each tree's best; frac: the fractional split of the priced shares' bytes
+ * per candidate, or NULL, which sizes each tree's fixed cost). */
 void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
                     const mc_cands_t *cs, const int *first, const int *count, uint64_t chunk_bytes,
-                    mc_comp_t **out, int *ncomps);
+                    const double *frac, mc_comp_t **out, int *ncomps);
 void mc_comps_free(mc_comp_t *comps, int n);
 
 /* Units a piece is split into for the optimizer (finer for a share with priced trees: its

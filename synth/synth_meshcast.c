@@ -20,12 +20,13 @@ typedef struct run {
     mc_shares_t sh;
     mc_cands_t cs;
     int *first, *count;   /* per share: its candidates in cs */
-    double *frac;         /* per candidate: its share's fraction in the fractional model */
+    double *frac[MC_SPLITS]; /* per split, per candidate: its share's fraction */
     mc_price_stats_t price;
     mc_comp_t *comps;
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
     int64_t sim_work_left;  /* simulation work left to certify and the referee */
+    mc_bound_t bound;       /* the task's lower bound, computed once */
 } run_t;
 
 static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
@@ -49,13 +50,11 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     }
     /* trees priced by link load join the shapes above (relays are what they add: not under a
      * memory limit) */
-    if (price && !r->opts->memory_limit) {
-        mc_bound_t b;
-        MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
+    if (price && !r->opts->memory_limit)
         MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
-                                     b.seconds - b.latency_s, &r->frac, &r->price, err),
+                                     r->bound.seconds - r->bound.latency_s, r->frac, &r->price,
+                                     err),
                       out, st);
-    }
 out:
     free(leaving);
     return st;
@@ -89,14 +88,14 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
-/* The fractional model's split of the component's shares, rounded to whole units in one phase.
- * Returns 0 when it is a feasible plan. */
-static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
+/* Split k of the fractional model over the component's shares, rounded to whole units in one
+ * phase. Returns 0 when it is a feasible plan. */
+static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *out)
 {
     const mc_plan_t *pl = &cp->plan;
     double *x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
     for (int c = 0; c < pl->ncands; c++)
-        x[c] = r->frac[cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
+        x[c] = r->frac[k][cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
     mc_plan_round(pl, x, out);
     free(x);
     mc_plan_sol_compact(pl, out);
@@ -111,7 +110,7 @@ static int frac_plan(const run_t *r, const mc_comp_t *cp, mc_plan_sol_t *out)
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
-    mc_plan_sol_t from[4] = {{0}};
+    mc_plan_sol_t from[3 + MC_SPLITS] = {{0}};
     mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
@@ -133,8 +132,8 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
     nfrom += zs.status == MC_Z3_OPTIMAL;
-    if (r->price.added && frac_plan(r, cp, &from[nfrom]) == 0)
-        nfrom++;
+    for (int k = 0; k < MC_SPLITS && r->price.added; k++)
+        nfrom += frac_plan(r, cp, k, &from[nfrom]) == 0;
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -159,7 +158,7 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
                 mc_fmt_seconds((double)lower * 1e-12, b, sizeof b));
     }
 out:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3 + MC_SPLITS; i++)
         mc_plan_sol_free(&from[i]);
     return st;
 }
@@ -326,7 +325,7 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
     mc_sim_result_t sim = {0};
-    mc_bound_t b = {0};
+    const mc_bound_t *b = &r->bound;
     *v = (verdict_t){0};
     int bad = mc_sched_validate(s, r->topo, &buf);
     if (bad) {
@@ -334,7 +333,6 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
                         __FILE__, __LINE__, bad, buf.data ? buf.data : "");
         goto out;
     }
-    MC_CHECK_GOTO(mc_task_bound(r->task, r->topo, &b, err), out, st);
     mc_err_t stopped = {0};
     st = mc_sim_run_bounded(s, r->topo, work_left, &sim, &stopped);
     v->simulated = st == MC_OK;
@@ -354,11 +352,11 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
                 v->t = rep->plans[MC_PLAN_SOLVED].est_ps * 1e-12;
         }
     }
-    double gap = b.seconds > 0 ? (v->t / b.seconds - 1) * 100 : 0;
+    double gap = b->seconds > 0 ? (v->t / b->seconds - 1) * 100 : 0;
     snprintf(s->params, sizeof s->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
              "rlimit_used=%llu priced=%d frac_s=%.6g",
-             plan, v->simulated ? "sim_s" : "est_s", v->t, b.seconds, gap, r->nz3_optimal,
+             plan, v->simulated ? "sim_s" : "est_s", v->t, b->seconds, gap, r->nz3_optimal,
              r->nunique, r->ncomps, (unsigned long long)r->rlimit_used, r->price.added,
              r->price.frac_s);
 out:
@@ -398,8 +396,8 @@ static int every_comp_has(const run_t *r, int kind)
  * staggered. A caller's fixed chunk leaves out what changes chunk counts. */
 static int variants(const run_t *r, variant_t *out)
 {
-    static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0,
-                                MC_PLAN_OTHER1, MC_PLAN_OTHER2, MC_PLAN_SOLVED};
+    static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0, MC_PLAN_OTHER1,
+                                MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
@@ -416,8 +414,8 @@ static int variants(const run_t *r, variant_t *out)
  * *v its verdict. */
 static mc_status_t race(run_t *r, variant_t x, mc_sched_t **out, verdict_t *v, mc_err_t *err)
 {
-    static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1",
-                                               "other2", "direct", "whole"};
+    static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1", "other2",
+                                               "other3", "direct", "whole"};
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
@@ -479,7 +477,8 @@ static void run_free(run_t *r)
     mc_shares_free(&r->sh);
     free(r->first);
     free(r->count);
-    free(r->frac);
+    for (int k = 0; k < MC_SPLITS; k++)
+        free(r->frac[k]);
 }
 
 /* One synthesis from the candidates: components solved, the solved plan certified and raced by
@@ -488,8 +487,8 @@ static mc_status_t synth_once(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *
 {
     mc_status_t st = MC_OK;
     int replaced;
-    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk, &r->comps,
-                   &r->ncomps);
+    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
+                   r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
     MC_CHECK_GOTO(solve(r, err), out, st);
     MC_CHECK_GOTO(assemble(r, MC_PLAN_SOLVED, FORM_DECODED, s, err), out, st);
     MC_CHECK_GOTO(certify(r, *s, "z3", &r->sim_work_left, v, err), out, st);
@@ -519,6 +518,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
+    MC_CHECK_GOTO(mc_task_bound(task, topo, &r.bound, err), out, st);
+    plain.bound = r.bound;
     MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
     /* Priced trees lower the fractional optimum, but the simulator also charges what the model
      * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing

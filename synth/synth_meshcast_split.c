@@ -39,11 +39,23 @@ static int64_t to_ps(double s)
     return (int64_t)ps + (ps > (double)(int64_t)ps);
 }
 
+/* The bytes a tree of share s carries in a typical part of the fractional split: the piece over
+ * the number of its trees the split uses. */
+static uint64_t typical_bytes(const mc_shares_t *sh, int s, uint64_t bytes, const int *first,
+                              const int *count, const double *frac)
+{
+    int used = 0;
+    for (int j = 0; frac && sh->s[s].fine && j < count[s]; j++)
+        used += frac[first[s] + j] > 0;
+    return used > 1 ? bytes / (uint64_t)used : bytes;
+}
+
 /* Fills comp's plan from its pieces' candidates; link ids become plan-local in order of first
  * use, which is what makes the key independent of where in the cluster the component sits. */
 static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *topo,
                        const mc_shares_t *sh, const mc_cands_t *cs, const int *piece_first,
-                       const int *piece_count, uint64_t chunk_bytes, int *local)
+                       const int *piece_count, uint64_t chunk_bytes, const double *frac,
+                       int *local)
 {
     mc_plan_t *pl = &cp->plan;
     mc_buf_t key = {0};
@@ -61,14 +73,21 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
         uint64_t ub;
         pl->units[i] = mc_piece_units(pc->bytes, sh->s[cp->pieces[i]].fine, &ub);
         mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
+        uint64_t typical = typical_bytes(sh, cp->pieces[i], pc->bytes, piece_first, piece_count,
+                                         frac);
         for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
             int gc = piece_first[cp->pieces[i]] + j;
             const mc_cand_t *c = &cs->c[gc];
             mc_pcand_t *q = &pl->cands[pl->ncands];
             cp->cand_ids[pl->ncands++] = gc;
             q->piece = i;
-            /* the whole piece's overhead: an upper bound for any share of it */
-            q->fixed_ps = to_ps(mc_cand_overhead_s(c, pc->bytes, chunk_bytes));
+            /* the overhead of the bytes the tree is expected to carry: the whole piece (an upper
+             * bound for any part of it), or for a priced share its part in the fractional
+             * split (a typical part for a tree the split leaves out) */
+            uint64_t bytes = pc->bytes;
+            if (frac && sh->s[cp->pieces[i]].fine)
+                bytes = frac[gc] > 0 ? (uint64_t)(frac[gc] * (double)pc->bytes) + 1 : typical;
+            q->fixed_ps = to_ps(mc_cand_overhead_s(c, bytes, chunk_bytes));
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
@@ -97,7 +116,7 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
 
 void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
                     const mc_cands_t *cs, const int *first, const int *count, uint64_t chunk_bytes,
-                    mc_comp_t **out, int *ncomps)
+                    const double *frac, mc_comp_t **out, int *ncomps)
 {
     int np = sh->n;
     int *up = mc_xmalloc(sizeof(int) * (size_t)(np + 1));
@@ -133,7 +152,7 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_share
     for (int l = 0; l < topo->nlinks; l++)
         owner[l] = -1; /* reused as the plan-local link numbering */
     for (int i = 0; i < n; i++) {
-        build_plan(&comps[i], task, topo, sh, cs, first, count, chunk_bytes, owner);
+        build_plan(&comps[i], task, topo, sh, cs, first, count, chunk_bytes, frac, owner);
         for (int j = 0; j < i && comps[i].same_as < 0; j++)
             if (comps[j].same_as < 0 && !strcmp(comps[i].key, comps[j].key))
                 comps[i].same_as = j;

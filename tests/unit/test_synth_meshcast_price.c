@@ -97,9 +97,9 @@ static void test_pricing_improves_poor_start(void **state)
     }
     assert_int_equal(mc_cands_push(&cs, topo, sh.s[0].piece, 0, 7, parent, child, &at, &err),
                      MC_OK);
-    double *frac = NULL, ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
+    double *frac[MC_SPLITS] = {NULL}, ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
     mc_price_stats_t st;
-    assert_int_equal(mc_cands_price(&cs, task, topo, &sh, &first, &count, ideal, &frac, &st,
+    assert_int_equal(mc_cands_price(&cs, task, topo, &sh, &first, &count, ideal, frac, &st,
                                     &err),
                      MC_OK);
     assert_true(st.added >= 2);
@@ -108,7 +108,7 @@ static void test_pricing_improves_poor_start(void **state)
     assert_true(st.frac_s < st.first_s);
     assert_true(st.frac_s <= 1.1 * ideal);
     assert_true(st.frac_s >= ideal * (1 - 1e-9));
-    double sum = 0;
+    double sum[MC_SPLITS] = {0};
     for (int c = 0; c < cs.n; c++) {
         char seen[8] = {1};
         for (int e = 0; e < cs.c[c].nedges; e++) {
@@ -117,10 +117,13 @@ static void test_pricing_improves_poor_start(void **state)
         }
         for (int g = 1; g < 8; g++)
             assert_true(seen[g]);
-        sum += frac[c];
+        for (int k = 0; k < MC_SPLITS; k++)
+            sum[k] += frac[k][c];
     }
-    assert_true(sum > 1 - 1e-6 && sum < 1 + 1e-6);
-    free(frac);
+    for (int k = 0; k < MC_SPLITS; k++) {
+        assert_true(sum[k] > 1 - 1e-6 && sum[k] < 1 + 1e-6); /* every share's bytes placed */
+        free(frac[k]);
+    }
     mc_cands_free(&cs);
     mc_shares_free(&sh);
     mc_task_free(task);
