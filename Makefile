@@ -18,7 +18,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lz3 -lglpk -lm -lpthread
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wno-unused-parameter
 OPT      ?= -O2 -g
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(FUZZ_CFLAGS) -I. -DMC_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -MMD -MP
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(FUZZ_CFLAGS) -fPIC -I. -DMC_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -MMD -MP
 LDFLAGS_ALL =
 
 ifneq ($(SANITIZE),)
@@ -40,7 +40,7 @@ else
   say = @printf '  %-6s %s\n'
 endif
 
-LIB_DIRS := util topo layout sched sim synth pipeline emit bench
+LIB_DIRS := util topo layout cost sched sim synth pipeline emit bench
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 RT_SRCS  := $(sort $(wildcard runtime/*.c))
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -52,6 +52,13 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 LIB     := $(BUILD)/libmeshcast.a
+# The shared library the Python package loads (python/README.md): the static library's modules
+# and the runtime's host-side C, without MPI or CUDA so that it needs no launcher or device.
+SO      := $(BUILD)/libmeshcast.so
+# python/capi holds the binding's C side, in the shared library only.
+PY_SRCS := $(sort $(wildcard python/capi/*.c))
+SO_OBJS  = $(LIB_OBJS) $(filter-out %/mpi.o,$(RT_SRCS:%.c=$(BUILD)/obj/%.o)) $(RT_EMBED_OBJ) \
+           $(PY_SRCS:%.c=$(BUILD)/obj/%.o)
 RT_LIB  := $(BUILD)/libmeshcast_rt.a
 CLI_BIN := $(BUILD)/meshcast
 
@@ -61,11 +68,11 @@ RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps demo test check bench fuzz fuzz-build install clean build-all
+.PHONY: all deps demo test check bench fuzz fuzz-build install clean build-all python python-nccl-example
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(CLI_BIN) $(TEST_BINS)
+build-all: $(CLI_BIN) $(TEST_BINS) $(SO)
 
 $(DEPS_STAMP): scripts/deps.sh
 	@scripts/deps.sh
@@ -93,6 +100,10 @@ $(RT_LIB): $(RT_OBJS) $(RT_EXTRA_OBJS)
 	$(say) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(SO): $(SO_OBJS)
+	$(say) LINK $@
+	$(Q)$(CC) -shared $(LDFLAGS_ALL) -Wl,--no-undefined -o $@ $^ $(PKG_LIBS)
+
 $(CLI_BIN): $(CLI_OBJS) $(LIB) $(RT_LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS)
@@ -102,12 +113,35 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(RT_LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL) $(LIB) $(RT_LIB) $(RT_EXTRA_LIBS) $(PKG_LIBS) -lcmocka
 
+# The Python package (python/README.md): libmeshcast.so copied into it, installed with Debian's
+# pip into /usr/bin/python3's site-packages, again only when the library or a source changed.
+PYTHON   ?= /usr/bin/python3
+PY_STAMP := $(BUILD)/.python-installed
+PY_FILES := $(sort $(wildcard python/meshcast/*.py)) python/pyproject.toml python/README.md
+python: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
+
+$(PY_STAMP): $(SO) $(PY_FILES)
+	$(say) PIP python/
+	$(Q)mkdir -p python/meshcast/_lib && cp $(SO) python/meshcast/_lib/libmeshcast.so
+	$(Q)$(PYTHON) -m pip install -q --no-deps --no-build-isolation --no-index \
+	  --break-system-packages ./python >$(BUILD)/pip.log 2>&1 || { cat $(BUILD)/pip.log; exit 1; }
+	$(Q)rm -rf python/build python/*.egg-info && touch $@
+
+# The emitted CUDA called from PyTorch (python/examples/torch_nccl/README.md); needs nvcc.
+python-nccl-example: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@python/examples/torch_nccl/build.sh $(abspath $(CLI_BIN))
+
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
 	@scripts/demo.sh $(CLI_BIN)
 
 test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
 	@tests/run.sh $(BUILD)
 
 # ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
@@ -161,4 +195,4 @@ install: all
 clean:
 	rm -rf build build-check build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(RT_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(RT_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PY_SRCS:%.c=$(BUILD)/obj/%.d)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cost/cost.h"
 #include "synth/synth.h"
 #include "util/util.h"
 
@@ -53,6 +54,7 @@ typedef struct mc_bench_row {
     double busbw_gbps;      /* calibration: the simulated bus bandwidth, as nccl-tests counts it */
     uint64_t op_bytes;      /* calibration: nccl-tests' message size S */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
+    double cost_s;          /* the cost model's estimate for this strategy, -1 if it has none */
     int failed;             /* the strategy or the simulator returned an error */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
                              * kind of task (a same-mesh strategy on a cross-mesh case) */
@@ -85,5 +87,12 @@ void mc_bench_calib_fill(mc_bench_row_t *row, const mc_task_t *task);
 int mc_bench_print_calib(FILE *out, const mc_bench_row_t *rows, int n);
 /* A grouped bar chart of time/bound per case and strategy, written atomically. */
 mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int n, mc_err_t *err);
+
+/* The cost model's column (bench_cost.c): fills row->cost_s for the row's strategy; the cell is
+ * the estimate's error relative to the simulated time ("-" without one); the summary prints one
+ * line per strategy with its worst and median error. */
+void mc_bench_cost_row(mc_cost_topo_t *ct, const mc_task_t *task, mc_bench_row_t *row);
+const char *mc_bench_cost_cell(const mc_bench_row_t *r, char *buf, size_t len);
+void mc_bench_print_cost_summary(FILE *out, const mc_bench_row_t *rows, int n);
 
 #endif

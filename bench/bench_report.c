@@ -78,10 +78,10 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 {
     int cw, sw;
     name_widths(rows, n, &cw, &sw);
-    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-    fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7s %9s %10s %10s %10s  %s\n", "suite", cw,
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+    fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7s %9s %10s %10s %10s %8s  %s\n", "suite", cw,
             "case", sw, "strategy", "bytes", "bound", "sim", "time/lb", "algbw", "synth",
-            "peak mem", "recv/GPU", "valid");
+            "peak mem", "recv/GPU", "cost err", "valid");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed) {
@@ -89,13 +89,14 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                     mc_fmt_bytes(r->bytes, b1, sizeof(b1)), valid_str(r), r->error);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s  %s\n", r->suite, cw,
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s %8s  %s\n", r->suite, cw,
                 r->cas, sw, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
                 mc_fmt_seconds(r->lower_bound_s, b2, sizeof(b2)),
                 mc_fmt_seconds(r->sim_s, b3, sizeof(b3)), r->ratio, r->algbw_gbps,
                 mc_fmt_seconds(r->synth_s, b4, sizeof(b4)),
                 mc_fmt_bytes(r->peak_mem, b5, sizeof(b5)),
-                mc_fmt_bytes(r->moved_max, b6, sizeof(b6)), valid_str(r));
+                mc_fmt_bytes(r->moved_max, b6, sizeof(b6)), mc_bench_cost_cell(r, b7, sizeof(b7)),
+                valid_str(r));
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
@@ -107,18 +108,19 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                     g[k].strategy, g[k].total - g[k].invalid, g[k].total);
             continue;
         }
-        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s  %d/%d\n", "all", cw,
+        fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s %8s  %d/%d\n", "all", cw,
                 "geomean", sw, g[k].strategy, "-", mc_fmt_seconds(mean_of(g[k].bound, g[k].n), b2,
                                                               sizeof(b2)),
                 mc_fmt_seconds(mean_of(g[k].sim, g[k].n), b3, sizeof(b3)),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
-                mc_fmt_seconds(mean_of(g[k].synth, g[k].n), b4, sizeof(b4)), "-", "-",
+                mc_fmt_seconds(mean_of(g[k].synth, g[k].n), b4, sizeof(b4)), "-", "-", "-",
                 g[k].total - g[k].invalid, g[k].total);
     }
     fprintf(out, "algbw = bytes delivered to destinations / simulated time, GB/s (1e9 B/s); "
                  "recv/GPU = most bytes any GPU receives; "
                  "geomean over rows that ran; valid column of geomean rows: valid/total; n/a: the strategy does "
-                 "not handle this kind of task\n");
+                 "not handle this kind of task; cost err = (cost model - sim) / sim\n");
+    mc_bench_print_cost_summary(out, rows, n);
 }
 
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)

@@ -90,9 +90,12 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
         mc_topo_t *topo = NULL;
         mc_task_t *task = NULL;
         mc_bound_t bound;
+        mc_cost_topo_t *ct = NULL;
         st = load_case(c, suite->path, &topo, &task, err);
         if (st == MC_OK)
             st = mc_task_bound(task, topo, &bound, err);
+        if (st == MC_OK)
+            ct = mc_cost_topo_new(topo);
         /* A calibration case runs the one strategy that writes its operation. */
         const mc_strategy_t *via = c->op ? mc_synth_find(c->via) : NULL;
         int nstrat = via ? 1 : opts->nstrategies;
@@ -105,9 +108,11 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
                                     .bytes = mc_task_total_bytes(task),
                                     .lower_bound_s = bound.seconds, .calib = via ? c : NULL};
             run_strategy(strat, task, topo, opts, row);
+            mc_bench_cost_row(ct, task, row);
             if (via && !row->failed)
                 mc_bench_calib_fill(row, task);
         }
+        mc_cost_topo_free(ct);
         mc_task_free(task);
         mc_topo_free(topo);
     }

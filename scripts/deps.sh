@@ -3,7 +3,8 @@
 # Runs apt-get as root, or through sudo otherwise. Does nothing when everything is present.
 set -euo pipefail
 pkgs=(build-essential pkg-config clang libz3-dev libigraph-dev libxml2-dev libxml2-utils
-      libcmocka-dev libjansson-dev libxxhash-dev libglpk-dev graphviz libopenmpi-dev openmpi-bin)
+      libcmocka-dev libjansson-dev libxxhash-dev libglpk-dev graphviz libopenmpi-dev openmpi-bin
+      python3-cffi python3-pytest python3-torch python3-numpy python3-pip python3-setuptools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

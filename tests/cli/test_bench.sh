@@ -39,7 +39,11 @@ expect_exit 0 "case1 table" -- "$MESHCAST" bench --suite paper --cases case1 --s
 expect_grep "$TMP/out" '^suite +case +strategy +bytes +bound +sim +time/lb' "table header"
 expect_grep "$TMP/out" '^all +geomean +p2p ' "table geomean row"
 # Each destination GPU of case 1 receives its 1 GiB tile once: peak memory 1 GiB, recv/GPU 1 GiB.
-expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +yes$' "peak memory and bytes received per GPU"
+expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +[-+][0-9.]+% +yes$' "peak memory and bytes received per GPU"
+# The cost model's column and summary: p2p's four sends per source NIC are exact arithmetic.
+expect_grep "$TMP/out" '^paper +case1 +p2p .* \+0\.0% +yes$' "cost model column"
+expect_grep "$TMP/out" '^cost model p2p +worst error +0\.0% \(paper/case1\), median +0\.0% over 1 rows$' \
+  "cost model summary"
 
 # Case-file errors name the file and line.
 printf 'suite bad\ncase x\nmesh A={x:1}@[0]\n' > "$TMP/bad.cases"
@@ -60,4 +64,13 @@ expect_exit 0 "paper suite, baselines" -- "$MESHCAST" bench --suite paper \
 expect_true "48 rows" -- test "$(grep -c '^paper,' "$TMP/out")" -eq 48
 expect_true "every schedule valid" -- test "$(grep '^paper,' "$TMP/out" | grep -vc ',yes$')" -eq 0
 expect_true "never below the bound" -- awk -F, '/^paper,/ && $7 < 1 - 1e-9 {exit 1}' "$TMP/out"
+
+# The cost model stays within 10% of the meshcast schedule's simulated time on the paper's suite
+# (docs/cost-model.md), and p2p's estimate, its traffic being the schedule's, within 1%.
+expect_exit 0 "paper suite, meshcast and p2p" -- "$MESHCAST" bench --suite paper \
+  --strategies meshcast,p2p --rlimit 2000000
+expect_true "meshcast estimate within 10%" -- awk '/^cost model meshcast/ {gsub("%", "", $6); \
+  found = 1; bad = $6 + 0 > 10} END {exit bad || !found}' "$TMP/out"
+expect_true "p2p estimate within 1%" -- awk '/^cost model p2p/ {gsub("%", "", $6); \
+  found = 1; bad = $6 + 0 > 1} END {exit bad || !found}' "$TMP/out"
 finish

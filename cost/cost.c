@@ -1,0 +1,518 @@
+/* The cost model's frame: the wrapped topology (route cache, per-host lists, scratch), the
+ * accounting of transfers onto links, and the time formula applied to the loaded links
+ * (docs/cost-model.md). The strategies' traffic is in cost_traffic.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/cost_internal.h"
+
+static const char *const strategy_names[MC_COST__COUNT] = {"meshcast", "p2p", "alpa-bcast"};
+
+int mc_cost_strategy_parse(const char *name, mc_cost_strategy_t *out)
+{
+    for (int s = 0; s < MC_COST__COUNT; s++)
+        if (name && !strcmp(name, strategy_names[s])) {
+            *out = (mc_cost_strategy_t)s;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mc_cost_strategy_name(mc_cost_strategy_t s)
+{
+    return (unsigned)s < MC_COST__COUNT ? strategy_names[s] : "?";
+}
+
+const char *mc_cost_bind_str(mc_cost_bind_t b)
+{
+    static const char *names[] = {"none", "link", "latency"};
+    return (unsigned)b <= MC_COST_BIND_LATENCY ? names[b] : "?";
+}
+
+mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
+{
+    mc_cost_topo_t *ct = mc_xcalloc(1, sizeof(*ct));
+    int nh = topo->nhosts, ng = topo->ngpus;
+    ct->topo = topo;
+    ct->hcap = 1024;
+    ct->keys = mc_xmalloc(sizeof(int64_t) * (size_t)ct->hcap);
+    ct->vals = mc_xmalloc(sizeof(int) * (size_t)ct->hcap);
+    memset(ct->keys, 0xff, sizeof(int64_t) * (size_t)ct->hcap);
+    ct->gpu_host = mc_xmalloc(sizeof(int) * (size_t)ng);
+    for (int g = 0; g < ng; g++)
+        ct->gpu_host[g] = mc_topo_gpu_host(topo, g);
+    ct->host_start = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    ct->host_gpus = mc_xmalloc(sizeof(int) * (size_t)ng);
+    ct->host_ports = mc_xcalloc((size_t)nh, sizeof(int));
+    for (int g = 0; g < ng; g++)
+        ct->host_start[mc_topo_gpu_host(topo, g) + 1]++;
+    for (int h = 0; h < nh; h++)
+        ct->host_start[h + 1] += ct->host_start[h];
+    int *fill = mc_xmalloc(sizeof(int) * (size_t)nh);
+    memcpy(fill, ct->host_start, sizeof(int) * (size_t)nh);
+    for (int g = 0; g < ng; g++)
+        ct->host_gpus[fill[mc_topo_gpu_host(topo, g)]++] = g;
+    free(fill);
+    ct->port_of = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes);
+    ct->gpu_port = mc_xmalloc(sizeof(int) * (size_t)ng);
+    ct->host_pieces = mc_xcalloc((size_t)nh, sizeof(int));
+    for (int g = 0; g < ng; g++)
+        ct->gpu_port[g] = -2;
+    ct->host_bw = mc_xmalloc(sizeof(double) * (size_t)nh);
+    for (int h = 0; h < nh; h++)
+        ct->host_bw[h] = mc_topo_host_net_bw(topo, h);
+    ct->host_switched = mc_xcalloc((size_t)nh, 1);
+    ct->host_relays = mc_xmalloc((size_t)nh);
+    memset(ct->host_relays, -1, (size_t)nh);
+    for (int i = 0; i < topo->nnodes; i++) {
+        const mc_node_t *n = &topo->nodes[i];
+        ct->port_of[i] = n->kind == MC_NODE_NET && n->host >= 0 ? ct->host_ports[n->host]++ : -1;
+        if (n->kind == MC_NODE_NVS && n->host >= 0)
+            ct->host_switched[n->host] = 1;
+    }
+    ct->port_base = mc_xcalloc((size_t)nh + 1, sizeof(int));
+    for (int h = 0; h < nh; h++)
+        ct->port_base[h + 1] = ct->port_base[h] + ct->host_ports[h];
+    ct->port_in = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
+    ct->port_out = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
+    ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
+    ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
+    ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
+    ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
+    ct->host_busy = mc_xcalloc((size_t)nh, sizeof(double));
+    return ct;
+}
+
+void mc_cost_topo_free(mc_cost_topo_t *ct)
+{
+    if (!ct)
+        return;
+    free(ct->keys);
+    free(ct->vals);
+    free(ct->routes);
+    free(ct->pool);
+    free(ct->gpu_host);
+    free(ct->host_start);
+    free(ct->host_gpus);
+    free(ct->host_ports);
+    free(ct->port_of);
+    free(ct->gpu_port);
+    free(ct->port_base);
+    free(ct->port_in);
+    free(ct->port_out);
+    free(ct->host_pieces);
+    free(ct->host_bw);
+    free(ct->host_switched);
+    free(ct->host_relays);
+    free(ct->load);
+    free(ct->flows);
+    free(ct->touched);
+    free(ct->xfers);
+    free(ct->times);
+    free(ct->gpu_out);
+    free(ct->host_out);
+    free(ct->host_busy);
+    free(ct);
+}
+
+static int slot_of(const mc_cost_topo_t *ct, int64_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    int i = (int)(h >> 40) & (ct->hcap - 1);
+    while (ct->keys[i] != -1 && ct->keys[i] != key)
+        i = (i + 1) & (ct->hcap - 1);
+    return i;
+}
+
+static void rehash(mc_cost_topo_t *ct)
+{
+    int64_t *keys = ct->keys;
+    int *vals = ct->vals, cap = ct->hcap;
+    ct->hcap *= 2;
+    ct->keys = mc_xmalloc(sizeof(int64_t) * (size_t)ct->hcap);
+    ct->vals = mc_xmalloc(sizeof(int) * (size_t)ct->hcap);
+    memset(ct->keys, 0xff, sizeof(int64_t) * (size_t)ct->hcap);
+    for (int i = 0; i < cap; i++)
+        if (keys[i] != -1) {
+            int s = slot_of(ct, keys[i]);
+            ct->keys[s] = keys[i];
+            ct->vals[s] = vals[i];
+        }
+    free(keys);
+    free(vals);
+}
+
+/* The cached route from GPU a to GPU b (looked up in topo the first time). */
+static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err_t *err)
+{
+    int64_t key = (int64_t)a * ct->topo->ngpus + b;
+    int s = slot_of(ct, key);
+    if (ct->keys[s] == key) {
+        *index = ct->vals[s];
+        return MC_OK;
+    }
+    mc_route_t r;
+    mc_status_t st = mc_topo_route(ct->topo, a, b, &r, err);
+    if (st != MC_OK)
+        return st;
+    MC_GROW(ct->routes, ct->route_cap, ct->nroutes + 1);
+    MC_GROW(ct->pool, ct->pool_cap, ct->npool + r.nlinks);
+    memcpy(ct->pool + ct->npool, r.links, sizeof(int) * (size_t)r.nlinks);
+    ct->routes[ct->nroutes] = (cost_route_t){ct->npool, r.nlinks,
+                                             mc_topo_links_delay(ct->topo, r.links, r.nlinks),
+                                             r.bw};
+    ct->npool += r.nlinks;
+    ct->keys[s] = key;
+    ct->vals[s] = *index = ct->nroutes++;
+    if (++ct->hcount * 2 > ct->hcap)
+        rehash(ct);
+    return MC_OK;
+}
+
+mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err)
+{
+    int ri;
+    mc_status_t st = route_of(ct, a, b, &ri, err);
+    *r = st == MC_OK ? &ct->routes[ri] : NULL;
+    return st;
+}
+
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                      mc_err_t *err)
+{
+    const cost_route_t *r;
+    *x = after;
+    if (a == b || bytes <= 0)
+        return MC_OK;
+    mc_status_t st = cost_route(ct, a, b, &r, err);
+    if (st != MC_OK)
+        return st;
+    for (const int *l = ct->pool + r->first; l < ct->pool + r->first + r->n; l++) {
+        if (ct->flows[*l]++ == 0)
+            ct->touched[ct->ntouched++] = *l;
+        ct->load[*l] += bytes;
+    }
+    ct->gpu_out[a] += bytes;
+    MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
+    ct->xfers[ct->nxfers] = (cost_xfer_t){(int)(r - ct->routes), after,
+                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes};
+    *x = ct->nxfers++;
+    return MC_OK;
+}
+
+mc_status_t cost_gpu_port(mc_cost_topo_t *ct, int g, int *port, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    int h = ct->gpu_host[g];
+    if (ct->gpu_port[g] == -2) {
+        /* a route into g from the first GPU of another host names the port it arrives by */
+        int from = ct->host_gpus[ct->host_start[(h + 1) % t->nhosts]], ri;
+        ct->gpu_port[g] = -1;
+        if (t->nhosts > 1 && ct->host_ports[h] > 0) {
+            mc_status_t st = route_of(ct, from, g, &ri, err);
+            if (st != MC_OK)
+                return st;
+            for (int i = 0; i < ct->routes[ri].n; i++) {
+                int node = t->links[ct->pool[ct->routes[ri].first + i]].dst;
+                if (t->nodes[node].host == h && ct->port_of[node] >= 0)
+                    ct->gpu_port[g] = ct->port_of[node];
+            }
+        }
+    }
+    *port = ct->gpu_port[g];
+    return MC_OK;
+}
+
+/* The busiest link of a->b's route if bytes more crossed it (seconds). */
+static mc_status_t route_score(mc_cost_topo_t *ct, int a, int b, double bytes, double *score,
+                               mc_err_t *err)
+{
+    const cost_route_t *r;
+    mc_status_t st = cost_route(ct, a, b, &r, err);
+    for (int i = 0; st == MC_OK && i < r->n; i++) {
+        int l = ct->pool[r->first + i];
+        *score = fmax(*score, (ct->load[l] + bytes) / ct->topo->links[l].bw);
+    }
+    return MC_OK;
+}
+
+/* Whether some pair of host h's GPUs has a relay whose two routes are both wider than theirs
+ * (asked once per host: an NVSwitch host has none, so its transfers skip the pricing). */
+static mc_status_t relays_help(mc_cost_topo_t *ct, int h, int *help, mc_err_t *err)
+{
+    if (ct->host_relays[h] >= 0) {
+        *help = ct->host_relays[h];
+        return MC_OK;
+    }
+    const int *gpus = ct->host_gpus + ct->host_start[h];
+    int n = ct->host_start[h + 1] - ct->host_start[h];
+    double *bw = mc_xcalloc((size_t)(n * n), sizeof(double));
+    mc_status_t st = MC_OK;
+    *help = 0;
+    for (int i = 0; i < n * n && st == MC_OK; i++) {
+        mc_route_t r;
+        if (i / n != i % n && (st = mc_topo_route(ct->topo, gpus[i / n], gpus[i % n], &r, err)) ==
+                                  MC_OK)
+            bw[i] = r.bw;
+    }
+    for (int a = 0; a < n && st == MC_OK; a++)
+        for (int b = 0; b < n; b++)
+            for (int k = 0; k < n && a != b; k++)
+                if (k != a && k != b && fmin(bw[a * n + k], bw[k * n + b]) > bw[a * n + b])
+                    *help = 1;
+    free(bw);
+    if (st == MC_OK)
+        ct->host_relays[h] = (signed char)*help;
+    return st;
+}
+
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                       mc_err_t *err)
+{
+    int h = ct->gpu_host[a], help = 0;
+    mc_status_t st = MC_OK;
+    *x = after;
+    if (a != b && h == ct->gpu_host[b])
+        st = relays_help(ct, h, &help, err);
+    if (st != MC_OK || !help)
+        return st != MC_OK ? st : cost_send(ct, a, b, bytes, after, x, err);
+    const int *gpus = ct->host_gpus + ct->host_start[h];
+    int n = ct->host_start[h + 1] - ct->host_start[h];
+    double part = bytes / COST_RELAY_PARTS;
+    for (int p = 0; p < COST_RELAY_PARTS && st == MC_OK; p++) {
+        double best = 0;
+        int via = -1;
+        st = route_score(ct, a, b, part, &best, err);
+        for (int k = 0; k < n && st == MC_OK; k++) {
+            double score = 0;
+            if (gpus[k] == a || gpus[k] == b)
+                continue;
+            st = route_score(ct, a, gpus[k], part, &score, err);
+            if (st == MC_OK && score < best)
+                st = route_score(ct, gpus[k], b, part, &score, err);
+            if (st == MC_OK && score < best * (1 - 1e-9)) {
+                best = score;
+                via = gpus[k];
+            }
+        }
+        int hop;
+        if (st == MC_OK && via < 0)
+            st = cost_send(ct, a, b, part, after, x, err);
+        if (st == MC_OK && via >= 0)
+            st = cost_send(ct, a, via, part, after, &hop, err);
+        if (st == MC_OK && via >= 0)
+            st = cost_send(ct, via, b, part, hop, x, err);
+    }
+    return st;
+}
+
+
+const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
+{
+    return &ct->routes[ct->xfers[ct->nxfers - 1].route];
+}
+
+static void reset(mc_cost_topo_t *ct)
+{
+    ct->serial_s = 0;
+    memset(ct->host_busy, 0, sizeof(double) * (size_t)ct->topo->nhosts);
+    for (int i = 0; i < ct->ntouched; i++) {
+        ct->load[ct->touched[i]] = 0;
+        ct->flows[ct->touched[i]] = 0;
+    }
+    ct->ntouched = ct->nxfers = 0;
+    memset(ct->gpu_out, 0, sizeof(double) * (size_t)ct->topo->ngpus);
+    memset(ct->host_out, 0, sizeof(double) * (size_t)ct->topo->nhosts);
+    memset(ct->port_in, 0, sizeof(double) * (size_t)ct->port_base[ct->topo->nhosts]);
+    memset(ct->port_out, 0, sizeof(double) * (size_t)ct->port_base[ct->topo->nhosts]);
+    memset(ct->host_pieces, 0, sizeof(int) * (size_t)ct->topo->nhosts);
+}
+
+/* The busiest link a route crosses, once time_of has turned loads into seconds: its seconds
+ * and how many transfers share it. */
+static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows)
+{
+    double pace = 0;
+    *flows = 1;
+    for (int i = 0; i < r->n; i++) {
+        int l = ct->pool[r->first + i];
+        if (ct->load[l] > pace) {
+            pace = ct->load[l];
+            *flows = ct->flows[l];
+        }
+    }
+    return pace;
+}
+
+/* The makespan if every transfer moves in c chunks. A transfer's link share is taken as its
+ * busiest link's load spread over that link's whole busy time (pace: every flow on a link ends
+ * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
+ * chunk leaves once the first chunk of the transfer before it has arrived, after the message
+ * delay; its last one leaves once the last one before it has arrived, or once its own earlier
+ * chunks are through, each paying the delay, which the other transfers on its busiest link
+ * hide in part (delay / flows), or the strategy's own parallel connections (ct->channels) when
+ * it runs more. The makespan is the latest last chunk. */
+static double makespan(mc_cost_topo_t *ct, int c)
+{
+    double t = 0, inv = 1.0 / c;
+    for (int i = 0; i < ct->nxfers; i++) {
+        cost_time_t *m = &ct->times[i];
+        const cost_time_t *up = ct->xfers[i].after >= 0 ? &ct->times[ct->xfers[i].after] : NULL;
+        double chunk = m->pace * inv;
+        double own, last;
+        m->first = (up ? up->first : 0) + m->delay + chunk;
+        own = m->first + (c - 1) * (m->hidden + chunk);
+        last = (up ? up->last : 0) + m->delay + chunk;
+        m->last = own > last ? own : last;
+        if (m->last > t)
+            t = m->last;
+    }
+    return t;
+}
+
+/* The estimate from the loaded links: the busiest link (bandwidth_s), and the makespan of the
+ * transfers (above) for the chunk count up to max_chunks that minimizes it, or the strategy's
+ * one-at-a-time work on its busiest host (serial_s) when that is longer. */
+static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
+{
+    const mc_topo_t *t = ct->topo;
+    double bw_s = 0;
+    int link = -1, depth = 0;
+    for (int i = 0; i < ct->ntouched; i++) {
+        int l = ct->touched[i];
+        double s = ct->load[l] /= t->links[l].bw; /* bytes to seconds, read by route_pace */
+        if (s > bw_s || (s == bw_s && link >= 0 && l < link)) {
+            bw_s = s;
+            link = l;
+        }
+    }
+    MC_GROW(ct->times, ct->time_cap, ct->nxfers);
+    for (int i = 0; i < ct->nxfers; i++) {
+        const cost_route_t *r = &ct->routes[ct->xfers[i].route];
+        int flows;
+        ct->times[i].pace = route_pace(ct, r, &flows);
+        ct->times[i].delay = r->delay;
+        ct->times[i].hidden = r->delay / (flows > ct->channels ? flows : ct->channels);
+        if (ct->xfers[i].depth > depth)
+            depth = ct->xfers[i].depth;
+    }
+    int best_c = 1;
+    double best = ct->nxfers ? makespan(ct, 1) : 0;
+    /* powers of two while the makespan falls (it has one minimum in c), then quarter octaves
+     * around the best: within 10% of any count */
+    int best_k = 0;
+    for (int k = 4; ct->nxfers && (1 << k / 4) <= max_chunks; k += 4) {
+        double m = makespan(ct, 1 << k / 4);
+        if (m >= best)
+            break;
+        best = m;
+        best_c = 1 << k / 4;
+        best_k = k;
+    }
+    for (int k = best_k - 3; ct->nxfers && k <= best_k + 3; k++) {
+        int c = (int)lround(pow(2, k / 4.0));
+        if (k % 4 == 0 || c < 1 || c > max_chunks)
+            continue;
+        double m = makespan(ct, c);
+        if (m < best) {
+            best = m;
+            best_c = c;
+        }
+    }
+    if (ct->serial_s > best)
+        best = ct->serial_s;
+    double overhead = best - bw_s;
+    *out = (mc_cost_t){.seconds = best, .bandwidth_s = bw_s, .overhead_s = overhead,
+                       .binding = link < 0 ? MC_COST_BIND_NONE
+                                  : bw_s >= overhead ? MC_COST_BIND_LINK
+                                                     : MC_COST_BIND_LATENCY,
+                       .link = link, .depth = depth, .chunks = best_c,
+                       .confidence = link < 0 || best <= 0 ? 1.0 : bw_s / best};
+}
+
+/* The smallest chunk each strategy pipelines in: meshcast's MC_MIN_CHUNK_BYTES, NCCL's Simple
+ * step for the ring broadcast; a send/recv is one message. */
+static int max_chunks(mc_cost_strategy_t s, double bytes)
+{
+    double step = s == MC_COST_MESHCAST ? 128.0 * 1024 : 512.0 * 1024;
+    double c = s == MC_COST_P2P ? 1 : floor(bytes / step);
+    return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
+}
+
+/* Whether a destination sits in a host without an NVSwitch, where a ring or a tree may beat a
+ * star. */
+static int ring_helps(const mc_cost_topo_t *ct, const mc_task_t *task)
+{
+    for (int i = 0; i < task->npieces; i++)
+        for (int j = 0; j < task->pieces[i].ndests; j++)
+            if (!ct->host_switched[ct->gpu_host[task->pieces[i].dests[j]]])
+                return 1;
+    return 0;
+}
+
+typedef mc_status_t (*traffic_fn)(mc_cost_topo_t *, const mc_task_t *, mc_err_t *);
+
+/* One traffic pattern laid out and timed. */
+static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_fn traffic,
+                            mc_cost_strategy_t s, mc_cost_t *out, mc_err_t *err)
+{
+    reset(ct);
+    /* meshcast staggers at least two trees on every bottleneck link (synth_meshcast_stagger.c),
+     * as NCCL runs several channels per NIC: one's message overhead falls while another moves
+     * bytes */
+    ct->channels = s == MC_COST_MESHCAST ? 2 : 1;
+    mc_status_t st = traffic(ct, task, err);
+    if (st != MC_OK)
+        return st;
+    /* a tree moves a piece, or a share of one, in chunks: the largest piece bounds their count */
+    double largest = 0;
+    for (int i = 0; i < task->npieces; i++)
+        largest = fmax(largest, (double)task->pieces[i].bytes);
+    time_of(ct, max_chunks(s, largest), out);
+    return MC_OK;
+}
+
+mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc_cost_opts_t *opts,
+                             mc_cost_t *out, mc_err_t *err)
+{
+    static const traffic_fn traffic[MC_COST__COUNT] = {
+        cost_traffic_meshcast, cost_traffic_p2p, cost_traffic_alpa_bcast};
+    mc_cost_strategy_t s = opts ? opts->strategy : MC_COST_MESHCAST;
+    if ((unsigned)s >= MC_COST__COUNT)
+        return mc_err_set(err, MC_ERR_USAGE, "cost: unknown strategy %d", (int)s);
+    mc_status_t st = mc_task_check_topo(task, ct->topo, err);
+    if (st != MC_OK)
+        return st;
+    st = estimate(ct, task, traffic[s], s, out, err);
+    /* meshcast's optimizer has trees that fan out by rings and spanning trees too, and the
+     * stars of direct sends; it keeps whichever is fastest */
+    int switchless = ring_helps(ct, task);
+    for (int v = switchless ? COST_FAN_CHAIN : COST_FAN__COUNT;
+         v <= COST_FAN__COUNT && st == MC_OK && s == MC_COST_MESHCAST; v++) {
+        mc_cost_t other;
+        ct->fan = v < COST_FAN__COUNT ? (cost_fan_t)v : COST_FAN_STAR;
+        st = estimate(ct, task, v < COST_FAN__COUNT ? cost_traffic_meshcast : cost_traffic_direct,
+                      s, &other, err);
+        ct->fan = COST_FAN_STAR;
+        if (st == MC_OK && other.seconds < out->seconds)
+            *out = other;
+    }
+    /* Without a switch, meshcast packs load-priced trees fractionally over every path (column
+     * generation), which no single fan-out shape above expresses; it gets within its message
+     * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when
+     * that is shorter. Only here is the bound worth its cost (switchless hosts are small). */
+    mc_bound_t b;
+    if (st == MC_OK && s == MC_COST_MESHCAST && switchless && !(opts && opts->fast) &&
+        (st = mc_task_bound(task, ct->topo, &b, err)) == MC_OK &&
+        b.seconds - b.latency_s + out->overhead_s < out->seconds) {
+        out->bandwidth_s = b.seconds - b.latency_s;
+        out->seconds = out->bandwidth_s + out->overhead_s;
+        out->link = -1;
+        out->binding = out->bandwidth_s >= out->overhead_s ? MC_COST_BIND_LINK
+                                                           : MC_COST_BIND_LATENCY;
+        out->confidence = out->seconds > 0 ? out->bandwidth_s / out->seconds : 1.0;
+    }
+    return st;
+}

@@ -1,0 +1,98 @@
+/* Internals of the cost model: the wrapped topology with its route cache and scratch, and the
+ * traffic a strategy would send, laid onto links as it is added. */
+#ifndef MC_COST_INTERNAL_H
+#define MC_COST_INTERNAL_H
+
+#include "cost/cost.h"
+
+/* One GPU-to-GPU transfer of the strategy's traffic. */
+typedef struct cost_xfer {
+    int route;      /* index into the route pool */
+    int after;      /* the transfer that brings the sender these bytes, -1 from a holder */
+    int depth;      /* store-and-forward hops up to and including this one */
+    double bytes;
+} cost_xfer_t;
+
+/* How meshcast's trees fan a share out inside a host: straight from where it enters (on a
+ * switch), along a chain, or along the widest spanning tree (direct-connect and PCIe hosts). */
+typedef enum { COST_FAN_STAR, COST_FAN_CHAIN, COST_FAN_TREE, COST_FAN__COUNT } cost_fan_t;
+
+/* A transfer's timing under one chunk count (cost.c's makespan). */
+typedef struct cost_time {
+    double pace;    /* its busiest link's seconds */
+    double delay;   /* its route's message delay */
+    double hidden;  /* the part of that delay a chunk adds (the rest others hide) */
+    double first, last; /* arrival of its first and last chunk */
+} cost_time_t;
+
+/* A cached route: its links in the pool and its message delay (alpha + hop latencies). */
+typedef struct cost_route {
+    int first, n;
+    double delay;
+    double bw;      /* its slowest link's bandwidth */
+} cost_route_t;
+
+struct mc_cost_topo {
+    const mc_topo_t *topo;
+    /* route cache: open hash of (src * ngpus + dst) -> route index */
+    int64_t *keys;
+    int *vals, hcap, hcount;
+    cost_route_t *routes;
+    int nroutes, route_cap;
+    int *pool, npool, pool_cap;
+    /* per host: its GPUs in id order and its network ports */
+    int *gpu_host;          /* GPU -> host, read on every transfer */
+    int *host_start, *host_gpus, *host_ports;
+    double *host_bw;        /* the host's network ports' bandwidth, bytes/s */
+    int *port_of;           /* NET node -> its index among its host's ports, else -1 */
+    int *gpu_port;          /* GPU -> the port its traffic from other hosts arrives by: -1 none,
+                             * -2 not known yet */
+    int *port_base;         /* host -> index of its first port in port_in / port_out */
+    double *port_in, *port_out; /* per call: bytes planned through each port, in and out */
+    int *host_pieces;       /* per call: pieces that must enter the host from another */
+    char *host_switched;    /* the host has an NVSwitch: a ring never beats a star there */
+    signed char *host_relays; /* a relay GPU widens some path of the host: 1, never: 0,
+                               * not known yet: -1 */
+    /* per call */
+    double *load;       /* bytes per link */
+    int *flows;         /* transfers per link */
+    int *touched, ntouched;
+    cost_xfer_t *xfers;
+    int nxfers, xfer_cap;
+    cost_time_t *times;     /* per transfer, time_cap of them */
+    int time_cap;
+    double *gpu_out;    /* bytes each GPU sends (holder choice) */
+    double *host_out;   /* bytes each host sends across (source-host choice) */
+    double *host_busy;  /* seconds each host spends in one-at-a-time work (alpa's rounds) */
+    double serial_s;    /* the largest of them: the estimate is at least this */
+    cost_fan_t fan;     /* how a share fans out inside a host */
+    int channels;       /* parallel connections the strategy runs per link */
+};
+
+/* Adds a transfer of bytes from GPU a to GPU b along their route, after transfer `after` (-1:
+ * a holder sends). *x gets its index, or `after` when nothing moves (a == b). */
+mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                      mc_err_t *err);
+/* The route from GPU a to GPU b (cached). */
+mc_status_t cost_route(mc_cost_topo_t *ct, int a, int b, const cost_route_t **r, mc_err_t *err);
+/* The route of the last transfer cost_send added. */
+const cost_route_t *cost_last_route(const mc_cost_topo_t *ct);
+/* The same, but inside a host as meshcast's load-priced trees do: the bytes go in
+ * COST_RELAY_PARTS parts, each straight or through one relay GPU, whichever leaves the busiest
+ * link of its path least loaded (a direct-connect host whose two GPUs share no NVLink relays
+ * through one that has both); *x gets the last transfer made. */
+#define COST_RELAY_PARTS 4
+mc_status_t cost_relay(mc_cost_topo_t *ct, int a, int b, double bytes, int after, int *x,
+                       mc_err_t *err);
+
+/* The port (index among its host's network ports) GPU g receives traffic from other hosts by,
+ * -1 when it has none. */
+mc_status_t cost_gpu_port(mc_cost_topo_t *ct, int g, int *port, mc_err_t *err);
+
+/* Lays a strategy's traffic for the task onto ct's links with cost_send. */
+mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+
+#endif

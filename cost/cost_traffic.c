@@ -1,0 +1,373 @@
+/* The traffic each strategy would send for a task, as GPU-to-GPU transfers, each after the
+ * transfer that brings its sender the bytes (docs/cost-model.md). Each follows what its strategy
+ * does, not a fit: meshcast moves every byte into a destination host once, spread over the
+ * host's network ports, and fans it out inside the host, or sends straight from holders when
+ * that is faster (its optimizer has both kinds of candidates); p2p sends every piece from its
+ * first holder to every destination; alpa-bcast chains every piece through its destinations. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cost/cost_internal.h"
+
+/* The holder in hs[0..n) that has sent the least so far (the first on ties). */
+static int least_sent(const mc_cost_topo_t *ct, const int *gpus, int n)
+{
+    int best = gpus[0];
+    for (int i = 1; i < n; i++)
+        if (ct->gpu_out[gpus[i]] < ct->gpu_out[best])
+            best = gpus[i];
+    return best;
+}
+
+/* The next hop of a chain or tree inside a host: among the senders from[0..nfrom) and the
+ * destinations not yet reached, the pair joined by the widest route (the first on ties, so the
+ * earliest sender: trees stay shallow). */
+static mc_status_t widest(mc_cost_topo_t *ct, const int *from, int nfrom, const int *dests,
+                          int n, uint64_t done, int *u, int *v, mc_err_t *err)
+{
+    double best = -1;
+    mc_status_t st = MC_OK;
+    for (int i = 0; i < nfrom && st == MC_OK; i++)
+        for (int q = 0; q < n && st == MC_OK; q++) {
+            const cost_route_t *r;
+            if ((done >> q & 1) || (st = cost_route(ct, from[i], dests[q], &r, err)) != MC_OK ||
+                r->bw <= best)
+                continue;
+            best = r->bw;
+            *u = i;
+            *v = q;
+        }
+    return st;
+}
+
+/* From entry, which holds a share once transfer `after` ends, to every other destination, by
+ * ct->fan: straight from entry (dests from dests[first] on); a chain that goes on each time to
+ * the destination with the widest route from where it is (a ring along the fast links, what a
+ * switchless PCIe tree needs); or the widest spanning tree grown from entry (a direct-connect
+ * host's NVLinks). Relays inside the host where they widen a route. *last gets the last
+ * transfer made (after when none). Hosts of more than 64 GPUs fan out straight. */
+static mc_status_t spread(mc_cost_topo_t *ct, int entry, const int *dests, int n, int first,
+                          double share, int after, int *last, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    *last = after;
+    if (ct->fan == COST_FAN_STAR || n > 64) {
+        for (int k = 1; k <= n && st == MC_OK; k++)
+            if (dests[(first + k) % n] != entry)
+                st = cost_relay(ct, entry, dests[(first + k) % n], share, after, last, err);
+        return st;
+    }
+    int from[65], xfer[65], nfrom = 1;
+    uint64_t done = 0;
+    from[0] = entry;
+    xfer[0] = after;
+    for (int q = 0; q < n; q++)
+        done |= dests[q] == entry ? 1ull << q : 0;
+    while (st == MC_OK && done != (n == 64 ? ~0ull : (1ull << n) - 1)) {
+        int u = 0, v = 0;
+        /* a chain sends only from its end */
+        int lo = ct->fan == COST_FAN_CHAIN ? nfrom - 1 : 0;
+        st = widest(ct, from + lo, nfrom - lo, dests, n, done, &u, &v, err);
+        if (st == MC_OK)
+            st = cost_relay(ct, from[lo + u], dests[v], share, xfer[lo + u], last, err);
+        done |= 1ull << v;
+        from[nfrom] = dests[v];
+        xfer[nfrom++] = *last;
+    }
+    return st;
+}
+
+/* Inside one host: the destinations dests[0..n) get bytes from the local holders: the bytes
+ * split into one share per destination or per holder, whichever is more; share j goes from the
+ * least busy holder to its own first destination, which passes it on (spread): scatter and
+ * all-gather, the bandwidth-optimal broadcast on a switch, and its ring and tree forms. */
+static mc_status_t fan_out_local(mc_cost_topo_t *ct, const int *holders, int nholders,
+                                 const int *dests, int n, double bytes, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int m = nholders > n ? nholders : n;
+    for (int j = 0; j < m && st == MC_OK; j++) {
+        int first = (int)((int64_t)j * n / m), x, last;
+        st = cost_relay(ct, least_sent(ct, holders, nholders), dests[first], bytes / m, -1, &x,
+                        err);
+        if (st == MC_OK)
+            st = spread(ct, dests[first], dests, n, first, bytes / m, x, &last, err);
+    }
+    return st;
+}
+
+/* A host a piece's bytes can leave from: one that holds it, or one it has reached already. */
+typedef struct source {
+    int host;
+    const int *gpus;    /* its GPUs that hold the bytes */
+    int ngpus;
+    int after;          /* the transfer after which they hold them, -1 for holders */
+    int depth;          /* store-and-forward hops before that */
+} source_t;
+
+/* The GPU a share arriving by port `port` of host hd enters at: a destination that port serves,
+ * else another GPU it serves (a relay), else the first destination. */
+static mc_status_t entry_of(mc_cost_topo_t *ct, int hd, int port, const int *dests, int n,
+                            int *entry, mc_err_t *err)
+{
+    const int *hg = ct->host_gpus + ct->host_start[hd];
+    int ng = ct->host_start[hd + 1] - ct->host_start[hd], q;
+    mc_status_t st = MC_OK;
+    *entry = -1;
+    for (int i = 0; i < n && st == MC_OK && *entry < 0; i++)
+        if ((st = cost_gpu_port(ct, dests[i], &q, err)) == MC_OK && q == port)
+            *entry = dests[i];
+    for (int i = 0; i < ng && st == MC_OK && *entry < 0; i++)
+        if ((st = cost_gpu_port(ct, hg[i], &q, err)) == MC_OK && q == port)
+            *entry = hg[i];
+    if (*entry < 0)
+        *entry = dests[0];
+    return st;
+}
+
+/* The port (rail) a share from host hs into host hd takes: the one whose busier end, the source
+ * host's port or the destination host's, has the fewest bytes planned; its bytes are added. */
+static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
+{
+    int nd = ct->host_ports[hd], ns = ct->host_ports[hs], best = 0;
+    double best_load = INFINITY;
+    double *in = ct->port_in + ct->port_base[hd], *out = ct->port_out + ct->port_base[hs];
+    for (int r = 0; r < nd; r++) {
+        double load = fmax(in[r], ns ? out[r % ns] : 0) + 1e-3 * (in[r] + (ns ? out[r % ns] : 0));
+        if (load < best_load) {
+            best_load = load;
+            best = r;
+        }
+    }
+    if (nd) {
+        in[best] += bytes;
+        if (ns)
+            out[best % ns] += bytes;
+    }
+    return best;
+}
+
+/* Into another host: from the source host that has sent the least across so far (a holder host
+ * or a destination host already served, so that hosts relay to hosts as meshcast's trees do),
+ * over the destination host's network ports (a tree per rail): each piece splits into as many
+ * shares as it takes for the host's pieces to spread evenly over its ports, and each share takes
+ * the least busy port at both ends. A share enters at a GPU its port serves and is passed on to
+ * every destination. *served describes the host as a source for later hosts. */
+static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
+                         int hd, const int *dests, int n, source_t *served, mc_err_t *err)
+{
+    const source_t *from = &src[0];
+    for (int i = 1; i < nsrc; i++)
+        if (ct->host_out[src[i].host] < ct->host_out[from->host] ||
+            (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
+            from = &src[i];
+    ct->host_out[from->host] += (double)p->bytes;
+    int nports = ct->host_ports[hd] > 0 ? ct->host_ports[hd] : 1;
+    int pieces = ct->host_pieces[hd] > 0 ? ct->host_pieces[hd] : 1;
+    int a = nports, b = pieces;
+    while (b) {
+        int c = a % b;
+        a = b;
+        b = c;
+    }
+    int shares = nports / a; /* shares x pieces = lcm(ports, pieces): every port the same count */
+    double share = (double)p->bytes / shares;
+    mc_status_t st = MC_OK;
+    *served = (source_t){hd, dests, n, from->after, from->depth + 2};
+    /* A small piece goes straight to each destination (meshcast's direct candidates) when the
+     * host's ports carry its n - 1 extra copies in less time than the hop inside the host that
+     * a tree adds would cost. */
+    const cost_route_t *hop;
+    if (n > 1 && (st = cost_route(ct, dests[0], dests[1], &hop, err)) == MC_OK &&
+        (n - 1) * (double)p->bytes / ct->host_bw[hd] < hop->delay) {
+        for (int k = 0; k < n && st == MC_OK; k++) {
+            int port;
+            st = cost_gpu_port(ct, dests[k], &port, err);
+            if (st == MC_OK && port >= 0) {
+                ct->port_in[ct->port_base[hd] + port] += (double)p->bytes;
+                if (ct->host_ports[from->host])
+                    ct->port_out[ct->port_base[from->host] + port % ct->host_ports[from->host]] +=
+                        (double)p->bytes;
+            }
+            if (st == MC_OK)
+                st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), dests[k],
+                               (double)p->bytes, from->after, &served->after, err);
+        }
+        served->depth = from->depth + 1;
+        return st;
+    }
+    for (int r = 0; r < shares && st == MC_OK; r++) {
+        int entry, first = 0, x = -1;
+        st = entry_of(ct, hd, pick_port(ct, from->host, hd, share), dests, n, &entry, err);
+        while (st == MC_OK && first < n - 1 && dests[first] != entry)
+            first++;
+        if (st == MC_OK)
+            st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share,
+                           from->after, &x, err);
+        if (st == MC_OK)
+            st = spread(ct, entry, dests, n, first, share, x, &served->after, err);
+    }
+    return st;
+}
+
+/* The holder hosts of a piece as sources (holders are ascending, so grouped by host); holders
+ * inside a destination host serve it from inside. Returns the count. */
+static int holder_sources(const mc_cost_topo_t *ct, const mc_piece_t *p, source_t *src)
+{
+    int n = 0;
+    for (int i = 0; i < p->nholders; i++) {
+        int h = ct->gpu_host[p->holders[i]];
+        if (n && src[n - 1].host == h) {
+            src[n - 1].ngpus++;
+            continue;
+        }
+        src[n++] = (source_t){h, p->holders + i, 1, -1, 0};
+    }
+    return n;
+}
+
+/* Counts, per host, the pieces that enter it from another host. */
+static void count_entering(mc_cost_topo_t *ct, const mc_piece_t *p, source_t *src)
+{
+    int nhold = holder_sources(ct, p, src);
+    for (int j = 0, k = 0; j < p->ndests;) {
+        int h = ct->gpu_host[p->dests[j]];
+        while (j < p->ndests && ct->gpu_host[p->dests[j]] == h)
+            j++;
+        while (k < nhold && src[k].host < h)
+            k++;
+        if (k == nhold || src[k].host != h)
+            ct->host_pieces[h]++;
+    }
+}
+
+mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    mc_status_t st = MC_OK;
+    source_t *src = mc_xmalloc(sizeof(source_t) * (size_t)(2 * t->nhosts + 1));
+    for (int i = 0; i < task->npieces; i++)
+        count_entering(ct, &task->pieces[i], src);
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        int nsrc = holder_sources(ct, p, src), nhold = nsrc;
+        /* destinations grouped by host (GPUs are numbered host by host and both lists ascend, so
+         * each host's are contiguous and hosts come in order): hosts holding the piece first,
+         * then the others, which may relay to later ones */
+        for (int pass = 0; pass < 2 && st == MC_OK; pass++)
+            for (int j = 0, k = 0; j < p->ndests && st == MC_OK;) {
+                int h = ct->gpu_host[p->dests[j]], n = 0;
+                while (j + n < p->ndests && ct->gpu_host[p->dests[j + n]] == h)
+                    n++;
+                while (k < nhold && src[k].host < h)
+                    k++;
+                const source_t *local = k < nhold && src[k].host == h ? &src[k] : NULL;
+                if (pass == 0 && local)
+                    st = fan_out_local(ct, local->gpus, local->ngpus, p->dests + j, n,
+                                       (double)p->bytes, err);
+                if (pass == 1 && !local) {
+                    st = cross(ct, p, src, nsrc, h, p->dests + j, n, &src[nsrc], err);
+                    nsrc++;
+                }
+                j += n;
+            }
+    }
+    free(src);
+    return st;
+}
+
+/* meshcast's star candidates: every destination straight from a holder, the least busy one on
+ * its own host if there is one, else the holders in turn from the least busy one. */
+mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    source_t *src = mc_xmalloc(sizeof(source_t) * (size_t)(ct->topo->nhosts + 1));
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        int nhold = holder_sources(ct, p, src), turn = 0;
+        for (int k = 1; k < p->nholders; k++)
+            if (ct->gpu_out[p->holders[k]] < ct->gpu_out[p->holders[turn]])
+                turn = k;
+        for (int j = 0, k = 0; j < p->ndests && st == MC_OK; j++) {
+            int h = ct->gpu_host[p->dests[j]], from;
+            while (k < nhold && src[k].host < h)
+                k++;
+            if (k < nhold && src[k].host == h) {
+                from = least_sent(ct, src[k].gpus, src[k].ngpus);
+            } else {
+                from = p->holders[turn];
+                turn = (turn + 1) % p->nholders;
+            }
+            int x;
+            st = cost_send(ct, from, p->dests[j], (double)p->bytes, -1, &x, err);
+        }
+    }
+    free(src);
+    return st;
+}
+
+/* The first holder in the source mesh's device order (Alpa's replica order). */
+static int first_holder(const mc_task_t *task, const mc_piece_t *p)
+{
+    const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].src.mesh];
+    for (int i = 0; i < m->ndevices; i++)
+        if (mc_ints_contain(p->holders, p->nholders, m->devices[i]))
+            return m->devices[i];
+    return p->holders[0];
+}
+
+mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        int src = first_holder(task, p);
+        for (int j = 0, x; j < p->ndests && st == MC_OK; j++)
+            st = cost_send(ct, src, p->dests[j], (double)p->bytes, -1, &x, err);
+    }
+    return st;
+}
+
+/* Alpa's broadcasts run in rounds in which no host (worker) takes part in two broadcasts, so a
+ * host's broadcasts follow one another: each takes its bytes over the chain's slowest route plus
+ * the chain's message delays, and the busiest host's sum bounds the time from below. */
+mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts);
+    for (int h = 0; h < ct->topo->nhosts; h++)
+        seen[h] = -1;
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
+        /* Alpa balances senders by host: the holder on the host that has sent the least */
+        int prev = p->holders[0], after = -1;
+        for (int k = 1; k < p->nholders; k++) {
+            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
+            if (ct->host_out[hg] < ct->host_out[hp] ||
+                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
+                prev = g;
+        }
+        ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
+        double bw = INFINITY, delay = 0;
+        seen[ct->gpu_host[prev]] = i;
+        for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
+            int d = m->devices[k];
+            if (!mc_ints_contain(p->dests, p->ndests, d))
+                continue;
+            st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
+            if (st == MC_OK && prev != d) {
+                bw = fmin(bw, cost_last_route(ct)->bw);
+                delay += cost_last_route(ct)->delay;
+            }
+            seen[ct->gpu_host[d]] = i;
+            prev = d;
+        }
+        double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
+        for (int h = 0; h < ct->topo->nhosts; h++)
+            if (seen[h] == i && (ct->host_busy[h] += t) > ct->serial_s)
+                ct->serial_s = ct->host_busy[h];
+    }
+    free(seen);
+    return st;
+}

@@ -1,0 +1,160 @@
+/* The cost model (cost/cost.h) against closed forms and the simulator: a single transfer is
+ * exact, p2p's traffic on random tasks stays close to the simulated p2p schedule, nothing to
+ * move costs nothing, a wrapped topology gives the same answer on every call, and bad input is
+ * an error, never a crash. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "cost/cost.h"
+#include "sim/sim.h"
+#include "synth/synth.h"
+#include "tests/unit/test_layout_random.h"
+
+static mc_topo_t *load(const char *path)
+{
+    mc_topo_t *topo = NULL;
+    mc_err_t err = {0};
+    if (mc_topo_load(path, &topo, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    return topo;
+}
+
+static double sim_of(const char *strategy, mc_task_t *t, const mc_topo_t *topo)
+{
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    opts.rlimit = 2000000;
+    mc_sched_t *s = NULL;
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    if (mc_synth(strategy, t, topo, &opts, &s, &err) != MC_OK ||
+        mc_sim_run_totals(s, topo, &res, &err) != MC_OK)
+        fail_msg("%s: %s", strategy, err.msg);
+    double sec = res.makespan_s;
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    return sec;
+}
+
+static mc_cost_t cost_of(mc_cost_topo_t *ct, const mc_task_t *t, mc_cost_strategy_t s)
+{
+    mc_cost_opts_t o = {.strategy = s};
+    mc_cost_t c;
+    mc_err_t err = {0};
+    if (mc_cost_estimate(ct, t, &o, &c, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    return c;
+}
+
+/* 1 GiB from GPU 0 to GPU 4 (another host): the 10 Gb/s NIC's 1.25 GB/s, one network overhead
+ * of 14 us and the route's hop latencies, exactly what the simulator gives. */
+static void test_single_transfer(void **state)
+{
+    mc_topo_t *topo = load("topologies/aws-p3.8xlarge-x5.xml");
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    mc_task_t *t =
+        task_of("mesh A={x:1}@[0]\nmesh B={x:1}@[4]\nmove u8[1073741824] A[_] -> B[_]\n");
+    double sim = sim_of("p2p", t, topo);
+    for (int s = 0; s < MC_COST__COUNT; s++) {
+        mc_cost_t c = cost_of(ct, t, (mc_cost_strategy_t)s);
+        assert_true(fabs(c.bandwidth_s - 1073741824 / 1.25e9) < 1e-12);
+        assert_int_equal(c.binding, MC_COST_BIND_LINK);
+        assert_int_equal(c.depth, 1);
+        if (s == MC_COST_P2P)
+            assert_true(fabs(c.seconds - sim) <= 1e-12 * sim);
+    }
+    mc_task_free(t);
+    mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
+/* Random tasks: p2p's traffic is exactly the schedule's, so only max-min sharing separates the
+ * estimate from the simulation; the estimate never falls below the busiest link's time. */
+static void test_p2p_random(void **state)
+{
+    mc_topo_t *topo = load("topologies/aws-p3.8xlarge-x5.xml");
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    int compared = 0;
+    double worst = 0;
+    for (int iter = 0; iter < 30; iter++) {
+        char text[4096];
+        random_task(text, sizeof(text), 8, topo->ngpus, 65536);
+        mc_task_t *t = task_of(text);
+        if (t->npieces) {
+            mc_cost_t c = cost_of(ct, t, MC_COST_P2P);
+            double sim = sim_of("p2p", t, topo);
+            worst = fmax(worst, fabs(c.seconds - sim) / sim);
+            if (fabs(c.seconds - sim) > 0.15 * sim)
+                fail_msg("%s\np2p estimate %.9g s, simulated %.9g s", text, c.seconds, sim);
+            assert_true(c.seconds >= c.bandwidth_s);
+            compared++;
+        }
+        mc_task_free(t);
+    }
+    print_message("p2p: %d random tasks, worst error %.1f%%\n", compared, 100 * worst);
+    assert_true(compared >= 20);
+    mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
+/* The paper's case 1: meshcast moves each piece into its host once, so it is within 1% of the
+ * lower bound; p2p pulls it over the source host's NIC four times. */
+static void test_paper_case1(void **state)
+{
+    mc_topo_t *topo = load("topologies/aws-p3.8xlarge-x5.xml");
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    mc_task_t *t = task_of("mesh A={host:2,gpu:4}@0..7\nmesh B={host:2,gpu:4}@8..15\n"
+                           "move f32[1024,1024,512] A[host,_,_] -> B[host,_,_]\n");
+    mc_bound_t b;
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_OK);
+    mc_cost_t mc = cost_of(ct, t, MC_COST_MESHCAST), p2p = cost_of(ct, t, MC_COST_P2P);
+    assert_true(mc.seconds >= b.seconds && mc.seconds <= 1.01 * b.seconds);
+    assert_true(fabs(p2p.bandwidth_s - 4.0 * 1073741824 / 1.25e9) < 1e-9);
+    /* the same call again, on the same wrapper, gives the same bits */
+    mc_cost_t again = cost_of(ct, t, MC_COST_MESHCAST);
+    assert_memory_equal(&mc, &again, sizeof(mc));
+    mc_task_free(t);
+    mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
+static void test_nothing_and_errors(void **state)
+{
+    mc_topo_t *topo = load("topologies/dgx-h100-x1.xml");
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    mc_task_t *t = task_of("mesh A={x:2}@0..1\nmove f32[64] A[x] -> A[x]\n");
+    mc_cost_t c = cost_of(ct, t, MC_COST_MESHCAST);
+    assert_true(c.seconds == 0 && c.link == -1 && c.binding == MC_COST_BIND_NONE);
+    mc_task_free(t);
+    mc_err_t err = {0};
+    mc_cost_opts_t bad = {.strategy = MC_COST__COUNT};
+    t = task_of("mesh A={x:2}@0..1\nmesh B={x:2}@8..9\nmove f32[64] A[x] -> B[x]\n");
+    assert_int_not_equal(mc_cost_estimate(ct, t, NULL, &c, &err), MC_OK);
+    assert_non_null(strstr(err.msg, "9"));
+    assert_int_equal(mc_cost_estimate(ct, t, &bad, &c, &err), MC_ERR_USAGE);
+    mc_cost_strategy_t s;
+    assert_int_equal(mc_cost_strategy_parse("alpa-bcast", &s), 0);
+    assert_int_equal(s, MC_COST_ALPA_BCAST);
+    assert_int_equal(mc_cost_strategy_parse("xla", &s), -1);
+    assert_string_equal(mc_cost_strategy_name(MC_COST_P2P), "p2p");
+    mc_task_free(t);
+    mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_transfer),
+        cmocka_unit_test(test_p2p_random),
+        cmocka_unit_test(test_paper_case1),
+        cmocka_unit_test(test_nothing_and_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
