@@ -95,8 +95,9 @@ static double set_capacity(const mc_topo_t *topo, const mc_bound_ctx_t *al, cons
  * nothing enters a GPU before the cheapest alpha of its incoming links, nothing leaves one before
  * the cheapest of its outgoing links, and nothing crosses between hosts before the cheapest alpha
  * of a cross-host link. */
-static void ctx_init(mc_bound_ctx_t *a, const mc_topo_t *topo)
+static void ctx_init(mc_bound_ctx_t *a, const mc_task_t *task, const mc_topo_t *topo)
 {
+    a->ncls = mc_bound_classes(task, &a->cls);
     a->in = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
     a->out = mc_xmalloc(sizeof(double) * (size_t)topo->ngpus);
     a->in_bw = mc_xcalloc((size_t)topo->ngpus, sizeof(double));
@@ -128,6 +129,7 @@ static void ctx_free(mc_bound_ctx_t *a)
     free(a->out);
     free(a->in_bw);
     free(a->out_bw);
+    free(a->cls);
     if (a->in)
         mc_bound_index_free(&a->index);
 }
@@ -161,8 +163,8 @@ static mc_status_t term(mc_best_t *best, uint64_t bytes, double cap, double alph
 /* A GPU receives need(d) bytes over its incoming links, the first after the cheapest alpha of
  * its incoming links, or after a cross-host alpha when every piece it needs comes from other
  * hosts (the bytes crossed before reaching it). */
-static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                           mc_best_t *best, mc_err_t *err)
+static mc_status_t ingress(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_best_t *best,
+                           mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     uint64_t *need = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
@@ -172,14 +174,14 @@ static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const m
         first[g] = INFINITY;
     for (int h = 0; h < topo->nhosts; h++)
         stamp[h] = -1;
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
+    for (int i = 0; i < al->ncls; i++) {
+        const mc_piece_t *p = al->cls[i].p;
         for (int j = 0; j < p->nholders; j++)
             stamp[gpu_host(topo, p->holders[j])] = i;
         for (int j = 0; j < p->ndests; j++) {
             int d = p->dests[j];
             double a = stamp[gpu_host(topo, d)] == i ? al->in[d] : fmax(al->in[d], al->cross);
-            need[d] += p->bytes;
+            need[d] += al->cls[i].bytes;
             first[d] = fmin(first[d], a);
         }
     }
@@ -191,12 +193,12 @@ static mc_status_t ingress(const mc_task_t *task, const mc_topo_t *topo, const m
     return st;
 }
 
-static const mc_task_t *sort_task;
+static const mc_bound_class_t *sort_cls;
 static int sort_by_dests;
 static int cmp_holders(const void *a, const void *b)
 {
-    const mc_piece_t *x = &sort_task->pieces[*(const int *)a];
-    const mc_piece_t *y = &sort_task->pieces[*(const int *)b];
+    const mc_piece_t *x = sort_cls[*(const int *)a].p;
+    const mc_piece_t *y = sort_cls[*(const int *)b].p;
     if (x->nholders != y->nholders)
         return x->nholders - y->nholders;
     int c = memcmp(x->holders, y->holders, sizeof(int) * (size_t)x->nholders);
@@ -207,35 +209,35 @@ static int cmp_holders(const void *a, const void *b)
     return memcmp(x->dests, y->dests, sizeof(int) * (size_t)x->ndests);
 }
 
-int mc_bound_holder_groups(const mc_task_t *task, int by_dests, int *order, int *start)
+int mc_bound_holder_groups(const mc_bound_ctx_t *al, int by_dests, int *order, int *start)
 {
     int n = 0;
-    for (int i = 0; i < task->npieces; i++)
+    for (int i = 0; i < al->ncls; i++)
         order[i] = i;
-    sort_task = task;
+    sort_cls = al->cls;
     sort_by_dests = by_dests;
-    mc_sort(order, (size_t)task->npieces, sizeof(int), cmp_holders);
-    for (int i = 0; i < task->npieces; i++)
+    mc_sort(order, (size_t)al->ncls, sizeof(int), cmp_holders);
+    for (int i = 0; i < al->ncls; i++)
         if (i == 0 || cmp_holders(&order[i - 1], &order[i]) != 0)
             start[n++] = i;
-    start[n] = task->npieces;
+    start[n] = al->ncls;
     return n;
 }
 
 /* Pieces with the same holder set form a group; each of their bytes must leave the group once
  * (relays may fan it out afterwards). Pieces of different tensors with the same holders add. */
-static mc_status_t egress(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                          mc_best_t *best, mc_err_t *err)
+static mc_status_t egress(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_best_t *best,
+                          mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
-    int ngroups = mc_bound_holder_groups(task, 0, order, start);
+    int *order = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(al->ncls + 1));
+    int ngroups = mc_bound_holder_groups(al, 0, order, start);
     for (int gi = 0; gi < ngroups && st == MC_OK; gi++) {
-        const mc_piece_t *p = &task->pieces[order[start[gi]]];
+        const mc_piece_t *p = al->cls[order[start[gi]]].p;
         uint64_t bytes = 0;
         for (int j = start[gi]; j < start[gi + 1]; j++)
-            bytes += task->pieces[order[j]].bytes;
+            bytes += al->cls[order[j]].bytes;
         double cap = 0, alpha = INFINITY;
         for (int h = 0; h < p->nholders; h++) {
             cap += al->out_bw[p->holders[h]];
@@ -295,8 +297,8 @@ static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const 
         for (int i = 0; i < task->meshes[m].ndevices; i++)
             set[gpu_host(topo, task->meshes[m].devices[i])] = 1;
         uint64_t in = 0, out = 0;
-        for (int i = 0; i < task->npieces; i++) {
-            const mc_piece_t *p = &task->pieces[i];
+        for (int i = 0; i < al->ncls; i++) {
+            const mc_piece_t *p = al->cls[i].p;
             int any_hold = 0, all_hold = 1, any_need = 0, need_out = 0;
             for (int j = 0; j < p->nholders; j++) {
                 int inside = set[gpu_host(topo, p->holders[j])];
@@ -308,8 +310,8 @@ static mc_status_t mesh_cut(const mc_task_t *task, const mc_topo_t *topo, const 
                 any_need |= inside;
                 need_out |= !inside;
             }
-            in += any_need && !any_hold ? p->bytes : 0;
-            out += all_hold && need_out ? p->bytes : 0;
+            in += any_need && !any_hold ? al->cls[i].bytes : 0;
+            out += all_hold && need_out ? al->cls[i].bytes : 0;
         }
         st = cut(best, in, out, set, m, "the hosts of mesh", topo, al, err);
     }
@@ -359,16 +361,16 @@ static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int ex
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
     if (task->npieces == 0)
         goto out;
-    ctx_init(&al, topo);
-    MC_CHECK_GOTO(ingress(task, topo, &al, &best[MC_BOUND_INGRESS], err), out, st);
-    MC_CHECK_GOTO(egress(task, topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
+    ctx_init(&al, task, topo);
+    MC_CHECK_GOTO(ingress(topo, &al, &best[MC_BOUND_INGRESS], err), out, st);
+    MC_CHECK_GOTO(egress(topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
     MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
     MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
-    MC_CHECK_GOTO(mc_bound_cut(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_CUT],
+    MC_CHECK_GOTO(mc_bound_cut(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_CUT],
                                &b.cut_set, err), out, st);
-    MC_CHECK_GOTO(mc_bound_flow(task, topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
+    MC_CHECK_GOTO(mc_bound_flow(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
                                 &b.flow_holder, err), out, st);
-    mc_bound_lp(task, topo, &al, &best[MC_BOUND_LP]);
+    mc_bound_lp(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_LP]);
     b.ingress_s = best[MC_BOUND_INGRESS].bw;
     b.egress_s = best[MC_BOUND_EGRESS].bw;
     b.host_cut_s = best[MC_BOUND_HOST_CUT].bw;

@@ -76,16 +76,14 @@ static void mark(const scope_t *sc, const int *ids, int n, uint32_t *mask, uint6
 
 /* The classes of the pieces touching the scope, merged by key (bitsets ORed, which only widens
  * the flow's sources and sinks); returns their count. *pool owns the bitsets. */
-static int classes(const mc_task_t *task, const scope_t *sc, const mc_bound_ctx_t *al, cls_t **out,
-                   uint64_t **pool)
+static int classes(const scope_t *sc, const mc_bound_ctx_t *al, cls_t **out, uint64_t **pool)
 {
-    cls_t *c = mc_xmalloc(sizeof(cls_t) * (size_t)(task->npieces + 1));
-    uint64_t *bits = mc_xcalloc((size_t)(2 * task->npieces + 2) * (size_t)sc->words,
-                                sizeof(uint64_t));
+    cls_t *c = mc_xmalloc(sizeof(cls_t) * (size_t)(al->ncls + 1));
+    uint64_t *bits = mc_xcalloc((size_t)(2 * al->ncls + 2) * (size_t)sc->words, sizeof(uint64_t));
     int nc = 0;
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        cls_t k = {0, 0, 0, 0, p->bytes, INFINITY, bits + (size_t)(2 * nc) * sc->words,
+    for (int i = 0; i < al->ncls; i++) {
+        const mc_piece_t *p = al->cls[i].p;
+        cls_t k = {0, 0, 0, 0, al->cls[i].bytes, INFINITY, bits + (size_t)(2 * nc) * sc->words,
                    bits + (size_t)(2 * nc + 1) * sc->words};
         mark(sc, p->holders, p->nholders, &k.hm, k.hg, &k.hout);
         mark(sc, p->dests, p->ndests, &k.dm, k.dg, &k.dout);
@@ -170,14 +168,14 @@ static void side_terminals(mc_bound_net_t *net, const scope_t *sc, const side_t 
 }
 
 /* Every nonempty set of the scope's units, both directions. */
-static mc_status_t enumerate(const mc_task_t *task, const mc_topo_t *topo, const scope_t *sc,
+static mc_status_t enumerate(const mc_topo_t *topo, const scope_t *sc,
                              const mc_bound_ctx_t *al, mc_bound_net_t *net, double floor,
                              mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     uint64_t *pool;
     cls_t *c;
-    int nc = classes(task, sc, al, &c, &pool);
+    int nc = classes(sc, al, &c, &pool);
     size_t w = (size_t)sc->words;
     uint64_t *bits = mc_xcalloc(w * (size_t)(sc->nunits + 3), sizeof(uint64_t));
     uint64_t *in_s = bits, *unit_bits = bits + w * 3;
@@ -264,15 +262,15 @@ static int scope_init(scope_t *sc, const mc_topo_t *topo, int h, const char *bus
     return sc->nunits;
 }
 
-mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                         double floor, mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
+mc_status_t mc_bound_cut(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor,
+                         mc_best_t *best, mc_bound_set_t *set, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     char *busy = mc_xcalloc((size_t)topo->ngpus, 1), *one = mc_xcalloc((size_t)topo->nhosts, 1);
     int *units = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
     int *host_gpus = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
+    for (int i = 0; i < al->ncls; i++) {
+        const mc_piece_t *p = al->cls[i].p;
         for (int j = 0; j < p->nholders; j++)
             busy[p->holders[j]] = 1;
         for (int j = 0; j < p->ndests; j++)
@@ -298,7 +296,7 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
         one[h] = 1;
         mc_bound_net_init(&net, topo, &al->index, one);
         one[h] = 0;
-        st = enumerate(task, topo, &sc, al, &net, floor, best, set, err);
+        st = enumerate(topo, &sc, al, &net, floor, best, set, err);
         mc_bound_net_free(&net);
         scope_free(&sc);
     }
@@ -312,7 +310,7 @@ mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_
                 one[h] = units[h] > 0;
             mc_bound_net_init(&net, topo, &al->index,
                               topo->nlinks <= MC_BOUND_WHOLE_LINKS ? NULL : one);
-            st = enumerate(task, topo, &sc, al, &net, floor, best, set, err);
+            st = enumerate(topo, &sc, al, &net, floor, best, set, err);
             mc_bound_net_free(&net);
         }
         scope_free(&sc);

@@ -59,18 +59,18 @@ static int subset(const int *a, int na, const int *b, int nb)
 }
 
 /* The (group, destination, bytes) pairs, merged, with their potentials. */
-static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *group_piece,
-                    const int *piece_group, int ngroups, pair_t **out)
+static int pairs_of(const mc_bound_ctx_t *al, const int *group_cls, const int *cls_group,
+                    int ngroups, pair_t **out)
 {
     int cap = 64, n = 0;
     pair_t *pr = mc_xmalloc(sizeof(pair_t) * (size_t)cap);
     int subsets = ngroups <= FLOW_MAX_SUBSET_GROUPS;
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        int lo = subsets ? 0 : piece_group[i], hi = subsets ? ngroups : lo + 1;
+    for (int i = 0; i < al->ncls; i++) {
+        const mc_piece_t *p = al->cls[i].p;
+        int lo = subsets ? 0 : cls_group[i], hi = subsets ? ngroups : lo + 1;
         for (int gi = lo; gi < hi; gi++) {
-            const mc_piece_t *h = &task->pieces[group_piece[gi]];
-            if (gi != piece_group[i] && !subset(p->holders, p->nholders, h->holders, h->nholders))
+            const mc_piece_t *h = al->cls[group_cls[gi]].p;
+            if (gi != cls_group[i] && !subset(p->holders, p->nholders, h->holders, h->nholders))
                 continue;
             for (int j = 0; j < p->ndests; j++) {
                 if (mc_ints_contain(h->holders, h->nholders, p->dests[j]))
@@ -79,7 +79,7 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
                     cap *= 2;
                     pr = mc_xrealloc(pr, sizeof(pair_t) * (size_t)cap);
                 }
-                pr[n++] = (pair_t){gi, p->dests[j], p->bytes, 0};
+                pr[n++] = (pair_t){gi, p->dests[j], al->cls[i].bytes, 0};
             }
         }
     }
@@ -92,7 +92,7 @@ static int pairs_of(const mc_task_t *task, const mc_bound_ctx_t *al, const int *
             pr[m++] = pr[i];
     }
     for (int i = 0; i < m; i++) {
-        const mc_piece_t *h = &task->pieces[group_piece[pr[i].group]];
+        const mc_piece_t *h = al->cls[group_cls[pr[i].group]].p;
         double egress = 0;
         for (int j = 0; j < h->nholders; j++)
             egress += al->out_bw[h->holders[j]];
@@ -148,26 +148,26 @@ static mc_bound_net_t *nets_get(nets_t *c, const mc_topo_t *topo, const mc_bound
     return &c->net[c->n++];
 }
 
-mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                          double floor, mc_best_t *best, int *holder, mc_err_t *err)
+mc_status_t mc_bound_flow(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor,
+                          mc_best_t *best, int *holder, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
-    int *piece_group = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    int *group_piece = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
+    int *order = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(al->ncls + 1));
+    int *cls_group = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
+    int *group_cls = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
     char *hosts = mc_xmalloc((size_t)topo->nhosts);
-    int ngroups = mc_bound_holder_groups(task, 0, order, start);
+    int ngroups = mc_bound_holder_groups(al, 0, order, start);
     for (int gi = 0; gi < ngroups; gi++) {
-        group_piece[gi] = order[start[gi]];
+        group_cls[gi] = order[start[gi]];
         for (int j = start[gi]; j < start[gi + 1]; j++)
-            piece_group[order[j]] = gi;
+            cls_group[order[j]] = gi;
     }
     pair_t *pr;
-    int npairs = pairs_of(task, al, group_piece, piece_group, ngroups, &pr);
+    int npairs = pairs_of(al, group_cls, cls_group, ngroups, &pr);
     nets_t nets = {0};
     for (int i = 0; i < npairs && st == MC_OK && nets_work(&nets) < FLOW_MAX_WORK; i++) {
-        const mc_piece_t *h = &task->pieces[group_piece[pr[i].group]];
+        const mc_piece_t *h = al->cls[group_cls[pr[i].group]].p;
         memset(hosts, 0, (size_t)topo->nhosts);
         for (int j = 0; j < h->nholders; j++)
             hosts[mc_topo_gpu_host(topo, h->holders[j])] = 1;
@@ -193,8 +193,8 @@ mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc
     free(pr);
     free(order);
     free(start);
-    free(piece_group);
-    free(group_piece);
+    free(cls_group);
+    free(group_cls);
     free(hosts);
     return st;
 }

@@ -65,14 +65,27 @@ double mc_bound_net_value(mc_bound_net_t *n);
 /* A lower bound on the value, from paths of one or two arcs, in one pass. */
 double mc_bound_net_lower(mc_bound_net_t *n);
 
+/* Pieces with the same holders and destinations, merged (bound_class.c): p is the first piece
+ * of the class (its holders and dests), bytes those of all its pieces. */
+typedef struct mc_bound_class {
+    const mc_piece_t *p;
+    uint64_t bytes;
+} mc_bound_class_t;
+
+/* The classes of the task's pieces into *out (freed by the caller), in the order of their first
+ * pieces; returns their count. */
+int mc_bound_classes(const mc_task_t *task, mc_bound_class_t **out);
+
 /* What every term reads: per GPU the least message overhead its incoming and outgoing traffic
  * pays (bound.c says why) and the sums of its link bandwidths, the cheapest cross-host overhead,
- * and the hosts' parts for building flow networks. */
+ * the hosts' parts for building flow networks, and the task's classes of pieces. */
 typedef struct mc_bound_ctx {
     double *in, *out; /* alphas per GPU */
     double cross;
     double *in_bw, *out_bw;
     mc_bound_index_t index;
+    mc_bound_class_t *cls; /* the task's pieces by holders and destinations */
+    int ncls;
 } mc_bound_ctx_t;
 
 /* The largest term of one kind so far: bandwidth time plus its own alpha. */
@@ -87,10 +100,10 @@ typedef struct mc_best {
 mc_status_t mc_bound_term(mc_best_t *best, uint64_t bytes, double cap, double alpha, int at,
                           const char *what, const mc_topo_t *topo, int *kept, mc_err_t *err);
 
-/* Sorts the piece indices into order[] so that pieces with the same holder set (and, with
- * by_dests, the same destinations) are adjacent; group g is order[start[g]..start[g + 1]).
- * Returns the number of groups; start has npieces + 1 entries. */
-int mc_bound_holder_groups(const mc_task_t *task, int by_dests, int *order, int *start);
+/* Sorts the indices of the classes of al into order[] so that classes with the same holder set
+ * (and, with by_dests, the same destinations) are adjacent; group g is
+ * order[start[g]..start[g + 1]). Returns the number of groups; start has al->ncls + 1 entries. */
+int mc_bound_holder_groups(const mc_bound_ctx_t *al, int by_dests, int *order, int *start);
 
 /* Whether a term of bytes over a flow network's value plus alpha cannot exceed floor nor *best,
  * judged by mc_bound_net_lower: then it need not be solved. */
@@ -100,14 +113,14 @@ int mc_bound_skip(mc_bound_net_t *net, uint64_t bytes, double alpha, double floo
 /* The cut term (bound_cut.c): sets of GPUs inside a host and unions of hosts; *set says which
  * set binds. Sets whose term cannot exceed floor (the largest term of the other kinds) are
  * skipped. */
-mc_status_t mc_bound_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                         double floor, mc_best_t *best, mc_bound_set_t *set, mc_err_t *err);
+mc_status_t mc_bound_cut(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor,
+                         mc_best_t *best, mc_bound_set_t *set, mc_err_t *err);
 /* The per-destination flow term (bound_flow.c): best->where is the destination, *holder the
  * first holder of the group that binds. Pairs that cannot exceed floor are skipped. */
-mc_status_t mc_bound_flow(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                          double floor, mc_best_t *best, int *holder, mc_err_t *err);
-/* The lp term (bound_lp.c): left as it is when the task is too large to solve. */
-void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                 mc_best_t *best);
+mc_status_t mc_bound_flow(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor,
+                          mc_best_t *best, int *holder, mc_err_t *err);
+/* The lp term (bound_lp.c): left as it is when the task is too large to solve, or when its
+ * optimum cannot exceed floor (0: always solved). */
+void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor, mc_best_t *best);
 
 #endif

@@ -50,16 +50,16 @@ typedef struct com {
     uint64_t bytes;
 } com_t;
 
-static int commodities(const mc_task_t *task, com_t **out)
+static int commodities(const mc_bound_ctx_t *al, com_t **out)
 {
-    int *order = mc_xmalloc(sizeof(int) * (size_t)task->npieces);
-    int *start = mc_xmalloc(sizeof(int) * (size_t)(task->npieces + 1));
-    int n = mc_bound_holder_groups(task, 1, order, start);
+    int *order = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
+    int *start = mc_xmalloc(sizeof(int) * (size_t)(al->ncls + 1));
+    int n = mc_bound_holder_groups(al, 1, order, start);
     com_t *c = mc_xmalloc(sizeof(com_t) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        c[i] = (com_t){&task->pieces[order[start[i]]], 0};
+        c[i] = (com_t){al->cls[order[start[i]]].p, 0};
         for (int j = start[i]; j < start[i + 1]; j++)
-            c[i].bytes += task->pieces[order[j]].bytes;
+            c[i].bytes += al->cls[order[j]].bytes;
     }
     free(order);
     free(start);
@@ -67,16 +67,74 @@ static int commodities(const mc_task_t *task, com_t **out)
     return n;
 }
 
-/* Solves the LP; returns its least T in seconds, or -1 when it was too large or not solved to
- * optimality. */
-static double solve(const mc_topo_t *topo, const com_t *c, int nc)
+static long columns(const mc_topo_t *topo, const com_t *c, int nc)
 {
-    int na = topo->nlinks, nn = topo->nnodes;
     long cols = 1;
     for (int i = 0; i < nc; i++)
-        cols += na + (long)c[i].p->ndests * (na + c[i].p->nholders);
-    if (cols > LP_MAX_COLS)
-        return -1;
+        cols += topo->nlinks + (long)c[i].p->ndests * (topo->nlinks + c[i].p->nholders);
+    return cols;
+}
+
+/* An upper bound on the LP's optimum T from one feasible point, so that mc_task_bound need not
+ * solve an LP that cannot exceed the other terms: each destination's flow is its maximum flow
+ * from the commodity's holders scaled to one unit, a commodity's load on a link is the largest of
+ * its destinations' scaled flows there, and T is the most loaded link's time. A maximum flow of
+ * value F carries at most a link's capacity, so a commodity of b bytes keeps each link it uses
+ * within b / F of time, and commodities add only on the links they share. HUGE_VAL when a
+ * destination cannot be reached. */
+static double upper(const mc_topo_t *topo, const mc_bound_ctx_t *al, const com_t *c, int nc)
+{
+    mc_bound_net_t net;
+    mc_bound_net_init(&net, topo, &al->index, NULL);
+    mc_flow_t *f = &net.flow;
+    /* Per arc: whether it is a link's (the terminal arcs start at the source or end at the
+     * sink), its capacity, one commodity's load, and every commodity's bytes. */
+    char *link = mc_xcalloc((size_t)f->m, 1);
+    double *cap = mc_xmalloc(sizeof(double) * (size_t)f->m);
+    double *load = mc_xmalloc(sizeof(double) * (size_t)f->m);
+    double *bytes = mc_xcalloc((size_t)f->m, sizeof(double));
+    double t = 0;
+    for (int a = 0; a < f->m; a++) {
+        link[a] = !(a & 1) && f->to[a] != net.sink && f->to[a ^ 1] != net.source;
+        cap[a] = f->cap[a];
+    }
+    for (int i = 0; i < nc; i++) {
+        const mc_piece_t *p = c[i].p;
+        for (int a = 0; a < f->m; a++)
+            load[a] = 0;
+        for (int k = 0; k < p->ndests; k++) {
+            mc_bound_net_clear(&net);
+            for (int h = 0; h < p->nholders; h++)
+                mc_bound_net_source(&net, p->holders[h]);
+            mc_bound_net_sink(&net, p->dests[k]);
+            double value = mc_bound_net_value(&net);
+            if (!(value > 0)) {
+                t = HUGE_VAL;
+                goto out;
+            }
+            for (int a = 0; a < f->m; a++)
+                if (link[a])
+                    load[a] = fmax(load[a], fmax(cap[a] - f->res[a], 0) / value);
+        }
+        for (int a = 0; a < f->m; a++)
+            bytes[a] += (double)c[i].bytes * load[a];
+    }
+    for (int a = 0; a < f->m; a++)
+        if (link[a])
+            t = fmax(t, bytes[a] / cap[a]);
+out:
+    free(link);
+    free(cap);
+    free(load);
+    free(bytes);
+    mc_bound_net_free(&net);
+    return t;
+}
+
+/* Solves the LP; returns its least T in seconds, or -1 when it was not solved to optimality. */
+static double solve(const mc_topo_t *topo, const com_t *c, int nc, long cols)
+{
+    int na = topo->nlinks, nn = topo->nnodes;
     double bmax = 0, cmax = 0;
     for (int i = 0; i < nc; i++)
         bmax = fmax(bmax, (double)c[i].bytes);
@@ -141,18 +199,25 @@ static double solve(const mc_topo_t *topo, const com_t *c, int nc)
     return t;
 }
 
-void mc_bound_lp(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                 mc_best_t *best)
+void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor, mc_best_t *best)
 {
     com_t *c;
-    int nc = commodities(task, &c);
-    /* With one commodity the optimum is the flow term's (one source multicasts at the least
-     * max-flow to a destination when links may carry any function of what they receive, which
-     * is exactly what these loads allow), so it is not solved. */
-    double t = nc > 1 ? solve(topo, c, nc) : -1, alpha = INFINITY;
+    int nc = commodities(al, &c);
+    long cols = columns(topo, c, nc);
+    double alpha = INFINITY;
     for (int g = 0; g < topo->ngpus; g++)
         alpha = fmin(alpha, al->out[g]);
+    alpha = isfinite(alpha) ? alpha : 0;
+    /* With one commodity the optimum is the flow term's (one source multicasts at the least
+     * max-flow to a destination when links may carry any function of what they receive, which
+     * is exactly what these loads allow), so it is not solved. Nor is it when the term cannot
+     * exceed floor: the term is the simplex's optimum taken LP_MARGIN low, and the simplex
+     * lands within half of that margin of the true optimum, which is at most upper(); so a
+     * term that ties floor (the cut of a transpose) is skipped as well. */
+    int skip = nc <= 1 || cols > LP_MAX_COLS ||
+               (floor > 0 && upper(topo, al, c, nc) * (1 - LP_MARGIN / 2) + alpha <= floor);
+    double t = skip ? -1 : solve(topo, c, nc, cols);
     if (t > 0)
-        *best = (mc_best_t){t, isfinite(alpha) ? alpha : 0, 0};
+        *best = (mc_best_t){t, alpha, 0};
     free(c);
 }
