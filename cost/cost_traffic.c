@@ -330,43 +330,52 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
 
 /* Alpa's broadcasts run in rounds in which no host (worker) takes part in two broadcasts, so a
  * host's broadcasts follow one another: each takes its bytes over the chain's slowest route plus
- * the chain's message delays, and the busiest host's sum bounds the time from below. */
+ * the chain's message delays, and the busiest host's sum bounds the time from below. A tensor
+ * with several consumers is resharded to each on its own: one broadcast per piece and consumer. */
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts);
+    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts), b = 0;
     for (int h = 0; h < ct->topo->nhosts; h++)
         seen[h] = -1;
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
-        /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1;
-        for (int k = 1; k < p->nholders; k++) {
-            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
-            if (ct->host_out[hg] < ct->host_out[hp] ||
-                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
-                prev = g;
-        }
-        ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-        double bw = INFINITY, delay = 0;
-        seen[ct->gpu_host[prev]] = i;
-        for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
-            int d = m->devices[k];
-            if (!mc_ints_contain(p->dests, p->ndests, d))
+        const mc_tensor_move_t *mv = &task->tensors[p->tensor];
+        for (int c = 0; c <= mv->nmore && st == MC_OK; c++, b++) {
+            const mc_mesh_t *m = &task->meshes[mc_tensor_consumer(mv, c)->mesh];
+            int any = 0;
+            for (int k = 0; k < m->ndevices && !any; k++)
+                any = mc_ints_contain(p->dests, p->ndests, m->devices[k]);
+            if (!any)
                 continue;
-            st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
-            if (st == MC_OK && prev != d) {
-                bw = fmin(bw, cost_last_route(ct)->bw);
-                delay += cost_last_route(ct)->delay;
+            /* Alpa balances senders by host: the holder on the host that has sent the least */
+            int prev = p->holders[0], after = -1;
+            for (int k = 1; k < p->nholders; k++) {
+                int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
+                if (ct->host_out[hg] < ct->host_out[hp] ||
+                    (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
+                    prev = g;
             }
-            seen[ct->gpu_host[d]] = i;
-            prev = d;
+            ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
+            double bw = INFINITY, delay = 0;
+            seen[ct->gpu_host[prev]] = b;
+            for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
+                int d = m->devices[k];
+                if (!mc_ints_contain(p->dests, p->ndests, d))
+                    continue;
+                st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
+                if (st == MC_OK && prev != d) {
+                    bw = fmin(bw, cost_last_route(ct)->bw);
+                    delay += cost_last_route(ct)->delay;
+                }
+                seen[ct->gpu_host[d]] = b;
+                prev = d;
+            }
+            double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
+            for (int h = 0; h < ct->topo->nhosts; h++)
+                if (seen[h] == b && (ct->host_busy[h] += t) > ct->serial_s)
+                    ct->serial_s = ct->host_busy[h];
         }
-        double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
-        for (int h = 0; h < ct->topo->nhosts; h++)
-            if (seen[h] == i && (ct->host_busy[h] += t) > ct->serial_s)
-                ct->serial_s = ct->host_busy[h];
     }
     free(seen);
     return st;

@@ -2,10 +2,10 @@
  * resharding_loadbalance_mode="loadbalance_order" and the greedy solver, "Ours" in the paper's
  * figures): one broadcast per piece from one holder to all of the piece's destinations; the
  * sender comes from Alpa's randomized greedy solver over its (mesh, host) workers, solved afresh
- * for every tensor; each broadcast runs as NCCL's pipelined ring broadcast (synth_ring.c), one
- * chain per NIC the group's hosts can drive. Alpa's workers issue every broadcast at once (no
- * barrier between rounds), so all trees share one phase; 'alpa-bcast-rounds' makes each round a
- * phase instead. */
+ * for every tensor and consumer; each broadcast runs as NCCL's pipelined ring broadcast
+ * (synth_ring.c), one chain per NIC the group's hosts can drive, each as NCCL's two duplicated
+ * channels. Alpa's workers issue every broadcast at once (no barrier between rounds), so all trees
+ * share one phase; 'alpa-bcast-rounds' makes each round a phase instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +46,13 @@ static int mesh_hosts(const mc_topo_t *topo, const mc_mesh_t *mesh, int *hosts, 
 
 /* Alpa's load-balancing workers (CrossMeshCommunicator._get_hardware_info_for_loadbalance:
  * nic_constraints = src_nic_constraints + dst_nic_constraints, one list per (mesh, host)): the
- * source mesh's hosts, then the destination mesh's, so that a host holding GPUs of both meshes is
+ * source mesh's hosts, then one consumer's mesh's, so that a host holding GPUs of both meshes is
  * two workers. Returns the count; *nsrc gets the source side's. */
-static int tensor_workers(const mc_task_t *task, const mc_topo_t *topo, int tensor, int *hosts,
-                          int *nsrc)
+static int tensor_workers(const mc_task_t *task, const mc_topo_t *topo, int tensor, int dst_mesh,
+                          int *hosts, int *nsrc)
 {
     *nsrc = mesh_hosts(topo, &task->meshes[task->tensors[tensor].src.mesh], hosts, 0);
-    return mesh_hosts(topo, &task->meshes[task->tensors[tensor].dst.mesh], hosts, *nsrc);
+    return mesh_hosts(topo, &task->meshes[dst_mesh], hosts, *nsrc);
 }
 
 /* Element count of the whole source tile the piece is cut from: Alpa's work duration
@@ -65,16 +65,18 @@ static double source_tile_elems(const mc_task_t *task, int piece, int holder)
     return (double)mc_box_elems(&tile, src->ndims);
 }
 
-/* The destinations of a piece in the destination mesh's order (the communicator's ranks). */
-static void dests_in_mesh_order(const mc_task_t *task, int piece, int *out)
+/* The destinations of a piece inside one consumer's mesh, in that mesh's order (the
+ * communicator's ranks); returns their count. */
+static int dests_in_mesh_order(const mc_task_t *task, int piece, int dst_mesh, int *out)
 {
     const mc_piece_t *p = &task->pieces[piece];
-    const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
+    const mc_mesh_t *mesh = &task->meshes[dst_mesh];
     int n = 0;
     for (int i = 0; i < mesh->ndevices; i++)
         for (int d = 0; d < p->ndests; d++)
             if (p->dests[d] == mesh->devices[i])
                 out[n++] = p->dests[d];
+    return n;
 }
 
 typedef struct bcast_ctx {
@@ -87,23 +89,24 @@ typedef struct bcast_ctx {
     int rounds_as_phases;  /* the alpa-bcast-rounds variant: a global barrier after each round */
 } bcast_ctx_t;
 
-/* Emits the broadcast of one piece from sender in the given phase, its bytes split on element
- * boundaries over the ring's chains, each run twice: NCCL duplicates every ring channel
- * (ncclTopoPostset, src/graph/connect.cc: nChannels * 2), each copy its own connection. */
-static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int phase, mc_err_t *err)
+/* Emits the broadcast of one piece from sender to its destinations in one consumer's mesh in
+ * the given phase, its bytes split on element boundaries over the ring's chains, each run twice:
+ * NCCL duplicates every ring channel (ncclTopoPostset, src/graph/connect.cc: nChannels * 2), each
+ * copy its own connection. */
+static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int sender, int phase,
+                                  mc_err_t *err)
 {
     const mc_piece_t *p = &c->task->pieces[piece];
-    dests_in_mesh_order(c->task, piece, c->dests);
-    int nchains = synth_ring_plan(c->ring, sender, c->dests, p->ndests, BCAST_MAX_CHAINS,
-                                  c->order);
+    int nd = dests_in_mesh_order(c->task, piece, dst_mesh, c->dests);
+    int nchains = synth_ring_plan(c->ring, sender, c->dests, nd, BCAST_MAX_CHAINS, c->order);
     uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype), offset = 0;
     for (int k = 0; k < 2 * nchains; k++) {
         uint64_t part = synth_even_part(p->bytes, esize, 2 * nchains, k);
         if (!part)
             continue;
         mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
-                                         c->order + (size_t)(k / 2) * (size_t)(p->ndests + 1),
-                                         p->ndests + 1, c->opts->chunk_bytes, 2, err);
+                                         c->order + (size_t)(k / 2) * (size_t)(nd + 1), nd + 1,
+                                         c->opts->chunk_bytes, 2, err);
         if (st != MC_OK)
             return st;
         offset += part;
@@ -111,16 +114,17 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int pha
     return MC_OK;
 }
 
-/* Solves one tensor's broadcasts and emits them from phase `base` on; returns the rounds used
- * in *nrounds. */
-static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *units, int nunits,
-                                int base, int *nrounds, mc_err_t *err)
+/* Solves the broadcasts of one tensor to one consumer's mesh (one Alpa resharding: a tensor with
+ * several consumers is resharded to each independently) and emits them from phase `base` on (in
+ * phase 0 without rounds as phases); returns the rounds used in *nrounds. */
+static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const synth_unit_t *units,
+                                int nunits, int base, int *nrounds, mc_err_t *err)
 {
     mc_task_t *task = c->task;
     mc_status_t st = MC_OK;
     int ngpus = c->topo->ngpus;
     int *hosts = mc_xmalloc(sizeof(int) * 2 * (size_t)(ngpus ? ngpus : 1)), nsrc;
-    int nhosts = tensor_workers(task, c->topo, tensor, hosts, &nsrc);
+    int nhosts = tensor_workers(task, c->topo, tensor, dst_mesh, hosts, &nsrc);
     synth_lb_work_t *works = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(*works));
     int *ids = mc_xmalloc(sizeof(int) * 2 * (size_t)(nunits ? nunits : 1) * (size_t)nhosts);
     int *holders_of = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int));
@@ -129,7 +133,9 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
     int *round = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
     int nw = 0;
     for (int u = 0; u < nunits; u++) {
-        if (units[u].tensor != tensor)
+        int nd = units[u].tensor == tensor
+                     ? dests_in_mesh_order(task, units[u].piece, dst_mesh, c->dests) : 0;
+        if (!nd)
             continue;
         const mc_piece_t *p = &task->pieces[units[u].piece];
         int *snd = ids + (size_t)nw * 2 * (size_t)nhosts, *rcv = snd + nhosts;
@@ -138,8 +144,8 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
         works[nw].senders = snd;
         works[nw].nsenders = worker_ids(c->topo, hosts, 0, nsrc, holders[nw], p->nholders, snd);
         works[nw].receivers = rcv;
-        works[nw].nreceivers = worker_ids(c->topo, hosts + nsrc, nsrc, nhosts - nsrc, p->dests,
-                                          p->ndests, rcv);
+        works[nw].nreceivers = worker_ids(c->topo, hosts + nsrc, nsrc, nhosts - nsrc, c->dests, nd,
+                                          rcv);
         works[nw].duration = source_tile_elems(task, units[u].piece, holders[nw][0]);
         nw++;
     }
@@ -156,7 +162,7 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
                             __FILE__, __LINE__, holders_of[w]);
             goto out;
         }
-        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dev,
+        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dst_mesh, dev,
                                      c->rounds_as_phases ? base + round[w] : 0, err),
                       out, st);
     }
@@ -194,11 +200,13 @@ static mc_status_t alpa_bcast(mc_task_t *task, const mc_topo_t *topo, const mc_s
                      mc_xmalloc(sizeof(int) * (size_t)maxd * BCAST_MAX_CHAINS),
                      mc_xmalloc(sizeof(int) * (size_t)maxd), rounds_as_phases};
     c.s->mem_limit = opts->memory_limit;
-    for (int t = 0; t < task->ntensors; t++) {
-        int nrounds = 0;
-        MC_CHECK_GOTO(bcast_tensor(&c, t, units, nunits, phases, &nrounds, err), out, st);
-        phases += rounds_as_phases ? nrounds : 0;
-    }
+    for (int t = 0; t < task->ntensors; t++)
+        for (int k = 0; k <= task->tensors[t].nmore; k++) {
+            int nrounds = 0, mesh = mc_tensor_consumer(&task->tensors[t], k)->mesh;
+            MC_CHECK_GOTO(bcast_tensor(&c, t, mesh, units, nunits, phases, &nrounds, err), out,
+                          st);
+            phases += rounds_as_phases ? nrounds : 0;
+        }
     c.s->nphases = rounds_as_phases ? phases : c.s->ntrees > 0;
     /* Broadcasts overlap (and even rounds are host-disjoint only: chains of one broadcast may share
      * NVLink inside a host), so every tree states its max-min fair share. */

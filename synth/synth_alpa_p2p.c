@@ -236,7 +236,10 @@ static void emit_allgather(p2p_ctx_t *c, const mc_piece_t *p, const rewrite_t *r
 mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                               mc_sched_t **out, mc_err_t *err)
 {
+    /* Alpa reshards to each consumer independently; only one consumer per tensor is written. */
     mc_status_t st = synth_check_disjoint(task, "alpa-p2p", err);
+    if (st == MC_OK)
+        st = synth_check_one_consumer(task, "alpa-p2p", err);
     if (st != MC_OK)
         return st;
     int ntens = task->ntensors, nunits = 0, maxd = 1, any = 0;

@@ -32,6 +32,9 @@ int synth_least_loaded(const int *holders, int n, const uint64_t *load);
 /* Alpa reshards across meshes only between the disjoint meshes of two pipeline stages: a tensor
  * that has bytes to move between meshes sharing a GPU is MC_ERR_UNSUPPORTED for strategy. */
 mc_status_t synth_check_disjoint(const mc_task_t *task, const char *strategy, mc_err_t *err);
+/* A strategy that reshards to one destination layout per tensor: MC_ERR_UNSUPPORTED for a tensor
+ * with several consumers. */
+mc_status_t synth_check_one_consumer(const mc_task_t *task, const char *strategy, mc_err_t *err);
 
 /* Position of gpu in the mesh's device list, or -1. */
 int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);

@@ -43,7 +43,9 @@ static int ring_chain(const mc_task_t *task, const mc_piece_t *p, int *out)
 mc_status_t mc_synth_nccl_ring(mc_task_t *task, const mc_topo_t *topo,
                                const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
 {
-    mc_status_t st = MC_OK;
+    mc_status_t st = synth_check_one_consumer(task, "nccl-ring", err);
+    if (st != MC_OK)
+        return st;
     mc_sched_t *s = mc_sched_new(task, topo, "nccl-ring");
     int *chain = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1)), moving = 0;
     for (int pi = 0; pi < task->npieces; pi++)

@@ -64,14 +64,16 @@ static int cmp_unit(const void *pa, const void *pb)
 static void fill_unit(const mc_task_t *task, int piece, int dest, synth_unit_t *u)
 {
     const mc_piece_t *p = &task->pieces[piece];
-    const mc_layout_t *dst = &task->tensors[p->tensor].dst;
+    /* Every destination of a piece inside one consumer holds the same destination tile, so the
+     * first names it when the unit is the whole piece. */
+    int who = dest < 0 ? p->dests[0] : dest;
+    const mc_layout_t *dst = mc_task_dst_layout(task, p->tensor, who);
     mc_box_t tile;
     memset(u, 0, sizeof(*u));
     u->piece = piece;
     u->dest = dest;
     u->tensor = p->tensor;
-    /* Every destination of a piece holds the same destination tile, so the first names it. */
-    mc_layout_tile(task, dst, p->dests[0], &tile);
+    mc_layout_tile(task, dst, who, &tile);
     for (int d = 0; d < dst->ndims; d++) {
         u->tile_lo[d] = tile.lo[d];
         u->piece_lo[d] = p->box.lo[d];
@@ -102,16 +104,28 @@ mc_status_t synth_check_disjoint(const mc_task_t *task, const char *strategy, mc
         if (!moves)
             continue;
         const mc_mesh_t *a = &task->meshes[task->tensors[t].src.mesh];
-        const mc_mesh_t *b = &task->meshes[task->tensors[t].dst.mesh];
-        for (int i = 0; i < a->ndevices; i++)
-            if (synth_mesh_rank(b, a->devices[i]) >= 0)
-                return mc_err_set(err, MC_ERR_UNSUPPORTED,
-                                  "strategy %s: tensor %s moves from mesh %s to mesh %s, which "
-                                  "share GPU %d; expected disjoint meshes (Alpa's cross-mesh "
-                                  "resharding runs between pipeline stages)",
-                                  strategy, task->tensors[t].name, a->name, b->name,
-                                  a->devices[i]);
+        for (int k = 0; k <= task->tensors[t].nmore; k++) {
+            const mc_mesh_t *b = &task->meshes[mc_tensor_consumer(&task->tensors[t], k)->mesh];
+            for (int i = 0; i < a->ndevices; i++)
+                if (synth_mesh_rank(b, a->devices[i]) >= 0)
+                    return mc_err_set(err, MC_ERR_UNSUPPORTED,
+                                      "strategy %s: tensor %s moves from mesh %s to mesh %s, "
+                                      "which share GPU %d; expected disjoint meshes (Alpa's "
+                                      "cross-mesh resharding runs between pipeline stages)",
+                                      strategy, task->tensors[t].name, a->name, b->name,
+                                      a->devices[i]);
+        }
     }
+    return MC_OK;
+}
+
+mc_status_t synth_check_one_consumer(const mc_task_t *task, const char *strategy, mc_err_t *err)
+{
+    for (int t = 0; t < task->ntensors; t++)
+        if (task->tensors[t].nmore > 0)
+            return mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s has %d consumers; "
+                              "expected one (not modelled yet)", strategy,
+                              task->tensors[t].name, task->tensors[t].nmore + 1);
     return MC_OK;
 }
 
