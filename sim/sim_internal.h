@@ -30,4 +30,15 @@ void sim_queue_free(sim_queue_t *q);
  * channels per peer), 0 when nothing but its links limits it. */
 double sim_connection_cap(const mc_topo_t *topo, const mc_tree_edge_t *e);
 
+/* One phase's trees in link-disjoint groups (sim_groups.c). */
+typedef struct sim_groups {
+    int ngroups, ndistinct;
+    int *tree_off, *trees;   /* per group: its trees, in schedule order */
+    int *link_off, *links;   /* per group: its links, in order of first use */
+    int *same_as;            /* per group: -1, or the earlier group it is a copy of */
+} sim_groups_t;
+
+void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim_groups_t *g);
+void sim_groups_free(sim_groups_t *g);
+
 #endif
