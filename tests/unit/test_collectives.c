@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 #define TOPO "topologies/dgx-h100-x4.xml"
 

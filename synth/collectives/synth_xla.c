@@ -21,7 +21,7 @@
  *     rematerialization"). */
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 /* Is the multiset of tile counts over the dimensions where a and b differ the same? */
 static int alltoall_applies(const coll_prog_t *p, const mc_layout_t *a, const mc_layout_t *b)

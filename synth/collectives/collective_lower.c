@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 #include "synth/synth_internal.h"
 
 /* Most byte ranges one program may produce: beyond this the cells cut pieces too finely for
