@@ -6,6 +6,7 @@
  * first holder to every destination; alpa-bcast chains every piece through its destinations. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cost/cost_internal.h"
 
@@ -328,20 +329,38 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
     return st;
 }
 
-/* Alpa's broadcasts run in rounds in which no host (worker) takes part in two broadcasts, so a
- * host's broadcasts follow one another: each takes its bytes over the chain's slowest route plus
- * the chain's message delays, and the busiest host's sum bounds the time from below. */
-mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+/* The round of Alpa's greedy solver a broadcast over hosts[0..n) joins: the first one in which
+ * none of them takes part yet (used: rounds x nhosts), which it then marks. */
+static int first_free_round(unsigned char *used, int nh, const int *hosts, int n)
+{
+    for (int r = 0;; r++) {
+        int free_all = 1;
+        for (int k = 0; k < n && free_all; k++)
+            free_all = !used[(size_t)r * (size_t)nh + (size_t)hosts[k]];
+        if (!free_all)
+            continue;
+        for (int k = 0; k < n; k++)
+            used[(size_t)r * (size_t)nh + (size_t)hosts[k]] = 1;
+        return r;
+    }
+}
+
+/* One tensor's broadcasts (Alpa solves each tensor afresh): each takes its bytes over the
+ * chain's slowest route plus the chain's message delays. Alpa runs them in rounds in which no
+ * host (worker) takes part in two broadcasts, filled greedily, one round after the other, so a
+ * round lasts as long as its longest broadcast and the tensor as long as its rounds together. */
+static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int *seen,
+                               int *hosts, unsigned char *used, double *round_s, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts);
-    for (int h = 0; h < ct->topo->nhosts; h++)
-        seen[h] = -1;
+    int nh = ct->topo->nhosts, nrounds = 0;
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
+        if (p->tensor != tensor)
+            continue;
         const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
         /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1;
+        int prev = p->holders[0], after = -1, n = 0;
         for (int k = 1; k < p->nholders; k++) {
             int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
             if (ct->host_out[hg] < ct->host_out[hp] ||
@@ -351,6 +370,7 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
         ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
         double bw = INFINITY, delay = 0;
         seen[ct->gpu_host[prev]] = i;
+        hosts[n++] = ct->gpu_host[prev];
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
             int d = m->devices[k];
             if (!mc_ints_contain(p->dests, p->ndests, d))
@@ -360,14 +380,40 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
                 bw = fmin(bw, cost_last_route(ct)->bw);
                 delay += cost_last_route(ct)->delay;
             }
+            if (seen[ct->gpu_host[d]] != i)
+                hosts[n++] = ct->gpu_host[d];
             seen[ct->gpu_host[d]] = i;
             prev = d;
         }
         double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
-        for (int h = 0; h < ct->topo->nhosts; h++)
-            if (seen[h] == i && (ct->host_busy[h] += t) > ct->serial_s)
-                ct->serial_s = ct->host_busy[h];
+        int r = first_free_round(used, nh, hosts, n);
+        round_s[r] = fmax(round_s[r], t);
+        if (r >= nrounds)
+            nrounds = r + 1;
     }
+    for (int r = 0; r < nrounds; r++)
+        ct->serial_s += round_s[r];
+    /* clean for the next tensor */
+    memset(used, 0, (size_t)nrounds * (size_t)nh);
+    memset(round_s, 0, sizeof(double) * (size_t)nrounds);
+    return st;
+}
+
+mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int nh = ct->topo->nhosts, np = task->npieces ? task->npieces : 1;
+    int *seen = mc_xmalloc(sizeof(int) * (size_t)nh);
+    int *hosts = mc_xmalloc(sizeof(int) * (size_t)nh);
+    unsigned char *used = mc_xcalloc((size_t)np * (size_t)nh, 1);
+    double *round_s = mc_xcalloc((size_t)np, sizeof(double));
+    for (int h = 0; h < nh; h++)
+        seen[h] = -1;
+    for (int t = 0; t < task->ntensors && st == MC_OK; t++)
+        st = alpa_tensor(ct, task, t, seen, hosts, used, round_s, err);
     free(seen);
+    free(hosts);
+    free(used);
+    free(round_s);
     return st;
 }
