@@ -329,6 +329,43 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
     return st;
 }
 
+/* NCCL's pipelined ring broadcast of bytes down a chain of n routes (message delays delay[],
+ * bandwidths bw[]) in c chunks: the first chunk crosses every route, the other c - 1 follow at
+ * the pace of the slowest (synth_chunks.c, which the schedule's chunk count comes from). */
+static double chain_time(const double *delay, const double *bw, int n, double bytes, int c)
+{
+    double chunk = bytes / c, first = 0, slowest = 0;
+    for (int i = 0; i < n; i++) {
+        double t = delay[i] + chunk / bw[i];
+        first += t;
+        slowest = fmax(slowest, t);
+    }
+    return first + (c - 1) * slowest;
+}
+
+/* The chain's time at the chunk count NCCL's steps (512 KiB) allow that is best for it: near
+ * sqrt(bytes x (sum of 1/bw less the slowest's) / the slowest's delay), which minimizes the
+ * time when one route is the slowest at every count. */
+static double chain_best(const double *delay, const double *bw, int n, double bytes)
+{
+    if (n == 0)
+        return 0;
+    int slow = 0;
+    double inv = 0;
+    for (int i = 0; i < n; i++) {
+        inv += 1 / bw[i];
+        if (bw[i] < bw[slow])
+            slow = i;
+    }
+    double most = fmax(1, fmin(floor(bytes / (512.0 * 1024)), 4096));
+    double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
+    c = fmin(fmax(c, 1), most);
+    double best = fmin(chain_time(delay, bw, n, bytes, (int)floor(c)),
+                       chain_time(delay, bw, n, bytes, (int)ceil(c)));
+    return fmin(best, fmin(chain_time(delay, bw, n, bytes, 1),
+                           chain_time(delay, bw, n, bytes, (int)most)));
+}
+
 /* The round of Alpa's greedy solver a broadcast over hosts[0..n) joins: the first one in which
  * none of them takes part yet (used: rounds x nhosts), which it then marks. */
 static int first_free_round(unsigned char *used, int nh, const int *hosts, int n)
@@ -345,12 +382,12 @@ static int first_free_round(unsigned char *used, int nh, const int *hosts, int n
     }
 }
 
-/* One tensor's broadcasts (Alpa solves each tensor afresh): each takes its bytes over the
- * chain's slowest route plus the chain's message delays. Alpa runs them in rounds in which no
+/* One tensor's broadcasts (Alpa solves each tensor afresh): each is a pipelined chain (above). Alpa runs them in rounds in which no
  * host (worker) takes part in two broadcasts, filled greedily, one round after the other, so a
  * round lasts as long as its longest broadcast and the tensor as long as its rounds together. */
 static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int *seen,
-                               int *hosts, unsigned char *used, double *round_s, mc_err_t *err)
+                               int *hosts, double *delay, double *bw, unsigned char *used,
+                               double *round_s, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int nh = ct->topo->nhosts, nrounds = 0;
@@ -360,7 +397,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
             continue;
         const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
         /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1, n = 0;
+        int prev = p->holders[0], after = -1, n = 0, hops = 0;
         for (int k = 1; k < p->nholders; k++) {
             int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
             if (ct->host_out[hg] < ct->host_out[hp] ||
@@ -368,7 +405,6 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 prev = g;
         }
         ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-        double bw = INFINITY, delay = 0;
         seen[ct->gpu_host[prev]] = i;
         hosts[n++] = ct->gpu_host[prev];
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
@@ -377,15 +413,15 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 continue;
             st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
             if (st == MC_OK && prev != d) {
-                bw = fmin(bw, cost_last_route(ct)->bw);
-                delay += cost_last_route(ct)->delay;
+                bw[hops] = cost_last_route(ct)->bw;
+                delay[hops++] = cost_last_route(ct)->delay;
             }
             if (seen[ct->gpu_host[d]] != i)
                 hosts[n++] = ct->gpu_host[d];
             seen[ct->gpu_host[d]] = i;
             prev = d;
         }
-        double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
+        double t = chain_best(delay, bw, hops, (double)p->bytes);
         int r = first_free_round(used, nh, hosts, n);
         round_s[r] = fmax(round_s[r], t);
         if (r >= nrounds)
@@ -405,14 +441,18 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     int nh = ct->topo->nhosts, np = task->npieces ? task->npieces : 1;
     int *seen = mc_xmalloc(sizeof(int) * (size_t)nh);
     int *hosts = mc_xmalloc(sizeof(int) * (size_t)nh);
+    double *delay = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
+    double *bw = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
     unsigned char *used = mc_xcalloc((size_t)np * (size_t)nh, 1);
     double *round_s = mc_xcalloc((size_t)np, sizeof(double));
     for (int h = 0; h < nh; h++)
         seen[h] = -1;
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
-        st = alpa_tensor(ct, task, t, seen, hosts, used, round_s, err);
+        st = alpa_tensor(ct, task, t, seen, hosts, delay, bw, used, round_s, err);
     free(seen);
     free(hosts);
+    free(delay);
+    free(bw);
     free(used);
     free(round_s);
     return st;
