@@ -121,17 +121,18 @@ static void print_text(const pipe_args_t *a, const mc_pipe_t *p, const order_run
                mc_fmt_seconds(p->stages[s].bwd_s, b2, sizeof b2));
     for (int g = 0; g < p->ngroups; g++) {
         const mc_pipe_group_t *gr = &p->groups[g];
-        char route[2 * MC_NAME_MAX + 8];
-        snprintf(route, sizeof route, "%s -> %s", p->stages[gr->src].name,
-                 p->stages[gr->dst].name);
+        char to[MC_MAX_CONSUMERS * (MC_NAME_MAX + 1)], route[sizeof to + MC_NAME_MAX + 8];
+        mc_pipe_group_to(p, gr, to, sizeof to);
+        snprintf(route, sizeof route, "%s -> %s", p->stages[gr->src].name, to);
         printf("transfer   %-16s %-8s %2d tensor%s %10s  %-10s (bound %s)", route,
                gr->backward ? "backward" : "forward", gr->task->ntensors,
                gr->task->ntensors == 1 ? " " : "s", mc_fmt_bytes(gr->bytes, b1, sizeof b1),
                mc_fmt_seconds(gr->seconds, b2, sizeof b2),
                mc_fmt_seconds(gr->bound_s, b3, sizeof b3));
-        if (gr->same_as >= 0)
-            printf(" schedule of %s -> %s", p->stages[p->groups[gr->same_as].src].name,
-                   p->stages[p->groups[gr->same_as].dst].name);
+        if (gr->same_as >= 0) {
+            mc_pipe_group_to(p, &p->groups[gr->same_as], to, sizeof to);
+            printf(" schedule of %s -> %s", p->stages[p->groups[gr->same_as].src].name, to);
+        }
         printf("\n");
     }
     int n = a->norders;
@@ -191,8 +192,10 @@ static void print_json(const pipe_args_t *a, const mc_pipe_t *p, const order_run
                                                 p->stages[s].bwd_s));
     for (int g = 0; g < p->ngroups; g++) {
         const mc_pipe_group_t *gr = &p->groups[g];
+        char to[MC_MAX_CONSUMERS * (MC_NAME_MAX + 1)];
+        mc_pipe_group_to(p, gr, to, sizeof to);
         json_t *t = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "from",
-                              p->stages[gr->src].name, "to", p->stages[gr->dst].name,
+                              p->stages[gr->src].name, "to", to,
                               "direction", gr->backward ? "backward" : "forward", "tensors",
                               gr->task->ntensors, "bytes", (json_int_t)gr->bytes, "seconds",
                               gr->seconds, "lower_bound_s", gr->bound_s);

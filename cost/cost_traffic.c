@@ -382,22 +382,27 @@ static int first_free_round(unsigned char *used, int nh, const int *hosts, int n
     }
 }
 
-/* One tensor's broadcasts (Alpa solves each tensor afresh): each is a pipelined chain (above). Alpa runs them in rounds in which no
- * host (worker) takes part in two broadcasts, filled greedily, one round after the other, so a
- * round lasts as long as its longest broadcast and the tensor as long as its rounds together. */
-static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int *seen,
-                               int *hosts, double *delay, double *bw, unsigned char *used,
-                               double *round_s, mc_err_t *err)
+/* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
+ * its own, solving each afresh): each is a pipelined chain (above). Alpa runs them in rounds in
+ * which no host (worker) takes part in two broadcasts, filled greedily, one round after the
+ * other, so a round lasts as long as its longest broadcast and the resharding as long as its
+ * rounds together. *b numbers the broadcasts (seen[] marks a host taking part in one). */
+static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int mesh,
+                               int *b, int *seen, int *hosts, double *delay, double *bw,
+                               unsigned char *used, double *round_s, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int nh = ct->topo->nhosts, nrounds = 0;
+    const mc_mesh_t *m = &task->meshes[mesh];
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        if (p->tensor != tensor)
+        int any = 0;
+        for (int k = 0; k < m->ndevices && !any && p->tensor == tensor; k++)
+            any = mc_ints_contain(p->dests, p->ndests, m->devices[k]);
+        if (!any)
             continue;
-        const mc_mesh_t *m = &task->meshes[task->tensors[p->tensor].dst.mesh];
         /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1, n = 0, hops = 0;
+        int prev = p->holders[0], after = -1, n = 0, hops = 0, id = (*b)++;
         for (int k = 1; k < p->nholders; k++) {
             int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
             if (ct->host_out[hg] < ct->host_out[hp] ||
@@ -405,7 +410,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 prev = g;
         }
         ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-        seen[ct->gpu_host[prev]] = i;
+        seen[ct->gpu_host[prev]] = id;
         hosts[n++] = ct->gpu_host[prev];
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
             int d = m->devices[k];
@@ -416,9 +421,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 bw[hops] = cost_last_route(ct)->bw;
                 delay[hops++] = cost_last_route(ct)->delay;
             }
-            if (seen[ct->gpu_host[d]] != i)
+            if (seen[ct->gpu_host[d]] != id)
                 hosts[n++] = ct->gpu_host[d];
-            seen[ct->gpu_host[d]] = i;
+            seen[ct->gpu_host[d]] = id;
             prev = d;
         }
         double t = chain_best(delay, bw, hops, (double)p->bytes);
@@ -429,7 +434,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
     }
     for (int r = 0; r < nrounds; r++)
         ct->serial_s += round_s[r];
-    /* clean for the next tensor */
+    /* clean for the next resharding */
     memset(used, 0, (size_t)nrounds * (size_t)nh);
     memset(round_s, 0, sizeof(double) * (size_t)nrounds);
     return st;
@@ -438,7 +443,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int nh = ct->topo->nhosts, np = task->npieces ? task->npieces : 1;
+    int nh = ct->topo->nhosts, np = task->npieces ? task->npieces : 1, b = 0;
     int *seen = mc_xmalloc(sizeof(int) * (size_t)nh);
     int *hosts = mc_xmalloc(sizeof(int) * (size_t)nh);
     double *delay = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
@@ -448,7 +453,9 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     for (int h = 0; h < nh; h++)
         seen[h] = -1;
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
-        st = alpa_tensor(ct, task, t, seen, hosts, delay, bw, used, round_s, err);
+        for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
+            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, &b, seen,
+                             hosts, delay, bw, used, round_s, err);
     free(seen);
     free(hosts);
     free(delay);

@@ -22,11 +22,12 @@ static void walk(const mc_task_t *task, int rank, int buf, unsigned char *base, 
                  void *ctx)
 {
     for (int k = 0; k < task->ntensors; k++) {
-        const mc_layout_t *l = buf == MC_RT_BUF_SRC ? &task->tensors[k].src : &task->tensors[k].dst;
+        const mc_layout_t *l = buf == MC_RT_BUF_SRC ? &task->tensors[k].src
+                                                    : mc_task_dst_layout(task, k, rank);
         mc_box_t tile;
-        int n = l->ndims, es = mc_dtype_size(l->dtype);
-        if (!mc_layout_tile(task, l, rank, &tile) || mc_box_elems(&tile, n) == 0)
+        if (!l || !mc_layout_tile(task, l, rank, &tile) || mc_box_elems(&tile, l->ndims) == 0)
             continue;
+        int n = l->ndims, es = mc_dtype_size(l->dtype);
         int64_t coord[MC_MAX_DIMS], rowlen = n ? tile.hi[n - 1] - tile.lo[n - 1] : 1;
         uint64_t gst[MC_MAX_DIMS];
         for (int i = n - 1; i >= 0; i--)

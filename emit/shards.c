@@ -40,9 +40,11 @@ int mc_emit_ranks(const mc_sched_t *s, int ngpus, int *rank_of)
     return n;
 }
 
-static const mc_layout_t *side(const mc_task_t *t, int k, int buf)
+/* The layout of GPU g's tile of tensor k in buffer buf (its consumer's, for a tensor with
+ * several); NULL when it holds none there. */
+static const mc_layout_t *side(const mc_task_t *t, int k, int buf, int g)
 {
-    return buf == MC_RT_BUF_SRC ? &t->tensors[k].src : &t->tensors[k].dst;
+    return buf == MC_RT_BUF_SRC ? &t->tensors[k].src : mc_task_dst_layout(t, k, g);
 }
 
 void mc_emit_shards_init(mc_emit_shards_t *sh, const mc_task_t *task, int nranks)
@@ -57,10 +59,10 @@ void mc_emit_shards_init(mc_emit_shards_t *sh, const mc_task_t *task, int nranks
         sh->bytes[b] = mc_xcalloc(nranks + 1, sizeof(uint64_t));
         for (int g = 0; g < nranks; g++)
             for (int k = 0; k < nt; k++) {
-                const mc_layout_t *l = side(task, k, b);
+                const mc_layout_t *l = side(task, k, b, g);
                 mc_box_t *tile = &sh->tile[b][g * nt + k];
                 sh->off[b][g * nt + k] = sh->bytes[b][g];
-                if (mc_layout_tile(task, l, g, tile))
+                if (l && mc_layout_tile(task, l, g, tile))
                     sh->bytes[b][g] += mc_box_elems(tile, l->ndims) * mc_dtype_size(l->dtype);
                 else
                     memset(tile, 0, sizeof *tile);
@@ -83,7 +85,7 @@ void mc_emit_shards_free(mc_emit_shards_t *sh)
 void mc_emit_region_box(const mc_emit_shards_t *sh, const mc_task_t *task, int k, int gpu, int buf,
                         const mc_box_t *region, mc_rt_box_t *out)
 {
-    const mc_layout_t *l = side(task, k, buf);
+    const mc_layout_t *l = &task->tensors[k].src; /* every side has its dtype and rank */
     const mc_box_t *tile = &sh->tile[buf][gpu * sh->ntensors + k];
     int n = l->ndims;
     uint64_t es = (uint64_t)mc_dtype_size(l->dtype), st[MC_MAX_DIMS];

@@ -7,6 +7,8 @@
  *   mesh    A={host:2,gpu:4}@0..7        B={x:4,y:2}@[8,9,10,11,12,13,14,15]   C={x:4,y:2}@<=[2,4]T(1,0)
  *   layout  i32[1024,1024,512] A[host,_,_]     f32[10,64] A[gpu{4,2,2,2},_]    bf16[8,8] A[(host,gpu),_]
  *   move    'i32[1024,1024,512] A[host,_,_] -> B[_,host,_]'   (the destination may omit dtype/shape)
+ *   several consumers  'f32[64,64] A[host,_] -> B[_,x], C[y,_]'
+ *           (one tensor whose pieces' destinations span B and C)
  *
  * A piece is a maximal box of one tensor with one set of holders and one set of destinations;
  * its bytes are the box's elements in row-major order, so a byte range of a piece is a range of
@@ -63,9 +65,15 @@ typedef struct mc_box {
     int64_t lo[MC_MAX_DIMS], hi[MC_MAX_DIMS]; /* half-open per dimension */
 } mc_box_t;
 
+#define MC_MAX_CONSUMERS 8
+
+/* A tensor goes from its source layout to one or more consumers, each a layout over its own
+ * mesh (no GPU in two consumers' meshes, so a GPU has at most one destination tile). */
 typedef struct mc_tensor_move {
     char name[MC_NAME_MAX]; /* "t0", "t1", ... unless the task file names it */
-    mc_layout_t src, dst;
+    mc_layout_t src, dst;   /* dst: the first consumer */
+    int nmore;              /* further consumers, in more[0..nmore-1] */
+    mc_layout_t *more;
 } mc_tensor_move_t;
 
 typedef struct mc_piece {
@@ -134,6 +142,11 @@ mc_status_t mc_task_split(mc_task_t *task, mc_err_t *err);
 
 /* The tile a GPU holds in a layout; returns 0 (and an empty box) if the GPU is not in the mesh. */
 int mc_layout_tile(const mc_task_t *task, const mc_layout_t *layout, int gpu, mc_box_t *tile);
+/* Consumer c (0..nmore) of a tensor move: dst, then the further ones. */
+const mc_layout_t *mc_tensor_consumer(const mc_tensor_move_t *mv, int c);
+/* The layout of the destination tile GPU gpu holds of tensor `tensor`: the consumer whose mesh
+ * has it; NULL when none has. */
+const mc_layout_t *mc_task_dst_layout(const mc_task_t *task, int tensor, int gpu);
 uint64_t mc_box_elems(const mc_box_t *box, int ndims);
 /* Intersection; returns 0 when empty. */
 int mc_box_intersect(const mc_box_t *a, const mc_box_t *b, int ndims, mc_box_t *out);

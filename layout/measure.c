@@ -64,9 +64,9 @@ static uint64_t tile_bytes(const mc_task_t *task, int gpu, int dst)
 {
     uint64_t bytes = 0;
     for (int i = 0; i < task->ntensors; i++) {
-        const mc_layout_t *l = dst ? &task->tensors[i].dst : &task->tensors[i].src;
+        const mc_layout_t *l = dst ? mc_task_dst_layout(task, i, gpu) : &task->tensors[i].src;
         mc_box_t tile;
-        if (mc_layout_tile(task, l, gpu, &tile))
+        if (l && mc_layout_tile(task, l, gpu, &tile))
             bytes += mc_layout_box_bytes(l, &tile);
     }
     return bytes;
@@ -116,7 +116,8 @@ void mc_task_peak_mem_bound_all(const mc_task_t *task, int ngpus, uint64_t *peak
     memset(peak, 0, sizeof(uint64_t) * (size_t)ngpus);
     for (int i = 0; i < task->ntensors; i++) {
         add_tiles(task, &task->tensors[i].src, ngpus, peak);
-        add_tiles(task, &task->tensors[i].dst, ngpus, dst);
+        for (int c = 0; c <= task->tensors[i].nmore; c++)
+            add_tiles(task, mc_tensor_consumer(&task->tensors[i], c), ngpus, dst);
     }
     for (int g = 0; g < ngpus; g++)
         peak[g] = peak[g] > dst[g] ? peak[g] : dst[g];

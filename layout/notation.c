@@ -547,6 +547,32 @@ out:
     return st;
 }
 
+/* A further consumer after ',': a destination layout over a mesh that shares no GPU with an
+ * earlier consumer's, since a GPU holds one destination tile of a tensor. */
+static mc_status_t more_consumer(cursor_t *c, const mc_task_t *task, mc_tensor_move_t *mv)
+{
+    if (mv->nmore + 1 == MC_MAX_CONSUMERS)
+        return fail_at(c, c->p, "expected at most %d consumers of one tensor", MC_MAX_CONSUMERS);
+    skip_ws(c);
+    const char *at = c->p;
+    mv->more = mc_xrealloc(mv->more, sizeof(mc_layout_t) * (size_t)(mv->nmore + 1));
+    mc_layout_t *l = &mv->more[mv->nmore++];
+    memset(l, 0, sizeof(*l));
+    mc_status_t st = dst_layout(c, task, &mv->src, l);
+    if (st != MC_OK)
+        return st;
+    const mc_mesh_t *m = &task->meshes[l->mesh];
+    for (int k = 0; k < mv->nmore; k++) {
+        const mc_mesh_t *o = &task->meshes[mc_tensor_consumer(mv, k)->mesh];
+        for (int i = 0; i < m->ndevices; i++)
+            if (mc_mesh_position(o, m->devices[i]) >= 0)
+                return fail_at(c, at, "consumer mesh %s shares GPU %d with consumer mesh %s; "
+                               "expected consumers on disjoint meshes (a GPU holds one "
+                               "destination tile of a tensor)", m->name, m->devices[i], o->name);
+    }
+    return MC_OK;
+}
+
 mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
 {
     cursor_t c = {text, text, err};
@@ -578,6 +604,8 @@ mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
     }
     c.p += 2;
     MC_CHECK_GOTO(dst_layout(&c, task, &mv.src, &mv.dst), fail, st);
+    while (accept(&c, ','))
+        MC_CHECK_GOTO(more_consumer(&c, task, &mv), fail, st);
     MC_CHECK_GOTO(expect_end(&c, "move"), fail, st);
     MC_GROW(task->tensors, task->tensor_cap, task->ntensors + 1);
     task->tensors[task->ntensors] = mv;
@@ -586,5 +614,8 @@ mc_status_t mc_task_add_move(mc_task_t *task, const char *text, mc_err_t *err)
 fail:
     mc_layout_clear(&mv.src);
     mc_layout_clear(&mv.dst);
+    for (int i = 0; i < mv.nmore; i++)
+        mc_layout_clear(&mv.more[i]);
+    free(mv.more);
     return st;
 }

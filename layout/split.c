@@ -3,8 +3,9 @@
  * source tile group (the devices that hold the same source tile) and one destination tile group.
  * All cells of one (source group, destination group) pair form the box where the two tiles
  * intersect, and no two pairs share both sets, so these intersections are exactly the maximal
- * boxes with one holder set and one destination set. Work is per pair of overlapping shards,
- * never per element. */
+ * boxes with one holder set and one destination set. With several consumers a cell lies in one
+ * tile group of each, and its destinations are their union: one piece reaches every consumer
+ * that needs its bytes. Work is per tuple of overlapping shards, never per element. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,36 +62,48 @@ static void groups_free(groups_t *g)
     free(g->gpus);
 }
 
-/* One overlap of a source shard s and a destination shard t along a dimension. */
+/* One cell of a dimension's refinement: [lo, hi) and the shard holding it in each layout (the
+ * source, then each consumer). */
 typedef struct overlap {
-    int64_t s, t, lo, hi;
+    int64_t shard[MC_MAX_CONSUMERS + 1], lo, hi;
 } overlap_t;
 
-/* The nonempty intersections of the source and destination shards along dim, in order. Both
- * shard sequences tile [0, N) left to right, so one sweep finds them all. */
-static overlap_t *dim_overlaps(const mc_task_t *task, const mc_tensor_move_t *mv, int dim, int *n)
+/* The cells of dimension dim: the nonempty intersections of one shard of every layout, in
+ * order. Every layout's shards tile [0, N) left to right, so one sweep finds them all. */
+static overlap_t *dim_overlaps(const mc_task_t *task, const mc_layout_t *const *ls, int nl, int dim,
+                               int *n)
 {
-    int64_t ks = mc_layout_nshards(task, &mv->src, dim), kd = mc_layout_nshards(task, &mv->dst, dim);
+    int64_t k[MC_MAX_CONSUMERS + 1], lo[MC_MAX_CONSUMERS + 1], hi[MC_MAX_CONSUMERS + 1];
+    int64_t cur[MC_MAX_CONSUMERS + 1] = {0};
     overlap_t *ov = NULL;
-    int cap = 0;
+    int cap = 0, live = 1;
     *n = 0;
-    int64_t s = 0, t = 0, slo, shi, tlo, thi;
-    mc_layout_shard(task, &mv->src, dim, s, &slo, &shi);
-    mc_layout_shard(task, &mv->dst, dim, t, &tlo, &thi);
-    while (s < ks && t < kd) {
-        int64_t lo = slo > tlo ? slo : tlo, hi = shi < thi ? shi : thi;
-        if (lo < hi) {
+    for (int i = 0; i < nl; i++) {
+        k[i] = mc_layout_nshards(task, ls[i], dim);
+        mc_layout_shard(task, ls[i], dim, 0, &lo[i], &hi[i]);
+    }
+    while (live) {
+        int64_t a = lo[0], b = hi[0];
+        for (int i = 1; i < nl; i++) {
+            a = lo[i] > a ? lo[i] : a;
+            b = hi[i] < b ? hi[i] : b;
+        }
+        if (a < b) {
             MC_GROW(ov, cap, *n + 1);
-            ov[(*n)++] = (overlap_t){s, t, lo, hi};
+            overlap_t *o = &ov[(*n)++];
+            memcpy(o->shard, cur, sizeof(cur));
+            o->lo = a;
+            o->hi = b;
         }
-        /* Advance whichever shard ends first (an empty one ends where it starts); once the
-         * source shards are used up, the rest of the destination shards lie beyond N. */
-        if (shi <= thi) {
-            if (++s < ks)
-                mc_layout_shard(task, &mv->src, dim, s, &slo, &shi);
-        } else if (++t < kd) {
-            mc_layout_shard(task, &mv->dst, dim, t, &tlo, &thi);
-        }
+        /* Advance every shard that ends first (an empty one ends where it starts); once one
+         * layout's shards are used up, the rest of the others' lie beyond N. */
+        for (int i = 0; i < nl; i++)
+            if (hi[i] == b && live) {
+                if (++cur[i] < k[i])
+                    mc_layout_shard(task, ls[i], dim, cur[i], &lo[i], &hi[i]);
+                else
+                    live = 0;
+            }
     }
     return ov;
 }
@@ -149,40 +162,63 @@ static void split_tensor(split_state_t *ss, int tensor)
 {
     const mc_task_t *task = ss->task;
     const mc_tensor_move_t *mv = &task->tensors[tensor];
-    int nd = mv->src.ndims;
-    groups_t gs, gd;
-    groups_build(task, &mv->src, &gs);
-    groups_build(task, &mv->dst, &gd);
+    int nd = mv->src.ndims, nl = mv->nmore + 2, nneed_max = 0;
+    const mc_layout_t *ls[MC_MAX_CONSUMERS + 1];
+    groups_t g[MC_MAX_CONSUMERS + 1];
+    ls[0] = &mv->src;
+    for (int i = 0; i < nl; i++) {
+        if (i)
+            ls[i] = mc_tensor_consumer(mv, i - 1);
+        groups_build(task, ls[i], &g[i]);
+        if (i)
+            nneed_max += task->meshes[ls[i]->mesh].ndevices;
+    }
     overlap_t *ov[MC_MAX_DIMS];
     int nov[MC_MAX_DIMS], idx[MC_MAX_DIMS] = {0}, any = 1;
     for (int k = 0; k < nd; k++) {
-        ov[k] = dim_overlaps(task, mv, k, &nov[k]);
+        ov[k] = dim_overlaps(task, ls, nl, k, &nov[k]);
         any = any && nov[k] > 0;
     }
-    ss->scratch = mc_xrealloc(ss->scratch, sizeof(int) * (size_t)(task->meshes[mv->dst.mesh].ndevices));
-    /* Odometer over the per-dimension overlap lists, last dimension fastest. */
+    ss->scratch = mc_xrealloc(ss->scratch, sizeof(int) * (size_t)nneed_max);
+    int *need = mc_xmalloc(sizeof(int) * (size_t)nneed_max);
+    /* Odometer over the per-dimension cells, last dimension fastest. */
     while (any) {
         mc_box_t box = {{0}, {0}};
-        int64_t g = 0, h = 0;
+        int64_t gid[MC_MAX_CONSUMERS + 1] = {0};
         for (int k = 0; k < nd; k++) {
             const overlap_t *o = &ov[k][idx[k]];
             box.lo[k] = o->lo;
             box.hi[k] = o->hi;
-            g += o->s * gs.stride[k];
-            h += o->t * gd.stride[k];
+            for (int i = 0; i < nl; i++)
+                gid[i] += o->shard[i] * g[i].stride[k];
         }
-        emit_pair(ss, tensor, &box, mc_layout_box_bytes(&mv->src, &box), gs.gpus + gs.start[g],
-                  (int)(gs.start[g + 1] - gs.start[g]), gd.gpus + gd.start[h],
-                  (int)(gd.start[h + 1] - gd.start[h]));
+        /* One consumer's group is the set; several consumers' meshes are disjoint, so their
+         * groups concatenate into one. */
+        const int *dests = g[1].gpus + g[1].start[gid[1]];
+        int nneed = (int)(g[1].start[gid[1] + 1] - g[1].start[gid[1]]);
+        if (nl > 2) {
+            memcpy(need, dests, sizeof(int) * (size_t)nneed);
+            for (int i = 2; i < nl; i++) {
+                int64_t len = g[i].start[gid[i] + 1] - g[i].start[gid[i]];
+                memcpy(need + nneed, g[i].gpus + g[i].start[gid[i]], sizeof(int) * (size_t)len);
+                nneed += (int)len;
+            }
+            mc_sort(need, (size_t)nneed, sizeof(int), cmp_int);
+            dests = need;
+        }
+        emit_pair(ss, tensor, &box, mc_layout_box_bytes(&mv->src, &box),
+                  g[0].gpus + g[0].start[gid[0]],
+                  (int)(g[0].start[gid[0] + 1] - g[0].start[gid[0]]), dests, nneed);
         int k = nd - 1;
         while (k >= 0 && ++idx[k] == nov[k])
             idx[k--] = 0;
         any = k >= 0;
     }
+    free(need);
     for (int k = 0; k < nd; k++)
         free(ov[k]);
-    groups_free(&gs);
-    groups_free(&gd);
+    for (int i = 0; i < nl; i++)
+        groups_free(&g[i]);
 }
 
 /* Largest first; equal sizes keep the order they were made in (tensor, then box order). */

@@ -75,6 +75,9 @@ void mc_task_free(mc_task_t *task)
     for (int i = 0; i < task->ntensors; i++) {
         mc_layout_clear(&task->tensors[i].src);
         mc_layout_clear(&task->tensors[i].dst);
+        for (int c = 0; c < task->tensors[i].nmore; c++)
+            mc_layout_clear(&task->tensors[i].more[c]);
+        free(task->tensors[i].more);
     }
     free(task->meshes);
     free(task->tensors);

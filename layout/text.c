@@ -63,7 +63,11 @@ char *mc_task_to_text(const mc_task_t *task)
         mc_buf_printf(&b, "] ");
         specs_text(&b, task, &mv->src);
         mc_buf_printf(&b, " -> ");
-        specs_text(&b, task, &mv->dst);
+        for (int c = 0; c <= mv->nmore; c++) {
+            if (c)
+                mc_buf_printf(&b, ", ");
+            specs_text(&b, task, mc_tensor_consumer(mv, c));
+        }
         mc_buf_printf(&b, "\n");
     }
     return b.data;

@@ -69,3 +69,19 @@ int mc_layout_tile(const mc_task_t *task, const mc_layout_t *layout, int gpu, mc
     mc_layout_tile_at(task, layout, pos, tile);
     return 1;
 }
+
+const mc_layout_t *mc_tensor_consumer(const mc_tensor_move_t *mv, int c)
+{
+    return c == 0 ? &mv->dst : &mv->more[c - 1];
+}
+
+const mc_layout_t *mc_task_dst_layout(const mc_task_t *task, int tensor, int gpu)
+{
+    const mc_tensor_move_t *mv = &task->tensors[tensor];
+    for (int c = 0; c <= mv->nmore; c++) {
+        const mc_layout_t *l = mc_tensor_consumer(mv, c);
+        if (mc_mesh_position(&task->meshes[l->mesh], gpu) >= 0)
+            return l;
+    }
+    return NULL;
+}

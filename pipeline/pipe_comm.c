@@ -3,6 +3,7 @@
  * event simulation holds while the transfer runs. Pipelines repeat one boundary many times on
  * GPUs that see the same links, so a schedule is moved onto the next boundary's GPUs when the
  * two are alike edge by edge, and synthesized only when they are not. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +56,15 @@ static int same_but_gpus(const mc_task_t *a, const mc_task_t *b)
             memcmp(a->meshes[m].axis_sizes, b->meshes[m].axis_sizes,
                    sizeof(int) * (size_t)a->meshes[m].naxes))
             return 0;
-    for (int i = 0; i < a->ntensors; i++)
-        if (!same_layout(a, &a->tensors[i].src, &b->tensors[i].src) ||
-            !same_layout(a, &a->tensors[i].dst, &b->tensors[i].dst))
+    for (int i = 0; i < a->ntensors; i++) {
+        if (a->tensors[i].nmore != b->tensors[i].nmore ||
+            !same_layout(a, &a->tensors[i].src, &b->tensors[i].src))
             return 0;
+        for (int c = 0; c <= a->tensors[i].nmore; c++)
+            if (!same_layout(a, mc_tensor_consumer(&a->tensors[i], c),
+                             mc_tensor_consumer(&b->tensors[i], c)))
+                return 0;
+    }
     return 1;
 }
 
@@ -135,8 +141,20 @@ static mc_status_t time_group(mc_pipe_t *p, int g, mc_sched_t **scheds, const mc
             gr->same_as = h;
     if (!scheds[g])
         MC_CHECK_GOTO(mc_synth(strategy, gr->task, topo, opts, &scheds[g], err), out, st);
-    MC_CHECK_GOTO(mc_sim_run_totals(scheds[g], topo, &res, err), out, st);
+    /* Several receiving stages: the timeline tells when each one's GPUs stop receiving. */
+    MC_CHECK_GOTO((gr->nmore ? mc_sim_run : mc_sim_run_totals)(scheds[g], topo, &res, err), out,
+                  st);
     gr->seconds = res.makespan_s;
+    for (int k = 0; k <= gr->nmore; k++) {
+        const mc_mesh_t *m = &gr->task->meshes[1 + k]; /* the source's mesh, then the stages' */
+        gr->arrive_s[k] = 0;
+        for (int i = 0; i < res.nintervals; i++) {
+            int gpu = topo->nodes[topo->links[res.intervals[i].link].dst].gpu;
+            if (gpu >= 0 && mc_ints_contain(m->devices, m->ndevices, gpu) &&
+                res.intervals[i].t1 > gr->arrive_s[k])
+                gr->arrive_s[k] = fmin(res.intervals[i].t1, res.makespan_s);
+        }
+    }
     gr->bound_s = bound.seconds;
     gr->bytes = mc_task_total_bytes(gr->task);
     free(gr->links);

@@ -116,22 +116,55 @@ static mc_status_t parse_stage(parser_t *ps, char *rest)
     return MC_OK;
 }
 
-/* The group of (src, dst, backward), created with its two meshes when new. */
-static mc_status_t group_for(parser_t *ps, int src, int dst, int backward, mc_pipe_group_t **out)
+int mc_pipe_group_dst(const mc_pipe_group_t *g, int k)
+{
+    return k == 0 ? g->dst : g->more[k - 1];
+}
+
+void mc_pipe_group_to(const mc_pipe_t *p, const mc_pipe_group_t *g, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int k = 0; k <= g->nmore && off < len; k++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? "," : "",
+                                p->stages[mc_pipe_group_dst(g, k)].name);
+}
+
+/* Whether group g receives at exactly the n stages dsts (in any order). */
+static int same_dsts(const mc_pipe_group_t *g, const int *dsts, int n)
+{
+    if (g->nmore + 1 != n)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int k = 0; k <= g->nmore; k++)
+            found |= mc_pipe_group_dst(g, k) == dsts[i];
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* The group from src to the n stages dsts (one, or a skip connection's several consumers),
+ * created with their meshes when new. */
+static mc_status_t group_for(parser_t *ps, int src, const int *dsts, int n, int backward,
+                             mc_pipe_group_t **out)
 {
     mc_pipe_t *p = ps->p;
     for (int g = 0; g < p->ngroups; g++)
-        if (p->groups[g].src == src && p->groups[g].dst == dst) {
+        if (p->groups[g].src == src && same_dsts(&p->groups[g], dsts, n)) {
             *out = &p->groups[g];
             return MC_OK;
         }
     MC_GROW(p->groups, p->group_cap, p->ngroups + 1);
     mc_pipe_group_t *g = &p->groups[p->ngroups++];
-    *g = (mc_pipe_group_t){.src = src, .dst = dst, .backward = backward, .task = mc_task_new(),
-                           .same_as = -1};
-    const int ends[2] = {src, dst};
-    for (int k = 0; k < 2; k++)
-        if (mc_task_add_mesh(g->task, p->stages[ends[k]].mesh_text, ps->err) != MC_OK)
+    *g = (mc_pipe_group_t){.src = src, .dst = dsts[0], .nmore = n - 1, .backward = backward,
+                           .task = mc_task_new(), .same_as = -1};
+    memcpy(g->more, dsts + 1, sizeof(int) * (size_t)(n - 1));
+    if (mc_task_add_mesh(g->task, p->stages[src].mesh_text, ps->err) != MC_OK)
+        return located(ps);
+    for (int k = 0; k < n; k++)
+        if (mc_task_add_mesh(g->task, p->stages[dsts[k]].mesh_text, ps->err) != MC_OK)
             return located(ps);
     *out = g;
     return MC_OK;
@@ -159,14 +192,32 @@ static const char *mesh_part(const char *side, size_t len, size_t *out_len)
     return side + i;
 }
 
-/* The gradient of move mv (written as body, "SRC -> DST" without its name): the same tensor from
- * the destination layout back to the source layout. */
-static char *reversed_move(const mc_tensor_move_t *mv, const char *body)
+/* Consumer c of the destination side ("B[...], D[...]"): its text up to the next ',' outside
+ * brackets, and its length (the parser has read the side, so it has consumer c). */
+static const char *consumer_part(const char *side, int c, size_t *len)
+{
+    const char *end = side;
+    for (int depth = 0; *end && (depth || *end != ','); end++) {
+        depth += *end == '[' || *end == '(' || *end == '{';
+        depth -= *end == ']' || *end == ')' || *end == '}';
+    }
+    if (c == 0 || !*end) {
+        *len = (size_t)(end - side);
+        return side;
+    }
+    return consumer_part(end + 1, c - 1, len);
+}
+
+/* The gradient of move mv (written as body, "SRC -> DST, ..." without its name) from its
+ * consumer c: the same tensor from that consumer's layout back to the source layout (each
+ * consumer's gradient is its own tensor; the producer adds them up). */
+static char *reversed_move(const mc_tensor_move_t *mv, const char *body, int c)
 {
     const char *arrow = strstr(body, "->");
-    size_t sl = 0, dl = 0;
+    size_t sl = 0, dl = 0, cl = 0;
     const char *src = mesh_part(body, (size_t)(arrow - body), &sl);
-    const char *dst = mesh_part(arrow + 2, strlen(arrow + 2), &dl);
+    const char *part = consumer_part(arrow + 2, c, &cl);
+    const char *dst = mesh_part(part, cl, &dl);
     mc_buf_t b = {0};
     mc_buf_printf(&b, "%s: %s[", mv->name, mc_dtype_name(mv->src.dtype));
     for (int k = 0; k < mv->src.ndims; k++)
@@ -177,10 +228,10 @@ static char *reversed_move(const mc_tensor_move_t *mv, const char *body)
 
 typedef enum { MOVE_FORWARD, MOVE_BACKWARD, MOVE_ACTIVATION } move_kind_t;
 
-static mc_status_t add_to_group(parser_t *ps, int src, int dst, const char *text)
+static mc_status_t add_to_group(parser_t *ps, int src, const int *dsts, int n, const char *text)
 {
     mc_pipe_group_t *g = NULL;
-    mc_status_t st = group_for(ps, src, dst, src > dst, &g);
+    mc_status_t st = group_for(ps, src, dsts, n, src > dsts[0], &g);
     if (st == MC_OK && mc_task_add_move(g->task, text, ps->err) != MC_OK)
         st = located(ps);
     return st;
@@ -191,26 +242,29 @@ static mc_status_t parse_move(parser_t *ps, const char *rest, move_kind_t kind)
     if (mc_task_add_move(ps->all, rest, ps->err) != MC_OK)
         return located(ps);
     const mc_tensor_move_t *mv = &ps->all->tensors[ps->all->ntensors - 1];
-    int src = mv->src.mesh, dst = mv->dst.mesh; /* ps->all holds the stages' meshes only */
-    if (src == dst)
-        return fail(ps, "tensor %s stays in stage %s; expected a move between two stages",
-                    mv->name, ps->p->stages[src].name);
-    if ((kind == MOVE_BACKWARD) != (src > dst))
-        return fail(ps, "tensor %s goes from stage %s to stage %s; expected a %s move (%s)",
-                    mv->name, ps->p->stages[src].name, ps->p->stages[dst].name,
-                    kind == MOVE_BACKWARD ? "backward" : "forward",
-                    kind == MOVE_BACKWARD ? "to an earlier stage" : "to a later stage");
+    int src = mv->src.mesh, dsts[MC_MAX_CONSUMERS], n = mv->nmore + 1;
+    for (int c = 0; c < n; c++) {
+        int dst = dsts[c] = mc_tensor_consumer(mv, c)->mesh; /* ps->all: the stages' meshes */
+        if (src == dst)
+            return fail(ps, "tensor %s stays in stage %s; expected a move between two stages",
+                        mv->name, ps->p->stages[src].name);
+        if ((kind == MOVE_BACKWARD) != (src > dst))
+            return fail(ps, "tensor %s goes from stage %s to stage %s; expected a %s move (%s)",
+                        mv->name, ps->p->stages[src].name, ps->p->stages[dst].name,
+                        kind == MOVE_BACKWARD ? "backward" : "forward",
+                        kind == MOVE_BACKWARD ? "to an earlier stage" : "to a later stage");
+    }
     /* Named explicitly, so that the group task keeps the file's name for it. */
     const char *colon = strchr(rest, ':'), *bracket = strchr(rest, '[');
     const char *body = colon && (!bracket || colon < bracket) ? colon + 1 : rest;
     char *named = mc_xasprintf("%s: %s", mv->name, body);
-    mc_status_t st = add_to_group(ps, src, dst, named);
+    mc_status_t st = add_to_group(ps, src, dsts, n, named);
     free(named);
-    if (st != MC_OK || kind != MOVE_ACTIVATION)
-        return st;
-    char *grad = reversed_move(mv, body);
-    st = add_to_group(ps, dst, src, grad);
-    free(grad);
+    for (int c = 0; c < n && st == MC_OK && kind == MOVE_ACTIVATION; c++) {
+        char *grad = reversed_move(mv, body, c);
+        st = add_to_group(ps, dsts[c], &src, 1, grad);
+        free(grad);
+    }
     return st;
 }
 

@@ -102,18 +102,24 @@ static void issue(psim_t *m, int g, int mb, double now, int producer)
         }
     }
     double end = start + (m->no_comm ? 0 : gr->seconds);
+    /* Each receiving stage may go on once its own bytes are in; the links stay held to the end. */
+    double arrive[MC_MAX_CONSUMERS];
+    for (int k = 0; k <= gr->nmore; k++)
+        arrive[k] = m->no_comm ? start : start + (gr->nmore ? gr->arrive_s[k] : gr->seconds);
     for (int i = 0; i < gr->nlinks; i++) {
         m->link_free[gr->links[i]] = end;
         m->link_holder[gr->links[i]] = item;
     }
     m->spans[item] = (mc_pipe_span_t){gr->src, g, mb, gr->backward, start, end};
-    int w = slot(m, gr->dst, gr->backward, mb);
-    m->need[w]--;
-    if (m->arr_item[w] < 0 || end > m->arr_t[w]) {
-        m->arr_t[w] = end;
-        m->arr_item[w] = item;
+    for (int k = 0; k <= gr->nmore; k++) {
+        int w = slot(m, mc_pipe_group_dst(gr, k), gr->backward, mb);
+        m->need[w]--;
+        if (m->arr_item[w] < 0 || arrive[k] > m->arr_t[w]) {
+            m->arr_t[w] = arrive[k];
+            m->arr_item[w] = item;
+        }
+        try_start(m, mc_pipe_group_dst(gr, k), now);
     }
-    try_start(m, gr->dst, now);
 }
 
 /* Step e.item ended: its stage is free, its outputs leave, and its next step may start. */
@@ -148,8 +154,9 @@ static void setup(psim_t *m, const mc_pipe_t *p, mc_pipe_order_t order, int no_c
     for (int i = 0; i < S * 2 * B; i++)
         m->arr_item[i] = -1;
     for (int g = 0; g < p->ngroups; g++) {
-        for (int mb = 0; mb < B; mb++)
-            m->need[slot(m, p->groups[g].dst, p->groups[g].backward, mb)]++;
+        for (int k = 0; k <= p->groups[g].nmore; k++)
+            for (int mb = 0; mb < B; mb++)
+                m->need[slot(m, mc_pipe_group_dst(&p->groups[g], k), p->groups[g].backward, mb)]++;
         for (int i = 0; i < p->groups[g].nlinks; i++)
             if (p->groups[g].links[i] >= m->nlinks)
                 m->nlinks = p->groups[g].links[i] + 1;
@@ -184,8 +191,10 @@ static void critical_path(const psim_t *m, mc_pipe_result_t *res)
         if (m->spans[i].t1 > m->spans[last].t1)
             last = i;
     res->iteration_s = m->spans[last].t1;
-    for (int i = last; i >= 0; i = m->pred[i]) {
-        double d = m->spans[i].t1 - m->spans[i].t0;
+    /* An item counts until its successor on the path starts: its end, except where a transfer
+     * to several stages let this one go on before the transfer ended. */
+    for (int i = last, next = -1; i >= 0; next = i, i = m->pred[i]) {
+        double d = (next < 0 ? m->spans[i].t1 : m->spans[next].t0) - m->spans[i].t0;
         if (i < nops) {
             res->critical_compute_s += d;
         } else {

@@ -20,7 +20,10 @@ static void bar(mc_buf_t *b, const mc_pipe_t *p, const mc_pipe_span_t *sp, doubl
         mc_buf_printf(b, "%s %d on ", sp->backward ? "backward" : "forward", sp->mb);
     else
         mc_buf_printf(b, "%s %d to ", sp->backward ? "gradients" : "activations", sp->mb);
-    mc_sched_xml_escape(b, p->stages[sp->group < 0 ? sp->stage : p->groups[sp->group].dst].name);
+    char to[MC_MAX_CONSUMERS * (MC_NAME_MAX + 1)];
+    if (sp->group >= 0)
+        mc_pipe_group_to(p, &p->groups[sp->group], to, sizeof to);
+    mc_sched_xml_escape(b, sp->group < 0 ? p->stages[sp->stage].name : to);
     mc_buf_printf(b, ": %.6g to %.6g s</title></rect>\n", sp->t0, sp->t1);
 }
 

@@ -26,10 +26,15 @@ typedef struct mc_pipe_stage {
 /* All tensors that cross from stage src to stage dst in one direction: one resharding task. */
 typedef struct mc_pipe_group {
     int src, dst;           /* stage indices; src < dst forward, src > dst backward */
+    int nmore;              /* further receiving stages: a skip connection written as one move */
+    int more[MC_MAX_CONSUMERS - 1]; /* with several consumers is one transfer to all of them */
     int backward;
     mc_task_t *task;        /* the two stages' meshes and the tensors, as a task file would */
     /* Filled by mc_pipe_time_comm (tests may set them directly): */
     double seconds;         /* one micro-batch's transfer, simulated */
+    double arrive_s[MC_MAX_CONSUMERS]; /* with several receiving stages, when each one's GPUs
+                             * have received their last byte (a stage that a relay serves later
+                             * waits longer); one stage waits the whole transfer */
     double bound_s;         /* the task's lower bound */
     uint64_t bytes;         /* bytes the destinations receive */
     int nlinks;
@@ -59,6 +64,11 @@ typedef struct mc_pipe {
 mc_status_t mc_pipe_load(const char *path, mc_pipe_t **out, mc_err_t *err);
 mc_status_t mc_pipe_parse_text(const char *text, const char *name, mc_pipe_t **out, mc_err_t *err);
 void mc_pipe_free(mc_pipe_t *p);
+
+/* Receiving stage k (0..nmore) of a group: dst, then the further ones. */
+int mc_pipe_group_dst(const mc_pipe_group_t *g, int k);
+/* The receiving stages' names, ',' between them ("B" or "B,D"), into buf. */
+void mc_pipe_group_to(const mc_pipe_t *p, const mc_pipe_group_t *g, char *buf, size_t len);
 
 /* Synthesizes every group's schedule with the strategy, validates and simulates it, and fills the
  * group's seconds, bytes and links. A group whose task is an earlier group's on other GPUs, where

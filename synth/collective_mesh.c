@@ -123,6 +123,10 @@ mc_status_t coll_prog_init(coll_prog_t *p, const mc_task_t *task, int t, const c
     mc_buf_t text = {0};
     mc_status_t st = MC_OK;
     memset(p, 0, sizeof(*p));
+    if (mv->nmore)
+        return mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s has %d consumers; "
+                          "expected one (collectives redistribute inside one mesh)", strategy,
+                          mv->name, mv->nmore + 1);
     if (ms->ndevices != md->ndevices ||
         memcmp(ms->devices, md->devices, sizeof(int) * (size_t)ms->ndevices))
         return mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s moves from mesh %s to "

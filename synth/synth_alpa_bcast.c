@@ -27,11 +27,12 @@ static int worker_ids(const mc_topo_t *topo, const int *hosts, int nhosts, const
     return k;
 }
 
-/* Sorted distinct hosts of the tensor's two meshes (Alpa's workers). */
-static int tensor_hosts(const mc_task_t *task, const mc_topo_t *topo, int tensor, int *hosts)
+/* Sorted distinct hosts of the tensor's source mesh and one consumer's mesh (Alpa's workers). */
+static int tensor_hosts(const mc_task_t *task, const mc_topo_t *topo, int tensor, int dst_mesh,
+                        int *hosts)
 {
     int n = 0;
-    const int meshes[2] = {task->tensors[tensor].src.mesh, task->tensors[tensor].dst.mesh};
+    const int meshes[2] = {task->tensors[tensor].src.mesh, dst_mesh};
     for (int m = 0; m < 2; m++) {
         const mc_mesh_t *mesh = &task->meshes[meshes[m]];
         for (int i = 0; i < mesh->ndevices; i++) {
@@ -58,16 +59,18 @@ static double source_tile_elems(const mc_task_t *task, int piece, int holder)
     return (double)mc_box_elems(&tile, src->ndims);
 }
 
-/* The destinations of a piece in the destination mesh's order (the communicator's ranks). */
-static void dests_in_mesh_order(const mc_task_t *task, int piece, int *out)
+/* The destinations of a piece inside one consumer's mesh, in that mesh's order (the
+ * communicator's ranks); returns their count. */
+static int dests_in_mesh_order(const mc_task_t *task, int piece, int dst_mesh, int *out)
 {
     const mc_piece_t *p = &task->pieces[piece];
-    const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
+    const mc_mesh_t *mesh = &task->meshes[dst_mesh];
     int n = 0;
     for (int i = 0; i < mesh->ndevices; i++)
         for (int d = 0; d < p->ndests; d++)
             if (p->dests[d] == mesh->devices[i])
                 out[n++] = p->dests[d];
+    return n;
 }
 
 typedef struct bcast_ctx {
@@ -79,14 +82,14 @@ typedef struct bcast_ctx {
     int *order, *dests;
 } bcast_ctx_t;
 
-/* Emits the broadcast of one piece from sender in the given phase, its bytes split over the
- * ring's chains on element boundaries. */
-static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int phase, mc_err_t *err)
+/* Emits the broadcast of one piece from sender to its destinations in one consumer's mesh in
+ * the given phase, its bytes split over the ring's chains on element boundaries. */
+static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int sender, int phase,
+                                  mc_err_t *err)
 {
     const mc_piece_t *p = &c->task->pieces[piece];
-    dests_in_mesh_order(c->task, piece, c->dests);
-    int nchains = synth_ring_plan(c->ring, sender, c->dests, p->ndests, BCAST_MAX_CHAINS,
-                                  c->order);
+    int nd = dests_in_mesh_order(c->task, piece, dst_mesh, c->dests);
+    int nchains = synth_ring_plan(c->ring, sender, c->dests, nd, BCAST_MAX_CHAINS, c->order);
     uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype);
     uint64_t elems = p->bytes / esize, offset = 0;
     for (int k = 0; k < nchains; k++) {
@@ -97,8 +100,8 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int pha
         if (!part)
             continue;
         mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
-                                         c->order + (size_t)k * (size_t)(p->ndests + 1),
-                                         p->ndests + 1, c->opts->chunk_bytes, err);
+                                         c->order + (size_t)k * (size_t)(nd + 1), nd + 1,
+                                         c->opts->chunk_bytes, err);
         if (st != MC_OK)
             return st;
         offset += part;
@@ -106,16 +109,17 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int sender, int pha
     return MC_OK;
 }
 
-/* Solves one tensor's broadcasts and emits them from phase `base` on; returns the rounds used
- * in *nrounds. */
-static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *units, int nunits,
-                                int base, int *nrounds, mc_err_t *err)
+/* Solves the broadcasts of one tensor to one consumer's mesh (one Alpa resharding: a tensor with
+ * several consumers is resharded to each independently) and emits them from phase `base` on;
+ * returns the rounds used in *nrounds. */
+static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const synth_unit_t *units,
+                                int nunits, int base, int *nrounds, mc_err_t *err)
 {
     mc_task_t *task = c->task;
     mc_status_t st = MC_OK;
     int ngpus = c->topo->ngpus;
     int *hosts = mc_xmalloc(sizeof(int) * (size_t)(ngpus ? ngpus : 1));
-    int nhosts = tensor_hosts(task, c->topo, tensor, hosts);
+    int nhosts = tensor_hosts(task, c->topo, tensor, dst_mesh, hosts);
     synth_lb_work_t *works = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(*works));
     int *ids = mc_xmalloc(sizeof(int) * 2 * (size_t)(nunits ? nunits : 1) * (size_t)nhosts);
     int *holders_of = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int));
@@ -124,7 +128,9 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
     int *round = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
     int nw = 0;
     for (int u = 0; u < nunits; u++) {
-        if (units[u].tensor != tensor)
+        int nd = units[u].tensor == tensor
+                     ? dests_in_mesh_order(task, units[u].piece, dst_mesh, c->dests) : 0;
+        if (!nd)
             continue;
         const mc_piece_t *p = &task->pieces[units[u].piece];
         int *snd = ids + (size_t)nw * 2 * (size_t)nhosts, *rcv = snd + nhosts;
@@ -133,7 +139,7 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
         works[nw].senders = snd;
         works[nw].nsenders = worker_ids(c->topo, hosts, nhosts, holders[nw], p->nholders, snd);
         works[nw].receivers = rcv;
-        works[nw].nreceivers = worker_ids(c->topo, hosts, nhosts, p->dests, p->ndests, rcv);
+        works[nw].nreceivers = worker_ids(c->topo, hosts, nhosts, c->dests, nd, rcv);
         works[nw].duration = source_tile_elems(task, units[u].piece, holders[nw][0]);
         nw++;
     }
@@ -150,7 +156,8 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, const synth_unit_t *
                             __FILE__, __LINE__, holders_of[w]);
             goto out;
         }
-        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dev, base + round[w], err), out, st);
+        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dst_mesh, dev, base + round[w], err), out,
+                      st);
     }
 out:
     for (int w = 0; w < nw; w++)
@@ -178,14 +185,16 @@ static mc_status_t check_disjoint(const mc_task_t *task, mc_err_t *err)
         if (!moves)
             continue;
         const mc_mesh_t *a = &task->meshes[task->tensors[t].src.mesh];
-        const mc_mesh_t *b = &task->meshes[task->tensors[t].dst.mesh];
-        for (int i = 0; i < a->ndevices; i++)
-            if (synth_mesh_rank(b, a->devices[i]) >= 0)
-                return mc_err_set(err, MC_ERR_UNSUPPORTED,
-                                  "strategy alpa-bcast: tensor %s moves from mesh %s to mesh %s, "
-                                  "which share GPU %d; expected disjoint meshes (Alpa's broadcast "
-                                  "resharding runs between pipeline stages)",
-                                  task->tensors[t].name, a->name, b->name, a->devices[i]);
+        for (int k = 0; k <= task->tensors[t].nmore; k++) {
+            const mc_mesh_t *b = &task->meshes[mc_tensor_consumer(&task->tensors[t], k)->mesh];
+            for (int i = 0; i < a->ndevices; i++)
+                if (synth_mesh_rank(b, a->devices[i]) >= 0)
+                    return mc_err_set(err, MC_ERR_UNSUPPORTED,
+                                      "strategy alpa-bcast: tensor %s moves from mesh %s to mesh "
+                                      "%s, which share GPU %d; expected disjoint meshes (Alpa's "
+                                      "broadcast resharding runs between pipeline stages)",
+                                      task->tensors[t].name, a->name, b->name, a->devices[i]);
+        }
     }
     return MC_OK;
 }
@@ -206,11 +215,12 @@ mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
                      mc_xmalloc(sizeof(int) * (size_t)maxd * BCAST_MAX_CHAINS),
                      mc_xmalloc(sizeof(int) * (size_t)maxd)};
     c.s->mem_limit = opts->memory_limit;
-    for (int t = 0; t < task->ntensors; t++) {
-        int nrounds = 0;
-        MC_CHECK_GOTO(bcast_tensor(&c, t, units, nunits, phases, &nrounds, err), out, st);
-        phases += nrounds;
-    }
+    for (int t = 0; t < task->ntensors; t++)
+        for (int k = 0; k <= task->tensors[t].nmore; k++) {
+            int nrounds = 0, mesh = mc_tensor_consumer(&task->tensors[t], k)->mesh;
+            MC_CHECK_GOTO(bcast_tensor(&c, t, mesh, units, nunits, phases, &nrounds, err), out, st);
+            phases += nrounds;
+        }
     c.s->nphases = phases;
     /* Rounds are host-disjoint, but the chains of one broadcast may share NVLink inside a host. */
     mc_sched_plan_rates(c.s, topo);

@@ -64,14 +64,16 @@ static int cmp_unit(const void *pa, const void *pb)
 static void fill_unit(const mc_task_t *task, int piece, int dest, synth_unit_t *u)
 {
     const mc_piece_t *p = &task->pieces[piece];
-    const mc_layout_t *dst = &task->tensors[p->tensor].dst;
+    /* Every destination of a piece inside one consumer holds the same destination tile, so the
+     * first names it when the unit is the whole piece. */
+    int who = dest < 0 ? p->dests[0] : dest;
+    const mc_layout_t *dst = mc_task_dst_layout(task, p->tensor, who);
     mc_box_t tile;
     memset(u, 0, sizeof(*u));
     u->piece = piece;
     u->dest = dest;
     u->tensor = p->tensor;
-    /* Every destination of a piece holds the same destination tile, so the first names it. */
-    mc_layout_tile(task, dst, p->dests[0], &tile);
+    mc_layout_tile(task, dst, who, &tile);
     for (int d = 0; d < dst->ndims; d++) {
         u->tile_lo[d] = tile.lo[d];
         u->piece_lo[d] = p->box.lo[d];

@@ -72,10 +72,13 @@ expect_exit 0 "one order" -- "$MESHCAST" pipeline --strategy p2p --order eager-1
 expect_grep "$TMP/out" '^ +eager-1f1b$' "one column"
 expect_grep "$TMP/out" '^peak activations A +7$' "eager-1F1B's peak on stage A"
 
-# Skip connections: the U-Transformer's A -> D is a transfer of its own.
+# Skip connections: the U-Transformer's h1 goes to B and D in one move, so one transfer to both;
+# each consumer's gradient comes back on its own.
 expect_exit 0 "utransformer" -- "$MESHCAST" pipeline --strategy p2p --json examples/utransformer-aws.pipeline
-expect_true "skip connection A -> D and its gradient" -- \
-  py 'any(t["from"] == "A" and t["to"] == "D" for t in j["transfers"]) and any(t["from"] == "D" and t["to"] == "A" for t in j["transfers"])' "$TMP/out"
+expect_true "skip connection A -> B,D and both gradients" -- \
+  py 'sum(t["from"] == "A" for t in j["transfers"]) == 1 and any(t["from"] == "A" and t["to"] == "B,D" and t["direction"] == "forward" for t in j["transfers"]) and all(any(t["from"] == c and t["to"] == "A" for t in j["transfers"]) for c in "BD")' "$TMP/out"
+expect_exit 0 "utransformer text" -- "$MESHCAST" pipeline --strategy p2p examples/utransformer-aws.pipeline
+expect_grep "$TMP/out" "^transfer +A -> B,D +forward +1 tensor " "the text names both receiving stages"
 
 # Timeline: per order 4 stages x 2 lanes; one bar per step (2 x 4 x 16) and per transfer (6 x 16).
 expect_exit 0 "timeline" -- "$MESHCAST" pipeline --strategy alpa-bcast --timeline "$TMP/t.svg" $gpt

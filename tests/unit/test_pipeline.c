@@ -254,6 +254,50 @@ static void test_shared_link_serializes(void **state)
     }
 }
 
+/* A transfer to two stages (one move, two consumers): each receiving stage goes on when its own
+ * bytes are in (B after 1 s, C after 3 s), while the transfer holds its links for all 3 s. */
+static void test_fan_out_arrivals(void **state)
+{
+    const char *text = "microbatches 1\n"
+                       "stage A={x:1}@0 forward 1s backward 1s\n"
+                       "stage B={x:1}@1 forward 1s backward 1s\n"
+                       "stage C={x:1}@2 forward 1s backward 1s\n"
+                       "forward h: f32[4] A[_] -> B[_], C[_]\n"
+                       "forward g: f32[4] B[_] -> C[_]\n";
+    mc_pipe_t *p = NULL;
+    mc_err_t err = {0};
+    assert_int_equal(mc_pipe_parse_text(text, "fan.pipeline", &p, &err), MC_OK);
+    assert_int_equal(p->ngroups, 2);
+    assert_int_equal(p->groups[0].nmore, 1);
+    p->groups[0].seconds = 3;
+    p->groups[0].arrive_s[0] = 1;
+    p->groups[0].arrive_s[1] = 3;
+    p->groups[1].seconds = 0.5;
+    for (int g = 0; g < 2; g++) {
+        p->groups[g].nlinks = 1;
+        p->groups[g].links = malloc(sizeof(int));
+        p->groups[g].links[0] = g;
+    }
+    p->timed = 1;
+    mc_pipe_result_t r;
+    simulate(p, MC_PIPE_1F1B, 0, &r);
+    /* Spans: A's two steps, B's, C's, then h and g. A's forward ends at 1; h holds [1, 4]; B
+     * computes [2, 3] (its bytes at 2), g takes [3, 3.5]; C needs h (at 4) and g: starts at 4. */
+    const mc_pipe_span_t *h = &r.spans[6], *b = &r.spans[2], *c = &r.spans[4];
+    assert_near(h->t0, 1);
+    assert_near(h->t1, 4);
+    assert_near(b->t0, 2);
+    assert_near(c->t0, 4);
+    /* C's forward [4, 5] and backward [5, 6]; with forward moves only, A's and B's backwards
+     * wait for no gradient and end before (at 2 and 4). */
+    assert_near(r.iteration_s, 6);
+    /* The path: A's forward [0, 1], h until C starts (3 s), C's two steps. */
+    assert_near(r.exposed_comm_s, 3);
+    assert_near(r.critical_compute_s, 3);
+    mc_pipe_result_free(&r);
+    mc_pipe_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_transfer_adds_its_time),
         cmocka_unit_test(test_dependent_transfers),
         cmocka_unit_test(test_shared_link_serializes),
+        cmocka_unit_test(test_fan_out_arrivals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,41 @@ static void test_tensors_share_a_group(void **state)
     mc_pipe_free(p);
 }
 
+/* A skip connection as one move with several consumers: one forward transfer to both stages,
+ * with both meshes in its task, and each consumer's gradient back in its own layout. The old
+ * form (one move per consumer) keeps its own groups, as test_statements shows. */
+static void test_several_consumers(void **state)
+{
+    mc_pipe_t *p = parse("microbatches 2\ngpu-rate 1e12\n" STAGES
+                         "activation h: f16[8,64] A[gpu,_] -> B[_,gpu], C[(gpu),_]\n"
+                         "forward g: f16[8,64] B[_,_] -> C[_,_]\n");
+    static const struct {
+        int src, dst, nmore;
+        const char *moves;
+    } want[] = {
+        {0, 1, 1, "move h: f16[8,64] A[gpu,_] -> B[_,gpu], C[gpu,_]\n"},
+        {1, 0, 0, "move h: f16[8,64] B[_,gpu] -> A[gpu,_]\n"},
+        {2, 0, 0, "move h: f16[8,64] C[gpu,_] -> A[gpu,_]\n"},
+        {1, 2, 0, "move g: f16[8,64] B[_,_] -> C[_,_]\n"},
+    };
+    assert_int_equal(p->ngroups, 4);
+    for (int g = 0; g < 4; g++) {
+        assert_int_equal(p->groups[g].src, want[g].src);
+        assert_int_equal(p->groups[g].dst, want[g].dst);
+        assert_int_equal(p->groups[g].nmore, want[g].nmore);
+        char *text = mc_task_to_text(p->groups[g].task);
+        if (!strstr(text, want[g].moves))
+            fail_msg("group %d:\n%s", g, text);
+        assert_int_equal(p->groups[g].task->nmeshes, 2 + want[g].nmore);
+        free(text);
+    }
+    assert_int_equal(p->groups[0].more[0], 2);
+    char to[64];
+    mc_pipe_group_to(p, &p->groups[0], to, sizeof to);
+    assert_string_equal(to, "B,C");
+    mc_pipe_free(p);
+}
+
 static void test_errors(void **state)
 {
     static const struct {
@@ -118,6 +153,13 @@ static void test_errors(void **state)
         {"microbatches 1\n" STAGES "forward h: f16[4,4] C[gpu,_] -> B[_,gpu]\n",
          "t.pipeline:5: tensor h goes from stage C to stage B; expected a forward move (to a "
          "later stage)"},
+        {"microbatches 1\n" STAGES "activation h: f16[4,4] B[gpu,_] -> C[_,gpu], A[gpu,_]\n",
+         "t.pipeline:5: tensor h goes from stage B to stage A; expected a forward move (to a "
+         "later stage)"},
+        {"microbatches 1\n" STAGES "activation h: f16[4,4] A[gpu,_] -> B[_,gpu], C[_,gpus]\n",
+         "t.pipeline:5: unknown axis 'gpus' (mesh C has gpu) at column 39"},
+        {"microbatches 1\n" STAGES "activation h: f16[4,4] A[gpu,_] -> B[_,gpu], B[gpu,_]\n",
+         "t.pipeline:5: consumer mesh B shares GPU 4 with consumer mesh B"},
         {"microbatches 1\n" STAGES "activation h: f16[4,4] A[gpus,_] -> B[_,gpu]\n",
          "t.pipeline:5: unknown axis 'gpus' (mesh A has gpu) at column 15"},
         {"microbatches 1\n" STAGES "activation h: f16[4] A[gpu] -> B[gpu]\n"
@@ -226,6 +268,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_tensors_share_a_group),
+        cmocka_unit_test(test_several_consumers),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_time_comm),
     };
