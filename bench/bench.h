@@ -48,6 +48,8 @@ typedef struct mc_bench_row {
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
     double cost_s;          /* the cost model's estimate for this strategy, -1 if it has none */
     int failed;             /* the strategy or the simulator returned an error */
+    int estimated;          /* the simulation stopped at its allowance (--sim-work): sim_s is
+                             * where it had got to, a lower bound */
     int not_applicable;     /* ... and it was MC_ERR_UNSUPPORTED: the strategy does not handle this
                              * kind of task (a same-mesh strategy on a cross-mesh case) */
     char error[1024];

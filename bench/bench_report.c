@@ -89,10 +89,12 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                     mc_fmt_bytes(r->bytes, b1, sizeof(b1)), valid_str(r), r->error);
             continue;
         }
+        char sim[40];
+        snprintf(sim, sizeof sim, "%s%s", r->estimated ? ">=" : "",
+                 mc_fmt_seconds(r->sim_s, b3, sizeof(b3)));
         fprintf(out, "%-8s %-*s %-*s %10s %10s %10s %7.2f %9.3f %10s %10s %10s %8s  %s\n", r->suite, cw,
                 r->cas, sw, r->strategy, mc_fmt_bytes(r->bytes, b1, sizeof(b1)),
-                mc_fmt_seconds(r->lower_bound_s, b2, sizeof(b2)),
-                mc_fmt_seconds(r->sim_s, b3, sizeof(b3)), r->ratio, r->algbw_gbps,
+                mc_fmt_seconds(r->lower_bound_s, b2, sizeof(b2)), sim, r->ratio, r->algbw_gbps,
                 mc_fmt_seconds(r->synth_s, b4, sizeof(b4)),
                 mc_fmt_bytes(r->peak_mem, b5, sizeof(b5)),
                 mc_fmt_bytes(r->moved_max, b6, sizeof(b6)), mc_bench_cost_cell(r, b7, sizeof(b7)),
@@ -119,24 +121,25 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
     fprintf(out, "algbw = bytes delivered to destinations / simulated time, GB/s (1e9 B/s); "
                  "recv/GPU = most bytes any GPU receives; "
                  "geomean over rows that ran; valid column of geomean rows: valid/total; n/a: the strategy does "
-                 "not handle this kind of task; cost err = (cost model - sim) / sim\n");
+                 "not handle this kind of task; cost err = (cost model - sim) / sim; >= in sim: "
+                 "estimated, the simulation stopped there at its allowance (--sim-work)\n");
     mc_bench_print_cost_summary(out, rows, n);
 }
 
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
 {
     fprintf(out, "suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,"
-                 "peak_mem_bytes,valid\n");
+                 "peak_mem_bytes,simulated,valid\n");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
         if (r->failed)
-            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,%s\n", r->suite, r->cas, r->strategy,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,,%s\n", r->suite, r->cas, r->strategy,
                     (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s, valid_str(r));
         else
-            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s\n", r->suite, r->cas,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%s\n", r->suite, r->cas,
                     r->strategy, (unsigned long long)r->bytes, r->lower_bound_s, r->sim_s,
                     r->ratio, r->algbw_gbps, r->synth_s, (unsigned long long)r->peak_mem,
-                    valid_str(r));
+                    r->estimated ? "no" : "yes", valid_str(r));
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
@@ -144,10 +147,10 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
         if (!g[k].total)
             continue;
         if (!g[k].n) {
-            fprintf(out, "all,geomean,%s,,,,,,,,no\n", g[k].strategy);
+            fprintf(out, "all,geomean,%s,,,,,,,,,no\n", g[k].strategy);
             continue;
         }
-        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,%s\n", g[k].strategy,
+        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,,%s\n", g[k].strategy,
                 mean_of(g[k].bound, g[k].n), mean_of(g[k].sim, g[k].n),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mean_of(g[k].synth, g[k].n), g[k].invalid ? "no" : "yes");

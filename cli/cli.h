@@ -76,7 +76,8 @@ mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const ch
     {"budget", required_argument, NULL, (id)},           \
     {"rlimit", required_argument, NULL, (id)},           \
     {"memory-limit", required_argument, NULL, (id)},     \
-    {"chunk", required_argument, NULL, (id)}
+    {"chunk", required_argument, NULL, (id)},            \
+    {"sim-work", required_argument, NULL, (id)}
 
 typedef struct cli_task_args {
     const char *task_file;

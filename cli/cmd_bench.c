@@ -32,7 +32,7 @@ static void usage(FILE *out)
             "  --csv                 CSV on stdout instead of the table\n"
             "  --svg OUT             also write a bar chart of time/bound to OUT\n"
             "  --dir DIR             folder of the case files (default bench)\n"
-            "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES\n"
+            "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES, --sim-work N\n"
             "                        passed to every strategy (see meshcast synth --help)\n"
             "  --list                list the suites and their cases, run nothing\n"
             "\n"

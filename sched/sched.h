@@ -112,4 +112,9 @@ uint64_t mc_sched_peak_mem(const mc_sched_t *s, int gpu);
  * and returns the number of violations. */
 int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out);
 
+/* The trees of `phase` (all trees when phase < 0) joined through shared links, transitively:
+ * gid[t] gets tree t's group, groups numbered in order of their first tree, -1 for trees of other
+ * phases; returns the number of groups. Links off the topology join nothing. */
+int mc_sched_link_groups(const mc_sched_t *s, const mc_topo_t *topo, int phase, int *gid);
+
 #endif

@@ -47,6 +47,13 @@ mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *rou
         return mc_err_set(err, MC_ERR_INVALID, "schedule: a route of %d links (at most %d)",
                           route->nlinks, MC_ROUTE_MAX_LINKS);
     mc_tree_t *t = &s->trees[ti];
+    /* most trees have a few edges, and an edge holds MC_ROUTE_MAX_LINKS links: the edge lists
+     * start at 2, not at MC_GROW's 8 (8 edges of 144 bytes per tree made 42 MB of a 1024-GPU
+     * schedule: heaptrack) */
+    if (!t->edge_cap) {
+        t->edges = mc_xmalloc(2 * sizeof(*t->edges));
+        t->edge_cap = 2;
+    }
     MC_GROW(t->edges, t->edge_cap, t->nedges + 1);
     mc_tree_edge_t *e = &t->edges[t->nedges++];
     e->parent = route->src_gpu;

@@ -25,6 +25,8 @@ typedef struct reader {
     mc_sched_t *s;
     name_index_t idx;
     mc_err_t *err;
+    int force, nphases;   /* the phases read so far */
+    int *tmpl_k, *tmpl_tree, ntmpl, tmpl_cap, tmpl_tree_cap; /* the trees with template="" */
 } reader_t;
 
 static const mc_topo_t *cmp_topo; /* qsort has no context argument in C11 */
@@ -314,30 +316,93 @@ out:
     return st;
 }
 
-static mc_status_t read_doc(reader_t *r, xmlDocPtr doc, int force)
+/* <instance template="K" nodes="..." pieces="...">: template K's trees again on these nodes,
+ * with these pieces (docs/schedule-format.md, "Symmetry"). */
+static mc_status_t read_instance(reader_t *r, xmlNodePtr n)
 {
     mc_status_t st;
-    xmlNodePtr root = xmlDocGetRootElement(doc);
-    MC_CHECK_GOTO(mc_sched_schema_check(doc, r->name, r->err), out, st);
-    MC_CHECK_GOTO(read_header(r, root, force), out, st);
-    int phase = 0;
-    for (xmlNodePtr c = root->children; c; c = c->next) {
-        if (is_elem(c, "task"))
-            MC_CHECK_GOTO(read_task(r, c), out, st);
-        else if (is_elem(c, "pieces"))
-            MC_CHECK_GOTO(check_pieces(r, c), out, st);
-        else if (is_elem(c, "phase")) {
-            int n;
-            MC_CHECK_GOTO(attr_int(r, c, "n", phase, phase, &n), out, st);
-            for (xmlNodePtr t = c->children; t; t = t->next)
-                if (is_elem(t, "tree"))
-                    MC_CHECK_GOTO(read_tree(r, t, phase), out, st);
-            phase++;
+    int k, ntmpl = 0, nnodes = 0, npieces = 0, cap = 0, pcap = 0;
+    int *tmpl = NULL, *nodes = NULL, *pieces = NULL;
+    char *names = attr(n, "nodes"), *list = attr(n, "pieces"), *save = NULL;
+    char *where = mc_xasprintf("%s:%d", r->name, line_of(n));
+    MC_CHECK_GOTO(attr_int(r, n, "template", 0, r->s->ntrees, &k), out, st);
+    for (int i = 0; i < r->ntmpl; i++)
+        if (r->tmpl_k[i] == k) {
+            MC_GROW(tmpl, cap, ntmpl + 1);
+            tmpl[ntmpl++] = r->tmpl_tree[i];
+        }
+    cap = 0;
+    for (char *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        MC_GROW(nodes, cap, nnodes + 1);
+        if ((nodes[nnodes++] = index_node(&r->idx, tok)) < 0) {
+            st = mc_err_set(r->err, MC_ERR_INVALID, "%s: node %s is not on this topology", where,
+                            tok);
+            goto out;
         }
     }
-    if (phase > r->s->nphases)
-        r->s->nphases = phase;
+    for (char *tok = strtok_r(list, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        int64_t p;
+        MC_GROW(pieces, pcap, npieces + 1);
+        if (mc_parse_i64(tok, &p) || p < 0 || p >= r->s->task->npieces) {
+            st = mc_err_set(r->err, MC_ERR_INVALID, "%s: expected pieces between 0 and %d",
+                            where, r->s->task->npieces - 1);
+            goto out;
+        }
+        pieces[npieces++] = (int)p;
+    }
+    if (!ntmpl || npieces != ntmpl) {
+        st = mc_err_set(r->err, MC_ERR_INVALID, "%s: template %d has %d trees, the instance "
+                        "lists %d pieces", where, k, ntmpl, npieces);
+        goto out;
+    }
+    st = mc_sched_sym_expand(r->s, r->topo, tmpl, ntmpl, nodes, nnodes, pieces, where, r->err);
 out:
+    free(tmpl);
+    free(nodes);
+    free(pieces);
+    free(names);
+    free(list);
+    free(where);
+    return st;
+}
+
+/* One element as the streaming reader hands it over: the schedule element and <phase> as they
+ * start, <task>, <pieces> and each <tree> whole (the schema fixes their order). A tree has at
+ * most one edge per GPU it reaches: more is a hostile file, refused before it costs memory. */
+static mc_status_t visit(void *ctx, xmlNodePtr n, int depth)
+{
+    reader_t *r = ctx;
+    if (depth == 0)
+        return read_header(r, n, r->force);
+    if (is_elem(n, "task"))
+        return read_task(r, n);
+    if (is_elem(n, "pieces"))
+        return check_pieces(r, n);
+    if (is_elem(n, "phase")) {
+        int k;
+        r->nphases++;
+        return attr_int(r, n, "n", r->nphases - 1, r->nphases - 1, &k);
+    }
+    if (is_elem(n, "instance"))
+        return read_instance(r, n);
+    if (!is_elem(n, "tree"))
+        return MC_OK;
+    int nedges = 0;
+    for (xmlNodePtr c = n->children; c; c = c->next)
+        nedges += is_elem(c, "edge");
+    if (nedges >= r->topo->ngpus)
+        return mc_err_set(r->err, MC_ERR_INVALID, "%s:%d: a tree of %d edges on a topology of %d "
+                          "GPUs (at most one edge per GPU it reaches)", r->name, line_of(n), nedges,
+                          r->topo->ngpus);
+    mc_status_t st = read_tree(r, n, r->nphases - 1);
+    char *t = attr(n, "template");
+    if (st == MC_OK && t) {
+        MC_GROW(r->tmpl_k, r->tmpl_cap, r->ntmpl + 1);
+        MC_GROW(r->tmpl_tree, r->tmpl_tree_cap, r->ntmpl + 1);
+        r->tmpl_tree[r->ntmpl] = r->s->ntrees - 1;
+        st = attr_int(r, n, "template", 0, r->s->ntrees - 1, &r->tmpl_k[r->ntmpl++]);
+    }
+    free(t);
     return st;
 }
 
@@ -346,19 +411,24 @@ mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
                                   mc_err_t *err)
 {
     mc_status_t st;
-    xmlDocPtr doc = NULL;
-    reader_t r = {.name = name, .topo = topo, .err = err};
+    reader_t r = {.name = name, .topo = topo, .err = err, .force = force};
+    static const char *const whole[] = {"task", "pieces", "tree", NULL};
+    size_t rng_len;
+    const char *rng = mc_sched_schema_text(&rng_len);
     *out = NULL;
     r.s = mc_sched_new(NULL, topo, "");
     index_build(&r.idx, topo);
-    MC_CHECK_GOTO(mc_xml_read(buf, len, name, &doc, err), out, st);
-    MC_CHECK_GOTO(read_doc(&r, doc, force), out, st);
+    MC_CHECK_GOTO(mc_xml_stream(buf, len, name, rng, rng_len, "schedule (docs/schedule-format.md)",
+                                whole, visit, &r, err), out, st);
+    if (r.nphases > r.s->nphases)
+        r.s->nphases = r.nphases;
     *out = r.s;
     r.s = NULL;
 out:
     index_free(&r.idx);
+    free(r.tmpl_k);
+    free(r.tmpl_tree);
     mc_sched_free(r.s);
-    xmlFreeDoc(doc);
     return st;
 }
 

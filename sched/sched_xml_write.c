@@ -1,11 +1,12 @@
 /* Writes a schedule as XML (docs/schedule-format.md). The text depends only on the schedule and
- * the topology's node names: trees are listed phase by phase in the order they were added, numbers
- * are printed in one fixed format, so the same schedule always gives the same bytes. */
+ * the topology's node names: trees are listed phase by phase in the order they were added, groups
+ * of trees that repeat an earlier group on other nodes as instances of it (sched_symmetry.c),
+ * numbers in one fixed format, so the same schedule always gives the same bytes. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
+#include "sched/sched_internal.h"
 
 void mc_sched_xml_escape(mc_buf_t *b, const char *s)
 {
@@ -40,11 +41,13 @@ static void put_route(mc_buf_t *b, const mc_tree_edge_t *e, const mc_topo_t *top
     }
 }
 
-static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo)
+static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo, int template)
 {
     mc_buf_printf(b, "    <tree piece=\"%d\" offset=\"%" PRIu64 "\" bytes=\"%" PRIu64
                      "\" root=\"%d\" chunks=\"%d\"",
                   t->piece, t->offset, t->bytes, t->root, t->nchunks);
+    if (template >= 0)
+        mc_buf_printf(b, " template=\"%d\"", template);
     if (t->rate > 0)
         mc_buf_printf(b, " rate=\"%.17g\"", t->rate);
     mc_buf_printf(b, t->nedges ? ">\n" : "/>\n");
@@ -59,6 +62,27 @@ static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo)
     }
     if (t->nedges)
         mc_buf_printf(b, "    </tree>\n");
+}
+
+/* The instances: each one's node names and pieces, in its template's order. */
+static void put_symmetry(mc_buf_t *b, const mc_sched_t *s, const mc_topo_t *topo,
+                         const mc_sched_sym_t *sym)
+{
+    if (!sym->ninst)
+        return;
+    mc_buf_printf(b, "  <symmetry>\n");
+    for (int i = 0; i < sym->ninst; i++) {
+        const mc_sched_instance_t *in = &sym->inst[i];
+        mc_buf_printf(b, "    <instance template=\"%d\" nodes=\"", in->template);
+        for (int k = 0; k < in->nnodes; k++) {
+            mc_sched_xml_escape(b, topo->nodes[in->nodes[k]].name);
+            mc_buf_printf(b, k + 1 < in->nnodes ? " " : "\" pieces=\"");
+        }
+        for (int k = 0; k < in->ntrees; k++)
+            mc_buf_printf(b, "%d%s", s->trees[in->trees[k]].piece,
+                          k + 1 < in->ntrees ? " " : "\"/>\n");
+    }
+    mc_buf_printf(b, "  </symmetry>\n");
 }
 
 char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo)
@@ -84,13 +108,17 @@ char *mc_sched_to_xml(const mc_sched_t *s, const mc_topo_t *topo)
         mc_buf_printf(&b, "\" bytes=\"%" PRIu64 "\"/>\n", pc->bytes);
     }
     mc_buf_printf(&b, "  </pieces>\n");
+    mc_sched_sym_t sym;
+    mc_sched_sym_find(s, topo, &sym);
     for (int p = 0; p < s->nphases; p++) {
         mc_buf_printf(&b, "  <phase n=\"%d\">\n", p);
         for (int t = 0; t < s->ntrees; t++)
-            if (s->trees[t].phase == p)
-                put_tree(&b, &s->trees[t], topo);
+            if (s->trees[t].phase == p && !sym.instance_tree[t])
+                put_tree(&b, &s->trees[t], topo, sym.template_of[t]);
         mc_buf_printf(&b, "  </phase>\n");
     }
+    put_symmetry(&b, s, topo, &sym);
+    mc_sched_sym_free(&sym);
     mc_buf_printf(&b, "</schedule>\n");
     return b.data;
 }

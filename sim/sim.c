@@ -293,15 +293,14 @@ static void recompute(sim_t *sm, double now)
     }
 }
 
-/* Runs one phase from t0; returns its end time in *t_end. */
-static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, double *t_end,
-                             mc_err_t *err)
+/* Runs the n trees of one phase in trees[] from t0; returns their end time in *t_end. */
+static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int *edge_of,
+                             double t0, double *t_end, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     sm->nedges = sm->nflows = sm->nchildren = 0;
-    for (int ti = 0; ti < sm->s->ntrees; ti++)
-        if (sm->s->trees[ti].phase == phase)
-            MC_CHECK_GOTO(build_tree(sm, ti, edge_of, err), out, st);
+    for (int i = 0; i < n; i++)
+        MC_CHECK_GOTO(build_tree(sm, trees[i], edge_of, err), out, st);
     sm->flow_mark = mc_xrealloc(sm->flow_mark, sizeof(unsigned) * (size_t)(sm->nflows + 1));
     memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
     double now = t0, last = t0;
@@ -346,6 +345,73 @@ static mc_status_t run_phase(sim_t *sm, int phase, int *edge_of, double t0, doub
     *t_end = last;
 out:
     sim_queue_free(&sm->q);
+    return st;
+}
+
+/* Group k of g is a copy of group r, simulated already: its links get r's per-link results of
+ * this phase (from index at[j] of r's j-th link's timeline), renumbered. */
+static void copy_group(sim_t *sm, const sim_groups_t *g, int k, int r, const double *busy,
+                       const double *bytes, const int *at)
+{
+    mc_sim_result_t *res = sm->res;
+    for (int j = 0; j < g->link_off[r + 1] - g->link_off[r]; j++) {
+        int from = g->links[g->link_off[r] + j], to = g->links[g->link_off[k] + j];
+        int i = g->link_off[r] + j;
+        res->link_busy_s[to] += busy[i];
+        res->link_bytes[to] += bytes[i];
+        sim_link_t *src = &sm->links[from], *dst = &sm->links[to];
+        for (int v = at[i]; v < src->niv; v++) {
+            MC_GROW(dst->iv, dst->iv_cap, dst->niv + 1);
+            dst->iv[dst->niv] = src->iv[v];
+            dst->iv[dst->niv++].link = to;
+        }
+    }
+}
+
+/* Runs one phase from t0, each distinct group of link-disjoint trees once (sim_groups.c);
+ * returns its end time in *t_end. */
+static mc_status_t run_phase(sim_t *sm, int phase, const sim_groups_t *g, int *edge_of,
+                             double t0, double *t_end, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int n = g->ngroups, nl = g->link_off[n];
+    double *busy = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
+    double *bytes = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
+    int *at = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
+    double *end = mc_xmalloc(sizeof(double) * (size_t)(n + 1));
+    long *flows = mc_xmalloc(sizeof(long) * (size_t)(n + 1));
+    *t_end = t0;
+    for (int k = 0; k < n; k++) {
+        int r = g->same_as[k];
+        if (r >= 0) {
+            copy_group(sm, g, k, r, busy, bytes, at);
+            end[k] = end[r];
+            sm->res->nflows += flows[r];
+        } else {
+            for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
+                busy[i] = sm->res->link_busy_s[g->links[i]];
+                bytes[i] = sm->res->link_bytes[g->links[i]];
+                at[i] = sm->links[g->links[i]].niv;
+            }
+            long before = sm->res->nflows;
+            MC_CHECK_GOTO(run_trees(sm, phase, g->trees + g->tree_off[k],
+                                    g->tree_off[k + 1] - g->tree_off[k], edge_of, t0, &end[k],
+                                    err), out, st);
+            flows[k] = sm->res->nflows - before;
+            for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
+                busy[i] = sm->res->link_busy_s[g->links[i]] - busy[i];
+                bytes[i] = sm->res->link_bytes[g->links[i]] - bytes[i];
+            }
+        }
+        if (end[k] > *t_end)
+            *t_end = end[k];
+    }
+out:
+    free(busy);
+    free(bytes);
+    free(at);
+    free(end);
+    free(flows);
     return st;
 }
 
@@ -395,14 +461,26 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
     memset(res, 0, sizeof(*res));
-    /* every flow costs two events and two re-ratings at least, and in practice more: a schedule
-     * with more flows than a quarter of the allowance is not started */
+    sim_groups_t *groups = mc_xcalloc((size_t)s->nphases + 1, sizeof(sim_groups_t));
+    /* every flow simulated costs two events and two re-ratings at least, and in practice more:
+     * a schedule with more flows to simulate than a quarter of the allowance is not started */
     int64_t flows = 0;
-    for (int i = 0; work_left && i < s->ntrees; i++)
-        flows += (int64_t)s->trees[i].nedges * s->trees[i].nchunks;
-    if (work_left && 4 * flows > *work_left)
+    for (int p = 0; p < s->nphases; p++) {
+        sim_groups_build(s, topo, p, &groups[p]);
+        for (int k = 0; work_left && k < groups[p].ngroups; k++)
+            for (int i = groups[p].tree_off[k]; groups[p].same_as[k] < 0 &&
+                                                 i < groups[p].tree_off[k + 1]; i++) {
+                const mc_tree_t *tr = &s->trees[groups[p].trees[i]];
+                flows += (int64_t)tr->nedges * tr->nchunks;
+            }
+    }
+    if (work_left && 4 * flows > *work_left) {
+        for (int p = 0; p < s->nphases; p++)
+            sim_groups_free(&groups[p]);
+        free(groups);
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
                           (long long)flows);
+    }
     res->nlinks = topo->nlinks;
     res->link_busy_s = mc_xcalloc(nl, sizeof(double));
     res->link_bytes = mc_xcalloc(nl, sizeof(double));
@@ -421,10 +499,13 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
         edge_of[g] = -1;
     double t = 0;
     for (int p = 0; p < s->nphases; p++)
-        MC_CHECK_GOTO(run_phase(&sm, p, edge_of, t, &t, err), out, st);
+        MC_CHECK_GOTO(run_phase(&sm, p, &groups[p], edge_of, t, &t, err), out, st);
     res->makespan_s = t;
     gather_intervals(&sm);
 out:
+    for (int p = 0; p < s->nphases; p++)
+        sim_groups_free(&groups[p]);
+    free(groups);
     if (work_left)
         *work_left -= sm.work;
     free(edge_of);

@@ -41,6 +41,12 @@ mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64
                                mc_sim_result_t *res, mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
 
+/* The allowance (mc_sim_run_bounded's units) that the commands reporting a simulated time give
+ * the simulation by default (synth's summary line, bench's rows; --sim-work): far above what the
+ * scale suite's schedules need, since identical groups are simulated once; a bound on runaway
+ * simulations of schedules without symmetry. */
+#define MC_SIM_REPORT_WORK 200000000
+
 /* The ids of the n busiest links into ids: most loaded first (bytes carried / bandwidth, the time
  * the link needed at full rate), then longest busy, then lowest id. Returns how many links were
  * busy at all, at most n. */

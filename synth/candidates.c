@@ -44,8 +44,9 @@ static void edge(gen_t *g, int a, int b)
 /* The GPU of host h with the given dev (its rail), or -1. */
 static int on_rail(const mc_topo_t *t, int h, int dev)
 {
-    for (int i = 0; i < t->ngpus; i++)
-        if (mc_topo_gpu_host(t, i) == h && gpu_dev(t, i) == dev)
+    int first, n = mc_topo_host_gpus(t, h, &first);
+    for (int i = first; i < first + n; i++)
+        if (gpu_dev(t, i) == dev)
             return i;
     return -1;
 }
@@ -231,10 +232,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
     int r0 = holder_on(&g, hosts[0], 0);
     /* one tree per rail, so that the optimizer can stripe the piece over every NIC: rooted at
      * the holder on that rail, or relayed by the route's PXN hop from the first holder */
-    int ndev = 0;
-    for (int i = 0; i < topo->ngpus; i++)
-        if (mc_topo_gpu_host(topo, i) == g.dh_host[0])
-            ndev++;
+    int host_first, ndev = mc_topo_host_gpus(topo, g.dh_host[0], &host_first);
     for (int k = 0; k < ndev; k++) {
         int r = on_rail(topo, hosts[0], k);
         if (r < 0 || !mc_ints_contain(g.pc->holders, g.pc->nholders, r))

@@ -8,6 +8,7 @@
 
 #include "layout/layout.h"
 #include "sched/sched.h"
+#include "sim/sim.h"
 #include "topo/topo.h"
 #include "util/util.h"
 
@@ -17,12 +18,15 @@ typedef struct mc_synth_opts {
     uint64_t memory_limit;  /* per-device peak bytes; 0 = none */
     uint64_t chunk_bytes;   /* pipeline chunk size; 0 = the strategy's default */
     int progress;           /* print a progress line on stderr */
+    int64_t sim_work;       /* allowance of the simulation that synth and bench report
+                             * (mc_sim_run_bounded's units); 0 = none. Past it, the time is an
+                             * estimate: where the simulation had got to */
 } mc_synth_opts_t;
 
-#define MC_SYNTH_OPTS_DEFAULT {10.0, 0, 0, 0, 0}
+#define MC_SYNTH_OPTS_DEFAULT {10.0, 0, 0, 0, 0, MC_SIM_REPORT_WORK}
 
 /* Sets one option from its command-line text: key is "budget" (seconds), "rlimit",
- * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T). Bad values
+ * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T), "sim-work". Bad values
  * are MC_ERR_USAGE with a message naming the option. */
 mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *value,
                               mc_err_t *err);

@@ -46,6 +46,12 @@ mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *v
         if (parse_bytes(value, &o->chunk_bytes) || !o->chunk_bytes)
             return mc_err_set(err, MC_ERR_USAGE, "--chunk: expected bytes > 0 (suffix K, M, G, "
                               "T), got '%s'", value);
+    } else if (!strcmp(key, "sim-work")) {
+        uint64_t w;
+        if (mc_parse_u64(value, &w) || w > INT64_MAX)
+            return mc_err_set(err, MC_ERR_USAGE, "--sim-work: expected an integer, got '%s'",
+                              value);
+        o->sim_work = (int64_t)w;
     } else {
         return mc_err_set(err, MC_ERR_USAGE, "unknown synthesis option '%s'", key);
     }

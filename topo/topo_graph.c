@@ -253,6 +253,26 @@ int mc_topo_gpu_host(const mc_topo_t *t, int gpu)
     return t->nodes[t->gpu_node[gpu]].host;
 }
 
+/* The first GPU whose host is at least h. */
+static int first_gpu_from(const mc_topo_t *t, int h)
+{
+    int lo = 0, hi = t->ngpus;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (mc_topo_gpu_host(t, mid) < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first)
+{
+    *first = first_gpu_from(t, h);
+    return first_gpu_from(t, h + 1) - *first;
+}
+
 int mc_topo_find_node(const mc_topo_t *t, const char *name)
 {
     for (int i = 0; i < t->nnodes; i++)
@@ -261,12 +281,22 @@ int mc_topo_find_node(const mc_topo_t *t, const char *name)
     return -1;
 }
 
+/* The lowest link id from src to dst of any kind, through the (src, dst, kind) index: schedules
+ * with instances look up every link of every copy (sched_symmetry.c). */
 int mc_topo_find_link(const mc_topo_t *t, int src, int dst)
 {
-    for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].src == src && t->links[i].dst == dst)
-            return i;
-    return -1;
+    int best = -1;
+    for (int kind = 0; kind < MC_LINK__COUNT && t->link_index_cap; kind++)
+        for (unsigned k = link_slot(t, src, dst, (mc_link_kind_t)kind); t->link_index[k] >= 0;
+             k = (k + 1) & (unsigned)(t->link_index_cap - 1)) {
+            const mc_link_t *l = &t->links[t->link_index[k]];
+            if (l->src == src && l->dst == dst && l->kind == (mc_link_kind_t)kind) {
+                if (best < 0 || t->link_index[k] < best)
+                    best = t->link_index[k];
+                break;
+            }
+        }
+    return best;
 }
 
 double mc_topo_gpu_ingress_bw(const mc_topo_t *t, int gpu)

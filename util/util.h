@@ -71,6 +71,8 @@ void mc_grow(void **arr, size_t elem, int *cap, int need);
 
 /* qsort that accepts an empty array given as NULL (qsort's pointer must be valid even for n == 0). */
 void mc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* A hash of n 64-bit words (util/hash.c). */
+uint64_t mc_hash_words(const int64_t *v, size_t n);
 /* Whether x is one of v[0..n). */
 int mc_ints_contain(const int *v, int n, int x);
 

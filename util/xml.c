@@ -15,7 +15,7 @@
 
 /* True when the document's DOCTYPE declares any entity: we never expand entities, and a file
  * that declares them is either an attack or not a topology. */
-static int declares_entities(xmlDocPtr doc)
+int mc_xml_declares_entities(xmlDocPtr doc)
 {
     xmlDtdPtr dtds[2] = {doc->intSubset, doc->extSubset};
     for (int i = 0; i < 2; i++)
@@ -25,7 +25,7 @@ static int declares_entities(xmlDocPtr doc)
 }
 
 /* libxml2 keeps no line for declarations; find the first one in the text. */
-static int entity_line(const char *buf, size_t len)
+int mc_xml_entity_line(const char *buf, size_t len)
 {
     int line = 1;
     for (size_t i = 0; i + 8 <= len && memcmp(buf + i, "<!ENTITY", 8); i++)
@@ -76,10 +76,10 @@ mc_status_t mc_xml_read(const char *buf, size_t len, const char *path, xmlDocPtr
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: malformed XML: %.*s", name, line, mlen, msg);
         goto out;
     }
-    if (declares_entities(doc)) {
+    if (mc_xml_declares_entities(doc)) {
         st = mc_err_set(err, MC_ERR_INVALID,
                         "%s:%d: the DOCTYPE declares entities; meshcast XML files may not (entities "
-                        "are never expanded)", name, entity_line(buf, len));
+                        "are never expanded)", name, mc_xml_entity_line(buf, len));
         goto out;
     }
     if (!xmlDocGetRootElement(doc)) {
@@ -99,18 +99,13 @@ out:
 
 /* Keeps the first error libxml2 reports (the later ones are usually its consequences), with a
  * line number: attribute errors come without one but name their element. */
-typedef struct rng_error {
-    int seen, line;
-    char msg[512];
-    xmlNodePtr node;
-} rng_error_t;
-
-static void keep_first_rng_error(void *data, xmlErrorPtr e)
+void mc_xml_keep_first_error(void *data, xmlErrorPtr e)
 {
-    rng_error_t *fe = data;
+    mc_xml_error_t *fe = data;
     if (fe->seen || !e)
         return;
     fe->seen = 1;
+    fe->invalid = e->domain == XML_FROM_RELAXNGV || e->domain == XML_FROM_RELAXNGP;
     fe->line = e->line;
     if (fe->line <= 0 && e->node)
         fe->line = (int)xmlGetLineNo((xmlNodePtr)e->node);
@@ -124,16 +119,23 @@ static void keep_first_rng_error(void *data, xmlErrorPtr e)
         fe->msg[--n] = '\0';
 }
 
+void mc_xml_explain_error(mc_xml_error_t *fe, const char *rng, size_t len)
+{
+    if (fe->seen && fe->node && (strstr(fe->msg, "failed to validate attributes") ||
+                                 !strncmp(fe->msg, "Invalid attribute ", 18)))
+        mc_xml_explain_attrs(fe->node, rng, len, fe->msg, sizeof fe->msg);
+}
+
 mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const char *path,
                              const char *what, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    rng_error_t fe = {0};
+    mc_xml_error_t fe = {0};
     xmlRelaxNGParserCtxtPtr pctx = xmlRelaxNGNewMemParserCtxt(rng, (int)len);
     xmlRelaxNGPtr schema = NULL;
     xmlRelaxNGValidCtxtPtr vctx = NULL;
     if (pctx) {
-        xmlRelaxNGSetParserStructuredErrors(pctx, keep_first_rng_error, &fe);
+        xmlRelaxNGSetParserStructuredErrors(pctx, mc_xml_keep_first_error, &fe);
         schema = xmlRelaxNGParse(pctx);
     }
     vctx = schema ? xmlRelaxNGNewValidCtxt(schema) : NULL;
@@ -142,11 +144,10 @@ mc_status_t mc_xml_check_rng(xmlDocPtr doc, const char *rng, size_t len, const c
                         what, fe.line, fe.msg);
         goto out;
     }
-    xmlRelaxNGSetValidStructuredErrors(vctx, keep_first_rng_error, &fe);
+    xmlRelaxNGSetValidStructuredErrors(vctx, mc_xml_keep_first_error, &fe);
     int invalid = xmlRelaxNGValidateDoc(vctx, doc) != 0;
-    if (invalid && (strstr(fe.msg, "failed to validate attributes") ||
-                    !strncmp(fe.msg, "Invalid attribute ", 18)))
-        mc_xml_explain_attrs(fe.node, rng, len, fe.msg, sizeof fe.msg);
+    if (invalid)
+        mc_xml_explain_error(&fe, rng, len);
     if (invalid)
         st = mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", path, fe.line, what,
                         fe.seen ? fe.msg : "invalid");

@@ -4,7 +4,7 @@
 # invariant: every baseline schedule of every paper case validates and never beats the bound.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,valid'
+header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,simulated,valid'
 
 expect_exit 0 "help" -- "$MESHCAST" bench --help
 expect_grep "$TMP/out" '^usage: meshcast bench' "help text"
@@ -22,7 +22,7 @@ expect_exit 0 "case1 csv" -- "$MESHCAST" bench --suite paper --cases case1 \
   --strategies p2p,alpa-bcast --csv --svg "$TMP/chart.svg"
 expect_true "csv header" -- test "$(head -1 "$TMP/out")" = "$header"
 expect_true "four rows" -- test "$(wc -l < "$TMP/out")" -eq 5
-expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.859[0-9]*,3\.43[5-9][0-9]*,(3\.999|4\.00)[0-9]*,.*,yes$' "p2p row"
+expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.859[0-9]*,3\.43[5-9][0-9]*,(3\.999|4\.00)[0-9]*,.*,yes,yes$' "p2p row, simulated"
 expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9][0-9]*,1\.0[0-4][0-9]*,.*,yes$' "alpa-bcast row"
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
@@ -44,6 +44,15 @@ expect_grep "$TMP/out" '^paper +case1 +p2p .* 1\.00 GiB +1\.00 GiB +[-+][0-9.]+%
 expect_grep "$TMP/out" '^paper +case1 +p2p .* \+0\.0% +yes$' "cost model column"
 expect_grep "$TMP/out" '^cost model p2p +worst error +0\.0% \(paper/case1\), median +0\.0% over 1 rows$' \
   "cost model summary"
+
+# A simulation stopped at its allowance marks its row: estimated, not simulated.
+expect_exit 0 "case1 sim-work 1" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p \
+  --sim-work 1 --csv
+expect_grep "$TMP/out" '^paper,case1,p2p,.*,no,yes$' "estimated row says simulated=no"
+expect_exit 0 "case1 sim-work 1 table" -- "$MESHCAST" bench --suite paper --cases case1 \
+  --strategies p2p --sim-work 1
+expect_grep "$TMP/out" '^paper +case1 +p2p +[0-9.]+ GiB +[0-9.]+ ms +>=' "estimated row marked >= in the table"
+expect_exit 2 "bad sim-work" -- "$MESHCAST" bench --suite paper --cases case1 --sim-work lots
 
 # Case-file errors name the file and line.
 printf 'suite bad\ncase x\nmesh A={x:1}@[0]\n' > "$TMP/bad.cases"

@@ -33,6 +33,12 @@ expect_exit 0 "p2p case1" -- "$MESHCAST" synth --topo $topo --strategy p2p \
   --mesh "$A" --mesh "$B" "$move" -o "$TMP/p2p.xml"
 expect_grep "$TMP/out" '^p2p: 8 trees, 1 phase, simulated 3\.43[6-9] s, lower bound 859\.0. ms .* ratio 4\.00' "p2p summary"
 expect_exit 0 "p2p schedule validates" -- "$MESHCAST" validate --topo $topo "$TMP/p2p.xml"
+# A simulation stopped at its allowance is not passed off as simulated.
+expect_exit 0 "p2p case1, sim-work 1" -- "$MESHCAST" synth --topo $topo --strategy p2p \
+  --sim-work 1 --mesh "$A" --mesh "$B" "$move" -o "$TMP/p2p1.xml"
+expect_grep "$TMP/out" '^p2p: 8 trees, 1 phase, estimated \(the simulation stopped at --sim-work\) at least .* ratio >=' "summary says estimated"
+expect_exit 2 "bad sim-work" -- "$MESHCAST" synth --topo $topo --strategy p2p --sim-work -3 \
+  --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
 
 # alpa-bcast: one round of two ring chains (host 0 -> host 2, host 1 -> host 3), 1 GiB per NIC.
 expect_exit 0 "alpa-bcast case1" -- "$MESHCAST" synth --topo $topo --strategy alpa-bcast \

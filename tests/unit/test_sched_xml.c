@@ -1,6 +1,7 @@
 /* Tests for the schedule's XML form: byte-for-byte round trips, the compiled-in schema against
  * sched/schedule.rng, refusal of a schedule made for another topology unless forced, link-by-link
- * checking when forced, and clear errors for malformed files. */
+ * checking when forced, clear errors for malformed files, symmetry kept as templates and
+ * instances, and files of any size. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -200,6 +201,110 @@ static void test_malformed(void **state)
     mc_sched_free(s);
 }
 
+/* Two link-disjoint groups of 16 trees, GPU0 -> sw0 -> GPU2 and GPU1 -> sw0 -> GPU3, each piece
+ * in 128-byte ranges: the second group is the first on other nodes, so the file holds 16 trees
+ * and one instance line, which reads back as the 32 trees (a valid schedule, written again to the
+ * same bytes). Instances that do not fit their template are refused with their line. */
+static void test_symmetry_instances(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    for (int g = 0; g < 2; g++)
+        for (int k = 0; k < 16; k++)
+            fx_edge(s, fx->topo, mc_sched_add_tree(s, fx->piece_of[2 + g], 128 * k, 128, g, 0, 1),
+                    3, (int[]){g, FX_SW, 2 + g});
+    mc_sched_plan_rates(s, fx->topo); /* 16 trees share each link */
+    assert_int_equal(mc_sched_validate(s, fx->topo, NULL), 0);
+    char *xml = mc_sched_to_xml(s, fx->topo);
+    int ntrees = 0;
+    for (const char *at = xml; (at = strstr(at, "<tree ")); at++)
+        ntrees++;
+    assert_int_equal(ntrees, 16);
+    char *inst = mc_xasprintf("<instance template=\"0\" nodes=\"h0/GPU1 h0/GPU3 sw0\" pieces=\""
+                              "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\"/>",
+                              fx->piece_of[3], fx->piece_of[3], fx->piece_of[3], fx->piece_of[3],
+                              fx->piece_of[3], fx->piece_of[3], fx->piece_of[3], fx->piece_of[3],
+                              fx->piece_of[3], fx->piece_of[3], fx->piece_of[3], fx->piece_of[3],
+                              fx->piece_of[3], fx->piece_of[3], fx->piece_of[3], fx->piece_of[3]);
+    assert_non_null(strstr(xml, inst));
+    mc_err_t err = {0};
+    mc_sched_t *back = parse(xml, fx->topo, 0, MC_OK, &err);
+    assert_int_equal(back->ntrees, 32);
+    for (int t = 0; t < 32; t++) {
+        assert_int_equal(back->trees[t].root, s->trees[t].root);
+        assert_int_equal(back->trees[t].piece, s->trees[t].piece);
+        assert_true(back->trees[t].rate == s->trees[t].rate);
+        assert_int_equal((int)back->trees[t].offset, (int)s->trees[t].offset);
+        assert_int_equal(back->trees[t].edges[0].child, s->trees[t].edges[0].child);
+        assert_memory_equal(back->trees[t].edges[0].links, s->trees[t].edges[0].links,
+                            2 * sizeof(int));
+    }
+    assert_int_equal(mc_sched_validate(back, fx->topo, NULL), 0);
+    char *again = mc_sched_to_xml(back, fx->topo);
+    assert_string_equal(again, xml);
+    struct {
+        const char *from, *to, *msg;
+    } bad[] = {
+        {"nodes=\"h0/GPU1 h0/GPU3 sw0\"", "nodes=\"h0/GPU1 h0/GPU3\"",
+         "the instance names 2 nodes, its template passes 3"},
+        {"nodes=\"h0/GPU1 h0/GPU3 sw0\"", "nodes=\"h0/GPU1 h0/GPU9 sw0\"",
+         "node h0/GPU9 is not on this topology"},
+        {"nodes=\"h0/GPU1 h0/GPU3 sw0\"", "nodes=\"sw0 h0/GPU3 h0/GPU1\"",
+         "node sw0 stands for a GPU but is not one"},
+        {"<instance template=\"0\"", "<instance template=\"1\"",
+         "template 1 has 0 trees, the instance lists 16 pieces"},
+        {"pieces=\"", "pieces=\"7 ", "expected pieces between 0 and 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *b = replace(xml, bad[i].from, bad[i].to);
+        mc_sched_t *out = parse(b, fx->topo, 0, MC_ERR_INVALID, &err);
+        assert_null(out);
+        if (!strstr(err.msg, bad[i].msg) || !strstr(err.msg, "s.xml:"))
+            fail_msg("case %zu: %s", i, err.msg);
+        free(b);
+    }
+    free(again);
+    free(inst);
+    free(xml);
+    mc_sched_free(back);
+    mc_sched_free(s);
+}
+
+/* No size cap: a valid schedule made 70 MiB long by comments (more than the 64 MiB that topology
+ * files may have) reads back, streamed. */
+static void test_any_size(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = fx_valid(fx, 1);
+    char *xml = mc_sched_to_xml(s, fx->topo);
+    const char *at = strstr(xml, "  <pieces>");
+    assert_non_null(at);
+    size_t head = (size_t)(at - xml), mib = 1 << 20, n = 70;
+    size_t len = strlen(xml) + n * (mib + 8);
+    char *big = malloc(len + 1), *w = big;
+    assert_non_null(big);
+    memcpy(w, xml, head);
+    w += head;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(w, "<!--", 4);
+        memset(w + 4, 'x', mib);
+        memcpy(w + 4 + mib, "-->\n", 4);
+        w += mib + 8;
+    }
+    strcpy(w, at);
+    mc_err_t err = {0};
+    mc_sched_t *back = NULL;
+    assert_int_equal(mc_sched_parse_memory(big, strlen(big), "s.xml", fx->topo, 0, &back, &err),
+                     MC_OK);
+    assert_true(strlen(big) > ((size_t)64 << 20));
+    assert_int_equal(back->ntrees, 2);
+    assert_int_equal(mc_sched_validate(back, fx->topo, NULL), 0);
+    mc_sched_free(back);
+    free(big);
+    free(xml);
+    mc_sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +314,8 @@ int main(void)
         cmocka_unit_test(test_other_topology),
         cmocka_unit_test(test_route_through_missing_link),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_symmetry_instances),
+        cmocka_unit_test(test_any_size),
     };
     return cmocka_run_group_tests_name("sched_xml", tests, fx_setup, fx_teardown);
 }

@@ -1,6 +1,7 @@
 /* Tests for sim/: the simulator against closed forms on hand-built topologies: one transfer, a
  * pipelined chain, flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
- * whose branches share the root's egress, phases in sequence, and repeatability. */
+ * whose branches share the root's egress, phases in sequence, repeatability, and link-disjoint
+ * groups simulated apart, identical ones once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -297,6 +298,57 @@ static void test_repeatable_and_bad_route(void **state)
     mc_topo_free(t);
 }
 
+/* Four link-disjoint pairs 0->1, 2->3, 4->5 (100 GB/s) and 6->7 (50 GB/s), 1 MB in 4 chunks each:
+ * every pair is its own group, the first three identical, so simulated once (the work used is
+ * that of one pair plus the slow one) and copied; every link gets its own closed-form figures and
+ * its own timeline (one interval per chunk, the copies on their own link ids). */
+static void test_identical_groups_simulated_once(void **state)
+{
+    mc_topo_t *t = topo_nodes(8, 0);
+    for (int p = 0; p < 4; p++)
+        mc_topo_add_link_pair(t, 2 * p, 2 * p + 1, MC_LINK_NVL, p == 3 ? B / 2 : B, L, 1);
+    finalize(t);
+    mc_sched_t *one = mc_sched_new(NULL, t, "test"), *all = mc_sched_new(NULL, t, "test");
+    edge(one, t, mc_sched_add_tree(one, 0, 0, 1000000, 0, 0, 4), 0, 1, 2, (int[]){0, 1});
+    for (int p = 0; p < 4; p++)
+        edge(all, t, mc_sched_add_tree(all, 0, 0, 1000000, 2 * p, 0, 4), 2 * p, 2 * p + 1, 2,
+             (int[]){2 * p, 2 * p + 1});
+    mc_sim_result_t res;
+    double a = mc_topo_alpha(MC_LINK_NVL) + L;
+    assert_close(run(all, t, &res), 4 * (a + 0.25e6 / (B / 2)));
+    assert_int_equal(res.nflows, 16);
+    int l0 = mc_topo_find_link(t, 0, 1);
+    for (int p = 0; p < 4; p++) {
+        int l = mc_topo_find_link(t, 2 * p, 2 * p + 1), n = 0;
+        assert_close(res.link_bytes[l], 1e6);
+        assert_close(res.link_busy_s[l], 1e6 / (p == 3 ? B / 2 : B));
+        for (int i = 0; i < res.nintervals; i++)
+            if (res.intervals[i].link == l) {
+                double t0 = (n + 1) * a + n * 0.25e6 / (p == 3 ? B / 2 : B);
+                assert_close(res.intervals[i].t0, t0);
+                n++;
+            }
+        assert_int_equal(n, 4);
+    }
+    for (int i = 1; i < res.nintervals; i++) /* ordered by link, then time */
+        assert_true(res.intervals[i - 1].link < res.intervals[i].link ||
+                    (res.intervals[i - 1].link == res.intervals[i].link &&
+                     res.intervals[i - 1].t1 <= res.intervals[i].t0));
+    mc_sim_result_free(&res);
+    /* the work: one pair's, plus the slow pair's (the same events at other times) */
+    mc_err_t err = {0};
+    int64_t w_one = 1000, w_all = 1000;
+    assert_int_equal(mc_sim_run_bounded(one, t, &w_one, &res, &err), MC_OK);
+    assert_close(res.link_bytes[l0], 1e6);
+    mc_sim_result_free(&res);
+    assert_int_equal(mc_sim_run_bounded(all, t, &w_all, &res, &err), MC_OK);
+    assert_int_equal(1000 - w_all, 2 * (1000 - w_one));
+    mc_sim_result_free(&res);
+    mc_sched_free(one);
+    mc_sched_free(all);
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),
         cmocka_unit_test(test_repeatable_and_bad_route),
+        cmocka_unit_test(test_identical_groups_simulated_once),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }
