@@ -157,9 +157,19 @@ static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
                          int hd, const int *dests, int n, source_t *served, mc_err_t *err)
 {
-    const source_t *from = &src[0];
-    for (int i = 1; i < nsrc; i++)
-        if (ct->host_out[src[i].host] < ct->host_out[from->host] ||
+    /* the shallowest source that sending the piece does not make the busiest sender of them
+     * (so that hosts relay to hosts in a tree of logarithmic depth, not a chain, where the
+     * traffic leaves room), else the one that has sent the least, the shallowest on ties */
+    double busiest = 0;
+    for (int i = 0; i < nsrc; i++)
+        busiest = fmax(busiest, ct->host_out[src[i].host]);
+    const source_t *from = NULL;
+    for (int i = 0; i < nsrc; i++)
+        if (ct->host_out[src[i].host] + (double)p->bytes <= busiest &&
+            (!from || src[i].depth < from->depth))
+            from = &src[i];
+    for (int i = 0, fallback = !from; fallback && i < nsrc; i++)
+        if (i == 0 || ct->host_out[src[i].host] < ct->host_out[from->host] ||
             (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
             from = &src[i];
     ct->host_out[from->host] += (double)p->bytes;
