@@ -143,11 +143,11 @@ static void test_alpa_rounds(void **state)
     mc_topo_free(topo);
 }
 
-/* LLaMA-2-70B's weights from training (dp64 x tp8) to generation (dp128 x tp4) on 128 DGX H100
- * (the scale suite's 1024-GPU case): every piece enters 64 hosts. Hosts relay to hosts in a
- * shallow tree where the senders' traffic leaves room, not in a chain through all 64, so the
- * estimate stays within 2% of the bound (a chain was 23% above it), as the full case's schedule
- * does (bench --suite scale: 1.01 times the bound). */
+/* LLaMA-2-70B's weights from training (dp64 x tp8) to generation (dp128 x tp4) on 128 DGX H100 *
+ * (three moves of the scale suite's 1024-GPU case): every piece enters 64 hosts. Hosts relay to
+ * hosts in a * shallow tree where the senders' traffic leaves room, not in a chain through all
+ * 64, so the * estimate stays within 2% of the bound (a chain was 23% above it), as the full
+ * case's schedule * does (bench --suite scale: 1.01 times the bound). */
 static void test_relay_depth(void **state)
 {
     mc_topo_t *topo = load("topologies/dgx-h100-x128.xml");
