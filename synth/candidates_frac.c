@@ -74,11 +74,26 @@ int mc_frac_cheaper(double a, int da, double b, int db)
     return a < b * (1 - 1e-9) || (a <= b * (1 + 1e-9) && da < db);
 }
 
-/* Whether a share rather moves toward a column of price a and depth da than one of price b and
- * depth db (depth_bias: see mc_frac_t). */
-static int preferred(const mc_frac_t *f, double a, int da, double b, int db)
+double mc_frac_fill(const mc_cand_t *c, double t_s)
 {
-    return mc_frac_cheaper(a * (1 + f->depth_bias * da), da, b * (1 + f->depth_bias * db), db);
+    double hop = 0;
+    for (int e = 0; e < c->nedges; e++)
+        hop = c->edge_hop[e] > hop ? c->edge_hop[e] : hop;
+    return c->depth > 1 && t_s > 0 ? 1 + 2 * sqrt((c->depth - 1) * hop / t_s) : 1;
+}
+
+/* Whether a share rather moves toward column ta of price a than toward tb of price b
+ * (depth_bias, fill_s: see mc_frac_t). */
+static int preferred(const mc_frac_t *f, const mc_cand_t *ta, double a, const mc_cand_t *tb,
+                     double b)
+{
+    a *= 1 + f->depth_bias * ta->depth;
+    b *= 1 + f->depth_bias * tb->depth;
+    if (f->fill_s > 0) {
+        a *= mc_frac_fill(ta, f->fill_s);
+        b *= mc_frac_fill(tb, f->fill_s);
+    }
+    return mc_frac_cheaper(a, ta->depth, b, tb->depth);
 }
 
 /* Adds w times share s's traffic on tree c to load. */
@@ -156,15 +171,15 @@ static double best_response(const mc_frac_t *f, int *best)
     double lb = 0;
     for (int s = 0; s < f->nshares; s++) {
         double bc = HUGE_VAL, least = HUGE_VAL;
-        int bd = 0;
+        const mc_cand_t *bt = NULL;
         best[s] = -1;
         for (int j = 0; j < f->ncols[s]; j++) {
             const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
             double c = mc_frac_tree_cost(f, t, 0);
             least = c < least ? c : least;
-            if (best[s] < 0 || preferred(f, c, t->depth, bc, bd)) {
+            if (!bt || preferred(f, t, c, bt, bc)) {
                 bc = c;
-                bd = t->depth;
+                bt = t;
                 best[s] = f->cols[s][j];
             }
         }

@@ -446,9 +446,10 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
         stats->added += seeded;
     }
     for (int k = 0; k < MC_SPLITS; k++) {
-        if (k == MC_SPLIT_SHALLOW && stats->added) {
+        if (k != MC_SPLIT_LOAD && stats->added) {
             memset(f.x, 0, sizeof(double) * (size_t)f.capx);
-            f.depth_bias = MC_PRICE_DEPTH;
+            f.depth_bias = k == MC_SPLIT_SHALLOW ? MC_PRICE_DEPTH : 0;
+            f.fill_s = k == MC_SPLIT_FILL ? stats->frac_s : 0;
             mc_frac_solve(&f, steps_for(&f));
         }
         split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));

@@ -115,6 +115,7 @@ typedef struct mc_frac {
     double value_s;       /* the busiest link's load */
     double lower_s;       /* a lower bound on the optimum over these candidates (Lagrangian) */
     double depth_bias;    /* > 0: shares move toward columns of least price x (1 + bias x depth) */
+    double fill_s;        /* > 0: ... and x mc_frac_fill(column, fill_s) */
 } mc_frac_t;
 
 /* Bisection steps of the line search of each Frank-Wolfe step. */
@@ -130,6 +131,11 @@ void mc_frac_add(mc_frac_t *f, int s, int c);
 void mc_frac_solve(mc_frac_t *f, int iters);
 /* Price of one byte on tree c: its links' prices (plus eps each) times multiplicity / bw. */
 double mc_frac_tree_cost(const mc_frac_t *f, const mc_cand_t *c, double eps);
+/* 1 + the relative pipeline fill of tree c carrying its bytes for about t_s seconds at its best
+ * chunk count: n chunks cost t_s (depth - 1) / n of fill and n x hop of per-chunk delay (hop: its
+ * slowest edge's alpha and latency), least at n = sqrt(t_s (depth - 1) / hop), where the two
+ * add up to 2 sqrt(t_s (depth - 1) hop). Deeper trees and shorter transfers pay more. */
+double mc_frac_fill(const mc_cand_t *c, double t_s);
 /* Whether a tree of price a and depth da beats one of price b and depth db: cheaper, or as cheap
  * (within rounding) and shallower, since a deeper tree pays more pipeline fill for the same link
  * load. */
@@ -163,8 +169,9 @@ int mc_steiner_tree(const mc_steiner_t *g, int root, const int *dests, int ndest
 
 /* The splits pricing hands to the optimizer: the least busiest-link load found, and the same
  * columns split again preferring shallow trees (the simulator charges pipeline fill per level,
- * the model does not). */
-enum { MC_SPLIT_LOAD, MC_SPLIT_SHALLOW, MC_SPLITS };
+ * the model does not): by a fixed weight per level, and by each tree's own fill over the
+ * transfer's length (mc_frac_fill), which weighs depth more on short transfers and slow hops. */
+enum { MC_SPLIT_LOAD, MC_SPLIT_SHALLOW, MC_SPLIT_FILL, MC_SPLITS };
 
 typedef struct mc_price_stats {
     int rounds;           /* pricing rounds run */
@@ -294,6 +301,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER1,
     MC_PLAN_OTHER2,
     MC_PLAN_OTHER3,
+    MC_PLAN_OTHER4,
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS

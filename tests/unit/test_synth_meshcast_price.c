@@ -1,13 +1,16 @@
 /* Tests for the candidates priced by link load (candidates_frac.c, candidates_steiner.c,
  * candidates_price.c) on the DGX-1 hybrid cube-mesh: the column generation lowers the fractional
  * optimum when the starting trees are poor, the broadcast from one GPU approaches the root's
- * max-flow (Edmonds: link-disjoint arborescences reach it), and results repeat under an rlimit. */
+ * max-flow (Edmonds: link-disjoint arborescences reach it), the pipeline-fill weight of the third
+ * split is its closed form and makes that split shallower, the referee's later forms reach the
+ * second fastest plan, and results repeat under an rlimit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +79,46 @@ static double min_maxflow_from_gpu0(const mc_topo_t *topo)
     return least;
 }
 
+/* The broadcast's single share priced from the star out of GPU 0 alone, against bytes over the
+ * root's max-flow (ideal). */
+typedef struct priced {
+    mc_shares_t sh;
+    mc_cands_t cs;
+    double *frac[MC_SPLITS];
+    mc_price_stats_t st;
+    int count;
+    double ideal;
+} priced_t;
+
+static void price_from_star(const mc_topo_t *topo, const mc_task_t *task, priced_t *p)
+{
+    mc_err_t err = {0};
+    memset(p, 0, sizeof(*p));
+    mc_shares_build(task, topo, &p->sh);
+    assert_int_equal(p->sh.n, 1);
+    int parent[7], child[7], first = 0, at;
+    for (int i = 0; i < 7; i++) {
+        parent[i] = 0;
+        child[i] = i + 1;
+    }
+    assert_int_equal(mc_cands_push(&p->cs, topo, p->sh.s[0].piece, 0, 7, parent, child, &at,
+                                   &err),
+                     MC_OK);
+    p->ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
+    p->count = 1;
+    assert_int_equal(mc_cands_price(&p->cs, task, topo, &p->sh, &first, &p->count, p->ideal,
+                                    p->frac, &p->st, &err),
+                     MC_OK);
+}
+
+static void priced_free(priced_t *p)
+{
+    for (int k = 0; k < MC_SPLITS; k++)
+        free(p->frac[k]);
+    mc_cands_free(&p->cs);
+    mc_shares_free(&p->sh);
+}
+
 /* One share (the whole broadcast) with a single, poor candidate: the star from GPU 0, whose
  * routes to the GPUs without an NVLink to it cross PCIe and the CPUs. Pricing must add trees,
  * each reaching all 7 GPUs, and lower the fractional optimum to within 10% of bytes over the
@@ -85,48 +128,60 @@ static void test_pricing_improves_poor_start(void **state)
 {
     const mc_topo_t *topo = *state;
     mc_task_t *task = bcast_task();
-    mc_shares_t sh;
-    mc_cands_t cs = {0};
-    mc_err_t err = {0};
-    mc_shares_build(task, topo, &sh);
-    assert_int_equal(sh.n, 1);
-    int parent[7], child[7], first = 0, count = 1, at;
-    for (int i = 0; i < 7; i++) {
-        parent[i] = 0;
-        child[i] = i + 1;
-    }
-    assert_int_equal(mc_cands_push(&cs, topo, sh.s[0].piece, 0, 7, parent, child, &at, &err),
-                     MC_OK);
-    double *frac[MC_SPLITS] = {NULL}, ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
-    mc_price_stats_t st;
-    assert_int_equal(mc_cands_price(&cs, task, topo, &sh, &first, &count, ideal, frac, &st,
-                                    &err),
-                     MC_OK);
-    assert_true(st.added >= 2);
-    assert_int_equal(count, 1 + st.added);
-    assert_true(st.first_s > 3 * ideal);
-    assert_true(st.frac_s < st.first_s);
-    assert_true(st.frac_s <= 1.1 * ideal);
-    assert_true(st.frac_s >= ideal * (1 - 1e-9));
+    priced_t p;
+    price_from_star(topo, task, &p);
+    assert_true(p.st.added >= 2);
+    assert_int_equal(p.count, 1 + p.st.added);
+    assert_true(p.st.first_s > 3 * p.ideal);
+    assert_true(p.st.frac_s < p.st.first_s);
+    assert_true(p.st.frac_s <= 1.1 * p.ideal);
+    assert_true(p.st.frac_s >= p.ideal * (1 - 1e-9));
     double sum[MC_SPLITS] = {0};
-    for (int c = 0; c < cs.n; c++) {
+    for (int c = 0; c < p.cs.n; c++) {
+        const mc_cand_t *t = &p.cs.c[c];
         char seen[8] = {1};
-        for (int e = 0; e < cs.c[c].nedges; e++) {
-            assert_true(seen[cs.c[c].parent[e]]); /* parents before children */
-            seen[cs.c[c].child[e]] = 1;
+        for (int e = 0; e < t->nedges; e++) {
+            assert_true(seen[t->parent[e]]); /* parents before children */
+            seen[t->child[e]] = 1;
         }
         for (int g = 1; g < 8; g++)
             assert_true(seen[g]);
         for (int k = 0; k < MC_SPLITS; k++)
-            sum[k] += frac[k][c];
+            sum[k] += p.frac[k][c];
     }
-    for (int k = 0; k < MC_SPLITS; k++) {
+    for (int k = 0; k < MC_SPLITS; k++)
         assert_true(sum[k] > 1 - 1e-6 && sum[k] < 1 + 1e-6); /* every share's bytes placed */
-        free(frac[k]);
-    }
-    mc_cands_free(&cs);
-    mc_shares_free(&sh);
+    priced_free(&p);
     mc_task_free(task);
+}
+
+/* Synthesizes task under an rlimit (budget out of reach); checks the schedule valid and never
+ * below the bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
+static double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
+                        char plan[64])
+{
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    mc_sched_t *s = NULL;
+    mc_sim_result_t res = {0};
+    mc_err_t err = {0};
+    mc_bound_t b;
+    opts.rlimit = 300000;
+    opts.budget_s = 1000;
+    if (mc_synth_meshcast(task, topo, &opts, &s, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
+    assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
+    assert_true(res.makespan_s >= b.seconds * (1 - 1e-9));
+    assert_non_null(strstr(s->params, "priced="));
+    double t = res.makespan_s;
+    *bound_s = b.seconds;
+    const char *at = strstr(s->params, "plan=");
+    assert_non_null(at);
+    snprintf(plan, 64, "%.*s", (int)strcspn(at + 5, " "), at + 5);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    return t;
 }
 
 /* The whole strategy on the same broadcast: valid, never below the bound, and within 1.3x of
@@ -136,23 +191,9 @@ static void test_broadcast_near_maxflow(void **state)
 {
     const mc_topo_t *topo = *state;
     mc_task_t *task = bcast_task();
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    mc_sched_t *s = NULL;
-    mc_sim_result_t res = {0};
-    mc_err_t err = {0};
-    mc_bound_t b;
-    opts.rlimit = 300000;
-    if (mc_synth_meshcast(task, topo, &opts, &s, &err) != MC_OK)
-        fail_msg("%s", err.msg);
-    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
-    assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
-    assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
-    assert_true(res.makespan_s >= b.seconds * (1 - 1e-9));
-    double ideal = BCAST_BYTES / min_maxflow_from_gpu0(topo);
-    assert_true(res.makespan_s <= 1.3 * ideal);
-    assert_non_null(strstr(s->params, "priced="));
-    mc_sim_result_free(&res);
-    mc_sched_free(s);
+    char plan[64];
+    double bound_s, t = synth_sim(topo, task, &bound_s, plan);
+    assert_true(t <= 1.3 * BCAST_BYTES / min_maxflow_from_gpu0(topo));
     mc_task_free(task);
 }
 
@@ -183,11 +224,97 @@ static void test_priced_same_rlimit_same_schedule(void **state)
     free(xml[1]);
 }
 
+/* Fraction-weighted depth of a split's trees (one share: the fractions sum to 1). */
+static double mean_depth(const mc_cands_t *cs, const double *x)
+{
+    double d = 0;
+    for (int c = 0; c < cs->n; c++)
+        d += x[c] * cs->c[c].depth;
+    return d;
+}
+
+/* mc_frac_fill's closed form: 1 for a star (no fill), 1 + 2 sqrt((depth - 1) hop / t) for the
+ * chain 0 -> 1 -> 2 -> 3 over single NVLink routes (hop: the route's alpha and latency), a quarter
+ * of the excess at 16 times the transfer; and on the broadcast, the split weighted by it is
+ * shallower than the split of least load. */
+static void test_fill_split_is_shallower(void **state)
+{
+    const mc_topo_t *topo = *state;
+    mc_cands_t cs = {0};
+    mc_err_t err = {0};
+    mc_route_t r;
+    int sp[1] = {0}, sc[1] = {1}, cp[3] = {0, 1, 2}, cc[3] = {1, 2, 3};
+    int star = mc_cands_append(&cs, topo, 0, 0, 1, sp, sc, &err);
+    int chain = mc_cands_append(&cs, topo, 0, 0, 3, cp, cc, &err);
+    assert_true(star >= 0 && chain >= 0);
+    assert_int_equal(cs.c[chain].depth, 3);
+    double hop = 0;
+    for (int e = 0; e < 3; e++) {
+        assert_int_equal(mc_topo_route(topo, cp[e], cc[e], &r, &err), MC_OK);
+        double h = mc_topo_links_delay(topo, r.links, r.nlinks);
+        hop = h > hop ? h : hop;
+    }
+    assert_true(hop > 1e-6);
+    double t = 500e-6, excess = 2 * sqrt(2 * hop / t);
+    assert_true(fabs(mc_frac_fill(&cs.c[star], t) - 1) < 1e-12);
+    assert_true(fabs(mc_frac_fill(&cs.c[chain], t) - (1 + excess)) < 1e-9);
+    assert_true(fabs(mc_frac_fill(&cs.c[chain], 16 * t) - (1 + excess / 4)) < 1e-9);
+    mc_cands_free(&cs);
+
+    mc_task_t *task = bcast_task();
+    priced_t p;
+    price_from_star(topo, task, &p);
+    assert_true(p.st.added > 0);
+    assert_true(mean_depth(&p.cs, p.frac[MC_SPLIT_FILL]) <
+                mean_depth(&p.cs, p.frac[MC_SPLIT_LOAD]));
+    priced_free(&p);
+    mc_task_free(task);
+}
+
+static mc_task_t *gpu5_task(void)
+{
+    mc_task_t *task = mc_task_new();
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_add_mesh(task, "S={g:1}@5", &err), MC_OK);
+    assert_int_equal(mc_task_add_mesh(task, "D={g:4}@0..3", &err), MC_OK);
+    assert_int_equal(mc_task_add_move(task, "bf16[6144,8192] S[_,_] -> D[_,_]", &err), MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    return task;
+}
+
+/* 96 MiB from GPU 5 to the other quad: the plan that gains most from evening out and staggering
+ * is not the fastest as decoded, so the referee's later forms must reach the second fastest too
+ * (1.34 of the bound from the fastest alone, 1.24 with both). */
+static void test_referee_tries_second_fastest(void **state)
+{
+    mc_task_t *task = gpu5_task();
+    char plan[64];
+    double bound_s, t = synth_sim(*state, task, &bound_s, plan);
+    assert_true(t <= 1.30 * bound_s);
+    mc_task_free(task);
+}
+
+/* The same: its winner, evened out and staggered, runs faster with 4/3 of its chunks three
+ * times over (1.244 of the bound as it was, 1.217 after the steps), which the referee's last
+ * races find. */
+static void test_referee_steps_chunk_counts(void **state)
+{
+    mc_task_t *task = gpu5_task();
+    char plan[64];
+    double bound_s, t = synth_sim(*state, task, &bound_s, plan);
+    assert_non_null(strstr(plan, "+fine"));
+    assert_true(t <= 1.23 * bound_s);
+    mc_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pricing_improves_poor_start),
         cmocka_unit_test(test_broadcast_near_maxflow),
+        cmocka_unit_test(test_fill_split_is_shallower),
+        cmocka_unit_test(test_referee_tries_second_fastest),
+        cmocka_unit_test(test_referee_steps_chunk_counts),
         cmocka_unit_test(test_priced_same_rlimit_same_schedule),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
