@@ -40,7 +40,7 @@ else
   say = @printf '  %-6s %s\n'
 endif
 
-LIB_DIRS := util topo layout cost sched sim synth pipeline emit bench
+LIB_DIRS := util topo layout cost sched sim synth synth/baselines synth/collectives synth/meshcast pipeline emit bench
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 RT_SRCS  := $(sort $(wildcard runtime/*.c))
 CLI_SRCS := $(sort $(wildcard cli/*.c))

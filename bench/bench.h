@@ -19,6 +19,11 @@ typedef struct mc_bench_case {
     char *task_text;    /* task-file text; lines outside the case are blank so that errors carry
                          * the case file's line numbers */
     int line;           /* line of the 'case' directive */
+    /* A calibration case ('measured OP GBPS STRATEGY SOURCE', docs/bench-format.md): the
+     * nccl-tests operation, its published bus bandwidth, the strategy that writes it as a
+     * schedule, where the figure comes from. op is NULL for other cases. */
+    char *op, *via, *source;
+    double measured_gbps;
 } mc_bench_case_t;
 
 typedef struct mc_bench_suite {
@@ -45,6 +50,9 @@ typedef struct mc_bench_row {
     double lower_bound_s, sim_s, ratio, algbw_gbps, synth_s;
     uint64_t peak_mem;      /* max over GPUs of mc_sched_peak_mem */
     uint64_t moved_max;     /* max over GPUs of the bytes its tree edges deliver to it */
+    const mc_bench_case_t *calib; /* the case, when it is a calibration case */
+    double busbw_gbps;      /* calibration: the simulated bus bandwidth, as nccl-tests counts it */
+    uint64_t op_bytes;      /* calibration: nccl-tests' message size S */
     int nviolations;        /* mc_sched_validate's count; 0 = valid */
     double cost_s;          /* the cost model's estimate for this strategy, -1 if it has none */
     int failed;             /* the strategy or the simulator returned an error */
@@ -72,6 +80,13 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
  * case rows in the table and the CSV. */
 void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n);
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n);
+/* Calibration (bench_calib.c). Fills a calibration row's message size and simulated bus
+ * bandwidth from its task and simulated time, as nccl-tests computes them. */
+void mc_bench_calib_fill(mc_bench_row_t *row, const mc_task_t *task);
+/* The comparison with the published figures, one line per calibration row, on out (NULL: only
+ * counts; no calibration row: prints nothing); returns the number of bandwidth-bound rows
+ * (message of at least 64 MiB) off by more than 10%. */
+int mc_bench_print_calib(FILE *out, const mc_bench_row_t *rows, int n);
 /* A grouped bar chart of time/bound per case and strategy, written atomically. */
 mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int n, mc_err_t *err);
 

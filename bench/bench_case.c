@@ -17,6 +17,9 @@ void mc_bench_suite_free(mc_bench_suite_t *s)
         free(s->cases[i].desc);
         free(s->cases[i].topo_path);
         free(s->cases[i].task_text);
+        free(s->cases[i].op);
+        free(s->cases[i].via);
+        free(s->cases[i].source);
     }
     free(s->cases);
     free(s->name);
@@ -27,7 +30,7 @@ void mc_bench_suite_free(mc_bench_suite_t *s)
 /* The directive keyword of a line ("" for none) and what follows it, blanks trimmed. */
 static const char *directive(char *line, char **rest)
 {
-    static const char *const kws[] = {"suite", "topology", "default", "case"};
+    static const char *const kws[] = {"suite", "topology", "default", "case", "measured"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++) {
         size_t n = strlen(kws[i]);
         if (!strncmp(line, kws[i], n) && (line[n] == ' ' || line[n] == '\t' || !line[n])) {
@@ -106,6 +109,40 @@ static mc_status_t case_open(case_parse_t *p, char *rest, int lineno, mc_err_t *
     return MC_OK;
 }
 
+/* 'measured OP GBPS STRATEGY SOURCE' inside a case: a published nccl-tests figure and the strategy
+ * that writes the same operation as a schedule. */
+static mc_status_t case_measured(case_parse_t *p, char *rest, int lineno, mc_err_t *err)
+{
+    static const char *const ops[] = {"sendrecv", "broadcast", "all_gather"};
+    char op[32], via[64];
+    double gbps;
+    int used = 0, known = 0;
+    mc_bench_case_t *c = p->s->ncases ? &p->s->cases[p->s->ncases - 1] : NULL;
+    if (!c || c->task_text)
+        return mc_err_set(err, MC_ERR_PARSE, "%s:%d: 'measured' belongs inside a case", p->path,
+                          lineno);
+    if (c->op)
+        return mc_err_set(err, MC_ERR_PARSE, "%s:%d: case '%s' already has a 'measured' line",
+                          p->path, lineno, c->name);
+    if (sscanf(rest, "%31s %lf %63s %n", op, &gbps, via, &used) != 3 || !rest[used] ||
+        !(gbps > 0))
+        return mc_err_set(err, MC_ERR_PARSE, "%s:%d: expected 'measured OP GBPS STRATEGY SOURCE' "
+                          "(GBPS a positive bus bandwidth, SOURCE where it is published)", p->path,
+                          lineno);
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        known |= !strcmp(op, ops[i]);
+    if (!known)
+        return mc_err_set(err, MC_ERR_PARSE, "%s:%d: unknown operation '%s': expected sendrecv, "
+                          "broadcast or all_gather", p->path, lineno, op);
+    if (!mc_synth_find(via))
+        return mc_err_set(err, MC_ERR_PARSE, "%s:%d: unknown strategy '%s'", p->path, lineno, via);
+    c->op = mc_xstrdup(op);
+    c->via = mc_xstrdup(via);
+    c->source = mc_xstrdup(rest + used);
+    c->measured_gbps = gbps;
+    return MC_OK;
+}
+
 static mc_status_t parse_line(case_parse_t *p, char *raw, int lineno, mc_err_t *err)
 {
     char *line = mc_strip_comment(raw), *rest;
@@ -114,6 +151,8 @@ static mc_status_t parse_line(case_parse_t *p, char *raw, int lineno, mc_err_t *
         return MC_OK;
     if (!strcmp(kw, "case"))
         return case_open(p, rest, lineno, err);
+    if (!strcmp(kw, "measured"))
+        return case_measured(p, rest, lineno, err);
     if (!strcmp(kw, "suite") || !strcmp(kw, "topology") || !strcmp(kw, "default")) {
         if (!*rest)
             return mc_err_set(err, MC_ERR_PARSE, "%s:%d: expected a value after '%s'", p->path,
@@ -168,7 +207,7 @@ mc_status_t mc_bench_suite_load(const char *path, mc_bench_suite_t **out, mc_err
         /* Topology changes after a case apply from the next case on: close the open one first. */
         char *peek;
         const char *kw = directive(mc_strip_comment(line), &peek);
-        if (*kw && strcmp(kw, "suite"))
+        if (*kw && strcmp(kw, "suite") && strcmp(kw, "measured"))
             case_close(&p);
         MC_CHECK_GOTO(parse_line(&p, line, lineno, err), out, st);
         line = nl ? nl + 1 : NULL;

@@ -100,16 +100,21 @@ mc_status_t mc_bench_run_suite(const mc_bench_suite_t *suite, const mc_bench_opt
             st = mc_task_bound(task, topo, &bound, err);
         if (st == MC_OK)
             ct = mc_cost_topo_new(topo);
-        for (int k = 0; k < opts->nstrategies && st == MC_OK; k++) {
-            progress(opts, suite->name, c->name, opts->strategies[k]->name);
+        /* A calibration case runs the one strategy that writes its operation. */
+        const mc_strategy_t *via = c->op ? mc_synth_find(c->via) : NULL;
+        int nstrat = via ? 1 : opts->nstrategies;
+        for (int k = 0; k < nstrat && st == MC_OK; k++) {
+            const mc_strategy_t *strat = via ? via : opts->strategies[k];
+            progress(opts, suite->name, c->name, strat->name);
             MC_GROW(*rows, *cap, *nrows + 1);
             mc_bench_row_t *row = &(*rows)[(*nrows)++];
-            *row = (mc_bench_row_t){.suite = suite->name, .cas = c->name,
-                                    .strategy = opts->strategies[k]->name,
+            *row = (mc_bench_row_t){.suite = suite->name, .cas = c->name, .strategy = strat->name,
                                     .bytes = mc_task_total_bytes(task),
-                                    .lower_bound_s = bound.seconds};
-            run_strategy(opts->strategies[k], task, topo, opts, row);
+                                    .lower_bound_s = bound.seconds, .calib = via ? c : NULL};
+            run_strategy(strat, task, topo, opts, row);
             mc_bench_cost_row(ct, task, row);
+            if (via && !row->failed)
+                mc_bench_calib_fill(row, task);
         }
         mc_cost_topo_free(ct);
         mc_task_free(task);

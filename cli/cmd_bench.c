@@ -101,7 +101,8 @@ static int pick_strategies(const char *list, const mc_strategy_t ***out, int *n)
     *n = 0;
     if (!list) {
         for (int i = 0; i < total; i++)
-            picked[(*n)++] = &all[i];
+            if (!all[i].yardstick)
+                picked[(*n)++] = &all[i];
         return -1;
     }
     char *copy = mc_xstrdup(list), *save = NULL;
@@ -233,6 +234,7 @@ int cmd_bench(int argc, char **argv)
         mc_bench_print_csv(stdout, rows, nrows);
     else
         mc_bench_print_table(stdout, rows, nrows);
+    int off_calib = mc_bench_print_calib(a.csv ? NULL : stdout, rows, nrows);
     if (a.svg && mc_bench_write_svg(a.svg, rows, nrows, &err) != MC_OK) {
         rc = cli_fail(&err);
         goto out;
@@ -244,6 +246,11 @@ int cmd_bench(int argc, char **argv)
                     rows[i].strategy, rows[i].failed ? rows[i].error : "invalid schedule");
             rc = MC_EXIT_INVALID;
         }
+    if (off_calib) {
+        fprintf(stderr, "meshcast bench: %d bandwidth-bound calibration row(s) off by more than "
+                        "10%% from the published figure\n", off_calib);
+        rc = MC_EXIT_INVALID;
+    }
 out:
     free(rows);
     free(bo.strategies);

@@ -32,6 +32,7 @@ typedef struct sim_edge {
     int nchunks, next, arrived, busy;
     int flow_base;
     double delay;           /* alpha + hop latencies, paid by every chunk */
+    double cap;             /* the connection's rate limit (sim_connection_cap), 0 for none */
 } sim_edge_t;
 
 typedef struct sim_link {
@@ -63,6 +64,9 @@ typedef struct sim {
     int *off, off_cap, *clinks, clink_cap;
     double *rates;
     int rate_cap;
+    double *cap_left;       /* per link: capacity the connection-limited flows leave */
+    int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
+    double *free_rates;     /* the flows not held at their limit, their links and rates */
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
@@ -103,7 +107,8 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
         sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
-                                             .delay = edge_delay(topo, ed)};
+                                             .delay = edge_delay(topo, ed),
+                                             .cap = sim_connection_cap(topo, ed)};
         edge_of[ed->child] = sm->nedges++;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
@@ -251,6 +256,61 @@ static void collect_component(sim_t *sm)
     }
 }
 
+static double flow_cap(const sim_t *sm, int i)
+{
+    return sm->edges[sm->flows[sm->comp_flows[i]].edge].cap;
+}
+
+/* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
+ * limits: a flow whose fair share is above its connection's limit is held at the limit and the
+ * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
+ * a flow back only raises the others' shares, so the set of held flows only grows. */
+static void solve_capped(sim_t *sm, int n)
+{
+    mc_sched_maxmin_solve(sm->mm, n, sm->off, sm->clinks, NULL, sm->cap, sm->rates);
+    int over = 0;
+    for (int i = 0; i < n && !over; i++)
+        over = flow_cap(sm, i) > 0 && sm->rates[i] > flow_cap(sm, i);
+    if (!over)
+        return;
+    MC_GROW(sm->free_idx, sm->idx_cap, n + 1);
+    MC_GROW(sm->free_off, sm->off_cap2, n + 1);
+    MC_GROW(sm->free_rates, sm->frate_cap, n + 1);
+    MC_GROW(sm->free_links, sm->links_cap2, sm->off[n] + 1);
+    for (int i = 0; i < sm->ncomp_links; i++)
+        sm->cap_left[sm->comp_links[i]] = sm->cap[sm->comp_links[i]];
+    int nfree = n;
+    for (int i = 0; i < n; i++)
+        sm->free_idx[i] = i;
+    while (over) {
+        int k = 0, at = 0;
+        over = 0;
+        sm->free_off[0] = 0;
+        for (int j = 0; j < nfree; j++) {
+            int i = sm->free_idx[j];
+            double c = flow_cap(sm, i);
+            if (c > 0 && sm->rates[i] > c) {
+                sm->rates[i] = c;
+                for (int x = sm->off[i]; x < sm->off[i + 1]; x++)
+                    sm->cap_left[sm->clinks[x]] -= c;
+                over = 1;
+                continue;
+            }
+            sm->free_idx[k++] = i;
+            for (int x = sm->off[i]; x < sm->off[i + 1]; x++)
+                sm->free_links[at++] = sm->clinks[x];
+            sm->free_off[k] = at;
+        }
+        nfree = k;
+        if (!over || !nfree)
+            break;
+        mc_sched_maxmin_solve(sm->mm, nfree, sm->free_off, sm->free_links, NULL, sm->cap_left,
+                              sm->free_rates);
+        for (int j = 0; j < nfree; j++)
+            sm->rates[sm->free_idx[j]] = sm->free_rates[j];
+    }
+}
+
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
@@ -270,7 +330,7 @@ static void recompute(sim_t *sm, double now)
         at += e->nlinks;
         sm->off[i + 1] = at;
     }
-    mc_sched_maxmin_solve(sm->mm, n, sm->off, sm->clinks, NULL, sm->cap, sm->rates);
+    solve_capped(sm, n);
     for (int i = 0; i < n; i++) {
         sim_flow_t *f = &sm->flows[sm->comp_flows[i]];
         f->remaining -= f->rate * (now - f->t_upd);
@@ -440,6 +500,11 @@ static void sim_free(sim_t *sm)
     }
     free(sm->links);
     free(sm->cap);
+    free(sm->cap_left);
+    free(sm->free_idx);
+    free(sm->free_off);
+    free(sm->free_links);
+    free(sm->free_rates);
     mc_sched_maxmin_free(sm->mm);
     sim_queue_free(&sm->q);
     free(sm->edges);
@@ -488,6 +553,7 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
                 .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0};
     sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
     sm.cap = mc_xcalloc(nl, sizeof(double));
+    sm.cap_left = mc_xcalloc(nl, sizeof(double));
     for (int l = 0; l < topo->nlinks; l++)
         sm.cap[l] = topo->links[l].bw;
     sm.mm = mc_sched_maxmin_new(topo->nlinks);

@@ -7,15 +7,26 @@
 /* In the order bench shows them: the baselines first, the Z3 synthesizer last. */
 static const mc_strategy_t all_strategies[] = {
     {"p2p", "Alpa send/recv: every destination pulls each piece from its first holder, all at once",
-     mc_synth_p2p},
-    {"p2p-lb", "Alpa send/recv with its default least-loaded sender choice", mc_synth_p2p_lb},
+     mc_synth_p2p, 0},
+    {"p2p-lb", "Alpa send/recv, least-loaded sender, no local all-gather (the paper's Send/Recv)",
+     mc_synth_p2p_lb, 0},
     {"alpa-bcast",
-     "Alpa broadcast: one NCCL ring broadcast per piece, host-level load balance, greedy rounds",
-     mc_synth_alpa_bcast},
-    {"xla", "XLA SPMD ladder: permute, all-to-all, partial replication, else all-gather", mc_synth_xla},
-    {"collectives", "normal form (arXiv 2112.01075): peak max(src,dst) tile", mc_synth_collectives},
+     "Alpa broadcast: one NCCL ring broadcast per piece, (mesh, host) load balance, no barrier",
+     mc_synth_alpa_bcast, 0},
+    {"alpa-bcast-rounds",
+     "alpa-bcast with a global barrier after each solver round (the paper's reading of its order)",
+     mc_synth_alpa_bcast_rounds, 0},
+    {"alpa-p2p",
+     "Alpa's default: send/recv of a sharded destination, then its local all-gather inside hosts",
+     mc_synth_alpa_p2p, 0},
+    {"xla", "XLA SPMD ladder: permute, all-to-all, partial replication, else all-gather",
+     mc_synth_xla, 0},
+    {"collectives", "normal form (arXiv 2112.01075): peak max(src,dst) tile",
+     mc_synth_collectives, 0},
     {"meshcast", "Z3 synthesizer: multicast trees planned within every link's capacity",
-     mc_synth_meshcast},
+     mc_synth_meshcast, 0},
+    {"nccl-ring", "NCCL's ring broadcast / all-gather on every piece, as a yardstick (calib suite)",
+     mc_synth_nccl_ring, 1},
 };
 
 const mc_strategy_t *mc_synth_strategies(int *n)

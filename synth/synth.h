@@ -39,6 +39,8 @@ typedef struct mc_strategy {
     const char *name;
     const char *summary;
     mc_synth_fn fn;
+    int yardstick;  /* not a resharding system (NCCL's own collectives, for calibration): left out
+                     * of bench's default list */
 } mc_strategy_t;
 
 /* The strategies built in, in bench order; *n gets their count. */
@@ -61,10 +63,16 @@ mc_status_t mc_synth_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *
                          mc_err_t *);
 mc_status_t mc_synth_p2p_lb(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
                             mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_alpa_p2p(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                              mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_alpa_bcast(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
                                 mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_alpa_bcast_rounds(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                                       mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_xla(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *, mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_collectives(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *, mc_sched_t **, mc_err_t *);
+mc_status_t mc_synth_nccl_ring(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                               mc_sched_t **, mc_err_t *);
 mc_status_t mc_synth_meshcast(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
                               mc_sched_t **, mc_err_t *);
 

@@ -14,8 +14,10 @@ int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes)
     return c > SYNTH_MAX_CHUNKS ? SYNTH_MAX_CHUNKS : (int)c;
 }
 
-/* Fixed cost (overhead + hop latency) and bandwidth of one tree edge's route. */
-static void edge_cost(const mc_topo_t *topo, const mc_tree_edge_t *e, double *fixed, double *bw)
+/* Fixed cost (overhead + hop latency) and bandwidth of one tree edge's route, shared by sharers
+ * chains that move alongside it. */
+static void edge_cost(const mc_topo_t *topo, const mc_tree_edge_t *e, int sharers, double *fixed,
+                      double *bw)
 {
     double b = 0;
     for (int i = 0; i < e->nlinks; i++) {
@@ -24,7 +26,7 @@ static void edge_cost(const mc_topo_t *topo, const mc_tree_edge_t *e, double *fi
             b = l->bw;
     }
     *fixed = mc_topo_links_delay(topo, e->links, e->nlinks);
-    *bw = b > 0 ? b : 1e30;
+    *bw = b > 0 ? b / sharers : 1e30;
 }
 
 /* Modelled time of a chain moving bytes in c chunks: the first chunk crosses every edge, the
@@ -41,7 +43,8 @@ static double chain_time(const double *fixed, const double *bw, int n, double by
     return first + (c - 1) * slowest;
 }
 
-int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes)
+int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes,
+                       int sharers)
 {
     const mc_tree_t *t = &s->trees[ti];
     if (chunk_bytes)
@@ -51,7 +54,7 @@ int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint6
     double *fixed = mc_xmalloc(sizeof(double) * (size_t)t->nedges);
     double *bw = mc_xmalloc(sizeof(double) * (size_t)t->nedges);
     for (int i = 0; i < t->nedges; i++)
-        edge_cost(topo, &t->edges[i], &fixed[i], &bw[i]);
+        edge_cost(topo, &t->edges[i], sharers < 1 ? 1 : sharers, &fixed[i], &bw[i]);
     uint64_t steps = t->bytes / SYNTH_NCCL_STEP_BYTES;
     int cmax = steps < 1 ? 1 : steps > SYNTH_MAX_CHUNKS ? SYNTH_MAX_CHUNKS : (int)steps;
     int best = 1;

@@ -24,6 +24,18 @@ typedef struct synth_unit {
  * only, per_dest != 0), per source slice. Returns a new array of *n units. */
 synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n);
 
+/* Sorts units into that order by their keys (for units a strategy builds itself). */
+void synth_sort_units(synth_unit_t *units, int n);
+/* Alpa's 'normal' sender choice: the holder with the smallest load (indexed by GPU id); the first
+ * in the given order wins ties, as Python's min() over an insertion-ordered dict does. */
+int synth_least_loaded(const int *holders, int n, const uint64_t *load);
+/* Alpa reshards across meshes only between the disjoint meshes of two pipeline stages: a tensor
+ * that has bytes to move between meshes sharing a GPU is MC_ERR_UNSUPPORTED for strategy. */
+mc_status_t synth_check_disjoint(const mc_task_t *task, const char *strategy, mc_err_t *err);
+/* A strategy that reshards to one destination layout per tensor: MC_ERR_UNSUPPORTED for a tensor
+ * with several consumers. */
+mc_status_t synth_check_one_consumer(const mc_task_t *task, const char *strategy, mc_err_t *err);
+
 /* Position of gpu in the mesh's device list, or -1. */
 int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
 /* The holders of a piece in the order Alpa lists replicas: the source mesh's device order. The
@@ -31,6 +43,14 @@ int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
 int *synth_holders_in_mesh_order(const mc_task_t *task, int piece);
 /* Elements of a piece (Alpa counts loads in elements, not bytes). */
 uint64_t synth_piece_elems(const mc_task_t *task, int piece);
+
+/* ---- synth_runs.c: the byte ranges of a sub-box of a piece ---- */
+
+typedef void (*synth_run_fn)(void *arg, uint64_t offset, uint64_t bytes);
+/* Calls fn once per maximal contiguous range that sub (inside box, nd dimensions, esize bytes per
+ * element) occupies in box's row-major bytes, in increasing offset order. */
+void synth_box_runs(const mc_box_t *box, const mc_box_t *sub, int nd, uint64_t esize,
+                    synth_run_fn fn, void *arg);
 
 /* ---- synth_chunks.c: how many chunks a pipelined chain should use ---- */
 
@@ -41,9 +61,11 @@ uint64_t synth_piece_elems(const mc_task_t *task, int piece);
 #define SYNTH_MAX_CHUNKS 4096
 
 /* The chunk count that minimizes the modelled time of tree ti (a chain) moving its bytes, between
- * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS); chunk_bytes != 0 forces
+ * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS), when sharers chains (itself
+ * included) move alongside it over the same links at the same pace; chunk_bytes != 0 forces
  * ceil(bytes / chunk_bytes) instead. */
-int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes);
+int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes,
+                       int sharers);
 /* ceil(bytes / chunk_bytes) clamped to [1, SYNTH_MAX_CHUNKS]. */
 int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes);
 
@@ -79,9 +101,14 @@ void synth_ring_free(synth_ring_t *r);
 int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
                     int *order);
 
-/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1]. */
+/* Part k of n of a range of bytes split evenly on element (esize bytes) boundaries, the first
+ * parts one element larger when it does not divide; the last part takes what is left. */
+uint64_t synth_even_part(uint64_t bytes, uint64_t esize, int n, int k);
+
+/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1], chunked
+ * for sharers chains moving alongside it (synth_chain_chunks). */
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
                             uint64_t bytes, int phase, const int *gpus, int n,
-                            uint64_t chunk_bytes, mc_err_t *err);
+                            uint64_t chunk_bytes, int sharers, mc_err_t *err);
 
 #endif

@@ -40,16 +40,18 @@ expect_grep "$TMP/out" '^p2p: 8 trees, 1 phase, estimated \(the simulation stopp
 expect_exit 2 "bad sim-work" -- "$MESHCAST" synth --topo $topo --strategy p2p --sim-work -3 \
   --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
 
-# alpa-bcast: one round of two ring chains (host 0 -> host 2, host 1 -> host 3), 1 GiB per NIC.
+# alpa-bcast: one round of two ring chains (host 0 -> host 2, host 1 -> host 3), each run as two
+# channels (NCCL duplicates its ring channels), 1 GiB per NIC.
 expect_exit 0 "alpa-bcast case1" -- "$MESHCAST" synth --topo $topo --strategy alpa-bcast \
   --mesh "$A" --mesh "$B" "$move" -o "$TMP/bc.xml"
-expect_grep "$TMP/out" '^alpa-bcast: 2 trees, 1 phase, .* ratio 1\.0[0-4]' "alpa-bcast summary"
+expect_grep "$TMP/out" '^alpa-bcast: 4 trees, 1 phase, .* ratio 1\.0[0-4]' "alpa-bcast summary"
 expect_exit 0 "alpa-bcast schedule validates" -- "$MESHCAST" validate --topo $topo "$TMP/bc.xml"
 
-# A task file works the same; a forced chunk size is honoured (1 GiB / 256 MiB = 4 chunks).
+# A task file works the same; a forced chunk size is honoured (a channel's 512 MiB / 128 MiB = 4
+# chunks).
 printf 'mesh %s\nmesh %s\nmove %s\n' "$A" "$B" "$move" > "$TMP/case1.task"
 expect_exit 0 "task file and --chunk" -- "$MESHCAST" synth --topo $topo --strategy alpa-bcast \
-  --task-file "$TMP/case1.task" --chunk 256M -o "$TMP/bc4.xml"
+  --task-file "$TMP/case1.task" --chunk 128M -o "$TMP/bc4.xml"
 expect_grep "$TMP/bc4.xml" 'chunks="4"' "forced chunk count"
 
 # A memory bound below the shards themselves cannot hold: the schedule is refused, not written.

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 #define TOPO "topologies/dgx-h100-x4.xml"
 
@@ -246,6 +246,21 @@ static void test_worked_xla_replicates(void **state)
     assert_int_equal(coll_sched_peak(f->s, f->topo, NULL), (960 + 42 * 64) * 4);
 }
 
+/* XLA's grouping of equal dimensions: on [x,y,_,z] -> [x,_,(y,z),_] each half of dimension 0
+ * is resharded by its own four GPUs, so a GPU receives at most the rest of its group's half
+ * (16384 - 4096 elements), where full replication over all eight would bring it cells of the
+ * other half too. */
+static void test_xla_groups(void **state)
+{
+    coll_fixture_t *f = *state;
+    coll_synth_ok(f, "xla", "mesh M={x:2,y:2,z:2}@0..7\n"
+                            "move f32[8,16,16,16] M[x,y,_,z] -> M[x,_,(y,z),_]\n", 0);
+    for (int g = 0; g < 8; g++) {
+        assert_true(coll_recv_bytes(f->s, g) > 0);
+        assert_true(coll_recv_bytes(f->s, g) <= (16384 - 4096) * 4);
+    }
+}
+
 /* The OCaml implementation's README example: {x:2,y:3}, an array of 6, [x] -> [y]: DynSlice,
  * AllPermute, AllGather, local sizes 3, 1, 1, 2. */
 static void test_ocaml_example(void **state)
@@ -282,8 +297,23 @@ static void test_plans(void **state)
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[(x,y),_] -> M[(y,x),_]\n", "xla", "t0=permute"},
         {"mesh M={x:8}@0..7\nmove f32[16,8] M[x,_] -> M[_,x]\n", "xla", "t0=all-to-all(x)"},
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[x,_]\n", "xla", "t0=all-gather(y)"},
+        /* TryComplexReshardHandling, PatternMatchMergeOrSplitSharding: [X,Y] -> [X*Y,1] */
         {"mesh M={x:4,y:2}@0..7\nmove f32[16,8] M[x,y] -> M[(x,y),_]\n", "xla",
-         "t0=all-gather(x+y),slice(x+y)"},
+         "t0=all-to-all(x+y)"},
+        /* ReshardPartialReplicateWithAllToAll both ways: [2,3] <-> [1,2,3] last_tile_dim_replicate */
+        {"mesh M={a:2,b:3}@0..5\nmove f32[12,12] M[a,b] -> M[_,a]\n", "xla",
+         "t0=all-gather(b),all-to-all(a)"},
+        {"mesh M={a:2,b:3}@0..5\nmove f32[12,12] M[_,a] -> M[a,b]\n", "xla",
+         "t0=all-to-all(a+b),slice(b)"},
+        /* TryComplexReshardHandling, PatternMatchPartiallyReplicateDim: gather x, all-to-all */
+        {"mesh M={x:2,y:3}@0..5\nmove f32[12,12] M[x,y] -> M[y,_]\n", "xla",
+         "t0=all-gather(x),all-to-all(y)"},
+        /* TryComplexReshardHandling, partially replicated to tiled: y moves onto dimension 1 */
+        {"mesh M={x:2,y:2}@0..3\nmove f32[8,8,8] M[x,_,_] -> M[_,y,x]\n", "xla",
+         "t0=slice(y),all-to-all(x+y)"},
+        /* grouping on dimension 0 (x on both sides): the replication stays inside each group */
+        {"mesh M={x:2,y:2,z:2}@0..7\nmove f32[8,16,16,16] M[x,y,_,z] -> M[x,_,(y,z),_]\n", "xla",
+         "t0=all-gather(y+z),slice(y+z)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         coll_synth_ok(f, cases[i].strategy, cases[i].task, 0);
@@ -423,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_worked_two_alltoalls),
         cmocka_unit_test(test_worked_fused),
         cmocka_unit_test(test_worked_xla_replicates),
+        cmocka_unit_test(test_xla_groups),
         cmocka_unit_test(test_ocaml_example),
         cmocka_unit_test(test_plans),
         cmocka_unit_test(test_local_slice),

@@ -64,6 +64,57 @@ static void assert_close(double got, double want)
         fail_msg("got %.12g, want %.12g", got, want);
 }
 
+/* A connection between two H100 (sm 90) over NVLink moves at most 180 GB/s (NCCL's channels per
+ * peer, sim_conn.c): 1 GB on a 370.8 GB/s NVLink takes 1e9 / 180e9 s, as sendrecv_perf measures;
+ * between two A100 (sm 80, no published limit) the link's full rate. */
+static void test_connection_limit(void **state)
+{
+    (void)state;
+    for (int sm = 80; sm <= 90; sm += 10) {
+        mc_topo_t *t = topo_nodes(2, 0);
+        t->nodes[0].sm = t->nodes[1].sm = sm;
+        mc_topo_add_link_pair(t, 0, 1, MC_LINK_NVL, 370.8e9, L, 1);
+        finalize(t);
+        mc_sched_t *s = mc_sched_new(NULL, t, "test");
+        int ti = mc_sched_add_tree(s, 0, 0, 1000000000, 0, 0, 1);
+        edge(s, t, ti, 0, 1, 2, (int[]){0, 1});
+        mc_sim_result_t res;
+        assert_close(run(s, t, &res), mc_topo_alpha(MC_LINK_NVL) + L +
+                                          1e9 / (sm == 90 ? 180e9 : 370.8e9));
+        mc_sim_result_free(&res);
+        mc_sched_free(s);
+        mc_topo_free(t);
+    }
+}
+
+/* What a held connection leaves goes to the others: GPU 0 sends 1 GB to GPU 1 (sm 90, held at
+ * 180 GB/s) and 1 GB to GPU 2 (sm 80, no limit) through one 400 GB/s link into a switch. Max-min
+ * alone gives each 200; GPU 1's connection is held at 180, so GPU 2's gets 220 and is done after
+ * 1e9 / 220e9 s, GPU 1's after 1e9 / 180e9 s. */
+static void test_connection_limit_shares(void **state)
+{
+    (void)state;
+    mc_topo_t *t = topo_nodes(3, 1);
+    t->nodes[0].sm = t->nodes[1].sm = 90;
+    t->nodes[2].sm = 80;
+    for (int g = 0; g < 3; g++)
+        mc_topo_add_link_pair(t, g, 3, MC_LINK_NVL, 400e9, L, 1);
+    finalize(t);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    for (int d = 1; d <= 2; d++) {
+        int ti = mc_sched_add_tree(s, 0, 0, 1000000000, 0, 0, 1);
+        edge(s, t, ti, 0, d, 3, (int[]){0, 3, d});
+    }
+    mc_sim_result_t res;
+    double d = mc_topo_alpha(MC_LINK_NVL) + 2 * L;
+    assert_close(run(s, t, &res), d + 1e9 / 180e9);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 3, 2)], 1e9 / 220e9);
+    assert_close(res.link_busy_s[mc_topo_find_link(t, 3, 1)], 1e9 / 180e9);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 static void test_one_transfer(void **state)
 {
     mc_topo_t *t = topo_nodes(2, 0);
@@ -353,6 +404,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_transfer),
+        cmocka_unit_test(test_connection_limit),
+        cmocka_unit_test(test_connection_limit_shares),
         cmocka_unit_test(test_pipelined_chain),
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_three_flows_share_a_link),

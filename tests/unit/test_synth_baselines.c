@@ -128,16 +128,19 @@ static void test_p2p_lb_case1(void **state)
 }
 
 /* Case 1, alpa-bcast: two works (host 0 -> host 2, host 1 -> host 3) share no host: one round;
- * each a ring chain root -> the four destination GPUs in rank order. 1 GiB crosses each NIC
- * once, pipelined: about 1 GiB / 1.25e9 = 0.859 s. */
+ * each a ring chain root -> the four destination GPUs in rank order, run as two channels of half
+ * the bytes each (NCCL duplicates its ring channels). 1 GiB crosses each NIC once, pipelined:
+ * about 1 GiB / 1.25e9 = 0.859 s. */
 static void test_alpa_bcast_case1(void **state)
 {
     fixture_t *f = *state;
     synth(f, "alpa-bcast", case1);
     assert_int_equal(f->s->nphases, 1);
-    assert_int_equal(f->s->ntrees, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(f->s->ntrees, 4);
+    for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
+        assert_true(t->bytes == (uint64_t)GIB / 2);
+        assert_true(t->offset == (uint64_t)(i % 2) * (uint64_t)GIB / 2);
         int base = t->root == 0 ? 8 : 12;
         assert_true(t->root == 0 || t->root == 4);
         assert_int_equal(t->nedges, 4);
@@ -153,30 +156,164 @@ static void test_alpa_bcast_case1(void **state)
     assert_true(t <= GIB / NIC_BW * 1.05);
 }
 
-/* Case 7, alpa-bcast: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and
- * 2: every pair of works shares the sender host and the receivers, so four rounds of one
- * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. Each crosses host 0's NIC once: 2 GiB in
- * all, 1.718 s plus the pipeline fill of each round. */
+/* The trees of phase ph, in schedule order, into out; returns how many. */
+static int trees_in_phase(const mc_sched_t *s, int ph, const mc_tree_t **out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->ntrees; i++)
+        if (s->trees[i].phase == ph) {
+            assert_true(n < max);
+            out[n++] = &s->trees[i];
+        }
+    return n;
+}
+
+/* Case 1, alpa-p2p: B[host,_,_] is replicated over gpu inside each host and its node entry
+ * (dimension 0, 2 shards) covers B's 2 hosts, so Alpa's _rewrite_allgather_spec adds
+ * gcd(4, 512) = 4 shards to dimension 0: GPU 8 + k receives rows [128k, 128k + 128) of the top
+ * half (256 MiB) from the least-loaded holder, GPU k (GPUs 12..15 from 4..7), in phase 0; in phase
+ * 1 each part rings through the other three GPUs of its host (8 -> 9 -> 10 -> 11, 9 -> 10 -> 11 ->
+ * 8, ...). 1 GiB crosses each NIC once: 0.859 s, plus the NVLink all-gather. */
+static void test_alpa_p2p_case1(void **state)
+{
+    fixture_t *f = *state;
+    const mc_tree_t *t[16];
+    synth(f, "alpa-p2p", case1);
+    assert_int_equal(f->s->nphases, 2);
+    assert_non_null(strstr(f->s->params, "local-allgather=t0:d0x4"));
+    assert_int_equal(trees_in_phase(f->s, 0, t, 16), 8);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(t[i]->nedges, 1);
+        int d = t[i]->edges[0].child;
+        assert_int_equal(t[i]->root, d - 8);
+        assert_true(t[i]->bytes == (uint64_t)GIB / 4);
+        assert_true(t[i]->offset == (uint64_t)(d % 4) * (uint64_t)GIB / 4);
+    }
+    assert_int_equal(trees_in_phase(f->s, 1, t, 16), 8);
+    for (int i = 0; i < 8; i++) {
+        int r = t[i]->root, base = r < 12 ? 8 : 12;
+        assert_true(t[i]->offset == (uint64_t)(r % 4) * (uint64_t)GIB / 4);
+        assert_int_equal(t[i]->nedges, 3);
+        for (int e = 0; e < 3; e++)
+            assert_int_equal(t[i]->edges[e].child, base + (r - base + e + 1) % 4);
+    }
+    double time = simulate(f);
+    assert_true(time >= GIB / NIC_BW && time <= GIB / NIC_BW * 1.10);
+}
+
+/* Alpa's conditions for the rewrite. A destination replicated across hosts (node entry
+ * replicated: 1 shard < 2 hosts) or one whose node entry is the replication (B[gpu,_]: the host
+ * axis, stride 4, is the replicated one) is plain send/recv, one phase, as p2p-lb. On one host a
+ * fully replicated destination is rewritten, dimension by dimension: i32[2,1024] over 4 replicas
+ * takes gcd(4, 2) = 2 shards on dimension 0, then gcd(2, 1024) = 2 on dimension 1, so GPU 5
+ * (replica 1) receives row 0, columns 512..1023: bytes [2048, 4096). */
+static void test_alpa_p2p_conditions(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "alpa-p2p", case7);
+    assert_int_equal(f->s->nphases, 1);
+    assert_non_null(strstr(f->s->params, "local-allgather=none"));
+    synth(f, "alpa-p2p", "mesh A={host:2,gpu:4}@0..7\nmesh B={host:2,gpu:4}@8..15\n"
+                         "move f32[64,64] A[host,_] -> B[gpu,_]\n");
+    assert_int_equal(f->s->nphases, 1);
+    synth(f, "alpa-p2p", "mesh A={x:1}@[0]\nmesh B={host:1,gpu:4}@4..7\n"
+                         "move i32[2,1024] A[_,_] -> B[_,_]\n");
+    assert_int_equal(f->s->nphases, 2);
+    assert_non_null(strstr(f->s->params, "local-allgather=t0:d0x2+d1x2"));
+    const mc_tree_t *t[8];
+    assert_int_equal(trees_in_phase(f->s, 0, t, 8), 4);
+    for (int i = 0; i < 4; i++) {
+        int d = t[i]->edges[0].child - 4;
+        assert_int_equal(t[i]->root, 0);
+        assert_int_equal(t[i]->offset, 2048 * (uint64_t)d);
+        assert_int_equal(t[i]->bytes, 2048);
+    }
+    assert_int_equal(trees_in_phase(f->s, 1, t, 8), 4);
+}
+
+/* nccl-ring, the calibration yardstick: an all-gather over host 0's four GPUs moves each GPU's
+ * quarter around the ring from its owner on (GPU 2's block: 2 -> 3 -> 0 -> 1), split over one
+ * chain per NVLink lane of the owner, all in one phase. */
+static void test_nccl_ring(void **state)
+{
+    fixture_t *f = *state;
+    synth(f, "nccl-ring", "mesh M={x:4}@0..3\nmove f32[1024,1024] M[x,_] -> M[_,_]\n");
+    assert_int_equal(f->s->nphases, 1);
+    int per_piece[4] = {0};
+    for (int i = 0; i < f->s->ntrees; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        assert_int_equal(t->phase, 0);
+        assert_int_equal(t->nedges, 3);
+        for (int e = 0; e < 3; e++) {
+            assert_int_equal(t->edges[e].parent, e ? t->edges[e - 1].child : t->root);
+            assert_int_equal(t->edges[e].child, (t->root + e + 1) % 4);
+        }
+        per_piece[t->root]++;
+    }
+    for (int g = 0; g < 4; g++) {
+        int lanes = 0, node = f->topo->gpu_node[g];
+        for (int l = 0; l < f->topo->nlinks; l++)
+            if (f->topo->links[l].src == node && f->topo->links[l].kind == MC_LINK_NVL)
+                lanes += f->topo->links[l].count;
+        assert_true(lanes > 0);
+        assert_int_equal(per_piece[g], lanes);
+    }
+}
+
+/* Case 7: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and 2: every pair
+ * of works shares the sender host and the receivers, so the solver makes four rounds of one
+ * broadcast each, chained 0..3 -> 4,5,6,7 -> 8,9,10,11. alpa-bcast issues all four at once (one
+ * phase; Alpa's workers do not wait between rounds), alpa-bcast-rounds puts a barrier after each
+ * round (four phases). Either way 2 GiB cross host 0's NIC: 1.718 s plus pipeline fills. */
 static void test_alpa_bcast_case7(void **state)
 {
     fixture_t *f = *state;
-    synth(f, "alpa-bcast", case7);
-    assert_int_equal(f->s->nphases, 4);
-    assert_int_equal(f->s->ntrees, 4);
-    int seen[4] = {0};
+    static const char *variants[] = {"alpa-bcast", "alpa-bcast-rounds"};
+    for (int v = 0; v < 2; v++) {
+        synth(f, variants[v], case7);
+        assert_int_equal(f->s->nphases, v ? 4 : 1);
+        assert_int_equal(f->s->ntrees, 8); /* two channels each */
+        int seen[4] = {0};
+        for (int i = 0; i < 8; i++) {
+            const mc_tree_t *t = &f->s->trees[i];
+            assert_in_range(t->root, 0, 3);
+            seen[t->phase]++;
+            assert_int_equal(t->nedges, 8);
+            for (int e = 0; e < 8; e++)
+                assert_int_equal(t->edges[e].child, 4 + e);
+        }
+        for (int p = 0; p < 4; p++)
+            assert_int_equal(seen[p], v ? 2 : p ? 0 : 8);
+        double t = simulate(f);
+        assert_true(t >= 2 * GIB / NIC_BW);
+        assert_true(t <= 2 * GIB / NIC_BW * 1.10);
+    }
+}
+
+/* Alpa's load-balancing workers are (mesh, host) pairs (nic_constraints = src + dst), not hosts:
+ * meshes A on GPUs 0,1 (host 0) and 4,5 (host 1), B on 6,7 (host 1) and 2,3 (host 0). Piece 0
+ * goes host 0 -> host 1, piece 1 host 1 -> host 0. As hosts the two works share both hosts (two
+ * rounds); as workers (A,h0)->(B,h1) and (A,h1)->(B,h0) they share none: one round, so even
+ * alpa-bcast-rounds has a single phase, and the two broadcasts run together in 1 GiB / NIC. */
+static void test_alpa_bcast_workers(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh A={host:2,gpu:2}@[0,1,4,5]\n"
+                               "mesh B={host:2,gpu:2}@[6,7,2,3]\n"
+                               "move i32[1024,1024,256] A[host,_,_] -> B[host,_,_]\n";
+    synth(f, "alpa-bcast-rounds", text);
+    assert_int_equal(f->s->nphases, 1);
+    assert_int_equal(f->s->ntrees, 4); /* two channels each */
     for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
-        assert_in_range(t->root, 0, 3);
-        seen[t->phase]++;
-        assert_int_equal(t->nedges, 8);
-        for (int e = 0; e < 8; e++)
-            assert_int_equal(t->edges[e].child, 4 + e);
+        int top = t->root < 4;
+        assert_int_equal(t->root, top ? 0 : 4);
+        assert_int_equal(t->nedges, 2);
+        assert_int_equal(t->edges[0].child, top ? 6 : 2);
+        assert_int_equal(t->edges[1].child, top ? 7 : 3);
     }
-    for (int p = 0; p < 4; p++)
-        assert_int_equal(seen[p], 1);
     double t = simulate(f);
-    assert_true(t >= 2 * GIB / NIC_BW);
-    assert_true(t <= 2 * GIB / NIC_BW * 1.10);
+    assert_true(t >= 0.5 * GIB / NIC_BW && t <= 0.5 * GIB / NIC_BW * 1.05);
 }
 
 /* Single sender to 4 hosts x 2 GPUs: one chain 0 -> 4,5 -> 8,9 -> 12,13 -> 16,17 that crosses
@@ -190,10 +327,12 @@ static void test_single_sender(void **state)
                                "move i32[268435456] S[_] -> D[_]\n";
     static const int chain[] = {4, 5, 8, 9, 12, 13, 16, 17};
     synth(f, "alpa-bcast", text);
-    assert_int_equal(f->s->ntrees, 1);
-    assert_int_equal(f->s->trees[0].nedges, 8);
-    for (int e = 0; e < 8; e++)
-        assert_int_equal(f->s->trees[0].edges[e].child, chain[e]);
+    assert_int_equal(f->s->ntrees, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(f->s->trees[i].nedges, 8);
+        for (int e = 0; e < 8; e++)
+            assert_int_equal(f->s->trees[i].edges[e].child, chain[e]);
+    }
     double t = simulate(f);
     assert_true(t >= GIB / NIC_BW && t <= GIB / NIC_BW * 1.05);
     synth(f, "p2p", text);
@@ -205,8 +344,8 @@ static void test_single_sender(void **state)
 /* Two tensors, each 1 GiB halves over 2 source hosts -> 2 destination GPUs per host. p2p-lb's
  * loads carry over from tensor to tensor (Alpa shares them across the pipeline): tensor 0's
  * destinations 8, 9 take GPUs 0, 1 (12, 13 take 4, 5), so tensor 1's take the still unloaded
- * GPUs 2, 3 (and 6, 7). alpa-bcast solves each tensor afresh and runs them one after another: a
- * round each, two phases. */
+ * GPUs 2, 3 (and 6, 7). alpa-bcast solves each tensor afresh: a round each, two phases in
+ * alpa-bcast-rounds, one phase (no barrier) in alpa-bcast. */
 static void test_two_tensors(void **state)
 {
     fixture_t *f = *state;
@@ -222,16 +361,19 @@ static void test_two_tensors(void **state)
         int want = (d >= 12 ? 4 : 0) + (d % 4) + 2 * tensor;
         assert_int_equal(t->root, want);
     }
-    synth(f, "alpa-bcast", text);
+    synth(f, "alpa-bcast-rounds", text);
     assert_int_equal(f->s->nphases, 2);
     for (int i = 0; i < f->s->ntrees; i++)
         assert_int_equal(f->s->trees[i].phase, f->task->pieces[f->s->trees[i].piece].tensor);
+    synth(f, "alpa-bcast", text);
+    assert_int_equal(f->s->nphases, 1);
 }
 
 /* On DGX H100 nodes (8 GPUs, 8 NICs, one rail per GPU), a broadcast from GPU 0 to GPUs 1, 2 of
  * its own host and 8, 9 of the next: the hosts can drive two NICs in common (host 1's group GPUs
  * sit next to NICs 0 and 1), so two chains of half the bytes each, entering host 1 at GPU 8 and
- * at GPU 9. A broadcast from GPU 0 alone to host 1 can only use GPU 0's NIC: one chain. */
+ * at GPU 9, each run as two channels. A broadcast from GPU 0 alone to host 1 can only use GPU 0's
+ * NIC: one chain (two channels). */
 static void test_chains_per_nic(void **state)
 {
     fixture_t *f = *state;
@@ -241,20 +383,21 @@ static void test_chains_per_nic(void **state)
     assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={h:2,g:2}@[1,2,8,9]\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
-    assert_int_equal(f->s->ntrees, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(f->s->ntrees, 4); /* two chains, two channels each */
+    for (int i = 0; i < 4; i++) {
         const mc_tree_t *t = &f->s->trees[i];
-        assert_int_equal(t->bytes, 16777216);
-        assert_int_equal(t->offset, 16777216 * (uint64_t)i);
+        int k = i / 2;
+        assert_int_equal(t->bytes, 8388608);
+        assert_int_equal(t->offset, 8388608 * (uint64_t)i);
         assert_int_equal(t->nedges, 4);
         assert_int_equal(t->edges[0].child, 1);
         assert_int_equal(t->edges[1].child, 2);
-        assert_int_equal(t->edges[2].child, 8 + i);
-        assert_int_equal(t->edges[3].child, 9 - i);
+        assert_int_equal(t->edges[2].child, 8 + k);
+        assert_int_equal(t->edges[3].child, 9 - k);
     }
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={g:8}@8..15\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
-    assert_int_equal(f->s->ntrees, 1);
+    assert_int_equal(f->s->ntrees, 2);
     assert_int_equal(f->s->trees[0].nedges, 8);
 }
 
@@ -307,6 +450,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_p2p_lb_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alpa_bcast_case7, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_p2p_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_p2p_conditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_ring, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alpa_bcast_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),

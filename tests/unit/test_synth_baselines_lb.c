@@ -1,4 +1,4 @@
-/* Tests for Alpa's host-level greedy load balancing (synth/synth_lb.c) on small work sets whose
+/* Tests for Alpa's host-level greedy load balancing (synth/baselines/synth_lb.c) on small work sets whose
  * outcomes follow by hand from the algorithm: rounds share no worker, every work is placed, a
  * round holds as many works as the workers allow, and sender loads even out. */
 #include <stdarg.h>

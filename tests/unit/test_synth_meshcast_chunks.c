@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 #define TOPO "topologies/aws-p3.8xlarge-x5.xml"
 #define GIB (1ull << 30)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* A plan of npieces pieces with the given units and nlinks links. */
 static void plan_init(mc_plan_t *pl, int npieces, const int *units, int nlinks)

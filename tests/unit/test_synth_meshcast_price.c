@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 #define TOPO "topologies/dgx1-v100-hybrid-cube-mesh-topo.xml"
 #define BCAST_BYTES (256.0 * 1024 * 1024)

@@ -13,7 +13,7 @@
  * instead (the paper's "replace by an unused axis of the same size"), which keeps tiles whole. */
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 static int axis_size(const coll_prog_t *p, int a)
 {

@@ -1,23 +1,13 @@
-/* The send/recv baselines, as Alpa runs them (resharding_mode="send_recv", no local all-gather):
- * one point-to-point send per (destination tile, destination replica, source slice), all in
- * flight at once. 'p2p' takes the first replica of the source slice as the sender (Alpa's
- * no_loadbalance); 'p2p-lb' takes the least-loaded replica, loads counted in elements and carried
- * across all tensors of the task (Alpa's default 'normal' mode,
- * CrossMeshCommunicator._generate_send_recv_resharding_strategy_by_loads). */
+/* The send/recv baselines, as Alpa runs them with use_local_allgather=False
+ * (resharding_mode="send_recv"): one point-to-point send per (destination tile, destination
+ * replica, source slice), all in flight at once. 'p2p' takes the first replica of the source slice
+ * as the sender (Alpa's no_loadbalance); 'p2p-lb' takes the least-loaded replica, loads counted in
+ * elements and carried across all tensors of the task (Alpa's default 'normal' balancing,
+ * CrossMeshCommunicator._generate_send_recv_resharding_strategy_by_loads; Alpa's default also
+ * rewrites the destination for a local all-gather: alpa-p2p). */
 #include <stdlib.h>
 
 #include "synth/synth_internal.h"
-
-/* Index into the task's GPUs of the least-loaded holder; the first one wins ties as Python's
- * min() over an insertion-ordered dict does. */
-static int least_loaded(const int *holders, int n, const uint64_t *load)
-{
-    int best = holders[0];
-    for (int i = 1; i < n; i++)
-        if (load[holders[i]] < load[best])
-            best = holders[i];
-    return best;
-}
 
 static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                        int balance, mc_sched_t **out, mc_err_t *err)
@@ -32,7 +22,7 @@ static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
     for (int u = 0; u < nunits; u++) {
         const mc_piece_t *p = &task->pieces[units[u].piece];
         int *holders = synth_holders_in_mesh_order(task, units[u].piece);
-        int sender = balance ? least_loaded(holders, p->nholders, load) : holders[0];
+        int sender = balance ? synth_least_loaded(holders, p->nholders, load) : holders[0];
         free(holders);
         load[sender] += synth_piece_elems(task, units[u].piece);
         /* One message per send: NCCL pipelines a send internally, so it is one chunk unless the

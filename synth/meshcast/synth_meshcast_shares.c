@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 void mc_shares_free(mc_shares_t *sh)
 {

@@ -6,7 +6,7 @@
  * intermediate array no larger than that. */
 #include <inttypes.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 uint64_t coll_sched_peak(const mc_sched_t *s, const mc_topo_t *topo, int *gpu)
 {

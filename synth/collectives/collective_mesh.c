@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 const char *coll_kind_name(coll_kind_t k)
 {

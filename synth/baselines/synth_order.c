@@ -81,6 +81,54 @@ static void fill_unit(const mc_task_t *task, int piece, int dest, synth_unit_t *
     u->dest_rank = dest < 0 ? 0 : synth_mesh_rank(&task->meshes[dst->mesh], dest);
 }
 
+void synth_sort_units(synth_unit_t *units, int n)
+{
+    mc_sort(units, (size_t)n, sizeof(*units), cmp_unit);
+}
+
+int synth_least_loaded(const int *holders, int n, const uint64_t *load)
+{
+    int best = holders[0];
+    for (int i = 1; i < n; i++)
+        if (load[holders[i]] < load[best])
+            best = holders[i];
+    return best;
+}
+
+mc_status_t synth_check_disjoint(const mc_task_t *task, const char *strategy, mc_err_t *err)
+{
+    for (int t = 0; t < task->ntensors; t++) {
+        int moves = 0;
+        for (int p = 0; p < task->npieces && !moves; p++)
+            moves = task->pieces[p].tensor == t && task->pieces[p].ndests > 0;
+        if (!moves)
+            continue;
+        const mc_mesh_t *a = &task->meshes[task->tensors[t].src.mesh];
+        for (int k = 0; k <= task->tensors[t].nmore; k++) {
+            const mc_mesh_t *b = &task->meshes[mc_tensor_consumer(&task->tensors[t], k)->mesh];
+            for (int i = 0; i < a->ndevices; i++)
+                if (synth_mesh_rank(b, a->devices[i]) >= 0)
+                    return mc_err_set(err, MC_ERR_UNSUPPORTED,
+                                      "strategy %s: tensor %s moves from mesh %s to mesh %s, "
+                                      "which share GPU %d; expected disjoint meshes (Alpa's "
+                                      "cross-mesh resharding runs between pipeline stages)",
+                                      strategy, task->tensors[t].name, a->name, b->name,
+                                      a->devices[i]);
+        }
+    }
+    return MC_OK;
+}
+
+mc_status_t synth_check_one_consumer(const mc_task_t *task, const char *strategy, mc_err_t *err)
+{
+    for (int t = 0; t < task->ntensors; t++)
+        if (task->tensors[t].nmore > 0)
+            return mc_err_set(err, MC_ERR_UNSUPPORTED, "strategy %s: tensor %s has %d consumers; "
+                              "expected one (not modelled yet)", strategy,
+                              task->tensors[t].name, task->tensors[t].nmore + 1);
+    return MC_OK;
+}
+
 synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n)
 {
     int count = 0;
@@ -99,7 +147,7 @@ synth_unit_t *synth_naive_order(const mc_task_t *task, int per_dest, int *n)
         for (int d = 0; d < pc->ndests; d++)
             fill_unit(task, p, pc->dests[d], &units[k++]);
     }
-    mc_sort(units, (size_t)count, sizeof(*units), cmp_unit);
+    synth_sort_units(units, count);
     *n = count;
     return units;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* Holder hosts tried as roots. */
 #define MC_ROOT_HOSTS 3

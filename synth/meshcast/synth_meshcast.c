@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "synth/collective_internal.h"
-#include "synth/mc_meshcast.h"
+#include "synth/collectives/collective_internal.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 typedef struct run {
     mc_task_t *task;

@@ -152,13 +152,21 @@ int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int
 
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
                             uint64_t bytes, int phase, const int *gpus, int n,
-                            uint64_t chunk_bytes, mc_err_t *err)
+                            uint64_t chunk_bytes, int sharers, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int ti = mc_sched_add_tree(s, piece, offset, bytes, gpus[0], phase, 1);
     for (int i = 1; i < n; i++)
         MC_CHECK_GOTO(mc_sched_add_edge(s, topo, ti, gpus[i - 1], gpus[i], err), out, st);
-    s->trees[ti].nchunks = synth_chain_chunks(s, topo, ti, chunk_bytes);
+    s->trees[ti].nchunks = synth_chain_chunks(s, topo, ti, chunk_bytes, sharers);
 out:
     return st;
+}
+
+uint64_t synth_even_part(uint64_t bytes, uint64_t esize, int n, int k)
+{
+    uint64_t elems = bytes / esize, nn = (uint64_t)n;
+    if (k == n - 1) /* what the n - 1 parts before it leave */
+        return bytes - (elems / nn * (nn - 1) + elems % nn) * esize;
+    return (elems / nn + ((uint64_t)k < elems % nn)) * esize;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
                                          const mc_synth_opts_t *opts, mc_sched_t **s, double *t,

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* Pricing rounds; Frank-Wolfe steps per solve of the fractional model, at most MC_PRICE_STEPS and
  * fewer on large models, so that a solve costs about MC_PRICE_WORK link updates. */

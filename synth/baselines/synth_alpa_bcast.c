@@ -1,9 +1,11 @@
 /* The paper's broadcast baseline (Alpa resharding_mode="broadcast" with
  * resharding_loadbalance_mode="loadbalance_order" and the greedy solver, "Ours" in the paper's
  * figures): one broadcast per piece from one holder to all of the piece's destinations; the
- * sender host and the rounds come from Alpa's host-level randomized greedy solver, solved afresh
- * for every tensor; each round is a phase; each broadcast runs as NCCL's pipelined ring broadcast
- * (synth_ring.c), one chain per NIC the group's hosts can drive. */
+ * sender comes from Alpa's randomized greedy solver over its (mesh, host) workers, solved afresh
+ * for every tensor and consumer; each broadcast runs as NCCL's pipelined ring broadcast
+ * (synth_ring.c), one chain per NIC the group's hosts can drive, each as NCCL's two duplicated
+ * channels. Alpa's workers issue every broadcast at once (no barrier between rounds), so all trees
+ * share one phase; 'alpa-bcast-rounds' makes each round a phase instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,41 +14,45 @@
 #define BCAST_SEED 0x5eed
 #define BCAST_MAX_CHAINS 32
 
-/* Distinct worker ids (index of the host in hosts[]) of gpus, ascending, into out; returns the
- * count. */
-static int worker_ids(const mc_topo_t *topo, const int *hosts, int nhosts, const int *gpus, int n,
-                      int *out)
+/* Distinct worker ids (first + index into hosts[0..nhosts)) of the hosts of gpus, ascending, into
+ * out; returns the count. */
+static int worker_ids(const mc_topo_t *topo, const int *hosts, int first, int nhosts,
+                      const int *gpus, int n, int *out)
 {
     int k = 0;
     for (int w = 0; w < nhosts; w++)
         for (int i = 0; i < n; i++)
             if (mc_topo_gpu_host(topo, gpus[i]) == hosts[w]) {
-                out[k++] = w;
+                out[k++] = first + w;
                 break;
             }
     return k;
 }
 
-/* Sorted distinct hosts of the tensor's source mesh and one consumer's mesh (Alpa's workers). */
-static int tensor_hosts(const mc_task_t *task, const mc_topo_t *topo, int tensor, int dst_mesh,
-                        int *hosts)
+/* Distinct hosts of a mesh in the order its devices list them, appended to hosts; returns the new
+ * count. */
+static int mesh_hosts(const mc_topo_t *topo, const mc_mesh_t *mesh, int *hosts, int n)
 {
-    int n = 0;
-    const int meshes[2] = {task->tensors[tensor].src.mesh, dst_mesh};
-    for (int m = 0; m < 2; m++) {
-        const mc_mesh_t *mesh = &task->meshes[meshes[m]];
-        for (int i = 0; i < mesh->ndevices; i++) {
-            int h = mc_topo_gpu_host(topo, mesh->devices[i]), j = 0;
-            while (j < n && hosts[j] < h)
-                j++;
-            if (j < n && hosts[j] == h)
-                continue;
-            memmove(hosts + j + 1, hosts + j, sizeof(int) * (size_t)(n - j));
-            hosts[j] = h;
-            n++;
-        }
+    int first = n;
+    for (int i = 0; i < mesh->ndevices; i++) {
+        int h = mc_topo_gpu_host(topo, mesh->devices[i]), j = first;
+        while (j < n && hosts[j] != h)
+            j++;
+        if (j == n)
+            hosts[n++] = h;
     }
     return n;
+}
+
+/* Alpa's load-balancing workers (CrossMeshCommunicator._get_hardware_info_for_loadbalance:
+ * nic_constraints = src_nic_constraints + dst_nic_constraints, one list per (mesh, host)): the
+ * source mesh's hosts, then one consumer's mesh's, so that a host holding GPUs of both meshes is
+ * two workers. Returns the count; *nsrc gets the source side's. */
+static int tensor_workers(const mc_task_t *task, const mc_topo_t *topo, int tensor, int dst_mesh,
+                          int *hosts, int *nsrc)
+{
+    *nsrc = mesh_hosts(topo, &task->meshes[task->tensors[tensor].src.mesh], hosts, 0);
+    return mesh_hosts(topo, &task->meshes[dst_mesh], hosts, *nsrc);
 }
 
 /* Element count of the whole source tile the piece is cut from: Alpa's work duration
@@ -80,28 +86,27 @@ typedef struct bcast_ctx {
     mc_sched_t *s;
     synth_ring_t *ring;
     int *order, *dests;
+    int rounds_as_phases;  /* the alpa-bcast-rounds variant: a global barrier after each round */
 } bcast_ctx_t;
 
 /* Emits the broadcast of one piece from sender to its destinations in one consumer's mesh in
- * the given phase, its bytes split over the ring's chains on element boundaries. */
+ * the given phase, its bytes split on element boundaries over the ring's chains, each run twice:
+ * NCCL duplicates every ring channel (ncclTopoPostset, src/graph/connect.cc: nChannels * 2), each
+ * copy its own connection. */
 static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int sender, int phase,
                                   mc_err_t *err)
 {
     const mc_piece_t *p = &c->task->pieces[piece];
     int nd = dests_in_mesh_order(c->task, piece, dst_mesh, c->dests);
     int nchains = synth_ring_plan(c->ring, sender, c->dests, nd, BCAST_MAX_CHAINS, c->order);
-    uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype);
-    uint64_t elems = p->bytes / esize, offset = 0;
-    for (int k = 0; k < nchains; k++) {
-        uint64_t part = (elems / (uint64_t)nchains + ((uint64_t)k < elems % (uint64_t)nchains)) *
-                        esize;
-        if (k == nchains - 1)
-            part = p->bytes - offset;
+    uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype), offset = 0;
+    for (int k = 0; k < 2 * nchains; k++) {
+        uint64_t part = synth_even_part(p->bytes, esize, 2 * nchains, k);
         if (!part)
             continue;
         mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
-                                         c->order + (size_t)k * (size_t)(nd + 1), nd + 1,
-                                         c->opts->chunk_bytes, err);
+                                         c->order + (size_t)(k / 2) * (size_t)(nd + 1), nd + 1,
+                                         c->opts->chunk_bytes, 2, err);
         if (st != MC_OK)
             return st;
         offset += part;
@@ -110,16 +115,16 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int s
 }
 
 /* Solves the broadcasts of one tensor to one consumer's mesh (one Alpa resharding: a tensor with
- * several consumers is resharded to each independently) and emits them from phase `base` on;
- * returns the rounds used in *nrounds. */
+ * several consumers is resharded to each independently) and emits them from phase `base` on (in
+ * phase 0 without rounds as phases); returns the rounds used in *nrounds. */
 static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const synth_unit_t *units,
                                 int nunits, int base, int *nrounds, mc_err_t *err)
 {
     mc_task_t *task = c->task;
     mc_status_t st = MC_OK;
     int ngpus = c->topo->ngpus;
-    int *hosts = mc_xmalloc(sizeof(int) * (size_t)(ngpus ? ngpus : 1));
-    int nhosts = tensor_hosts(task, c->topo, tensor, dst_mesh, hosts);
+    int *hosts = mc_xmalloc(sizeof(int) * 2 * (size_t)(ngpus ? ngpus : 1)), nsrc;
+    int nhosts = tensor_workers(task, c->topo, tensor, dst_mesh, hosts, &nsrc);
     synth_lb_work_t *works = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(*works));
     int *ids = mc_xmalloc(sizeof(int) * 2 * (size_t)(nunits ? nunits : 1) * (size_t)nhosts);
     int *holders_of = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int));
@@ -137,9 +142,10 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const 
         holders[nw] = synth_holders_in_mesh_order(task, units[u].piece);
         holders_of[nw] = units[u].piece;
         works[nw].senders = snd;
-        works[nw].nsenders = worker_ids(c->topo, hosts, nhosts, holders[nw], p->nholders, snd);
+        works[nw].nsenders = worker_ids(c->topo, hosts, 0, nsrc, holders[nw], p->nholders, snd);
         works[nw].receivers = rcv;
-        works[nw].nreceivers = worker_ids(c->topo, hosts, nhosts, c->dests, nd, rcv);
+        works[nw].nreceivers = worker_ids(c->topo, hosts + nsrc, nsrc, nhosts - nsrc, c->dests, nd,
+                                          rcv);
         works[nw].duration = source_tile_elems(task, units[u].piece, holders[nw][0]);
         nw++;
     }
@@ -156,8 +162,9 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const 
                             __FILE__, __LINE__, holders_of[w]);
             goto out;
         }
-        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dst_mesh, dev, base + round[w], err), out,
-                      st);
+        MC_CHECK_GOTO(emit_broadcast(c, holders_of[w], dst_mesh, dev,
+                                     c->rounds_as_phases ? base + round[w] : 0, err),
+                      out, st);
     }
 out:
     for (int w = 0; w < nw; w++)
@@ -172,37 +179,15 @@ out:
     return st;
 }
 
-/* Alpa reshards with broadcasts only between the disjoint meshes of two pipeline stages; inside
- * one mesh XLA's SPMD partitioner does it (strategy xla). A tensor that has bytes to move between
- * meshes sharing a GPU is not one Alpa's broadcast mode ever moves, so it gets no made-up number
- * (a tensor that only needs local copies gets the empty schedule any system would run). */
-static mc_status_t check_disjoint(const mc_task_t *task, mc_err_t *err)
+/* Both readings of Alpa's order (docs/strategies.md, "alpa-bcast"): with rounds_as_phases every
+ * solver round is a phase, else every broadcast is in phase 0. */
+static mc_status_t alpa_bcast(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
+                              int rounds_as_phases, mc_sched_t **out, mc_err_t *err)
 {
-    for (int t = 0; t < task->ntensors; t++) {
-        int moves = 0;
-        for (int p = 0; p < task->npieces && !moves; p++)
-            moves = task->pieces[p].tensor == t && task->pieces[p].ndests > 0;
-        if (!moves)
-            continue;
-        const mc_mesh_t *a = &task->meshes[task->tensors[t].src.mesh];
-        for (int k = 0; k <= task->tensors[t].nmore; k++) {
-            const mc_mesh_t *b = &task->meshes[mc_tensor_consumer(&task->tensors[t], k)->mesh];
-            for (int i = 0; i < a->ndevices; i++)
-                if (synth_mesh_rank(b, a->devices[i]) >= 0)
-                    return mc_err_set(err, MC_ERR_UNSUPPORTED,
-                                      "strategy alpa-bcast: tensor %s moves from mesh %s to mesh "
-                                      "%s, which share GPU %d; expected disjoint meshes (Alpa's "
-                                      "broadcast resharding runs between pipeline stages)",
-                                      task->tensors[t].name, a->name, b->name, a->devices[i]);
-        }
-    }
-    return MC_OK;
-}
-
-mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
-                                const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
-{
-    mc_status_t st = check_disjoint(task, err);
+    const char *name = rounds_as_phases ? "alpa-bcast-rounds" : "alpa-bcast";
+    /* Inside one mesh XLA's SPMD partitioner reshards (strategy xla); a tensor that only needs
+     * local copies gets the empty schedule any system would run. */
+    mc_status_t st = synth_check_disjoint(task, name, err);
     if (st != MC_OK)
         return st;
     int nunits = 0, maxd = 1, phases = 0;
@@ -210,23 +195,26 @@ mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
     for (int p = 0; p < task->npieces; p++)
         if (task->pieces[p].ndests + 1 > maxd)
             maxd = task->pieces[p].ndests + 1;
-    bcast_ctx_t c = {task, topo, opts, mc_sched_new(task, topo, "alpa-bcast"),
+    bcast_ctx_t c = {task, topo, opts, mc_sched_new(task, topo, name),
                      synth_ring_new(topo),
                      mc_xmalloc(sizeof(int) * (size_t)maxd * BCAST_MAX_CHAINS),
-                     mc_xmalloc(sizeof(int) * (size_t)maxd)};
+                     mc_xmalloc(sizeof(int) * (size_t)maxd), rounds_as_phases};
     c.s->mem_limit = opts->memory_limit;
     for (int t = 0; t < task->ntensors; t++)
         for (int k = 0; k <= task->tensors[t].nmore; k++) {
             int nrounds = 0, mesh = mc_tensor_consumer(&task->tensors[t], k)->mesh;
-            MC_CHECK_GOTO(bcast_tensor(&c, t, mesh, units, nunits, phases, &nrounds, err), out, st);
-            phases += nrounds;
+            MC_CHECK_GOTO(bcast_tensor(&c, t, mesh, units, nunits, phases, &nrounds, err), out,
+                          st);
+            phases += rounds_as_phases ? nrounds : 0;
         }
-    c.s->nphases = phases;
-    /* Rounds are host-disjoint, but the chains of one broadcast may share NVLink inside a host. */
+    c.s->nphases = rounds_as_phases ? phases : c.s->ntrees > 0;
+    /* Broadcasts overlap (and even rounds are host-disjoint only: chains of one broadcast may share
+     * NVLink inside a host), so every tree states its max-min fair share. */
     mc_sched_plan_rates(c.s, topo);
     snprintf(c.s->params, sizeof(c.s->params),
-             "balance=host-greedy trials=%d seed=%d order=rounds ring=nccl chunks=%s",
-             SYNTH_LB_TRIALS, BCAST_SEED, opts->chunk_bytes ? "fixed" : "best-pipelined");
+             "workers=mesh-host balance=greedy trials=%d seed=%d order=%s ring=nccl chunks=%s",
+             SYNTH_LB_TRIALS, BCAST_SEED, rounds_as_phases ? "rounds" : "unbarriered",
+             opts->chunk_bytes ? "fixed" : "best-pipelined");
     *out = c.s;
     c.s = NULL;
 out:
@@ -236,4 +224,17 @@ out:
     free(c.dests);
     free(units);
     return st;
+}
+
+mc_status_t mc_synth_alpa_bcast(mc_task_t *task, const mc_topo_t *topo,
+                                const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
+{
+    return alpa_bcast(task, topo, opts, 0, out, err);
+}
+
+mc_status_t mc_synth_alpa_bcast_rounds(mc_task_t *task, const mc_topo_t *topo,
+                                       const mc_synth_opts_t *opts, mc_sched_t **out,
+                                       mc_err_t *err)
+{
+    return alpa_bcast(task, topo, opts, 1, out, err);
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 /* Most cells times devices tracked. */
 #define COLL_MAX_CELL_STATE (1 << 24)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <z3.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* Most candidates in the relaxation, and most (candidate, phase) pairs in the integer model:
  * beyond them Z3's branch and bound rarely improves on the rounded relaxation within seconds. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 void mc_plan_free(mc_plan_t *pl)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* The soft maximum's sharpness rises over the steps, from a smooth start (large steps) to within
  * about 1/MC_FRAC_SHARP_END of the true maximum. */

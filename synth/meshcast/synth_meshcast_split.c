@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 int mc_piece_units(uint64_t bytes, int fine, uint64_t *unit_bytes)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 mc_status_t coll_synth(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                        const char *strategy, coll_plan_fn plan, mc_sched_t **out, mc_err_t *err)

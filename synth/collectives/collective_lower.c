@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 #include "synth/synth_internal.h"
 
 /* Most byte ranges one program may produce: beyond this the cells cut pieces too finely for
@@ -167,36 +167,27 @@ static int *assign_sigs(clower_t *L, int *nsigs)
     return rep;
 }
 
-/* The byte ranges of a cell inside its piece: dimensions after j are whole in the cell, so a
- * range spans dimension j's part of the cell. */
+typedef struct run_ctx {
+    clower_t *L;
+    int sig;
+} run_ctx_t;
+
+static void add_run(void *arg, uint64_t off, uint64_t len)
+{
+    run_ctx_t *c = arg;
+    MC_GROW(c->L->runs, c->L->run_cap, c->L->nruns + 1);
+    c->L->runs[c->L->nruns++] = (crun_t){c->sig, off, len};
+}
+
+/* The byte ranges of a cell inside its piece. */
 static void add_runs(clower_t *L, const ctree_t *t)
 {
     const mc_piece_t *pc = &L->task->pieces[t->piece];
-    int nd = L->w->nd;
-    uint64_t stride[MC_MAX_DIMS];
     mc_box_t cb;
+    run_ctx_t c = {L, t->sig};
     coll_walk_cell_box(L->w, t->cell, &cb);
-    stride[nd - 1] = (uint64_t)mc_dtype_size(L->task->tensors[pc->tensor].src.dtype);
-    for (int d = nd - 2; d >= 0; d--)
-        stride[d] = stride[d + 1] * (uint64_t)(pc->box.hi[d + 1] - pc->box.lo[d + 1]);
-    int j = nd - 1;
-    while (j > 0 && cb.lo[j] == pc->box.lo[j] && cb.hi[j] == pc->box.hi[j])
-        j--;
-    int64_t idx[MC_MAX_DIMS];
-    for (int d = 0; d < j; d++)
-        idx[d] = cb.lo[d];
-    for (;;) {
-        uint64_t off = (uint64_t)(cb.lo[j] - pc->box.lo[j]) * stride[j];
-        for (int d = 0; d < j; d++)
-            off += (uint64_t)(idx[d] - pc->box.lo[d]) * stride[d];
-        MC_GROW(L->runs, L->run_cap, L->nruns + 1);
-        L->runs[L->nruns++] = (crun_t){t->sig, off, (uint64_t)(cb.hi[j] - cb.lo[j]) * stride[j]};
-        int d = j - 1;
-        for (; d >= 0 && ++idx[d] == cb.hi[d]; d--)
-            idx[d] = cb.lo[d];
-        if (d < 0)
-            return;
-    }
+    synth_box_runs(&pc->box, &cb, L->w->nd,
+                   (uint64_t)mc_dtype_size(L->task->tensors[pc->tensor].src.dtype), add_run, &c);
 }
 
 static int cmp_run(const void *a, const void *b)

@@ -7,7 +7,7 @@
  * referee tries a few and keeps a staggered schedule only when it is faster. */
 #include <stdlib.h>
 
-#include "synth/mc_meshcast.h"
+#include "synth/meshcast/mc_meshcast.h"
 
 /* The tree's slowest link (lowest id among equals): where trees of a phase queue. */
 static int bottleneck(const mc_tree_t *t, const mc_topo_t *topo)

@@ -4,7 +4,7 @@
  * exchange. The schedule states its memory bound (the two shards plus
  * one intermediate array of at most max(source tile, destination tile) per GPU) in mem-limit, so
  * 'validate' checks it; under --memory-limit the stated bound is the smaller of the two. */
-#include "synth/collective_internal.h"
+#include "synth/collectives/collective_internal.h"
 
 mc_status_t mc_synth_collectives(mc_task_t *task, const mc_topo_t *topo,
                                  const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)

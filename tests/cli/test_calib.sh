@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Command-line tests for the calibration suite (bench/calib.cases, docs/simulator.md): it runs
+# only the strategy each case names, prints the comparison with the published figures, every
+# bandwidth-bound row is within 10%, and a case whose figure the simulator misses fails the run.
+# 'measured' lines are checked with the case file's line numbers.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+expect_exit 0 "calib suite" -- "$MESHCAST" bench --suite calib
+expect_grep "$TMP/out" '^calibration: simulated against published' "comparison printed"
+expect_grep "$TMP/out" '^h100-sendrecv-nvlink +sendrecv +4\.00 GiB +180 +180 ' "sendrecv at the connection limit"
+expect_grep "$TMP/out" '^a100-allgather-8 +all_gather +8\.00 GiB +230 ' "A100 all-gather row"
+expect_grep "$TMP/out" '7 of 7 within 10%' "every bandwidth-bound row within 10%"
+expect_true "one row per case" -- test "$(grep -c '^calib ' "$TMP/out")" -eq 8
+expect_exit 0 "not in the default run" -- "$MESHCAST" bench --list
+expect_grep "$TMP/out" '^calib .*not run by default' "calib is listed as not run by default"
+
+# A published figure the simulator misses by more than 10% fails the run and says so.
+printf 'topology %s/topologies/dgx-h100-x1.xml\ncase off\nmesh A={x:1}@[0]\nmesh B={x:1}@[1]\nmove f32[33554432] A[_] -> B[_]\nmeasured sendrecv 300 p2p https://example.org/made-up-for-the-test\n' "$ROOT" > "$TMP/off.cases"
+expect_exit 1 "figure off by more than 10%" -- "$MESHCAST" bench --suite "$TMP/off.cases"
+expect_grep "$TMP/err" '1 bandwidth-bound calibration row' "the miss is reported"
+
+printf 'topology %s/topologies/dgx-h100-x1.xml\ncase x\nmesh A={x:1}@[0]\nmeasured scatter 10 p2p src\n' "$ROOT" > "$TMP/bad.cases"
+expect_exit 1 "unknown operation" -- "$MESHCAST" bench --suite "$TMP/bad.cases"
+expect_grep "$TMP/err" "bad\.cases:4: unknown operation 'scatter'" "error names file, line and operation"
+printf 'topology %s/topologies/dgx-h100-x1.xml\ncase x\nmesh A={x:1}@[0]\nmeasured sendrecv fast p2p src\n' "$ROOT" > "$TMP/bad2.cases"
+expect_exit 1 "bad figure" -- "$MESHCAST" bench --suite "$TMP/bad2.cases"
+expect_grep "$TMP/err" "bad2\.cases:4: expected 'measured OP GBPS STRATEGY SOURCE'" "expected form"
+printf 'topology %s/topologies/dgx-h100-x1.xml\nmeasured sendrecv 1 p2p src\n' "$ROOT" > "$TMP/bad3.cases"
+expect_exit 1 "measured outside a case" -- "$MESHCAST" bench --suite "$TMP/bad3.cases"
+expect_grep "$TMP/err" "bad3\.cases:2: 'measured' belongs inside a case" "outside a case"
+finish
