@@ -376,33 +376,14 @@ static double chain_best(const double *delay, const double *bw, int n, double by
                            chain_time(delay, bw, n, bytes, (int)most)));
 }
 
-/* The round of Alpa's greedy solver a broadcast over hosts[0..n) joins: the first one in which
- * none of them takes part yet (used: rounds x nhosts), which it then marks. */
-static int first_free_round(unsigned char *used, int nh, const int *hosts, int n)
-{
-    for (int r = 0;; r++) {
-        int free_all = 1;
-        for (int k = 0; k < n && free_all; k++)
-            free_all = !used[(size_t)r * (size_t)nh + (size_t)hosts[k]];
-        if (!free_all)
-            continue;
-        for (int k = 0; k < n; k++)
-            used[(size_t)r * (size_t)nh + (size_t)hosts[k]] = 1;
-        return r;
-    }
-}
-
 /* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
- * its own, solving each afresh): each is a pipelined chain (above). Alpa runs them in rounds in
- * which no host (worker) takes part in two broadcasts, filled greedily, one round after the
- * other, so a round lasts as long as its longest broadcast and the resharding as long as its
- * rounds together. *b numbers the broadcasts (seen[] marks a host taking part in one). */
+ * its own): each is a pipelined chain (above). Alpa's workers issue every broadcast at once (no
+ * barrier between its solver's rounds), so they share the links (the transfers, timed together)
+ * and the estimate is at least the slowest chain alone. */
 static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int mesh,
-                               int *b, int *seen, int *hosts, double *delay, double *bw,
-                               unsigned char *used, double *round_s, mc_err_t *err)
+                               double *delay, double *bw, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int nh = ct->topo->nhosts, nrounds = 0;
     const mc_mesh_t *m = &task->meshes[mesh];
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
@@ -412,7 +393,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
         if (!any)
             continue;
         /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1, n = 0, hops = 0, id = (*b)++;
+        int prev = p->holders[0], after = -1, hops = 0;
         for (int k = 1; k < p->nholders; k++) {
             int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
             if (ct->host_out[hg] < ct->host_out[hp] ||
@@ -420,8 +401,6 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 prev = g;
         }
         ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-        seen[ct->gpu_host[prev]] = id;
-        hosts[n++] = ct->gpu_host[prev];
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
             int d = m->devices[k];
             if (!mc_ints_contain(p->dests, p->ndests, d))
@@ -431,46 +410,23 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 bw[hops] = cost_last_route(ct)->bw;
                 delay[hops++] = cost_last_route(ct)->delay;
             }
-            if (seen[ct->gpu_host[d]] != id)
-                hosts[n++] = ct->gpu_host[d];
-            seen[ct->gpu_host[d]] = id;
             prev = d;
         }
-        double t = chain_best(delay, bw, hops, (double)p->bytes);
-        int r = first_free_round(used, nh, hosts, n);
-        round_s[r] = fmax(round_s[r], t);
-        if (r >= nrounds)
-            nrounds = r + 1;
+        ct->serial_s = fmax(ct->serial_s, chain_best(delay, bw, hops, (double)p->bytes));
     }
-    for (int r = 0; r < nrounds; r++)
-        ct->serial_s += round_s[r];
-    /* clean for the next resharding */
-    memset(used, 0, (size_t)nrounds * (size_t)nh);
-    memset(round_s, 0, sizeof(double) * (size_t)nrounds);
     return st;
 }
 
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int nh = ct->topo->nhosts, np = task->npieces ? task->npieces : 1, b = 0;
-    int *seen = mc_xmalloc(sizeof(int) * (size_t)nh);
-    int *hosts = mc_xmalloc(sizeof(int) * (size_t)nh);
     double *delay = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
     double *bw = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
-    unsigned char *used = mc_xcalloc((size_t)np * (size_t)nh, 1);
-    double *round_s = mc_xcalloc((size_t)np, sizeof(double));
-    for (int h = 0; h < nh; h++)
-        seen[h] = -1;
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
         for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
-            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, &b, seen,
-                             hosts, delay, bw, used, round_s, err);
-    free(seen);
-    free(hosts);
+            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, delay,
+                             bw, err);
     free(delay);
     free(bw);
-    free(used);
-    free(round_s);
     return st;
 }
