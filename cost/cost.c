@@ -81,7 +81,6 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
-    ct->host_busy = mc_xcalloc((size_t)nh, sizeof(double));
     return ct;
 }
 
@@ -113,7 +112,6 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->times);
     free(ct->gpu_out);
     free(ct->host_out);
-    free(ct->host_busy);
     free(ct);
 }
 
@@ -317,7 +315,6 @@ const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 static void reset(mc_cost_topo_t *ct)
 {
     ct->serial_s = 0;
-    memset(ct->host_busy, 0, sizeof(double) * (size_t)ct->topo->nhosts);
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
         ct->flows[ct->touched[i]] = 0;

@@ -63,8 +63,7 @@ struct mc_cost_topo {
     int time_cap;
     double *gpu_out;    /* bytes each GPU sends (holder choice) */
     double *host_out;   /* bytes each host sends across (source-host choice) */
-    double *host_busy;  /* seconds each host spends in one-at-a-time work (alpa's rounds) */
-    double serial_s;    /* the largest of them: the estimate is at least this */
+    double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
     int channels;       /* parallel connections the strategy runs per link */
 };

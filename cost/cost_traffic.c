@@ -6,6 +6,7 @@
  * first holder to every destination; alpa-bcast chains every piece through its destinations. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cost/cost_internal.h"
 
@@ -156,9 +157,19 @@ static int pick_port(mc_cost_topo_t *ct, int hs, int hd, double bytes)
 static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t *src, int nsrc,
                          int hd, const int *dests, int n, source_t *served, mc_err_t *err)
 {
-    const source_t *from = &src[0];
-    for (int i = 1; i < nsrc; i++)
-        if (ct->host_out[src[i].host] < ct->host_out[from->host] ||
+    /* the shallowest source that sending the piece does not make the busiest sender of them
+     * (so that hosts relay to hosts in a tree of logarithmic depth, not a chain, where the
+     * traffic leaves room), else the one that has sent the least, the shallowest on ties */
+    double busiest = 0;
+    for (int i = 0; i < nsrc; i++)
+        busiest = fmax(busiest, ct->host_out[src[i].host]);
+    const source_t *from = NULL;
+    for (int i = 0; i < nsrc; i++)
+        if (ct->host_out[src[i].host] + (double)p->bytes <= busiest &&
+            (!from || src[i].depth < from->depth))
+            from = &src[i];
+    for (int i = 0, fallback = !from; fallback && i < nsrc; i++)
+        if (i == 0 || ct->host_out[src[i].host] < ct->host_out[from->host] ||
             (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
             from = &src[i];
     ct->host_out[from->host] += (double)p->bytes;
@@ -328,55 +339,94 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
     return st;
 }
 
-/* Alpa's broadcasts run in rounds in which no host (worker) takes part in two broadcasts, so a
- * host's broadcasts follow one another: each takes its bytes over the chain's slowest route plus
- * the chain's message delays, and the busiest host's sum bounds the time from below. A tensor
- * with several consumers is resharded to each on its own: one broadcast per piece and consumer. */
+/* NCCL's pipelined ring broadcast of bytes down a chain of n routes (message delays delay[],
+ * bandwidths bw[]) in c chunks: the first chunk crosses every route, the other c - 1 follow at
+ * the pace of the slowest (synth_chunks.c, which the schedule's chunk count comes from). */
+static double chain_time(const double *delay, const double *bw, int n, double bytes, int c)
+{
+    double chunk = bytes / c, first = 0, slowest = 0;
+    for (int i = 0; i < n; i++) {
+        double t = delay[i] + chunk / bw[i];
+        first += t;
+        slowest = fmax(slowest, t);
+    }
+    return first + (c - 1) * slowest;
+}
+
+/* The chain's time at the chunk count NCCL's steps (512 KiB) allow that is best for it: near
+ * sqrt(bytes x (sum of 1/bw less the slowest's) / the slowest's delay), which minimizes the
+ * time when one route is the slowest at every count. */
+static double chain_best(const double *delay, const double *bw, int n, double bytes)
+{
+    if (n == 0)
+        return 0;
+    int slow = 0;
+    double inv = 0;
+    for (int i = 0; i < n; i++) {
+        inv += 1 / bw[i];
+        if (bw[i] < bw[slow])
+            slow = i;
+    }
+    double most = fmax(1, fmin(floor(bytes / (512.0 * 1024)), 4096));
+    double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
+    c = fmin(fmax(c, 1), most);
+    double best = fmin(chain_time(delay, bw, n, bytes, (int)floor(c)),
+                       chain_time(delay, bw, n, bytes, (int)ceil(c)));
+    return fmin(best, fmin(chain_time(delay, bw, n, bytes, 1),
+                           chain_time(delay, bw, n, bytes, (int)most)));
+}
+
+/* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
+ * its own): each is a pipelined chain (above). Alpa's workers issue every broadcast at once (no
+ * barrier between its solver's rounds), so they share the links (the transfers, timed together)
+ * and the estimate is at least the slowest chain alone. */
+static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int mesh,
+                               double *delay, double *bw, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    const mc_mesh_t *m = &task->meshes[mesh];
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        int any = 0;
+        for (int k = 0; k < m->ndevices && !any && p->tensor == tensor; k++)
+            any = mc_ints_contain(p->dests, p->ndests, m->devices[k]);
+        if (!any)
+            continue;
+        /* Alpa balances senders by host: the holder on the host that has sent the least */
+        int prev = p->holders[0], after = -1, hops = 0;
+        for (int k = 1; k < p->nholders; k++) {
+            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
+            if (ct->host_out[hg] < ct->host_out[hp] ||
+                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
+                prev = g;
+        }
+        ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
+        for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
+            int d = m->devices[k];
+            if (!mc_ints_contain(p->dests, p->ndests, d))
+                continue;
+            st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
+            if (st == MC_OK && prev != d) {
+                bw[hops] = cost_last_route(ct)->bw;
+                delay[hops++] = cost_last_route(ct)->delay;
+            }
+            prev = d;
+        }
+        ct->serial_s = fmax(ct->serial_s, chain_best(delay, bw, hops, (double)p->bytes));
+    }
+    return st;
+}
+
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *seen = mc_xmalloc(sizeof(int) * (size_t)ct->topo->nhosts), b = 0;
-    for (int h = 0; h < ct->topo->nhosts; h++)
-        seen[h] = -1;
-    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        const mc_tensor_move_t *mv = &task->tensors[p->tensor];
-        for (int c = 0; c <= mv->nmore && st == MC_OK; c++, b++) {
-            const mc_mesh_t *m = &task->meshes[mc_tensor_consumer(mv, c)->mesh];
-            int any = 0;
-            for (int k = 0; k < m->ndevices && !any; k++)
-                any = mc_ints_contain(p->dests, p->ndests, m->devices[k]);
-            if (!any)
-                continue;
-            /* Alpa balances senders by host: the holder on the host that has sent the least */
-            int prev = p->holders[0], after = -1;
-            for (int k = 1; k < p->nholders; k++) {
-                int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
-                if (ct->host_out[hg] < ct->host_out[hp] ||
-                    (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
-                    prev = g;
-            }
-            ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-            double bw = INFINITY, delay = 0;
-            seen[ct->gpu_host[prev]] = b;
-            for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
-                int d = m->devices[k];
-                if (!mc_ints_contain(p->dests, p->ndests, d))
-                    continue;
-                st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
-                if (st == MC_OK && prev != d) {
-                    bw = fmin(bw, cost_last_route(ct)->bw);
-                    delay += cost_last_route(ct)->delay;
-                }
-                seen[ct->gpu_host[d]] = b;
-                prev = d;
-            }
-            double t = isfinite(bw) ? (double)p->bytes / bw + delay : 0;
-            for (int h = 0; h < ct->topo->nhosts; h++)
-                if (seen[h] == b && (ct->host_busy[h] += t) > ct->serial_s)
-                    ct->serial_s = ct->host_busy[h];
-        }
-    }
-    free(seen);
+    double *delay = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
+    double *bw = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
+    for (int t = 0; t < task->ntensors && st == MC_OK; t++)
+        for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
+            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, delay,
+                             bw, err);
+    free(delay);
+    free(bw);
     return st;
 }
