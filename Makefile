@@ -146,13 +146,16 @@ test: $(DEPS_STAMP)
 	@tests/run.sh $(BUILD)
 
 # ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
-# fuzzer: FUZZ_SMOKE_SECONDS each (20 by default: the five fuzzers add 100 s of fuzzing to their
-# clang build, where a minute each would add five; FUZZ_SMOKE_SECONDS=60 gives each the minute).
+# fuzzer: FUZZ_SMOKE_RUNS inputs each from a fixed seed, at most FUZZ_SMOKE_SECONDS, so that
+# every run of 'make check' tries the same inputs (a slower machine a prefix of them) and a
+# check that passed once does not fail later on a new find; 'make fuzz' explores at random.
 FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SMOKE_RUNS ?= 50000
 check: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run.sh build-check
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) \
+	  FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_SEED=1
 
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
@@ -163,6 +166,8 @@ bench: $(DEPS_STAMP)
 # kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
 # class), schedules, task files, notation and pipeline files (examples/).
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= -1
+FUZZ_SEED ?= 0
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
@@ -173,7 +178,8 @@ fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@$(foreach f,$(FUZZ_BINS),mkdir -p $(f).corpus && \
-	  $(f) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ $(f).corpus \
+	  $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) \
+	    -artifact_prefix=build-fuzz/ $(f).corpus \
 	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
 fuzz-build: $(FUZZ_BINS)

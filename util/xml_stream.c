@@ -43,7 +43,8 @@ static mc_status_t error_of(const mc_xml_error_t *fe, const char *name, const ch
         return mc_err_set(err, MC_ERR_PARSE, "%s:%d: not a valid %s: %s", name, fe->line, what,
                           fe->msg);
     return mc_err_set(err, MC_ERR_PARSE, "%s:%d: malformed XML: %s", name, fe->line,
-                      fe->seen ? fe->msg : "not well-formed XML");
+                      fe->seen ? fe->msg : "not well-formed XML, or bytes its declared encoding "
+                      "cannot decode");
 }
 
 /* The buffer read in pieces: xmlReaderForMemory takes an int length, this has no limit. */
@@ -109,8 +110,14 @@ mc_status_t mc_xml_stream(const char *buf, size_t len, const char *path, const c
             xmlNodePtr node = xmlTextReaderCurrentNode(reader);
             seen_root = 1;
             expand = listed((const char *)node->name, whole);
-            if (expand && !xmlTextReaderExpand(reader))
-                break; /* the error handler has the reason */
+            if (expand && !xmlTextReaderExpand(reader)) {
+                /* the error handler has the reason, except for bytes the declared encoding
+                 * cannot decode: libxml2 reports those to no handler */
+                ret = -1;
+                if (!fe->seen)
+                    fe->line = xmlTextReaderGetParserLineNumber(reader);
+                break;
+            }
             if (fe->seen)
                 break;
             vst = visit(ctx, node, xmlTextReaderDepth(reader));
