@@ -1,6 +1,7 @@
 /* Lowering: a schedule becomes one runtime plan per rank. Phases run one after the other; inside
  * a phase every tree moves chunk t-l over its edges of depth l at micro-step t, so a relay
- * receives chunk c while it forwards chunk c-1 (two staging slots), a root packs chunk c while
+ * receives chunk c while it forwards chunk c-1 (two staging slots; the whole tree when it is no
+ * destination of the piece, so that it receives ahead of a slow child), a root packs chunk c while
  * chunk c-1 may still be on its way to a slow child (two slots: its children need not keep pace
  * with each other) and a leaf unpacks what it just received (one slot). A node whose part of the
  * piece is contiguous in its shard sends from or receives into the shard itself, without
@@ -127,6 +128,7 @@ typedef struct place {
     int shard_box;    /* the node's DST box of the piece when it is a destination, else -1 */
     uint64_t ws_off;  /* first slot in the workspace */
     int nslots;
+    int whole;        /* staging holds the tree's whole range, chunk c at its offset */
 } place_t;
 
 /* A WS box that covers a slot: the whole workspace is one box, whose size is only known at the
@@ -171,10 +173,17 @@ static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, 
         }
     }
     /* Staged: a relay holds the chunk it forwards while the next one arrives, a root the chunk a
-     * slow child still receives while it packs the next. */
-    pl->nslots = (depth == 0 || has_children) && tr->nchunks > 1 ? 2 : 1;
+     * slow child still receives while it packs the next. A relay that is not a destination
+     * stages the whole tree, as the simulator lets it receive ahead of a slower child (and as the
+     * memory rule counts it, mc_sched_peak_mem): with two slots its receives would wait for its
+     * sends, and a slow child would hold back the links into the relay. */
+    pl->whole = depth > 0 && has_children && !dest;
+    if (pl->whole)
+        pl->nslots = tr->nchunks;
+    else
+        pl->nslots = (depth == 0 || has_children) && tr->nchunks > 1 ? 2 : 1;
     pl->ws_off = rb->ws_phase;
-    rb->ws_phase += slot_bytes(tr) * pl->nslots;
+    rb->ws_phase += pl->whole ? tr->bytes : slot_bytes(tr) * pl->nslots;
     return MC_OK;
 }
 
@@ -188,7 +197,8 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
         r.off = tr->offset + off;
     } else {
         r.box = WS_BOX;
-        r.off = pl->ws_off + (uint64_t)(c % pl->nslots) * slot_bytes(tr);
+        r.off = pl->ws_off;
+        r.off += pl->whole ? off : (uint64_t)(c % pl->nslots) * slot_bytes(tr);
     }
     return r;
 }
