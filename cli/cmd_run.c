@@ -187,9 +187,7 @@ static int run_driven(const run_args_t *a, const mc_task_t *task, const mc_emit_
     int st;
     mc_emit_pattern_hooks(&pt, &hooks);
     st = mc_rt_drive(P->nranks, P->plans, &o, &hooks, &res, &re);
-    if (st == MC_RT_OK && res.absent) {
-        /* gone: its peers end the job */
-    } else if (st == MC_RT_OK) {
+    if (st == MC_RT_OK) {
         if (pt.report.len)
             fputs(pt.report.data, stdout);
         fflush(stdout);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_internal.h"
 
@@ -141,6 +142,7 @@ static int drive_rank(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_o
     double secs = 0, in[2], sum[2], max[2];
     mc_rt_buffers_t b;
     memset(&b, 0, sizeof b);
+    err->in_use = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     res->rank = rank;
@@ -159,11 +161,12 @@ static int drive_rank(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_o
         goto out;
     maybe_stop(o, rank, MC_RT_STAGE_TRANSFER);
     if (rank == o->absent_rank) {
-        /* gone, as if dead: it stops until the job is killed (returning would take it into
-         * MPI_Finalize, whose fence can keep mpirun from ever ending an aborted job) */
+        /* gone, as if dead: it stops until the job is killed. When mpirun ends the job it
+         * continues it (SIGCONT) before SIGTERM; going on from there would take it into
+         * MPI_Finalize against a job being torn down, so it waits for the signal that ends it. */
         raise(SIGSTOP);
-        res->absent = 1;
-        goto out;
+        for (;;)
+            pause();
     }
     if ((st = o->backend->run_rank(&plans[rank], &comm, &b, o->timeout_s, &secs, err)) != MC_RT_OK)
         goto out;
@@ -176,7 +179,8 @@ static int drive_rank(int nranks, const mc_rt_plan_t *plans, const mc_rt_drive_o
     res->wrong = (uint64_t)sum[0];
     res->seconds = max[1];
 out:
-    free_rank(&b, 0);
+    if (!err->in_use)
+        free_rank(&b, 0);
     return st;
 }
 

@@ -57,6 +57,8 @@ enum {
 typedef struct mc_rt_err {
     int status;
     char msg[512];
+    int in_use; /* the failed run left transfers that MPI could not cancel: the buffers must stay
+                 * allocated until the job ends (MPI_Abort) */
 } mc_rt_err_t;
 
 enum { MC_RT_BUF_SRC = 0, MC_RT_BUF_DST = 1, MC_RT_BUF_WS = 2, MC_RT_NBUFS = 3 };
@@ -227,7 +229,8 @@ int mc_rt_mpi_sync_tag(MPI_Comm comm);
 /* Runs this rank's plan with MPI point-to-point on host buffers; the plan's rank and nranks must
  * be comm's. Sends and receives are posted as their dependencies complete and progressed by one
  * MPI_Testsome loop; when no op completes for timeout_s seconds the run fails naming the rank, the
- * step and the oldest op still pending. */
+ * step and the oldest op still pending, after cancelling what is in flight (err->in_use when
+ * some of it could not be). */
 int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t *bufs,
                   double timeout_s, mc_rt_err_t *err);
 #endif
@@ -277,7 +280,6 @@ typedef struct mc_rt_drive_result {
     int rank;          /* this process's rank (0 when every rank runs here) */
     double seconds;    /* the run alone, the slowest rank's */
     uint64_t wrong;    /* wrong destination bytes over all ranks */
-    int absent;        /* this rank was opts.absent_rank and was continued (SIGCONT) */
     int started;       /* one process per rank: communication began, so after an error the caller
                         * should MPI_Abort (peers may wait on this rank) */
 } mc_rt_drive_result_t;
