@@ -100,6 +100,9 @@ mc_status_t mc_bench_write_svg(const char *path, const mc_bench_row_t *rows, int
  * line per strategy with its worst and median error. */
 void mc_bench_cost_row(mc_cost_topo_t *ct, const mc_task_t *task, mc_bench_row_t *row);
 const char *mc_bench_cost_cell(const mc_bench_row_t *r, char *buf, size_t len);
+/* The CSV's last two fields, "cost_s,cost_err" (the error signed, as a fraction), both empty
+ * when the row has no estimate. */
+const char *mc_bench_cost_csv(const mc_bench_row_t *r, char *buf, size_t len);
 void mc_bench_print_cost_summary(FILE *out, const mc_bench_row_t *rows, int n);
 
 #endif

@@ -37,6 +37,15 @@ const char *mc_bench_cost_cell(const mc_bench_row_t *r, char *buf, size_t len)
     return buf;
 }
 
+const char *mc_bench_cost_csv(const mc_bench_row_t *r, char *buf, size_t len)
+{
+    if (cost_err(r) < 0)
+        snprintf(buf, len, ",");
+    else
+        snprintf(buf, len, "%.9g,%.6f", r->cost_s, (r->cost_s - r->sim_s) / r->sim_s);
+    return buf;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

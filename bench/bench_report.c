@@ -164,18 +164,20 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
 void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
 {
     fprintf(out, "suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,"
-                 "peak_mem_bytes,simulated,valid,exec_s,exec_steps_s,exec_nccl_s\n");
+                 "peak_mem_bytes,simulated,valid,exec_s,exec_steps_s,exec_nccl_s,"
+                 "cost_s,cost_err\n");
     for (int i = 0; i < n; i++) {
         const mc_bench_row_t *r = &rows[i];
+        char cost[64];
         if (r->failed)
-            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,,%s,,,\n", r->suite, r->cas, r->strategy,
+            fprintf(out, "%s,%s,%s,%llu,%.9g,,,,%.6g,,,%s,,,,,\n", r->suite, r->cas, r->strategy,
                     (unsigned long long)r->bytes, r->lower_bound_s, r->synth_s, valid_str(r));
         else
-            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%s,%.9g,%.9g,%.9g\n",
+            fprintf(out, "%s,%s,%s,%llu,%.9g,%.9g,%.6g,%.6g,%.6g,%llu,%s,%s,%.9g,%.9g,%.9g,%s\n",
                     r->suite, r->cas, r->strategy, (unsigned long long)r->bytes, r->lower_bound_s,
                     r->sim_s, r->ratio, r->algbw_gbps, r->synth_s, (unsigned long long)r->peak_mem,
                     r->estimated ? "no" : "yes", valid_str(r), r->exec_s, r->exec_steps_s,
-                    r->exec_nccl_s);
+                    r->exec_nccl_s, mc_bench_cost_csv(r, cost, sizeof cost));
     }
     geo_t g[GEO_MAX];
     int ng = geomeans(rows, n, g);
@@ -183,10 +185,10 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
         if (!g[k].total)
             continue;
         if (!g[k].n) {
-            fprintf(out, "all,geomean,%s,,,,,,,,,no,,,\n", g[k].strategy);
+            fprintf(out, "all,geomean,%s,,,,,,,,,no,,,,,\n", g[k].strategy);
             continue;
         }
-        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,,%s,,,\n", g[k].strategy,
+        fprintf(out, "all,geomean,%s,,%.9g,%.9g,%.6g,%.6g,%.6g,,,%s,,,,,\n", g[k].strategy,
                 mean_of(g[k].bound, g[k].n), mean_of(g[k].sim, g[k].n),
                 mean_of(g[k].ratio, g[k].n), mean_of(g[k].algbw, g[k].n),
                 mean_of(g[k].synth, g[k].n), g[k].invalid ? "no" : "yes");

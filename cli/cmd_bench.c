@@ -230,9 +230,10 @@ int cmd_bench(int argc, char **argv)
         rc = cli_usage_error("bench", "no case matches '%s'", a.cases ? a.cases : "*");
         goto out;
     }
-    if (a.csv)
+    if (a.csv) {
         mc_bench_print_csv(stdout, rows, nrows);
-    else
+        mc_bench_print_cost_summary(stderr, rows, nrows); /* stdout stays one CSV */
+    } else
         mc_bench_print_table(stdout, rows, nrows);
     int off_calib = mc_bench_print_calib(a.csv ? NULL : stdout, rows, nrows);
     if (a.svg && mc_bench_write_svg(a.svg, rows, nrows, &err) != MC_OK) {

@@ -4,7 +4,7 @@
 # invariant: every baseline schedule of every paper case validates and never beats the bound.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,simulated,valid,exec_s,exec_steps_s,exec_nccl_s'
+header='suite,case,strategy,bytes,lower_bound_s,sim_s,ratio,algbw_gbps,synth_s,peak_mem_bytes,simulated,valid,exec_s,exec_steps_s,exec_nccl_s,cost_s,cost_err'
 
 expect_exit 0 "help" -- "$MESHCAST" bench --help
 expect_grep "$TMP/out" '^usage: meshcast bench' "help text"
@@ -26,11 +26,18 @@ expect_grep "$TMP/out" '^paper,case1,p2p,8589934592,0\.859[0-9]*,3\.43[5-9][0-9]
 expect_grep "$TMP/out" '^paper,case1,alpa-bcast,8589934592,0\.859[0-9]*,0\.8[5-9][0-9]*,1\.0[0-4][0-9]*,.*,yes,' "alpa-bcast row"
 # The plans the runtime executes take the schedule's time (one tree per destination, no relay):
 # exec_s equals sim_s, with the dependency graph, in lockstep steps and on nccl lanes alike.
-expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,yes,\1,\1,\1$' \
+expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,yes,yes,\1,\1,\1,' \
   "p2p row: executed as simulated"
+# The cost model's estimate and its signed error: p2p's four sends per source NIC are exact
+# arithmetic; its summary goes to stderr so that stdout stays one CSV.
+expect_grep "$TMP/out" '^paper,case1,p2p,[^,]*,[^,]*,(3\.43[0-9]*),.*,\1,-?0\.000000$' \
+  "p2p row: cost model's estimate equals the simulated time"
+expect_grep "$TMP/out" '^all,geomean,p2p,.*,,,,,$' "geomean row: no estimate"
+expect_grep "$TMP/err" '^cost model p2p +worst error +0\.0% \(paper/case1\)' "csv: summary on stderr"
 expect_grep "$TMP/out" '^all,geomean,p2p,' "geomean row"
 expect_grep "$TMP/chart.svg" '<svg' "svg written"
-expect_true "no progress line when stderr is not a terminal" -- test ! -s "$TMP/err"
+expect_true "no progress line when stderr is not a terminal" -- \
+  test "$(grep -vc '^cost model ' "$TMP/err")" -eq 0
 # On a terminal (script gives the command one) the progress line names the case and strategy.
 if command -v script >/dev/null; then
   expect_exit 0 "progress on a terminal" -- script -qec \
@@ -55,7 +62,7 @@ expect_grep "$TMP/out" '^cost model p2p +worst error +0\.0% \(paper/case1\), med
 # A simulation stopped at its allowance marks its row: estimated, not simulated.
 expect_exit 0 "case1 sim-work 1" -- "$MESHCAST" bench --suite paper --cases case1 --strategies p2p \
   --sim-work 1 --csv
-expect_grep "$TMP/out" '^paper,case1,p2p,.*,no,yes,0,0,0$' "estimated row says simulated=no, its plans not timed (0)"
+expect_grep "$TMP/out" '^paper,case1,p2p,.*,no,yes,0,0,0,[^,]*,[^,]*$' "estimated row says simulated=no, its plans not timed (0)"
 expect_exit 0 "case1 sim-work 1 table" -- "$MESHCAST" bench --suite paper --cases case1 \
   --strategies p2p --sim-work 1
 expect_grep "$TMP/out" '^paper +case1 +p2p +[0-9.]+ GiB +[0-9.]+ ms +>=' "estimated row marked >= in the table"
