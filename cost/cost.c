@@ -26,8 +26,8 @@ const char *mc_cost_strategy_name(mc_cost_strategy_t s)
 
 const char *mc_cost_bind_str(mc_cost_bind_t b)
 {
-    static const char *names[] = {"none", "link", "latency"};
-    return (unsigned)b <= MC_COST_BIND_LATENCY ? names[b] : "?";
+    static const char *names[] = {"none", "link", "latency", "connection"};
+    return (unsigned)b <= MC_COST_BIND_CONN ? names[b] : "?";
 }
 
 mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
@@ -158,9 +158,9 @@ static mc_status_t route_of(mc_cost_topo_t *ct, int a, int b, int *index, mc_err
     MC_GROW(ct->routes, ct->route_cap, ct->nroutes + 1);
     MC_GROW(ct->pool, ct->pool_cap, ct->npool + r.nlinks);
     memcpy(ct->pool + ct->npool, r.links, sizeof(int) * (size_t)r.nlinks);
-    ct->routes[ct->nroutes] = (cost_route_t){ct->npool, r.nlinks,
-                                             mc_topo_links_delay(ct->topo, r.links, r.nlinks),
-                                             r.bw};
+    ct->routes[ct->nroutes] = (cost_route_t){
+        ct->npool, r.nlinks, mc_topo_links_delay(ct->topo, r.links, r.nlinks), r.bw,
+        mc_topo_conn_cap(ct->topo, a, b, r.links, r.nlinks)};
     ct->npool += r.nlinks;
     ct->keys[s] = key;
     ct->vals[s] = *index = ct->nroutes++;
@@ -386,10 +386,15 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         }
     }
     MC_GROW(ct->times, ct->time_cap, ct->nxfers);
+    double conn_s = 0; /* the slowest connection held at its limit */
     for (int i = 0; i < ct->nxfers; i++) {
         const cost_route_t *r = &ct->routes[ct->xfers[i].route];
         int flows;
-        ct->times[i].pace = route_pace(ct, r, &flows);
+        /* one transfer is one connection: it moves no faster than its limit, however idle its
+         * links */
+        double held = r->cap > 0 ? ct->xfers[i].bytes / r->cap : 0;
+        ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
+        conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
         ct->times[i].hidden = r->delay / (flows > ct->channels ? flows : ct->channels);
         if (ct->xfers[i].depth > depth)
@@ -420,11 +425,14 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     }
     if (ct->serial_s > best)
         best = ct->serial_s;
+    int held = conn_s > bw_s;
+    bw_s = fmax(bw_s, conn_s);
     double overhead = best - bw_s;
     *out = (mc_cost_t){.seconds = best, .bandwidth_s = bw_s, .overhead_s = overhead,
                        .binding = link < 0 ? MC_COST_BIND_NONE
-                                  : bw_s >= overhead ? MC_COST_BIND_LINK
-                                                     : MC_COST_BIND_LATENCY,
+                                  : bw_s < overhead ? MC_COST_BIND_LATENCY
+                                  : held ? MC_COST_BIND_CONN
+                                         : MC_COST_BIND_LINK,
                        .link = link, .depth = depth, .chunks = best_c,
                        .confidence = link < 0 || best <= 0 ? 1.0 : bw_s / best};
 }

@@ -39,13 +39,16 @@ typedef enum {
     MC_COST_BIND_NONE,      /* nothing moves */
     MC_COST_BIND_LINK,      /* the busiest link's bandwidth time dominates */
     MC_COST_BIND_LATENCY,   /* message overheads, hop latencies and pipeline fill dominate */
+    MC_COST_BIND_CONN,      /* one connection held at its rate limit (mc_topo_conn_cap) dominates:
+                             * its links could move its bytes faster */
 } mc_cost_bind_t;
 
 const char *mc_cost_bind_str(mc_cost_bind_t b);
 
 typedef struct mc_cost {
     double seconds;         /* the estimate */
-    double bandwidth_s;     /* busiest link: its bytes over its bandwidth */
+    double bandwidth_s;     /* busiest link: its bytes over its bandwidth, or the busiest
+                             * connection's bytes over its rate limit when that is longer */
     double overhead_s;      /* what the estimate adds to bandwidth_s */
     mc_cost_bind_t binding;
     int link;               /* the busiest link's id, -1 if none */

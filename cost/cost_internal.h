@@ -30,6 +30,7 @@ typedef struct cost_route {
     int first, n;
     double delay;
     double bw;      /* its slowest link's bandwidth */
+    double cap;     /* the most one connection moves over it (mc_topo_conn_cap), 0 for no limit */
 } cost_route_t;
 
 struct mc_cost_topo {

@@ -104,9 +104,10 @@ class Bound:
 @dataclass(frozen=True)
 class Cost:
     """The cost model's estimate (cost/cost.h): seconds = bandwidth_s + overhead_s; binding is
-    'link' (the busiest link's bandwidth time dominates), 'latency' (message overheads and
-    pipeline fill dominate) or 'none'; link is that link's id; confidence in (0, 1] is the share
-    of the estimate that is exact link arithmetic."""
+    'link' (the busiest link's bandwidth time dominates), 'connection' (one connection held at
+    its rate limit, e.g. 180 GB/s between two H100, dominates), 'latency' (message overheads and
+    pipeline fill dominate) or 'none'; link is the busiest link's id; confidence in (0, 1] is the
+    share of the estimate that is exact link and connection arithmetic."""
     seconds: float
     bandwidth_s: float
     overhead_s: float

@@ -131,6 +131,16 @@ def test_cost_p2p_closed_form(paper):
     assert 0 < c.confidence <= 1
 
 
+def test_cost_connection_limit(dgx):
+    # one GB between two H100 of one NVSwitch host: one connection, held at 180 GB/s (NCCL's
+    # channels per peer), not the GPU's 370.8 GB/s of NVLink; the simulator holds it there too
+    task = meshcast.Task.parse(["A={x:1}@[0]", "B={x:1}@[1]"], ["u8[1000000000] A[_] -> B[_]"])
+    c = task.cost(dgx, strategy="p2p")
+    assert c.bandwidth_s == pytest.approx(1e9 / 180e9, rel=1e-12)
+    assert c.binding == "connection"
+    assert c.seconds == pytest.approx(meshcast.synth(task, dgx, strategy="p2p").sim(dgx), rel=1e-9)
+
+
 def test_cost_strategies(paper, case1):
     mc, p2p, bc = (case1.cost(paper, strategy=s) for s in meshcast.COST_STRATEGIES)
     bound = case1.bound(paper).seconds

@@ -1,5 +1,5 @@
 /* The cost model (cost/cost.h) against closed forms and the simulator: a single transfer is
- * exact, p2p's traffic on random tasks stays close to the simulated p2p schedule, nothing to
+ * exact, over the network and held at its connection's limit over NVLink, p2p's traffic on random tasks stays close to the simulated p2p schedule, nothing to
  * move costs nothing, a wrapped topology gives the same answer on every call, and bad input is
  * an error, never a crash. */
 #include <stdarg.h>
@@ -168,6 +168,42 @@ static void test_relay_depth(void **state)
     mc_topo_free(topo);
 }
 
+/* 1 GB between two GPUs of one NVSwitch host is one connection: between two H100 (sm 90) it
+ * moves at the connection limit, 180 GB/s (mc_topo_conn_cap), not at the 370.8 GB/s of the GPU's
+ * NVLinks, so every strategy's estimate is the route's message delay plus 1e9 / 180e9 s, the
+ * binding term is the connection and the simulator agrees; between two A100 (no published
+ * limit) the link's bandwidth binds. */
+static void test_connection_limit(void **state)
+{
+    const char *paths[] = {"topologies/dgx-h100-x1.xml", "topologies/dgx-a100-x4.xml"};
+    for (int h100 = 1; h100 >= 0; h100--) {
+        mc_topo_t *topo = load(paths[1 - h100]);
+        mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+        mc_task_t *t =
+            task_of("mesh A={x:1}@[0]\nmesh B={x:1}@[1]\nmove u8[1000000000] A[_] -> B[_]\n");
+        mc_route_t r;
+        mc_err_t err = {0};
+        if (mc_topo_route(topo, 0, 1, &r, &err) != MC_OK)
+            fail_msg("%s", err.msg);
+        double held = 1e9 / (h100 ? 180e9 : r.bw);
+        double want = mc_topo_links_delay(topo, r.links, r.nlinks) + held;
+        assert_true(h100 ? r.bw > 2 * 180e9 : mc_topo_conn_cap(topo, 0, 1, r.links, r.nlinks) == 0);
+        for (int s = 0; s < MC_COST__COUNT; s++) {
+            mc_cost_t c = cost_of(ct, t, (mc_cost_strategy_t)s);
+            if (fabs(c.seconds - want) > 1e-12 * want || fabs(c.bandwidth_s - held) > 1e-15)
+                fail_msg("%s: %s estimate %.9g s (bandwidth %.9g s), want %.9g s", paths[1 - h100],
+                         mc_cost_strategy_name((mc_cost_strategy_t)s), c.seconds, c.bandwidth_s,
+                         want);
+            assert_int_equal(c.binding, h100 ? MC_COST_BIND_CONN : MC_COST_BIND_LINK);
+            assert_string_equal(mc_cost_bind_str(c.binding), h100 ? "connection" : "link");
+        }
+        assert_true(fabs(sim_of("p2p", t, topo) - want) <= 1e-9 * want);
+        mc_task_free(t);
+        mc_cost_topo_free(ct);
+        mc_topo_free(topo);
+    }
+}
+
 static void test_nothing_and_errors(void **state)
 {
     mc_topo_t *topo = load("topologies/dgx-h100-x1.xml");
@@ -200,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_paper_case1),
         cmocka_unit_test(test_alpa_at_once),
         cmocka_unit_test(test_relay_depth),
+        cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_nothing_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
