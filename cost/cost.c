@@ -390,9 +390,8 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     for (int i = 0; i < ct->nxfers; i++) {
         const cost_route_t *r = &ct->routes[ct->xfers[i].route];
         int flows;
-        /* one transfer is one connection: it moves no faster than its limit, however idle its
-         * links */
-        double held = r->cap > 0 ? ct->xfers[i].bytes / r->cap : 0;
+        /* a transfer's connections move no faster than their limit, however idle its links */
+        double held = r->cap > 0 && ct->conns ? ct->xfers[i].bytes / (r->cap * ct->conns) : 0;
         ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
@@ -468,6 +467,10 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
      * as NCCL runs several channels per NIC: one's message overhead falls while another moves
      * bytes */
     ct->channels = s == MC_COST_MESHCAST ? 2 : 1;
+    /* p2p sends a transfer as one ncclSend; alpa-bcast runs each chain as NCCL's two duplicated
+     * ring channels (synth_alpa_bcast.c); meshcast emits a tree whose edges have a connection
+     * limit as enough parallel copies to carry its planned rate (synth_meshcast.c, add_copies) */
+    ct->conns = s == MC_COST_P2P ? 1 : s == MC_COST_ALPA_BCAST ? 2 : 0;
     mc_status_t st = traffic(ct, task, err);
     if (st != MC_OK)
         return st;

@@ -67,6 +67,8 @@ struct mc_cost_topo {
     double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
     int channels;       /* parallel connections the strategy runs per link */
+    int conns;          /* connections that carry one transfer, each held at the route's
+                         * limit (cost_route_t.cap); 0: as many as its pace needs */
 };
 
 /* Adds a transfer of bytes from GPU a to GPU b along their route, after transfer `after` (-1:

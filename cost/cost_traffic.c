@@ -407,8 +407,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 continue;
             st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
             if (st == MC_OK && prev != d) {
-                bw[hops] = cost_last_route(ct)->bw;
-                delay[hops++] = cost_last_route(ct)->delay;
+                const cost_route_t *r = cost_last_route(ct);
+                bw[hops] = r->cap > 0 ? fmin(r->bw, r->cap * ct->conns) : r->bw;
+                delay[hops++] = r->delay;
             }
             prev = d;
         }
