@@ -80,6 +80,8 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
+    ct->gpu_in = mc_xcalloc((size_t)ng, sizeof(double));
+    ct->gpu_in_bw = mc_xcalloc((size_t)ng, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
     return ct;
 }
@@ -111,6 +113,8 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->xfers);
     free(ct->times);
     free(ct->gpu_out);
+    free(ct->gpu_in);
+    free(ct->gpu_in_bw);
     free(ct->host_out);
     free(ct);
 }
@@ -456,6 +460,56 @@ static int ring_helps(const mc_cost_topo_t *ct, const mc_task_t *task)
     return 0;
 }
 
+/* The bytes/s that can arrive at GPU g: the links that routes into it end on, from every other
+ * GPU of its host and of the next host (one of each rail), each counted once. Tighter than the
+ * bound's ingress term, which counts every link into the GPU: on a host whose GPUs all share
+ * xGMI or NVLink (MI300X), no route between GPUs ends on its PCIe link. */
+static mc_status_t gpu_in_bw(mc_cost_topo_t *ct, int g, double *bw, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    int h = ct->gpu_host[g], next = (h + 1) % t->nhosts, seen[128], nseen = 0, ri;
+    mc_status_t st = MC_OK;
+    for (int pass = 0; pass < (next != h ? 2 : 1) && !ct->gpu_in_bw[g] && st == MC_OK; pass++) {
+        int hh = pass ? next : h;
+        for (int i = ct->host_start[hh]; i < ct->host_start[hh + 1] && st == MC_OK; i++) {
+            int a = ct->host_gpus[i], k = 0;
+            if (a == g || (st = route_of(ct, a, g, &ri, err)) != MC_OK)
+                continue;
+            int last = ct->pool[ct->routes[ri].first + ct->routes[ri].n - 1];
+            while (k < nseen && seen[k] != last)
+                k++;
+            if (k == nseen && nseen < 128) {
+                seen[nseen++] = last;
+                *bw += t->links[last].bw;
+            }
+        }
+    }
+    if (st == MC_OK && !ct->gpu_in_bw[g])
+        ct->gpu_in_bw[g] = *bw;
+    *bw = ct->gpu_in_bw[g];
+    return st;
+}
+
+/* The longest time any destination of the task takes to receive its bytes through the links
+ * routes can bring them in by (gpu_in_bw): a lower bound on every schedule whose tree edges
+ * follow the topology's routes. */
+static mc_status_t route_ingress(mc_cost_topo_t *ct, const mc_task_t *task, double *sec,
+                                 mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    *sec = 0;
+    memset(ct->gpu_in, 0, sizeof(double) * (size_t)ct->topo->ngpus);
+    for (int i = 0; i < task->npieces; i++)
+        for (int j = 0; j < task->pieces[i].ndests; j++)
+            ct->gpu_in[task->pieces[i].dests[j]] += (double)task->pieces[i].bytes;
+    for (int g = 0; g < ct->topo->ngpus && st == MC_OK; g++) {
+        double bw = 0;
+        if (ct->gpu_in[g] > 0 && (st = gpu_in_bw(ct, g, &bw, err)) == MC_OK && bw > 0)
+            *sec = fmax(*sec, ct->gpu_in[g] / bw);
+    }
+    return st;
+}
+
 typedef mc_status_t (*traffic_fn)(mc_cost_topo_t *, const mc_task_t *, mc_err_t *);
 
 /* One traffic pattern laid out and timed. */
@@ -512,10 +566,12 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
      * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when
      * that is shorter. Only here is the bound worth its cost (switchless hosts are small). */
     mc_bound_t b;
+    double routed = 0;
     if (st == MC_OK && s == MC_COST_MESHCAST && switchless && !(opts && opts->fast) &&
         (st = mc_task_bound(task, ct->topo, &b, err)) == MC_OK &&
-        b.seconds - b.latency_s + out->overhead_s < out->seconds) {
-        out->bandwidth_s = b.seconds - b.latency_s;
+        (st = route_ingress(ct, task, &routed, err)) == MC_OK &&
+        fmax(b.seconds - b.latency_s, routed) + out->overhead_s < out->seconds) {
+        out->bandwidth_s = fmax(b.seconds - b.latency_s, routed);
         out->seconds = out->bandwidth_s + out->overhead_s;
         out->link = -1;
         out->binding = out->bandwidth_s >= out->overhead_s ? MC_COST_BIND_LINK
