@@ -184,7 +184,7 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
     int shares = nports / a; /* shares x pieces = lcm(ports, pieces): every port the same count */
     double share = (double)p->bytes / shares;
     mc_status_t st = MC_OK;
-    *served = (source_t){hd, dests, n, from->after, from->depth + 2};
+    *served = (source_t){hd, dests, n, from->after, from->depth + 1};
     /* A small piece goes straight to each destination (meshcast's direct candidates) when the
      * host's ports carry its n - 1 extra copies in less time than the hop inside the host that
      * a tree adds would cost. */
@@ -208,7 +208,7 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
         return st;
     }
     for (int r = 0; r < shares && st == MC_OK; r++) {
-        int entry, first = 0, x = -1;
+        int entry, first = 0, x = -1, last;
         st = entry_of(ct, hd, pick_port(ct, from->host, hd, share), dests, n, &entry, err);
         while (st == MC_OK && first < n - 1 && dests[first] != entry)
             first++;
@@ -216,7 +216,9 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
             st = cost_send(ct, least_sent(ct, from->gpus, from->ngpus), entry, share,
                            from->after, &x, err);
         if (st == MC_OK)
-            st = spread(ct, entry, dests, n, first, share, x, &served->after, err);
+            st = spread(ct, entry, dests, n, first, share, x, &last, err);
+        /* the host passes the piece on as it enters, as a tree does, not once it has fanned out */
+        served->after = x;
     }
     return st;
 }
