@@ -314,7 +314,8 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
             "const char *@_error(void)\n{\n    return @_err.msg;\n}\n\n"
             "const mc_rt_plan_t *@_plan(int rank)\n");
     if (only < 0)
-        gen_tpl(cu, name, "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n");
+        gen_tpl(cu, name,
+                "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n");
     else
         mc_buf_printf(cu, "{\n    return rank == %d ? &%s_plans[0] : NULL;\n}\n\n", only, name);
     gen_tpl(cu, name,
@@ -336,7 +337,8 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
     else
         mc_buf_printf(cu,
                       "        snprintf(%s_err.msg, sizeof %s_err.msg,\n"
-                      "                 \"rank %%d: this code runs rank %d only (meshcast emit --rank)\",\n"
+                      "                 \"rank %%d: this code runs rank %d only \"\n"
+                      "                 \"(meshcast emit --rank)\",\n"
                       "                 rank);\n",
                       name, name, only);
     gen_tpl(cu, name,

@@ -293,7 +293,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
     if (tr->bytes == 0 || tr->nedges == 0)
         return MC_OK;
     MC_CHECK_GOTO(tree_depths(tr, ti, depth, nkids, &maxd, err), out, st);
-    MC_CHECK_GOTO(place_node(L, tr, ti, tr->root, 0, nkids[tr->root] > 0, &pl[tr->root], err), out, st);
+    MC_CHECK_GOTO(place_node(L, tr, ti, tr->root, 0, nkids[tr->root] > 0, &pl[tr->root], err), out,
+                  st);
     for (int e = 0; e < tr->nedges; e++) {
         int g = tr->edges[e].child;
         MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);

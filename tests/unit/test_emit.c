@@ -131,7 +131,8 @@ static void test_one_rank(void **state)
     assert_non_null(strstr(cu.data, "case 1: mc_rt_launch_copy<unsigned, 1, 2>(plan, o, bufs, stream);"));
     assert_null(strstr(cu.data, "case 2:"));
     assert_non_null(strstr(cu.data, "return rank == 1 ? &case_a_plans[0] : NULL;"));
-    assert_non_null(strstr(cu.data, "\"rank %d: this code runs rank 1 only (meshcast emit --rank)\""));
+    assert_non_null(strstr(cu.data, "\"rank %d: this code runs rank 1 only \"\n"
+                                    "                 \"(meshcast emit --rank)\",\n"));
     mc_buf_free(&h);
     mc_buf_free(&cu);
 }
