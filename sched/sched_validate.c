@@ -103,10 +103,11 @@ static void check_route(vctx_t *v, int ti, const mc_tree_edge_t *e)
                   node_name(t, t->gpu_node[e->child]));
 }
 
-/* Range, chunking and the shape of the tree; returns 0 when the tree is too broken to go on. */
-static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
+/* Range, chunking and the shape of tree ti, and its routes unless it is an instance's tree rebuilt
+ * without them (a relabeling keeps a route a path from parent to child); returns 0 when the tree
+ * is too broken to go on. */
+static int check_tree_shape(vctx_t *v, int ti, const mc_tree_t *tr, char *in_tree)
 {
-    const mc_tree_t *tr = &v->s->trees[ti];
     const mc_task_t *task = v->s->task;
     int g = v->topo->ngpus;
     if (tr->piece < 0 || tr->piece >= task->npieces) {
@@ -144,7 +145,8 @@ static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
             violation(v, "tree %d, edge %d -> %d: GPU %d is already in the tree", ti, ed->parent,
                       ed->child, ed->child);
         in_tree[ed->child] = 1;
-        check_route(v, ti, ed);
+        if (ti < v->s->ntrees)
+            check_route(v, ti, ed);
     }
     in_tree[tr->root] = 0;
     for (int e = 0; e < tr->nedges; e++)
@@ -276,23 +278,50 @@ static void check_capacity(vctx_t *v)
     free(use);
 }
 
-static void check_memory(vctx_t *v)
+/* relay: per GPU, the bytes it receives only to relay. */
+static void check_memory(vctx_t *v, const uint64_t *relay)
 {
     if (!v->s->mem_limit)
         return;
     int g = v->topo->ngpus;
-    uint64_t *relay = mc_xcalloc((size_t)g, sizeof(uint64_t));
-    mc_sched_relay_bytes(v->s, g, relay);
     for (int gpu = 0; gpu < g; gpu++) {
         uint64_t peak = mc_sched_shard_mem(v->s, gpu) + relay[gpu];
         if (peak > v->s->mem_limit)
             violation(v, "GPU %d: peak memory %" PRIu64 " bytes is above the stated bound of %" PRIu64,
                       gpu, peak, v->s->mem_limit);
     }
-    free(relay);
 }
 
-int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
+/* Walks the trees as the expanded schedule numbers them: the listed ones, then each compact
+ * instance's trees rebuilt on its GPUs (without routes) into scratch. */
+typedef struct cursor {
+    int ti, inst, j;
+    mc_tree_t scratch;
+    mc_tree_edge_t *edges;
+    int ecap;
+} cursor_t;
+
+static const mc_tree_t *next_tree(const vctx_t *v, cursor_t *c)
+{
+    const mc_sched_t *s = v->s;
+    int ti = c->ti++;
+    if (ti < s->ntrees)
+        return &s->trees[ti];
+    if (c->inst < s->ninst && c->j == s->tmpl[s->inst[c->inst].tmpl].ntrees) {
+        c->inst++;
+        c->j = 0;
+    }
+    if (c->inst >= s->ninst)
+        return NULL;
+    const mc_sched_tmpl_t *t = &s->tmpl[s->inst[c->inst].tmpl];
+    MC_GROW(c->edges, c->ecap, s->trees[t->trees[c->j]].nedges + 1);
+    mc_sched_inst_tree(s, v->topo, c->inst, c->j++, &c->scratch, c->edges);
+    return &c->scratch;
+}
+
+/* Every check, over the listed trees and the instances' trees; link capacity over the listed trees
+ * only (an instance's links are its template's, when mc_sched_sym_relabels says so). */
+static int validate_trees(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
 {
     vctx_t v = {.s = s, .topo = topo, .out = out};
     if (!s->task || !s->task->pieces) {
@@ -301,24 +330,32 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
     }
     for (int i = 0; i < s->nnotes; i++)
         violation(&v, "%s", s->notes[i]);
+    int ntrees = s->ntrees + s->inst_trees;
     char *in_tree = mc_xcalloc((size_t)topo->ngpus, 1);
-    char *ok = mc_xcalloc((size_t)s->ntrees + 1, 1);
+    char *ok = mc_xcalloc((size_t)ntrees + 1, 1);
+    uint64_t *relay = mc_xcalloc((size_t)topo->ngpus + 1, sizeof(uint64_t));
     recv_rec_t *r = NULL;
     int n = 0, cap = 0;
-    for (int ti = 0; ti < s->ntrees; ti++) {
-        const mc_tree_t *tr = &s->trees[ti];
-        ok[ti] = (char)check_tree_shape(&v, ti, in_tree);
-        for (int e = 0; ok[ti] && e < tr->nedges; e++) {
-            if (tr->edges[e].child < 0 || tr->edges[e].child >= topo->ngpus)
+    cursor_t c = {0};
+    for (const mc_tree_t *tr; (tr = next_tree(&v, &c));) {
+        int ti = c.ti - 1;
+        ok[ti] = (char)check_tree_shape(&v, ti, tr, in_tree);
+        for (int e = 0; e < tr->nedges; e++) {
+            int child = tr->edges[e].child;
+            if (child < 0 || child >= topo->ngpus)
+                continue;
+            relay[child] += mc_sched_relayed(s, tr, child);
+            if (!ok[ti])
                 continue;
             MC_GROW(r, cap, n + 1);
-            r[n++] = (recv_rec_t){tr->piece, tr->edges[e].child, tr->offset,
-                                  tr->offset + tr->bytes, tr->phase, ti};
+            r[n++] = (recv_rec_t){tr->piece, child, tr->offset, tr->offset + tr->bytes,
+                                  tr->phase, ti};
         }
     }
     mc_sort(r, (size_t)n, sizeof(*r), cmp_recv);
-    for (int ti = 0; ti < s->ntrees; ti++) {
-        const mc_tree_t *tr = &s->trees[ti];
+    c = (cursor_t){.edges = c.edges, .ecap = c.ecap};
+    for (const mc_tree_t *tr; (tr = next_tree(&v, &c));) {
+        int ti = c.ti - 1;
         if (ok[ti] && !root_holds(r, n, &s->task->pieces[tr->piece], tr->piece, tr->root,
                                   tr->offset, tr->offset + tr->bytes, tr->phase))
             violation(&v, "tree %d: root GPU %d does not hold bytes [%" PRIu64 ", %" PRIu64
@@ -327,9 +364,23 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
     }
     check_coverage(&v, r, n);
     check_capacity(&v);
-    check_memory(&v);
+    check_memory(&v, relay);
+    free(c.edges);
     free(r);
+    free(relay);
     free(ok);
     free(in_tree);
     return v.n;
+}
+
+int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
+{
+    if (!s->ninst)
+        return validate_trees(s, topo, out);
+    if (validate_trees(s, topo, NULL) == 0 && mc_sched_sym_relabels(s, topo))
+        return 0;
+    mc_sched_t *x = mc_sched_sym_expanded(s, topo);
+    int n = validate_trees(x, topo, out);
+    mc_sched_free(x);
+    return n;
 }
