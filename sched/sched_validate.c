@@ -56,6 +56,35 @@ static int cmp_recv(const void *a, const void *b)
     return (x->tree > y->tree) - (x->tree < y->tree);
 }
 
+/* Sorts the records into cmp_recv's order: two stable counting passes (by GPU, then by piece)
+ * group them by (piece, gpu), and only each group, a destination's few ranges of one piece, is
+ * sorted by comparison (a sort of every record by comparison was a quarter of validate's time on
+ * the 8192-GPU schedule). Records are distinct or equal in every field, so the order is cmp_recv's
+ * whatever the passes. */
+static void sort_recv(recv_rec_t *r, int n, int npieces, int ngpus)
+{
+    recv_rec_t *tmp = mc_xmalloc(sizeof *tmp * ((size_t)n + 1));
+    int nb = (npieces > ngpus ? npieces : ngpus) + 1;
+    int *at = mc_xmalloc(sizeof(int) * (size_t)nb);
+    for (int pass = 0; pass < 2; pass++) {
+        recv_rec_t *from = pass ? tmp : r, *to = pass ? r : tmp;
+        memset(at, 0, sizeof(int) * (size_t)nb);
+        for (int i = 0; i < n; i++)
+            at[(pass ? from[i].piece : from[i].gpu) + 1]++;
+        for (int b = 1; b < nb; b++)
+            at[b] += at[b - 1];
+        for (int i = 0; i < n; i++)
+            to[at[pass ? from[i].piece : from[i].gpu]++] = from[i];
+    }
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && r[j].piece == r[i].piece && r[j].gpu == r[i].gpu; j++)
+            ;
+        mc_sort(r + i, (size_t)(j - i), sizeof *r, cmp_recv);
+    }
+    free(at);
+    free(tmp);
+}
+
 /* The first record of (piece, gpu) in the sorted records, or n. */
 static int recv_first(const recv_rec_t *r, int n, int piece, int gpu)
 {
@@ -352,7 +381,7 @@ static int validate_trees(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *
                                   tr->phase, ti};
         }
     }
-    mc_sort(r, (size_t)n, sizeof(*r), cmp_recv);
+    sort_recv(r, n, s->task->npieces, topo->ngpus);
     c = (cursor_t){.edges = c.edges, .ecap = c.ecap};
     for (const mc_tree_t *tr; (tr = next_tree(&v, &c));) {
         int ti = c.ti - 1;
