@@ -2,7 +2,8 @@
  * lies in its piece, each edge's parent is already in the tree, each route is a path of existing
  * links from the parent to the child); a tree's root holds its range when its phase starts; every
  * destination receives every byte of its pieces exactly once; the trees of one phase stay within
- * link capacity; memory stays within the stated bound. */
+ * link capacity; memory stays within the stated bound. A schedule read with its instances compact
+ * is checked without expanding them where sched_compact.c proves that the expansion would pass. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
