@@ -12,6 +12,16 @@
 #include "synth/collectives/collective_internal.h"
 #include "synth/meshcast/mc_meshcast.h"
 
+/* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
+ * so far were fastest), a form, a stagger spread (0: none). */
+typedef struct variant {
+    int kind, form, stagger;
+    int coarse; /* times the chunk counts are cut to 3/4 (> 0) or raised to 4/3 (< 0), after
+                 * staggering */
+    int channels, channel_spread; /* last, every tree cut into this many channels (0, 1: none),
+                                   * staggered by this spread (mc_sched_channels) */
+} variant_t;
+
 typedef struct run {
     mc_task_t *task;
     const mc_topo_t *topo;
@@ -27,6 +37,7 @@ typedef struct run {
     uint64_t rlimit_used;
     int64_t sim_work_left;  /* simulation work left to certify and the referee */
     mc_bound_t bound;       /* the task's lower bound, computed once */
+    variant_t kept;         /* the variant the referee kept */
 } run_t;
 
 static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
@@ -373,15 +384,6 @@ out:
     return st;
 }
 
-/* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
- * so far were fastest), a form, a stagger spread (0: none). */
-typedef struct variant {
-    int kind, form, stagger;
-    int coarse; /* times the chunk counts are cut to 3/4 (> 0) or raised to 4/3 (< 0), after
-                 * staggering */
-    int channels, channel_spread; /* last, every tree cut into this many channels (0, 1: none),
-                                   * staggered by this spread (mc_sched_channels) */
-} variant_t;
 
 /* The later forms are built from the fastest kind so far and then from the second fastest: which
  * kind gains most from re-chunking or evening out is not the one fastest as decoded (MI300X
@@ -472,7 +474,7 @@ out:
  * bound). The referee's winner x (timed *v, in *s) is timed cut into 4 and 8 channels, staggered
  * by spreads 1 and 2, each within an allowance of its own; the fastest is kept. */
 static mc_status_t race_channels(run_t *r, variant_t x, mc_sched_t **s, verdict_t *v,
-                                 int *replaced, mc_err_t *err)
+                                 mc_err_t *err)
 {
     static const int tries[][2] = {{4, 1}, {4, 2}, {8, 1}, {8, 2}};
     mc_status_t st = MC_OK;
@@ -487,7 +489,6 @@ static mc_status_t race_channels(run_t *r, variant_t x, mc_sched_t **s, verdict_
             mc_sched_free(*s);
             *s = d;
             *v = dv;
-            *replaced = 1;
         } else {
             mc_sched_free(d);
         }
@@ -569,8 +570,7 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
             better = 1;
         }
     }
-    if (!r->chunk)
-        st = race_channels(r, kept, s, v, replaced, err);
+    r->kept = kept;
 out:
     return st;
 }
@@ -637,12 +637,17 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         r.sim_work_left = MC_SIM_WORK / 2 + plain.sim_work_left;
     }
     MC_CHECK_GOTO(synth_once(&r, &s, &v, err), out, st);
+    run_t *won = &r;
     if (s2 && (v2.t <= v.t || !v.simulated)) {
         mc_sched_free(s);
         s = s2;
         s2 = NULL;
         v = v2;
+        won = &plain;
     }
+    /* last, the synthesis that won, cut into channels */
+    if (!r.chunk && v.simulated)
+        MC_CHECK_GOTO(race_channels(won, won->kept, &s, &v, err), out, st);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);
     if (r.opts->progress) {
