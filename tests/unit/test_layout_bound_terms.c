@@ -17,6 +17,7 @@
 
 #include "layout/layout.h"
 #include "tests/unit/test_layout_random.h"
+#include "tests/unit/test_topo_helpers.h"
 
 #define DGX1 "topologies/dgx1-v100-hybrid-cube-mesh-topo.xml"
 
@@ -31,15 +32,6 @@ static mc_bound_t bound_of(const mc_topo_t *topo, const char *text)
     assert_true(fast.seconds == b.seconds && fast.binding == b.binding && fast.where == b.where);
     mc_task_free(t);
     return b;
-}
-
-static mc_topo_t *load(const char *path)
-{
-    mc_topo_t *topo = NULL;
-    mc_err_t err = {0};
-    if (mc_topo_load(path, &topo, &err) != MC_OK)
-        fail_msg("%s", err.msg);
-    return topo;
 }
 
 static void expect_close(double got, double want, const char *what)
@@ -71,7 +63,7 @@ static void expect_cut_set(const mc_topo_t *topo, const mc_bound_t *b, int host,
  * 132e9: Edmonds' bound for a broadcast from GPU 0 is bytes / 126e9, above egress and ingress. */
 static void test_edmonds_dgx1_broadcast(void **state)
 {
-    mc_topo_t *topo = load(DGX1);
+    mc_topo_t *topo = load_ok(DGX1);
     const double bytes = 256.0 * 1048576, alpha_nvl = 3.4e-6;
     mc_bound_t b = bound_of(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\n"
                                   "move f32[8192,8192] S[_,_] -> D[_,_]\n");
@@ -97,7 +89,7 @@ static void test_edmonds_dgx1_broadcast(void **state)
  * it), where counting the PCIe path through the CPU gave bytes / 84e9. */
 static void test_route_caps_mi100_broadcast(void **state)
 {
-    mc_topo_t *topo = load("topologies/rccl-topo_4p3l.xml");
+    mc_topo_t *topo = load_ok("topologies/rccl-topo_4p3l.xml");
     const double bytes = 64.0 * 1048576, alpha_xgmi = 3.4e-6;
     mc_bound_t b = bound_of(topo, "mesh S={g:1}@0\nmesh D={g:3}@1..3\n"
                                   "move f32[4096,4096] S[_,_] -> D[_,_]\n");
