@@ -83,10 +83,13 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 /* Bytes a channel's range is a multiple of (the last channel takes the rest). */
 #define CHANNEL_GRANULE 4096u
 
-void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk)
+void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
+                       uint64_t min_bytes)
 {
     int n0 = s->ntrees;
     for (int t = 0; t < n0; t++) {
+        if (s->trees[t].bytes < min_bytes)
+            continue;
         uint64_t bytes = s->trees[t].bytes, least = min_chunk > CHANNEL_GRANULE ? min_chunk
                                                                               : CHANNEL_GRANULE;
         int m = bytes / least < (uint64_t)k ? (int)(bytes / least) : k;
