@@ -203,6 +203,24 @@ static void test_channels_keep_the_smallest_chunk(void **state)
     mc_sched_free(s);
 }
 
+/* Only the trees of min_bytes or more are cut: of the three chains (384, 384 and 256 MiB), the
+ * two of phase 0 become two channels each, the one of phase 1 stays whole; every byte is still
+ * delivered once. */
+static void test_channels_only_the_large_trees(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_t *s = three_chains(f);
+    mc_sched_channels(s, f->topo, 2, 1, 0, 300ull << 20);
+    assert_int_equal(s->ntrees, 5);
+    assert_int_equal(s->trees[2].bytes, GIB / 4);
+    assert_int_equal(s->trees[2].nchunks, 8);
+    for (int t = 0; t < 5; t++)
+        if (t != 2)
+            assert_int_equal(s->trees[t].bytes, 3 * GIB / 16);
+    assert_int_equal(mc_sched_validate(s, f->topo, NULL), 0);
+    mc_sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_chunks_follow_the_planned_rate),
         cmocka_unit_test(test_channels_beat_the_best_chunk_count),
         cmocka_unit_test(test_channels_keep_the_smallest_chunk),
+        cmocka_unit_test(test_channels_only_the_large_trees),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
