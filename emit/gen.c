@@ -240,9 +240,9 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
         else
             mc_buf_printf(cu, "NULL, ");
         if (p->nops && p->dep_first && p->lane)
-            mc_buf_printf(cu, "%s_lane_%d},\n", name, r);
+            mc_buf_printf(cu, "%s_lane_%d, %u},\n", name, r, p->nlanes);
         else
-            mc_buf_printf(cu, "NULL},\n");
+            mc_buf_printf(cu, "NULL, %u},\n", p->nlanes);
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
                   P->nranks);

@@ -66,6 +66,7 @@ typedef struct lower {
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
     uint16_t *lane;     /* per tree: its lane (assign_lanes) */
+    int nlanes;
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -380,7 +381,7 @@ static void finish_deps(const rank_build_t *rb, const uint32_t *final, mc_rt_pla
 
 /* Turns GPU gpu's pending ops into the plan of its rank; peers become ranks too. */
 static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nranks,
-                        const mc_emit_shards_t *sh, mc_rt_plan_t *p)
+                        const lower_t *L, mc_rt_plan_t *p)
 {
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
@@ -418,8 +419,8 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     free(final);
     p->rank = rank_of[gpu];
     p->nranks = nranks;
-    p->src_bytes = sh->src_bytes[gpu];
-    p->dst_bytes = sh->dst_bytes[gpu];
+    p->src_bytes = L->sh.src_bytes[gpu];
+    p->dst_bytes = L->sh.dst_bytes[gpu];
     p->ws_bytes = rb->ws_max;
     p->nboxes = (uint32_t)rb->nboxes;
     p->nops = (uint32_t)rb->nops;
@@ -428,6 +429,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     p->ops = ops;
     p->steps = steps;
     p->lane = lane;
+    p->nlanes = (uint32_t)L->nlanes;
     rb->boxes = NULL;
 }
 
@@ -535,40 +537,45 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
         }
 }
 
-/* Lanes of the trees, for a backend that runs groups of trees on their own communicators and
- * streams (nccl): trees of one phase that share a GPU should not share a lane, or one waits for
- * the other's steps. Greedy, tree by tree: the lane least used so far by the tree's GPUs in its
- * phase (the lowest on a tie). */
-static void assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
+/* Lanes of the trees, for the nccl backend, which runs each lane on its own communicator and
+ * stream and a lane's steps one after the other: two trees of one phase that share a GPU must not
+ * share a lane, or one waits for every step of the other (a fast tree for a slow one). First fit,
+ * tree by tree: the lowest lane that none of the tree's GPUs uses in its phase. Phases share the
+ * lanes, as each GPU finishes a phase before it starts the next anyway. With no lane free below
+ * MC_RT_MAX_LANES, the one least used by the tree's GPUs. Returns how many lanes there are. */
+static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
 {
-    int *use = mc_xcalloc((size_t)ngpus * MC_RT_NCCL_LANES + 1, sizeof *use);
+    int *use = mc_xcalloc((size_t)ngpus * MC_RT_MAX_LANES + 1, sizeof *use);
+    int nlanes = 1;
     for (int ph = 0; ph < s->nphases; ph++) {
-        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_NCCL_LANES);
+        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_MAX_LANES);
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
                 continue;
             int best = 0, best_load = -1;
-            for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
-                int load = use[tr->root * MC_RT_NCCL_LANES + l];
+            for (int l = 0; l < MC_RT_MAX_LANES && best_load != 0; l++) {
+                int load = use[tr->root * MC_RT_MAX_LANES + l];
                 for (int e = 0; e < tr->nedges; e++)
-                    load += use[tr->edges[e].child * MC_RT_NCCL_LANES + l];
+                    load += use[tr->edges[e].child * MC_RT_MAX_LANES + l];
                 if (best_load < 0 || load < best_load)
                     best = l, best_load = load;
             }
             lane[ti] = (uint16_t)best;
-            use[tr->root * MC_RT_NCCL_LANES + best]++;
+            nlanes = best + 1 > nlanes ? best + 1 : nlanes;
+            use[tr->root * MC_RT_MAX_LANES + best]++;
             for (int e = 0; e < tr->nedges; e++)
-                use[tr->edges[e].child * MC_RT_NCCL_LANES + best]++;
+                use[tr->edges[e].child * MC_RT_MAX_LANES + best]++;
         }
     }
     free(use);
+    return nlanes;
 }
 
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -583,7 +590,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
     L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
-    assign_lanes(s, ngpus, L.lane);
+    L.nlanes = assign_lanes(s, ngpus, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
@@ -630,7 +637,7 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
     for (int g = 0; g < ngpus; g++)
         if (rank_of[g] >= 0) {
             P->gpus[rank_of[g]] = g;
-            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L.sh, &P->plans[rank_of[g]]);
+            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L, &P->plans[rank_of[g]]);
         }
     *out = P;
     P = NULL;

@@ -109,6 +109,10 @@ typedef struct mc_rt_plan {
      * message have the same), so that trees sharing a GPU run on different communicators; NULL:
      * derived from the tags (mc_rt_op_lanes). */
     const uint16_t *lane;
+    /* How many lanes (communicators and streams) the nccl backend runs the plan on, the same in
+     * every rank's plan: emit gives each tree a lane no other tree of its phase on its GPUs has.
+     * 0: MC_RT_NCCL_LANES (plans made before it). */
+    uint32_t nlanes;
 } mc_rt_plan_t;
 
 typedef struct mc_rt_buffers {
@@ -169,11 +173,16 @@ enum {
 };
 /* The nccl backend's order with k lanes (k communicators and streams): every op is in the lane of
  * its tree (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
- * the dependency table orders ops of different lanes. */
+ * the dependency table orders ops of different lanes. k = 0: the plan's own lanes
+ * (mc_rt_plan_lanes), what the nccl backend runs. */
 #define MC_RT_ORDER_LANES(k) (2 + (k))
-/* The lanes of the nccl backend: how many communicators and streams mc_rt_run_nccl_mpi uses, and
- * how many lanes emit/ spreads the trees over. */
+#define MC_RT_ORDER_NCCL MC_RT_ORDER_LANES(0)
+/* The lanes of plans that do not say how many they have (nlanes 0). */
 #define MC_RT_NCCL_LANES 8
+/* The most lanes a plan may have (emit shares lanes beyond it). */
+#define MC_RT_MAX_LANES 64
+/* The plan's lanes: nlanes, or MC_RT_NCCL_LANES when it has none; 1 without a dependency table. */
+uint32_t mc_rt_plan_lanes(const mc_rt_plan_t *plan);
 /* The lane of every op for k lanes: the plan's lane modulo k when it has lanes, else a send or
  * receive's tag modulo k, and a copy the lane of the first send or receive that waits for it (a
  * pack), else of the first it waits for (an unpack), else 0. A plan without a dependency table has

@@ -34,8 +34,8 @@ static int gpus[2] = {3, 7};
 
 static void plans(mc_emit_plans_t *P, mc_rt_plan_t p[2])
 {
-    mc_rt_plan_t p0 = {0, 2, 64, 0, 16, 2, 2, 1, boxes0, ops0, steps0, NULL, NULL, NULL};
-    mc_rt_plan_t p1 = {1, 2, 0, 32, 16, 2, 2, 1, boxes1, ops1, steps1, NULL, NULL, NULL};
+    mc_rt_plan_t p0 = {0, 2, 64, 0, 16, 2, 2, 1, boxes0, ops0, steps0, NULL, NULL, NULL, 0};
+    mc_rt_plan_t p1 = {1, 2, 0, 32, 16, 2, 2, 1, boxes1, ops1, steps1, NULL, NULL, NULL, 0};
     p[0] = p0;
     p[1] = p1;
     P->nranks = 2;
@@ -90,7 +90,7 @@ static void test_tables(void **state)
                                     "    {MC_RT_OP_RECV, 0, 0, 16ull, {0, 0ull}, {0, 0ull}},\n"
                                     "    {MC_RT_OP_COPY, 0, 0, 16ull, {0, 0ull}, {1, 0ull}},\n"));
     assert_non_null(strstr(cu.data, "    {0, 2, 64ull, 0ull, 16ull, 2, 2, 1, case_a_boxes_0, "
-                                    "case_a_ops_0, case_a_steps_0, NULL, NULL, NULL},\n"));
+                                    "case_a_ops_0, case_a_steps_0, NULL, NULL, NULL, 0},\n"));
     assert_non_null(strstr(cu.data, "case_a_kinds_0[] = {\n    1, 0\n};"));
     assert_non_null(strstr(cu.data, "case_a_kinds_1[] = {\n    0, 2\n};"));
     assert_non_null(strstr(cu.data, "case 1: mc_rt_launch_copy<unsigned, 2, 1>(plan, o, bufs, stream);"));
