@@ -53,10 +53,18 @@ expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.0080459
 expect_exit 0 "executed in steps" -- "$MESHCAST" sim --topo $topo --executed --steps "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(lockstep micro-steps, 3 sends\)' "steps text"
 expect_exit 2 "--steps alone" -- "$MESHCAST" sim --topo $topo --steps "$TMP/two-phases.xml"
-expect_grep "$TMP/err" -- '--steps and --lanes go with --executed' "--steps alone: says why"
+expect_grep "$TMP/err" '--steps, --nccl and --lanes go with --executed' "--steps alone: says why"
+expect_exit 2 "--nccl and --steps" -- "$MESHCAST" sim --topo $topo --executed --nccl --steps \
+  "$TMP/two-phases.xml"
+expect_grep "$TMP/err" 'one of --steps, --nccl and --lanes' "--nccl and --steps: says why"
 expect_exit 0 "executed on nccl lanes" -- "$MESHCAST" sim --topo $topo --executed --lanes 4 \
   "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 4 lanes, 3 sends\)' "lanes text"
+# The plans' own lanes: the two rows are in different phases, so they share lane 0.
+expect_exit 0 "executed on the plans' lanes" -- "$MESHCAST" sim --topo $topo --executed --nccl \
+  "$TMP/two-phases.xml"
+expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 1 lane, 3 sends\), 1\.000 x the makespan' \
+  "--nccl text"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"
