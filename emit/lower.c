@@ -537,38 +537,76 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
         }
 }
 
+/* A hash of a tree's pace: the size of its chunks and its planned rate. In one lane, step t moves
+ * chunk t-l at depth l of every tree, so trees of the same pace take the same time per step and
+ * lose nothing by sharing a lane, whatever their GPUs, links and chunk counts. A tree that states
+ * no rate owns its links, so its routes set its pace and are hashed too. A collision only costs
+ * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
+static uint64_t tree_pace(const mc_tree_t *tr)
+{
+    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    for (int k = 0; k < 2; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    for (int e = 0; tr->rate <= 0 && e < tr->nedges; e++)
+        for (int l = 0; l < tr->edges[e].nlinks; l++)
+            h = (h ^ (uint64_t)(uint32_t)tr->edges[e].links[l]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Whether lane l is free for a tree of pace p at GPU g: unused there, or used by trees of its pace. */
+static int lane_fits(const uint64_t *lpace, int g, int l, uint64_t p)
+{
+    uint64_t q = lpace[(size_t)g * MC_RT_MAX_LANES + l];
+    return !q || q == p;
+}
+
 /* Lanes of the trees, for the nccl backend, which runs each lane on its own communicator and
  * stream and a lane's steps one after the other: two trees of one phase that share a GPU must not
- * share a lane, or one waits for every step of the other (a fast tree for a slow one). First fit,
- * tree by tree: the lowest lane that none of the tree's GPUs uses in its phase. Phases share the
- * lanes, as each GPU finishes a phase before it starts the next anyway. With no lane free below
- * MC_RT_MAX_LANES, the one least used by the tree's GPUs. Returns how many lanes there are. */
+ * share a lane unless they have the same pace (tree_pace), or one waits for every step of the
+ * other (a fast tree for a slow one). First fit, tree by tree: the lowest lane that every GPU of
+ * the tree has free for its pace. Phases share the lanes, as each GPU finishes a phase before it
+ * starts the next anyway. With no lane free below MC_RT_MAX_LANES, the one least used by the
+ * tree's GPUs. Returns how many lanes there are. */
 static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
 {
-    int *use = mc_xcalloc((size_t)ngpus * MC_RT_MAX_LANES + 1, sizeof *use);
+    size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
+    int *use = mc_xcalloc(n + 1, sizeof *use);
+    uint64_t *lpace = mc_xcalloc(n + 1, sizeof *lpace);
     int nlanes = 1;
     for (int ph = 0; ph < s->nphases; ph++) {
-        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_MAX_LANES);
+        memset(use, 0, sizeof *use * n);
+        memset(lpace, 0, sizeof *lpace * n);
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
                 continue;
-            int best = 0, best_load = -1;
-            for (int l = 0; l < MC_RT_MAX_LANES && best_load != 0; l++) {
+            uint64_t p = tree_pace(tr);
+            int best = -1, least = 0, least_load = -1;
+            for (int l = 0; l < MC_RT_MAX_LANES && best < 0; l++) {
+                int fits = lane_fits(lpace, tr->root, l, p);
                 int load = use[tr->root * MC_RT_MAX_LANES + l];
-                for (int e = 0; e < tr->nedges; e++)
+                for (int e = 0; e < tr->nedges; e++) {
+                    fits &= lane_fits(lpace, tr->edges[e].child, l, p);
                     load += use[tr->edges[e].child * MC_RT_MAX_LANES + l];
-                if (best_load < 0 || load < best_load)
-                    best = l, best_load = load;
+                }
+                if (fits)
+                    best = l;
+                if (least_load < 0 || load < least_load)
+                    least = l, least_load = load;
             }
+            best = best < 0 ? least : best;
             lane[ti] = (uint16_t)best;
             nlanes = best + 1 > nlanes ? best + 1 : nlanes;
-            use[tr->root * MC_RT_MAX_LANES + best]++;
-            for (int e = 0; e < tr->nedges; e++)
-                use[tr->edges[e].child * MC_RT_MAX_LANES + best]++;
+            for (int e = -1; e < tr->nedges; e++) {
+                size_t at = (size_t)(e < 0 ? tr->root : tr->edges[e].child) * MC_RT_MAX_LANES + best;
+                use[at]++;
+                lpace[at] = lpace[at] && lpace[at] != p ? lpace[at] : p;
+            }
         }
     }
     free(use);
+    free(lpace);
     return nlanes;
 }
 

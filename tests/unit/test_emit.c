@@ -69,6 +69,11 @@ static void test_header(void **state)
     assert_non_null(strstr(h.data, "int case_a_run(int rank, ncclComm_t comm, const void *src, "
                                    "void *dst, void *workspace,\n               cudaStream_t stream);"));
     assert_non_null(strstr(h.data, "size_t case_a_workspace_bytes(int rank);"));
+    /* plans without dependency tables run on one lane */
+    assert_non_null(strstr(h.data, "#define case_a_LANES 1\n"));
+    assert_non_null(strstr(h.data, "int case_a_run_lanes(int rank, const struct mc_rt_nccl_lanes "
+                                   "*lanes, const void *src,\n                     void *dst, "
+                                   "void *workspace, cudaStream_t stream);"));
     /* The task text's "*" "/" must not end the comment early: only one comment close before the
      * include guard. */
     const char *guard = strstr(h.data, "#ifndef case_a_H");
