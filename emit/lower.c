@@ -538,8 +538,9 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
 }
 
 /* A hash of a tree's pace: the size of its chunks and its planned rate. In one lane, step t moves
- * chunk t-l at depth l of every tree, so trees of the same pace take the same time per step and
- * lose nothing by sharing a lane, whatever their GPUs, links and chunk counts. A tree that states
+ * chunk t-l at depth l of every tree, so trees of the same pace take about the same time per step
+ * and lose little by sharing a lane, whatever their GPUs, links and chunk counts (a tree may move
+ * faster than planned where links are free). A tree that states
  * no rate owns its links, so its routes set its pace and are hashed too. A collision only costs
  * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
 static uint64_t tree_pace(const mc_tree_t *tr)
@@ -563,12 +564,13 @@ static int lane_fits(const uint64_t *lpace, int g, int l, uint64_t p)
 
 /* Lanes of the trees, for the nccl backend, which runs each lane on its own communicator and
  * stream and a lane's steps one after the other: two trees of one phase that share a GPU must not
- * share a lane unless they have the same pace (tree_pace), or one waits for every step of the
- * other (a fast tree for a slow one). First fit, tree by tree: the lowest lane that every GPU of
- * the tree has free for its pace. Phases share the lanes, as each GPU finishes a phase before it
- * starts the next anyway. With no lane free below MC_RT_MAX_LANES, the one least used by the
- * tree's GPUs. Returns how many lanes there are. */
-static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
+ * share a lane, or one waits for every step of the other (a fast tree for a slow one). First fit,
+ * tree by tree: the lowest lane that every GPU of the tree has free. Phases share the lanes, as
+ * each GPU finishes a phase before it starts the next anyway. When that needs more than
+ * MC_RT_MAX_LANES lanes, trees of the same pace (tree_pace) may share one too (share), and a tree
+ * with no lane free below MC_RT_MAX_LANES takes the one least used by its GPUs. Returns how many
+ * lanes there are, or -1 when there were not enough without sharing. */
+static int assign_lanes(const mc_sched_t *s, int ngpus, int share, uint16_t *lane)
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     int *use = mc_xcalloc(n + 1, sizeof *use);
@@ -581,7 +583,7 @@ static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
                 continue;
-            uint64_t p = tree_pace(tr);
+            uint64_t p = share ? tree_pace(tr) : (uint64_t)ti + 1;
             int best = -1, least = 0, least_load = -1;
             for (int l = 0; l < MC_RT_MAX_LANES && best < 0; l++) {
                 int fits = lane_fits(lpace, tr->root, l, p);
@@ -595,6 +597,10 @@ static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
                 if (least_load < 0 || load < least_load)
                     least = l, least_load = load;
             }
+            if (best < 0 && !share) {
+                nlanes = -1;
+                goto out;
+            }
             best = best < 0 ? least : best;
             lane[ti] = (uint16_t)best;
             nlanes = best + 1 > nlanes ? best + 1 : nlanes;
@@ -605,6 +611,7 @@ static int assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
             }
         }
     }
+out:
     free(use);
     free(lpace);
     return nlanes;
@@ -628,7 +635,8 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
     L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
-    L.nlanes = assign_lanes(s, ngpus, L.lane);
+    if ((L.nlanes = assign_lanes(s, ngpus, 0, L.lane)) < 0)
+        L.nlanes = assign_lanes(s, ngpus, 1, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;

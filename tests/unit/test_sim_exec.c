@@ -147,13 +147,14 @@ static void test_independent_trees(void **state)
     mc_task_free(task);
 }
 
-/* GPU 0 roots ten trees in one phase, 16 chunks each: one to GPU 1 over NVLink, nine through its
- * host's NIC at their fair share of it. On the nccl backend's lanes the fast tree has a lane of
- * its own, so it ends when it would alone and the whole takes what the dependency graph takes.
- * The nine slow trees have one pace (chunk size and rate) and share a lane: 2 lanes; with nine
- * different rates they get nine lanes, 10 in all, more than the 8 there used to be. With the
- * trees' lanes taken modulo 8, the fast tree moves in lockstep with a slow one. */
-static void test_lanes_per_pace(void **state)
+/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the others through its
+ * host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10 trees) every tree
+ * gets a lane of its own, more than the 8 lanes there used to be; with 8 trees per slow GPU (73
+ * trees, more than MC_RT_MAX_LANES) the slow trees, all of one pace (chunk size and rate), share
+ * one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
+ * the whole takes what the dependency graph takes; with the 10 lanes taken modulo 8, the fast
+ * tree moves in lockstep with a slow one. */
+static void test_lanes(void **state)
 {
     static const int dests[10] = {1, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     mc_err_t err = {0};
@@ -161,33 +162,35 @@ static void test_lanes_per_pace(void **state)
     double end1, end1_alone, unused;
     assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\n"
                                         "mesh B={x:10}@[1,4,5,6,7,8,9,10,11,12]\n"
-                                        "move f32[16777216] A[_] -> B[_]\n",
+                                        "move f32[1048576] A[_] -> B[_]\n",
                                         "test", &task, &err),
                      MC_OK);
     assert_int_equal(mc_task_split(task, &err), MC_OK);
     mc_sched_t *s1 = mc_sched_new(task, topo, "hand");
-    edge(s1, mc_sched_add_tree(s1, 0, 0, 64 << 20, 0, 0, 16), 0, 1);
+    edge(s1, mc_sched_add_tree(s1, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
     s1->nphases = 1;
     exec_time(s1, MC_RT_ORDER_DEPS, 1, &end1_alone);
-    for (int paces = 2; paces <= 10; paces += 8) {
+    for (int per = 1; per <= 8; per += 7) {
         mc_sched_t *s = mc_sched_new(task, topo, "hand");
-        for (int k = 0; k < 10; k++)
-            edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16), 0, dests[k]);
+        edge(s, mc_sched_add_tree(s, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
+        for (int k = 1; k < 10; k++)
+            for (int j = 0; j < per; j++)
+                edge(s, mc_sched_add_tree(s, 0, (uint64_t)j * (4 << 20) / per, (4 << 20) / per, 0,
+                                          0, 16),
+                     0, dests[k]);
         s->nphases = 1;
         mc_sched_plan_rates(s, topo);
-        for (int k = 1; paces == 10 && k < 10; k++)
-            s->trees[k].rate *= 1 - 0.01 * k;
         assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
         mc_emit_plans_t *P = NULL;
         assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
         for (int r = 0; r < P->nranks; r++)
-            assert_int_equal(mc_rt_plan_lanes(&P->plans[r]), paces);
+            assert_int_equal(mc_rt_plan_lanes(&P->plans[r]), per == 1 ? 10 : 2);
         mc_emit_plans_free(P);
         double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &unused);
         assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
         assert_close(end1, end1_alone);
         assert_true(t_deps > 5 * end1);
-        if (paces > 8) {
+        if (per == 1) {
             exec_time(s, MC_RT_ORDER_LANES(8), 1, &end1);
             assert_true(end1 > 0.5 * t_deps);
         }
@@ -260,7 +263,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_independent_trees),
-        cmocka_unit_test(test_lanes_per_pace),
+        cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };
