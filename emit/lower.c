@@ -65,7 +65,7 @@ typedef struct lower {
     rank_build_t *rb;
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
-    uint16_t *lane;     /* per tree: its lane (assign_lanes) */
+    uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
     int nlanes;
 } lower_t;
 
@@ -295,7 +295,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[ti], &op);
+            /* in the lane of the root's first edge (edge 0: the root reaches it first) */
+            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[L->gid0[ti]], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }
@@ -307,10 +308,10 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
                               {0, 0}};
             mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, ti, n, {0, 0},
                               chunk_ref(&pl[ed->child], tr, c)};
-            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[ti], &snd);
+            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &snd);
             dep_on(prb, sid, ring(to->got, ed->parent, c));
             dep_on(prb, sid, ring(to->send, e, c - 1));
-            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[ti], &rcv);
+            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &rcv);
             dep_on(crb, rid, ring(to->got, ed->child, c - 1));
             wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
             to->send[e * 3 + c % 3] = sid;
@@ -324,7 +325,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
                                   {pl[ed->child].shard_box, tr->offset + lo}};
-                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[ti], &unp);
+                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[L->gid0[ti] + e], &unp);
                 add_dep(crb, uid, rid);
                 to->unpack[ed->child * 3 + c % 3] = uid;
             }
@@ -479,7 +480,7 @@ typedef struct link_order {
     int ntokens;
 } link_order_t;
 
-static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int tb,
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step,
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
@@ -499,8 +500,9 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int t
         mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->last_send_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
         MC_GROW(o->tok[d], o->tcap[d], k + 1);
-        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd),
-                                 add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv)};
+        uint16_t lane = L->lane[b - L->ends]; /* the lane of the edge that waits for it */
+        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, lane, &snd),
+                                 add_op(&L->rb[d], step, STAGE_COMM, lane, &rcv)};
         o->ntok[d]++;
     }
     add_dep_cross(&L->rb[c], o->tok[d][k].send, (uint32_t)a->last_send);
@@ -518,7 +520,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
             const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
             for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
                 for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
-                    order_edge(L, o, ph, step, ti, eb, b, o->users[eb->links[j]][u]);
+                    order_edge(L, o, ph, step, eb, b, o->users[eb->links[j]][u]);
         }
     for (int ti = 0; ti < s->ntrees; ti++)
         for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
@@ -555,65 +557,87 @@ static uint64_t tree_pace(const mc_tree_t *tr)
     return h ? h : 1;
 }
 
-/* Whether lane l is free for a tree of pace p at GPU g: unused there, or used by trees of its pace. */
-static int lane_fits(const uint64_t *lpace, int g, int l, uint64_t p)
+/* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
+ * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
+ * -1. */
+static int first_fit(const int *use, const uint64_t *lpace, const int *gpus, int n, uint64_t p,
+                     int share)
 {
-    uint64_t q = lpace[(size_t)g * MC_RT_MAX_LANES + l];
-    return !q || q == p;
+    int least = 0, least_load = -1;
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        int fits = 1, load = 0;
+        for (int k = 0; k < n; k++) {
+            uint64_t q = lpace[(size_t)gpus[k] * MC_RT_MAX_LANES + l];
+            fits &= !q || q == p;
+            load += use[(size_t)gpus[k] * MC_RT_MAX_LANES + l];
+        }
+        if (fits)
+            return l;
+        if (least_load < 0 || load < least_load)
+            least = l, least_load = load;
+    }
+    return share ? least : -1;
 }
 
-/* Lanes of the trees, for the nccl backend, which runs each lane on its own communicator and
- * stream and a lane's steps one after the other: two trees of one phase that share a GPU must not
- * share a lane, or one waits for every step of the other (a fast tree for a slow one). First fit,
- * tree by tree: the lowest lane that every GPU of the tree has free. Phases share the lanes, as
- * each GPU finishes a phase before it starts the next anyway. When that needs more than
- * MC_RT_MAX_LANES lanes, trees of the same pace (tree_pace) may share one too (share), and a tree
- * with no lane free below MC_RT_MAX_LANES takes the one least used by its GPUs. Returns how many
- * lanes there are, or -1 when there were not enough without sharing. */
-static int assign_lanes(const mc_sched_t *s, int ngpus, int share, uint16_t *lane)
+static void take(int *use, uint64_t *lpace, const int *gpus, int n, int l, uint64_t p)
+{
+    for (int k = 0; k < n; k++) {
+        size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+        use[at]++;
+        lpace[at] = lpace[at] ? lpace[at] : p;
+    }
+}
+
+enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_PACE };
+
+/* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
+ * stream and a lane's steps one after the other: two edges of one phase that share a GPU must not
+ * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
+ * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
+ * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
+ * moving in lockstep), and beyond that trees of the same pace (tree_pace) share one too, a tree
+ * with no lane free then taking the one least used by its GPUs. lane[] is per edge, numbered tree
+ * by tree (gid0). Returns how many lanes there are, or -1 when there were not enough. */
+static int assign_lanes(const mc_sched_t *s, int ngpus, const int *gid0, int how, uint16_t *lane)
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
-    int *use = mc_xcalloc(n + 1, sizeof *use);
+    int *use = mc_xcalloc(n + 1, sizeof *use), maxe = 0;
     uint64_t *lpace = mc_xcalloc(n + 1, sizeof *lpace);
-    int nlanes = 1;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
+    int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
     for (int ph = 0; ph < s->nphases; ph++) {
         memset(use, 0, sizeof *use * n);
         memset(lpace, 0, sizeof *lpace * n);
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
-            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
+            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
-            uint64_t p = share ? tree_pace(tr) : (uint64_t)ti + 1;
-            int best = -1, least = 0, least_load = -1;
-            for (int l = 0; l < MC_RT_MAX_LANES && best < 0; l++) {
-                int fits = lane_fits(lpace, tr->root, l, p);
-                int load = use[tr->root * MC_RT_MAX_LANES + l];
-                for (int e = 0; e < tr->nedges; e++) {
-                    fits &= lane_fits(lpace, tr->edges[e].child, l, p);
-                    load += use[tr->edges[e].child * MC_RT_MAX_LANES + l];
-                }
-                if (fits)
-                    best = l;
-                if (least_load < 0 || load < least_load)
-                    least = l, least_load = load;
-            }
-            if (best < 0 && !share) {
-                nlanes = -1;
-                goto out;
-            }
-            best = best < 0 ? least : best;
-            lane[ti] = (uint16_t)best;
-            nlanes = best + 1 > nlanes ? best + 1 : nlanes;
-            for (int e = -1; e < tr->nedges; e++) {
-                size_t at = (size_t)(e < 0 ? tr->root : tr->edges[e].child) * MC_RT_MAX_LANES + best;
-                use[at]++;
-                lpace[at] = lpace[at] && lpace[at] != p ? lpace[at] : p;
+            for (int e = 0; e < tr->nedges; e++) {
+                int l, ng = how == LANES_PER_EDGE ? 2 : tr->nedges + 1;
+                uint64_t p = how == LANES_PER_PACE   ? tree_pace(tr)
+                             : how == LANES_PER_TREE ? (uint64_t)ti + 1
+                                                     : (uint64_t)gid0[ti] + e + 1;
+                gpus[0] = how == LANES_PER_EDGE ? tr->edges[e].parent : tr->root;
+                for (int k = 1; k < ng; k++)
+                    gpus[k] = tr->edges[how == LANES_PER_EDGE ? e : k - 1].child;
+                if (how != LANES_PER_EDGE && e > 0)
+                    l = lane[gid0[ti]];
+                else if ((l = first_fit(use, lpace, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
+                    nlanes = -1;
+                    goto out;
+                } else
+                    take(use, lpace, gpus, ng, l, p);
+                lane[gid0[ti] + e] = (uint16_t)l;
+                nlanes = l + 1 > nlanes ? l + 1 : nlanes;
             }
         }
     }
 out:
     free(use);
     free(lpace);
+    free(gpus);
     return nlanes;
 }
 
@@ -634,12 +658,12 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         L.rb[g].phase_first = L.rb[g].nops;
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
-    L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
-    if ((L.nlanes = assign_lanes(s, ngpus, 0, L.lane)) < 0)
-        L.nlanes = assign_lanes(s, ngpus, 1, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
+    L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
+    for (int how = LANES_PER_EDGE; (L.nlanes = assign_lanes(s, ngpus, L.gid0, how, L.lane)) < 0;)
+        how++;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;

@@ -89,5 +89,12 @@ expect_exit 0 "relays receive ahead" -- "$MESHCAST" sim --json -q \
 cp "$TMP/out" "$TMP/relay.json"
 expect_true "relays: executed_s is the makespan" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"])' "$TMP/relay.json"
 expect_true "relays: makespan_s" -- json_near "$TMP/relay.json" makespan_s 0.0003223904
+# On the nccl backend's lanes too: a relay's receive and its forwarding send are edges of their
+# own lanes (9 lanes), so the relay receives ahead there as well (1.047 x the makespan with a lane
+# per tree, the edges of a tree in lockstep).
+expect_exit 0 "relays receive ahead on lanes" -- "$MESHCAST" sim --json -q \
+  --topo topologies/dgx1-v100-hybrid-cube-mesh-topo.xml --executed --nccl $data/dgx1-relay-ahead.xml
+cp "$TMP/out" "$TMP/relay-nccl.json"
+expect_true "relays on lanes: executed_s is the makespan" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"] or j["executed_order"] != "nccl, 9 lanes")' "$TMP/relay-nccl.json"
 
 finish
