@@ -240,7 +240,7 @@ int cmd_sim(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
     MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
     if (a.executed) {
-        MC_CHECK_GOTO(mc_emit_lower(s, &plans, &err), out, st);
+        MC_CHECK_GOTO(mc_emit_lower_on(s, topo, &plans, &err), out, st);
         int order = a.steps ? MC_RT_ORDER_STEPS
                     : a.nccl  ? MC_RT_ORDER_NCCL
                     : a.lanes ? MC_RT_ORDER_LANES(a.lanes) : MC_RT_ORDER_DEPS;

@@ -15,6 +15,7 @@
  * staging is reused and a root may send what it received in an earlier phase. Every dependency
  * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
  * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -557,6 +558,23 @@ static uint64_t tree_pace(const mc_tree_t *tr)
     return h ? h : 1;
 }
 
+/* The pace of an edge on topo: its tree's chunk size and planned rate, and the bandwidth of its
+ * route's narrowest link, so that edges of one pace move at about one speed whatever their GPUs
+ * (an NVLink edge and a NIC edge of one tree do not). Never 0. */
+static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
+{
+    double bw = HUGE_VAL;
+    for (int l = 0; l < ed->nlinks; l++)
+        if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && topo->links[ed->links[l]].bw < bw)
+            bw = topo->links[ed->links[l]].bw;
+    uint64_t h = 1469598103934665603ull, v[3] = {slot_bytes(tr), 0, 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    memcpy(&v[2], &bw, sizeof v[2]);
+    for (int k = 0; k < 3; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
 /* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
  * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
  * -1. */
@@ -588,7 +606,7 @@ static void take(int *use, uint64_t *lpace, const int *gpus, int n, int l, uint6
     }
 }
 
-enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_PACE };
+enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_EDGE_PACE, LANES_PER_PACE };
 
 /* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
  * stream and a lane's steps one after the other: two edges of one phase that share a GPU must not
@@ -596,10 +614,12 @@ enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_PACE };
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
  * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
- * moving in lockstep), and beyond that trees of the same pace (tree_pace) share one too, a tree
- * with no lane free then taking the one least used by its GPUs. lane[] is per edge, numbered tree
- * by tree (gid0). Returns how many lanes there are, or -1 when there were not enough. */
-static int assign_lanes(const mc_sched_t *s, int ngpus, const int *gid0, int how, uint16_t *lane)
+ * moving in lockstep); beyond that, edges of the same pace on topo (edge_pace) share lanes, and
+ * when that still takes more, trees of the same pace (tree_pace), a tree with no lane free then
+ * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
+ * Returns how many lanes there are, or -1 when there were not enough. */
+static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
+                        int how, uint16_t *lane)
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     int *use = mc_xcalloc(n + 1, sizeof *use), maxe = 0;
@@ -615,14 +635,16 @@ static int assign_lanes(const mc_sched_t *s, int ngpus, const int *gid0, int how
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
             for (int e = 0; e < tr->nedges; e++) {
-                int l, ng = how == LANES_PER_EDGE ? 2 : tr->nedges + 1;
-                uint64_t p = how == LANES_PER_PACE   ? tree_pace(tr)
-                             : how == LANES_PER_TREE ? (uint64_t)ti + 1
-                                                     : (uint64_t)gid0[ti] + e + 1;
-                gpus[0] = how == LANES_PER_EDGE ? tr->edges[e].parent : tr->root;
+                int per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
+                int l, ng = per_edge ? 2 : tr->nedges + 1;
+                uint64_t p = how == LANES_PER_PACE        ? tree_pace(tr)
+                             : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
+                             : how == LANES_PER_TREE      ? (uint64_t)ti + 1
+                                                          : (uint64_t)gid0[ti] + e + 1;
+                gpus[0] = per_edge ? tr->edges[e].parent : tr->root;
                 for (int k = 1; k < ng; k++)
-                    gpus[k] = tr->edges[how == LANES_PER_EDGE ? e : k - 1].child;
-                if (how != LANES_PER_EDGE && e > 0)
+                    gpus[k] = tr->edges[per_edge ? e : k - 1].child;
+                if (!per_edge && e > 0)
                     l = lane[gid0[ti]];
                 else if ((l = first_fit(use, lpace, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
                     nlanes = -1;
@@ -643,6 +665,12 @@ out:
 
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
+    return mc_emit_lower_on(s, NULL, out, err);
+}
+
+mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
+                             mc_err_t *err)
+{
     mc_status_t st = MC_OK;
     lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0};
     int ngpus = mc_emit_ngpus(s);
@@ -662,8 +690,9 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
     L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
-    for (int how = LANES_PER_EDGE; (L.nlanes = assign_lanes(s, ngpus, L.gid0, how, L.lane)) < 0;)
-        how++;
+    for (int how = LANES_PER_EDGE;
+         (L.nlanes = assign_lanes(s, topo, ngpus, L.gid0, how, L.lane)) < 0;)
+        how = how == LANES_PER_TREE && !topo ? LANES_PER_PACE : how + 1;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;
