@@ -65,15 +65,16 @@ static double sim_time(const mc_sched_t *s)
     return t;
 }
 
-/* Lowers s, checks every byte through the host loopback when s is a whole schedule (it
- * validates), and times the plans in `order`; *end_of gets when GPU `gpu`'s rank finished. */
+/* Lowers s on the topology, checks every byte through the host loopback when s is a whole
+ * schedule (it validates), and times the plans in `order`; *end_of gets when GPU `gpu`'s rank
+ * finished. */
 static double exec_time(const mc_sched_t *s, int order, int gpu, double *end_of)
 {
     mc_emit_plans_t *P = NULL;
     mc_sim_exec_result_t x;
     mc_err_t err = {0};
     mc_rt_err_t re = {0};
-    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    assert_int_equal(mc_emit_lower_on(s, topo, &P, &err), MC_OK);
     mc_rt_buffers_t *b = calloc(P->nranks, sizeof *b);
     for (int r = 0; r < P->nranks; r++) {
         const mc_rt_plan_t *p = &P->plans[r];
@@ -200,6 +201,55 @@ static void test_lanes(void **state)
     mc_task_free(task);
 }
 
+/* The plans' lane count, lowered with or without the topology. */
+static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
+{
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    assert_int_equal(mc_emit_lower_on(s, on, &P, &err), MC_OK);
+    uint32_t n = mc_rt_plan_lanes(&P->plans[0]);
+    for (int r = 1; r < P->nranks; r++)
+        assert_int_equal(mc_rt_plan_lanes(&P->plans[r]), n);
+    mc_emit_plans_free(P);
+    return n;
+}
+
+/* 70 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
+ * (through the NICs): 140 edges and 70 trees at GPU 0, beyond 64 lanes either way, and all trees
+ * of one pace. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
+ * 4; on it, the NVLink edges and the NIC edges are of two speeds and take two lanes, and GPU 1
+ * ends as the dependency graph lets it. */
+static void test_lanes_by_speed(void **state)
+{
+    mc_err_t err = {0};
+    mc_task_t *task;
+    double end1, end1_deps, end4;
+    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[1,4]\n"
+                                        "move f32[1048576] A[_] -> B[_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    for (int j = 0; j < 70; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / 70, hi = (uint64_t)(j + 1) * (4 << 20) / 70;
+        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
+        edge(s, t, 0, 1);
+        edge(s, t, 0, 4);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(plan_lanes(s, NULL), 1);
+    assert_int_equal(plan_lanes(s, topo), 2);
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
+    assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
+    assert_close(end1, end1_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, 4, &end4);
+    assert_true(end4 > 5 * end1);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
  * model says. */
 static void test_relay_chain(void **state)
@@ -264,6 +314,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_independent_trees),
         cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };
