@@ -106,12 +106,12 @@ typedef struct mc_rt_plan {
     const uint32_t *dep_first;
     const uint32_t *deps;
     /* Per op, its lane (the nccl backend takes it modulo its number of lanes; the two sides of a
-     * message have the same), so that trees sharing a GPU run on different communicators; NULL:
+     * message have the same), so that edges sharing a GPU run on different communicators; NULL:
      * derived from the tags (mc_rt_op_lanes). */
     const uint16_t *lane;
     /* How many lanes (communicators and streams) the nccl backend runs the plan on, the same in
-     * every rank's plan: emit gives each tree a lane no other tree of its phase on its GPUs has.
-     * 0: MC_RT_NCCL_LANES (plans made before it). */
+     * every rank's plan: emit gives each edge a lane no other edge of its phase on its GPUs has,
+     * as far as MC_RT_MAX_LANES allows. 0: MC_RT_NCCL_LANES (plans made before it). */
     uint32_t nlanes;
 } mc_rt_plan_t;
 
@@ -171,8 +171,8 @@ enum {
     MC_RT_ORDER_DEPS = 0,  /* the plan's dependency table (its steps when it has none) */
     MC_RT_ORDER_STEPS = 1  /* the steps: each part of a step waits for the part before */
 };
-/* The nccl backend's order with k lanes (k communicators and streams): every op is in the lane of
- * its tree (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
+/* The nccl backend's order with k lanes (k communicators and streams): every op is in its lane
+ * (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
  * the dependency table orders ops of different lanes. k = 0: the plan's own lanes
  * (mc_rt_plan_lanes), what the nccl backend runs. */
 #define MC_RT_ORDER_LANES(k) (2 + (k))
