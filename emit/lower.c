@@ -38,6 +38,7 @@ typedef struct dep_pair {
 } dep_pair_t;
 
 typedef struct rank_build {
+    int counted;        /* only counts its ops: lowering another rank (mc_emit_lower_rank) */
     pending_t *ops;
     int nops, ops_cap;
     dep_pair_t *deps;
@@ -68,6 +69,7 @@ typedef struct lower {
     int *gid0;          /* per tree: the number of its first edge */
     uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
     int nlanes;
+    int only;           /* the one GPU whose plan is made, or -1 for all */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -83,6 +85,8 @@ static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
 /* Index of box in the rank's table, added when new. */
 static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 {
+    if (rb->counted)
+        return 0;
     for (int i = 0; i < rb->nboxes; i++)
         if (box_equal(&rb->boxes[i], box))
             return i;
@@ -95,6 +99,10 @@ static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane,
                        const mc_rt_op_t *op)
 {
+    /* A counted rank's op keeps its number, so the ops of the rank being made still refer to
+     * each other and to tokens exactly as in the full lowering. */
+    if (rb->counted)
+        return (uint32_t)rb->nops++;
     MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
     pending_t *p = &rb->ops[rb->nops];
     memset(p, 0, sizeof *p);
@@ -110,12 +118,16 @@ static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane
  * (which still waits for the fence). */
 static void add_dep_cross(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     MC_GROW(rb->deps, rb->deps_cap, rb->ndeps + 1);
     rb->deps[rb->ndeps++] = (dep_pair_t){op, dep};
 }
 
 static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     add_dep_cross(rb, op, dep);
     rb->ops[op].local_deps = 1;
     rb->ops[dep].has_succ = 1;
@@ -205,13 +217,14 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
     return r;
 }
 
-/* Depth of every GPU in the tree (-1 outside); edges list parents before children. */
-static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *depth, int *nkids,
+/* Depth of every GPU in the tree and its number of children, and the tree's largest depth;
+ * edges list parents before children. On entry depth is -1 and nkids 0 for every GPU, as
+ * tree_forget leaves them: a tree costs its size, not the cluster's. */
+static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int *depth, int *nkids, int *maxd,
                                mc_err_t *err)
 {
-    for (int g = 0; g < ngpus; g++)
-        depth[g] = -1, nkids[g] = 0;
     depth[tr->root] = 0;
+    *maxd = 0;
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];
         if (depth[ed->parent] < 0 || depth[ed->child] >= 0)
@@ -221,8 +234,19 @@ static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *dept
                               ti, ed->parent, ed->child);
         depth[ed->child] = depth[ed->parent] + 1;
         nkids[ed->parent]++;
+        *maxd = depth[ed->child] > *maxd ? depth[ed->child] : *maxd;
     }
     return MC_OK;
+}
+
+static void tree_forget(const mc_tree_t *tr, int *depth, int *nkids)
+{
+    depth[tr->root] = -1;
+    nkids[tr->root] = 0;
+    for (int e = 0; e < tr->nedges; e++) {
+        depth[tr->edges[e].child] = -1;
+        nkids[tr->edges[e].child] = 0;
+    }
 }
 
 /* The ops of the last three chunks of one tree, by chunk modulo 3 (a slot is reused two chunks
@@ -261,9 +285,8 @@ static void wait_slot(rank_build_t *rb, uint32_t op, const mc_tree_t *tr, const 
 }
 
 /* Adds the ops of one tree starting at global step base; returns its number of steps. */
-static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int *depth,
-                              int *nkids, place_t *pl, tree_ops_t *to, uint32_t *nsteps,
-                              mc_err_t *err)
+static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int *nkids,
+                              place_t *pl, tree_ops_t *to, uint32_t *nsteps, mc_err_t *err)
 {
     const mc_tree_t *tr = &L->s->trees[ti];
     mc_status_t st;
@@ -271,12 +294,13 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     *nsteps = 0;
     if (tr->bytes == 0 || tr->nedges == 0)
         return MC_OK;
-    MC_CHECK_GOTO(tree_depths(tr, ti, ngpus, depth, nkids, err), out, st);
-    for (int g = 0; g < ngpus; g++)
-        if (depth[g] >= 0) {
-            maxd = depth[g] > maxd ? depth[g] : maxd;
-            MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
-        }
+    MC_CHECK_GOTO(tree_depths(tr, ti, depth, nkids, &maxd, err), out, st);
+    MC_CHECK_GOTO(place_node(L, tr, ti, tr->root, 0, nkids[tr->root] > 0, &pl[tr->root], err), out,
+                  st);
+    for (int e = 0; e < tr->nedges; e++) {
+        int g = tr->edges[e].child;
+        MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
+    }
     MC_GROW(to->send, to->send_cap, 3 * tr->nedges);
     const mc_piece_t *pc = &L->t->pieces[tr->piece];
     rank_build_t *rrb = &L->rb[tr->root];
@@ -334,7 +358,44 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     }
     *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
 out:
+    tree_forget(tr, depth, nkids);
     return st;
+}
+
+/* A tree that the one rank being made takes no part in: only its number of steps (the phase's
+ * length) and which of its edges move anything (the link order between phases) matter. */
+static mc_status_t count_tree(lower_t *L, int ti, int *depth, int *nkids, uint32_t *nsteps,
+                              mc_err_t *err)
+{
+    const mc_tree_t *tr = &L->s->trees[ti];
+    uint64_t off, n;
+    int maxd;
+    *nsteps = 0;
+    if (tr->bytes == 0 || tr->nedges == 0)
+        return MC_OK;
+    mc_status_t st = tree_depths(tr, ti, depth, nkids, &maxd, err);
+    tree_forget(tr, depth, nkids);
+    if (st != MC_OK)
+        return st;
+    mc_tree_chunk(tr, 0, &off, &n);
+    for (int e = 0; n && e < tr->nedges; e++) {
+        edge_ends_t *end = &L->ends[L->gid0[ti] + e];
+        end->first_send = 0; /* some op of a counted rank: never looked up */
+        end->parent = tr->edges[e].parent;
+        end->child = tr->edges[e].child;
+    }
+    *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
+    return MC_OK;
+}
+
+static int tree_touches(const mc_tree_t *tr, int gpu)
+{
+    if (tr->root == gpu)
+        return 1;
+    for (int e = 0; e < tr->nedges; e++)
+        if (tr->edges[e].child == gpu)
+            return 1;
+    return 0;
 }
 
 static void lower_copies(lower_t *L)
@@ -446,7 +507,7 @@ static void end_phase(lower_t *L, int ngpus)
         rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
         rb->ws_phase = 0;
         rb->phase_first = n;
-        if (first == n)
+        if (first == n || rb->counted)
             continue;
         for (int i = first; i < n; i++)
             if (!rb->ops[i].local_deps)
@@ -575,19 +636,27 @@ static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const m
     return h ? h : 1;
 }
 
+/* Per GPU and lane, in the current phase: how many edges or trees use it and the pace of the first
+ * (0: free). An entry whose stamp is not the phase's counts as free, so a phase costs its edges,
+ * not the cluster's size. */
+typedef struct lane_use {
+    int *use, *stamp, cur;
+    uint64_t *pace;
+} lane_use_t;
+
 /* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
  * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
  * -1. */
-static int first_fit(const int *use, const uint64_t *lpace, const int *gpus, int n, uint64_t p,
-                     int share)
+static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, int share)
 {
     int least = 0, least_load = -1;
     for (int l = 0; l < MC_RT_MAX_LANES; l++) {
         int fits = 1, load = 0;
         for (int k = 0; k < n; k++) {
-            uint64_t q = lpace[(size_t)gpus[k] * MC_RT_MAX_LANES + l];
-            fits &= !q || q == p;
-            load += use[(size_t)gpus[k] * MC_RT_MAX_LANES + l];
+            size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+            int live = u->stamp[at] == u->cur;
+            fits &= !live || u->pace[at] == p;
+            load += live ? u->use[at] : 0;
         }
         if (fits)
             return l;
@@ -597,12 +666,13 @@ static int first_fit(const int *use, const uint64_t *lpace, const int *gpus, int
     return share ? least : -1;
 }
 
-static void take(int *use, uint64_t *lpace, const int *gpus, int n, int l, uint64_t p)
+static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p)
 {
     for (int k = 0; k < n; k++) {
         size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
-        use[at]++;
-        lpace[at] = lpace[at] ? lpace[at] : p;
+        if (u->stamp[at] != u->cur)
+            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p;
+        u->use[at]++;
     }
 }
 
@@ -622,14 +692,14 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                         int how, uint16_t *lane)
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
-    int *use = mc_xcalloc(n + 1, sizeof *use), maxe = 0;
-    uint64_t *lpace = mc_xcalloc(n + 1, sizeof *lpace);
+    lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
+                    mc_xcalloc(n + 1, sizeof(uint64_t))};
+    int maxe = 0;
     for (int ti = 0; ti < s->ntrees; ti++)
         maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
     int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
     for (int ph = 0; ph < s->nphases; ph++) {
-        memset(use, 0, sizeof *use * n);
-        memset(lpace, 0, sizeof *lpace * n);
+        u.cur = ph + 1;
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
@@ -646,44 +716,48 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     gpus[k] = tr->edges[per_edge ? e : k - 1].child;
                 if (!per_edge && e > 0)
                     l = lane[gid0[ti]];
-                else if ((l = first_fit(use, lpace, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
+                else if ((l = first_fit(&u, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
                     nlanes = -1;
                     goto out;
                 } else
-                    take(use, lpace, gpus, ng, l, p);
+                    take(&u, gpus, ng, l, p);
                 lane[gid0[ti] + e] = (uint16_t)l;
                 nlanes = l + 1 > nlanes ? l + 1 : nlanes;
             }
         }
     }
 out:
-    free(use);
-    free(lpace);
+    free(u.use);
+    free(u.stamp);
+    free(u.pace);
     free(gpus);
     return nlanes;
 }
 
-mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
-{
-    return mc_emit_lower_on(s, NULL, out, err);
-}
-
-mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
-                             mc_err_t *err)
+/* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
+ * made, and the trees that do not touch its GPU are only measured (count_tree). The lanes are
+ * chosen over every tree either way, so that one rank's plan is the full lowering's. */
+static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int only,
+                               mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, -1};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
     place_t *pl = mc_xcalloc(ngpus, sizeof *pl);
     mc_emit_plans_t *P = mc_xcalloc(1, sizeof *P);
     *out = NULL;
-    mc_emit_shards_init(&L.sh, s->task, ngpus);
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
-    lower_copies(&L);
+    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
+    P->only = only;
+    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        L.rb[g].phase_first = L.rb[g].nops;
+        if (rank_of[g] >= 0)
+            P->gpus[rank_of[g]] = g;
+    for (int g = 0; g < ngpus; g++)
+        depth[g] = -1;
+    mc_emit_shards_init(&L.sh, s->task, ngpus);
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
@@ -709,6 +783,19 @@ mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit
         lo.uphase[l] = -1;
     for (int g = 0; g < ngpus; g++)
         lo.tphase[g] = -1;
+    if (only >= P->nranks) {
+        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", only,
+                        P->nranks, P->nranks - 1);
+        goto out;
+    }
+    if (only >= 0) {
+        L.only = P->gpus[only];
+        for (int g = 0; g < ngpus; g++)
+            L.rb[g].counted = g != L.only;
+    }
+    lower_copies(&L);
+    for (int g = 0; g < ngpus; g++)
+        L.rb[g].phase_first = L.rb[g].nops;
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
@@ -722,22 +809,21 @@ mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
+            if (L.only < 0 || tree_touches(&s->trees[ti], L.only))
+                MC_CHECK_GOTO(lower_tree(&L, ti, base, depth, nkids, pl, &to, &n, err), out, st);
+            else
+                MC_CHECK_GOTO(count_tree(&L, ti, depth, nkids, &n, err), out, st);
             len = n > len ? n : len;
         }
         order_phase(&L, &lo, ph, base - 1);
         end_phase(&L, ngpus);
         base += len;
     }
-    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
     P->nphase_steps = (int)base;
     P->plans = mc_xcalloc(P->nranks, sizeof *P->plans);
-    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        if (rank_of[g] >= 0) {
-            P->gpus[rank_of[g]] = g;
+        if (rank_of[g] >= 0 && !L.rb[g].counted)
             finish_plan(&L.rb[g], g, rank_of, P->nranks, &L, &P->plans[rank_of[g]]);
-        }
     *out = P;
     P = NULL;
 out:
@@ -773,6 +859,25 @@ out:
     free(nkids);
     free(pl);
     return st;
+}
+
+mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+{
+    return lower_plans(s, NULL, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
+                             mc_err_t *err)
+{
+    return lower_plans(s, topo, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
+                               mc_emit_plans_t **out, mc_err_t *err)
+{
+    if (rank < 0)
+        return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
+    return lower_plans(s, topo, rank, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)
