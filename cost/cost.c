@@ -80,10 +80,6 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
-    ct->gpu_in = mc_xcalloc((size_t)ng, sizeof(double));
-    ct->gpu_in_bw = mc_xcalloc((size_t)ng, sizeof(double));
-    ct->host_port_bw = mc_xcalloc(2 * (size_t)nh, sizeof(double));
-    ct->host_in = mc_xcalloc(2 * (size_t)nh, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
     return ct;
 }
@@ -115,10 +111,6 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->xfers);
     free(ct->times);
     free(ct->gpu_out);
-    free(ct->gpu_in);
-    free(ct->gpu_in_bw);
-    free(ct->host_port_bw);
-    free(ct->host_in);
     free(ct->host_out);
     free(ct);
 }
@@ -464,119 +456,6 @@ static int ring_helps(const mc_cost_topo_t *ct, const mc_task_t *task)
     return 0;
 }
 
-/* The bytes/s that can arrive at GPU g: the links that routes into it end on, from every other
- * GPU of its host and of the next host (one of each rail), each counted once. Tighter than the
- * bound's ingress term, which counts every link into the GPU: on a host whose GPUs all share
- * xGMI or NVLink (MI300X), no route between GPUs ends on its PCIe link. */
-static mc_status_t gpu_in_bw(mc_cost_topo_t *ct, int g, double *bw, mc_err_t *err)
-{
-    const mc_topo_t *t = ct->topo;
-    int h = ct->gpu_host[g], next = (h + 1) % t->nhosts, seen[128], nseen = 0, ri;
-    mc_status_t st = MC_OK;
-    for (int pass = 0; pass < (next != h ? 2 : 1) && !ct->gpu_in_bw[g] && st == MC_OK; pass++) {
-        int hh = pass ? next : h;
-        for (int i = ct->host_start[hh]; i < ct->host_start[hh + 1] && st == MC_OK; i++) {
-            int a = ct->host_gpus[i], k = 0;
-            if (a == g || (st = route_of(ct, a, g, &ri, err)) != MC_OK)
-                continue;
-            int last = ct->pool[ct->routes[ri].first + ct->routes[ri].n - 1];
-            while (k < nseen && seen[k] != last)
-                k++;
-            if (k == nseen && nseen < 128) {
-                seen[nseen++] = last;
-                *bw += t->links[last].bw;
-            }
-        }
-    }
-    if (st == MC_OK && !ct->gpu_in_bw[g])
-        ct->gpu_in_bw[g] = *bw;
-    *bw = ct->gpu_in_bw[g];
-    return st;
-}
-
-/* The bytes/s of host h's network ports that routes between it and the next host cross, into
- * h (out = 0) or out of it (out = 1), each port's link counted once: the bound's host cut counts
- * every port, also one that no route takes (DGX-1's NIC behind a 3 GB/s PCIe link). */
-static mc_status_t host_port_bw(mc_cost_topo_t *ct, int h, int out, double *bw, mc_err_t *err)
-{
-    const mc_topo_t *t = ct->topo;
-    int next = (h + 1) % t->nhosts, seen[64], nseen = 0, ri;
-    mc_status_t st = MC_OK;
-    double *known = &ct->host_port_bw[2 * h + out];
-    for (int i = ct->host_start[h]; i < ct->host_start[h + 1] && !*known && st == MC_OK; i++)
-        for (int j = ct->host_start[next]; j < ct->host_start[next + 1] && st == MC_OK; j++) {
-            int a = ct->host_gpus[out ? i : j], b = ct->host_gpus[out ? j : i];
-            if ((st = route_of(ct, a, b, &ri, err)) != MC_OK)
-                break;
-            for (int k = 0; k < ct->routes[ri].n; k++) {
-                int l = ct->pool[ct->routes[ri].first + k], q = 0;
-                const mc_node_t *port = &t->nodes[out ? t->links[l].src : t->links[l].dst];
-                if (port->kind != MC_NODE_NET || port->host != h)
-                    continue;
-                while (q < nseen && seen[q] != l)
-                    q++;
-                if (q == nseen && nseen < 64) {
-                    seen[nseen++] = l;
-                    *bw += t->links[l].bw;
-                }
-            }
-        }
-    if (st == MC_OK && !*known)
-        *known = *bw;
-    *bw = *known;
-    return st;
-}
-
-/* The longest time any destination of the task takes to receive its bytes through the links
- * routes can bring them in by (gpu_in_bw), or any host to take in or send out the bytes that
- * must cross its network ports once (host_port_bw): a lower bound on every schedule whose tree
- * edges follow the topology's routes. */
-static mc_status_t route_ingress(mc_cost_topo_t *ct, const mc_task_t *task, double *sec,
-                                 mc_err_t *err)
-{
-    mc_status_t st = MC_OK;
-    *sec = 0;
-    memset(ct->gpu_in, 0, sizeof(double) * (size_t)ct->topo->ngpus);
-    for (int i = 0; i < task->npieces; i++)
-        for (int j = 0; j < task->pieces[i].ndests; j++)
-            ct->gpu_in[task->pieces[i].dests[j]] += (double)task->pieces[i].bytes;
-    for (int g = 0; g < ct->topo->ngpus && st == MC_OK; g++) {
-        double bw = 0;
-        if (ct->gpu_in[g] > 0 && (st = gpu_in_bw(ct, g, &bw, err)) == MC_OK && bw > 0)
-            *sec = fmax(*sec, ct->gpu_in[g] / bw);
-    }
-    if (ct->topo->nhosts < 2)
-        return st;
-    /* a piece enters each destination host that does not hold it once, and leaves the host of
-     * its holders once when they are all on one host that does not need all of it */
-    int nh = ct->topo->nhosts;
-    memset(ct->host_in, 0, sizeof(double) * 2 * (size_t)nh);
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        int hold = ct->gpu_host[p->holders[0]], one = 1, outside = 0, last = -1;
-        for (int k = 1; k < p->nholders; k++)
-            one &= ct->gpu_host[p->holders[k]] == hold;
-        for (int j = 0; j < p->ndests; j++) {
-            int h = ct->gpu_host[p->dests[j]], held = 0;
-            for (int k = 0; k < p->nholders && !held; k++)
-                held = ct->gpu_host[p->holders[k]] == h;
-            if (!held && h != last)
-                ct->host_in[2 * h] += (double)p->bytes;
-            outside |= !held;
-            last = h;
-        }
-        if (one && outside)
-            ct->host_in[2 * hold + 1] += (double)p->bytes;
-    }
-    for (int x = 0; x < 2 * nh && st == MC_OK; x++) {
-        double bw = 0;
-        if (ct->host_in[x] > 0 && (st = host_port_bw(ct, x / 2, x % 2, &bw, err)) == MC_OK &&
-            bw > 0)
-            *sec = fmax(*sec, ct->host_in[x] / bw);
-    }
-    return st;
-}
-
 typedef mc_status_t (*traffic_fn)(mc_cost_topo_t *, const mc_task_t *, mc_err_t *);
 
 /* One traffic pattern laid out and timed. */
@@ -633,12 +512,10 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
      * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when
      * that is shorter. Only here is the bound worth its cost (switchless hosts are small). */
     mc_bound_t b;
-    double routed = 0;
     if (st == MC_OK && s == MC_COST_MESHCAST && switchless && !(opts && opts->fast) &&
         (st = mc_task_bound(task, ct->topo, &b, err)) == MC_OK &&
-        (st = route_ingress(ct, task, &routed, err)) == MC_OK &&
-        fmax(b.seconds - b.latency_s, routed) + out->overhead_s < out->seconds) {
-        out->bandwidth_s = fmax(b.seconds - b.latency_s, routed);
+        b.seconds - b.latency_s + out->overhead_s < out->seconds) {
+        out->bandwidth_s = b.seconds - b.latency_s;
         out->seconds = out->bandwidth_s + out->overhead_s;
         out->link = -1;
         out->binding = out->bandwidth_s >= out->overhead_s ? MC_COST_BIND_LINK

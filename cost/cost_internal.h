@@ -54,10 +54,6 @@ struct mc_cost_topo {
     char *host_switched;    /* the host has an NVSwitch: a ring never beats a star there */
     signed char *host_relays; /* a relay GPU widens some path of the host: 1, never: 0,
                                * not known yet: -1 */
-    double *gpu_in_bw;      /* GPU -> bytes/s of the links routes end on into it, 0: not known */
-    double *host_port_bw;   /* host -> bytes/s of the network ports routes from the next host
-                             * enter it by [2h], and routes to it leave it by [2h + 1]; 0: not
-                             * known */
     /* per call */
     double *load;       /* bytes per link */
     int *flows;         /* transfers per link */
@@ -67,8 +63,6 @@ struct mc_cost_topo {
     cost_time_t *times;     /* per transfer, time_cap of them */
     int time_cap;
     double *gpu_out;    /* bytes each GPU sends (holder choice) */
-    double *gpu_in;     /* bytes each GPU receives (the route ingress floor) */
-    double *host_in;    /* bytes that enter [2h] and leave [2h + 1] each host (the same) */
     double *host_out;   /* bytes each host sends across (source-host choice) */
     double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
