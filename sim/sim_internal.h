@@ -26,10 +26,6 @@ void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsi
 sim_event_t sim_queue_pop(sim_queue_t *q);
 void sim_queue_free(sim_queue_t *q);
 
-/* sim_conn.c: the most bytes/s the connection of tree edge e can move (NCCL's point-to-point
- * channels per peer), 0 when nothing but its links limits it. */
-double sim_connection_cap(const mc_topo_t *topo, const mc_tree_edge_t *e);
-
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {
     int ngroups, ndistinct;

@@ -45,7 +45,7 @@ static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *pa
 }
 
 /* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings) and
- * its overhead. */
+ * its overhead; and the tree's slowest connection limit. */
 static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err)
 {
     c->edge_spb = mc_xcalloc((size_t)c->nedges, sizeof(double));
@@ -57,6 +57,9 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
         if (st != MC_OK)
             return st;
         c->edge_hop[e] = mc_topo_links_delay(topo, r.links, r.nlinks);
+        double cap = mc_topo_conn_cap(topo, c->parent[e], c->child[e], r.links, r.nlinks);
+        if (cap > 0 && 1 / cap > c->conn_spb)
+            c->conn_spb = 1 / cap;
         for (int i = 0; i < r.nlinks; i++) {
             int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
             double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;

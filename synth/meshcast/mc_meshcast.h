@@ -51,6 +51,8 @@ typedef struct mc_cand {
     double *edge_spb;     /* per edge: its slowest link's mult / bw */
     double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
     int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
+    double conn_spb;      /* the slowest connection limit of its edges (mc_topo_conn_cap) as
+                           * seconds per byte, 0 for none: one copy of the tree moves no faster */
     int direct;           /* the star: every destination straight from the root (send/recv) */
 } mc_cand_t;
 
