@@ -218,8 +218,7 @@ static mc_status_t add_copies(run_t *r, mc_sched_t *s, const mc_cand_t *cand, in
                               uint64_t off, uint64_t len, int k, double phase_s,
                               const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
 {
-    double need = phase_s > 0 ? (double)len * cand->conn_spb / phase_s : 0;
-    uint64_t n = need > 1 ? (uint64_t)ceil(need - 1e-9) : 1;
+    uint64_t n = phase_s > 0 ? (uint64_t)mc_cand_copies(cand, (double)len / phase_s) : 1;
     uint64_t part = (len + n - 1) / n;
     part = (part + MC_COPY_ALIGN - 1) / MC_COPY_ALIGN * MC_COPY_ALIGN;
     for (uint64_t at = 0; at < len; at += part) {

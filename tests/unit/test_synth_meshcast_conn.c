@@ -1,5 +1,6 @@
 /* Tests for the per-connection rate limit as the synthesizer and the simulator share it
- * (topo/topo_conn.c): the table's figures by architecture and route, and meshcast schedules on an
+ * (topo/topo_conn.c): the table's figures by architecture and route, planned tree rates that hold
+ * it as the simulator does, and meshcast schedules on an
  * H100 host that is not in the benchmark suites (OCI BM.GPU.H100.8, a real NCCL dump) carrying a
  * transfer over enough parallel connections to reach the NVLink rate that one connection (180
  * GB/s) cannot. */
@@ -9,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "sim/sim.h"
@@ -48,6 +50,45 @@ static void test_cap_by_architecture_and_route(void **state)
     mc_topo_free(h);
     mc_topo_free(a);
     mc_topo_free(pod);
+}
+
+/* A schedule of `copies` identical trees 0 -> 1, each moving `bytes`, in one phase. */
+static mc_sched_t *copies_0_to_1(const mc_topo_t *topo, int copies, uint64_t bytes)
+{
+    mc_sched_t *s = mc_sched_new(NULL, topo, "test");
+    mc_err_t err = {0};
+    for (int i = 0; i < copies; i++) {
+        int t = mc_sched_add_tree(s, 0, (uint64_t)i * bytes, bytes, 0, 0, 1);
+        assert_int_equal(mc_sched_add_edge(s, topo, t, 0, 1, &err), MC_OK);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    return s;
+}
+
+/* Planned rates respect the limit as the simulator does: one tree 0 -> 1 is planned at 180 GB/s
+ * (not the link's bandwidth) and simulates in bytes / 180e9 plus its message overhead; four
+ * copies share the link, a quarter each, below the limit. */
+static void test_planned_rates_hold_the_limit(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = load(H100);
+    mc_route_t r;
+    mc_err_t err = {0};
+    mc_sim_result_t res = {0};
+    assert_int_equal(mc_topo_route(topo, 0, 1, &r, &err), MC_OK);
+    assert_true(r.bw > 2 * 180e9);
+    mc_sched_t *one = copies_0_to_1(topo, 1, 1000000000), *four = copies_0_to_1(topo, 4, 1000);
+    assert_true(one->trees[0].rate == 180e9);
+    assert_int_equal(mc_sim_run(one, topo, &res, &err), MC_OK);
+    double want = 1e9 / 180e9 + mc_topo_links_delay(topo, r.links, r.nlinks);
+    assert_true(fabs(res.makespan_s - want) <= 1e-9 * want);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(four->trees[i].rate - r.bw / 4) <= 1e-6 * r.bw);
+    mc_sim_result_free(&res);
+    mc_sched_free(one);
+    mc_sched_free(four);
+    mc_topo_free(topo);
 }
 
 /* Synthesizes (Z3 bounded by rlimit) and simulates; returns the makespan over the bound. */
@@ -123,6 +164,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_by_architecture_and_route),
+        cmocka_unit_test(test_planned_rates_hold_the_limit),
         cmocka_unit_test(test_one_pair_uses_parallel_connections),
         cmocka_unit_test(test_pair_swaps_reach_the_link_rate),
     };
