@@ -102,16 +102,31 @@ static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf
                   " * rank's source tiles, one per tensor in task order, each row-major,\n"
                   " * concatenated; dst its destination tiles the same way; workspace at least\n",
                   P->nranks);
+    if (P->only >= 0)
+        mc_buf_printf(h, " * Only rank %d's tables are here (meshcast emit --rank %d): every other\n"
+                      " * rank's calls fail.\n", P->only, P->only);
     gen_tpl(h, m->name,
             " * @_workspace_bytes(rank) bytes of device memory. @_run only enqueues work\n"
             " * on stream; it returns 0, or a negative code with @_error() saying why. */\n"
             "#ifndef @_H\n#define @_H\n\n"
             "#include <stddef.h>\n\n#include <cuda_runtime.h>\n#include <nccl.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-    mc_buf_printf(h, "#define %s_NRANKS %d\n\n", m->name, P->nranks);
+    const mc_rt_plan_t *any = P->nranks ? &P->plans[P->only >= 0 ? P->only : 0] : NULL;
+    mc_buf_printf(h, "#define %s_NRANKS %d\n#define %s_LANES %u\n\n", m->name, P->nranks,
+                  m->name, any ? mc_rt_plan_lanes(any) : 1);
     gen_tpl(h, m->name,
+            "/* The micro-steps in lockstep on comm and stream: a fast tree waits for a slow one. */\n"
             "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
             "    ~     cudaStream_t stream);\n"
+            "/* The dependency graph on @_LANES lanes, as meshcast sim --executed --nccl times it:\n"
+            " * @_lanes_init splits @_LANES non-blocking communicators from comm (collective,\n"
+            " * bounded by timeout_s) and makes their streams, once; @_run_lanes starts after the\n"
+            " * work on stream and makes stream wait for its end. */\n"
+            "struct mc_rt_nccl_lanes;\n"
+            "int @_lanes_init(ncclComm_t comm, double timeout_s, struct mc_rt_nccl_lanes **lanes);\n"
+            "void @_lanes_free(struct mc_rt_nccl_lanes *lanes);\n"
+            "int @_run_lanes(int rank, const struct mc_rt_nccl_lanes *lanes, const void *src,\n"
+            "    ~           void *dst, void *workspace, cudaStream_t stream);\n"
             "size_t @_workspace_bytes(int rank);\n"
             "size_t @_src_bytes(int rank);\n"
             "size_t @_dst_bytes(int rank);\n"
@@ -215,10 +230,20 @@ static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, vari
     mc_buf_printf(cu, "\n");
 }
 
+/* Whether rank r's plan was made (every rank's, or the one of emit --rank). */
+static int has_plan(const mc_emit_plans_t *P, int r)
+{
+    return P->only < 0 || P->only == r;
+}
+
+/* The plans array: every rank's, or with emit --rank the one made. */
 static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
 {
-    mc_buf_printf(cu, "static const mc_rt_plan_t %s_plans[%d] = {\n", name, P->nranks);
+    mc_buf_printf(cu, "static const mc_rt_plan_t %s_plans[%d] = {\n", name,
+                  P->only < 0 ? P->nranks : 1);
     for (int r = 0; r < P->nranks; r++) {
+        if (!has_plan(P, r))
+            continue;
         const mc_rt_plan_t *p = &P->plans[r];
         mc_buf_printf(cu, "    {%d, %d, %lluull, %lluull, %lluull, %u, %u, %u, ", r, P->nranks,
                       (unsigned long long)p->src_bytes, (unsigned long long)p->dst_bytes,
@@ -240,21 +265,24 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
         else
             mc_buf_printf(cu, "NULL, ");
         if (p->nops && p->dep_first && p->lane)
-            mc_buf_printf(cu, "%s_lane_%d},\n", name, r);
+            mc_buf_printf(cu, "%s_lane_%d, %u},\n", name, r, p->nlanes);
         else
-            mc_buf_printf(cu, "NULL},\n");
+            mc_buf_printf(cu, "NULL, %u},\n", p->nlanes);
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
-                  P->nranks);
+                  P->only < 0 ? P->nranks : 1);
     for (int r = 0; r < P->nranks; r++)
-        if (P->plans[r].nops)
+        if (!has_plan(P, r))
+            continue;
+        else if (P->plans[r].nops)
             mc_buf_printf(cu, "    %s_kinds_%d,\n", name, r);
         else
             mc_buf_printf(cu, "    NULL,\n");
     mc_buf_printf(cu, "};\n\n");
 }
 
-static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t *cu)
+static void gen_copy_fn(const char *name, const mc_emit_plans_t *P, const variant_t *vs, int nv,
+                        mc_buf_t *cu)
 {
     mc_buf_printf(cu,
                   "/* Runs copy op i of plan with the kernel specialized to its boxes; the generic\n"
@@ -269,11 +297,11 @@ static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t 
     mc_buf_printf(cu,
                   "};\n"
                   "    const mc_rt_op_t *o = &plan->ops[i];\n"
-                  "    int kind = %s_kinds[plan->rank][i];\n"
+                  "    int kind = %s_kinds[%s][i];\n"
                   "    if (kind == 0 || mc_rt_copy_word(plan, o, bufs) < words[kind])\n"
                   "        return mc_rt_copy_cuda(plan, i, bufs, stream, err);\n"
                   "    switch (kind) {\n",
-                  name);
+                  name, P->only < 0 ? "plan->rank" : "0");
     for (int k = 0; k < nv; k++)
         mc_buf_printf(cu, "    case %d: mc_rt_launch_copy<%s, %d, %d>(plan, o, bufs, stream); break;\n",
                       k + 1, word_type(vs[k].word), vs[k].sd, vs[k].dd);
@@ -290,31 +318,85 @@ static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t 
                   "}\n\n");
 }
 
-static void gen_entry(const char *name, mc_buf_t *cu)
+/* The entry points; with emit --rank only that rank has a plan. */
+static void gen_entry(const char *name, int only, mc_buf_t *cu)
 {
     gen_tpl(cu, name,
             "static mc_rt_err_t @_err;\n\n"
             "const char *@_error(void)\n{\n    return @_err.msg;\n}\n\n"
-            "const mc_rt_plan_t *@_plan(int rank)\n"
-            "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n"
+            "const mc_rt_plan_t *@_plan(int rank)\n");
+    if (only < 0)
+        gen_tpl(cu, name,
+                "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n");
+    else
+        mc_buf_printf(cu, "{\n    return rank == %d ? &%s_plans[0] : NULL;\n}\n\n", only, name);
+    gen_tpl(cu, name,
             "size_t @_workspace_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].ws_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->ws_bytes : 0;\n}\n\n"
             "size_t @_src_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].src_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->src_bytes : 0;\n}\n\n"
             "size_t @_dst_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].dst_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->dst_bytes : 0;\n}\n\n"
+            "/* The rank's plan and buffers, or NULL with the error set. */\n"
+            "static const mc_rt_plan_t *@_buffers(int rank, const void *src, void *dst,\n"
+            "    ~                                 void *workspace, mc_rt_buffers_t *b)\n"
+            "{\n"
+            "    const mc_rt_plan_t *p = @_plan(rank);\n"
+            "    if (!p) {\n");
+    if (only < 0)
+        gen_tpl(cu, name,
+                "        snprintf(@_err.msg, sizeof @_err.msg, \"rank %d is not a rank of %d\", rank,\n"
+                "                 @_NRANKS);\n");
+    else
+        mc_buf_printf(cu,
+                      "        snprintf(%s_err.msg, sizeof %s_err.msg,\n"
+                      "                 \"rank %%d: this code runs rank %d only \"\n"
+                      "                 \"(meshcast emit --rank)\",\n"
+                      "                 rank);\n",
+                      name, name, only);
+    gen_tpl(cu, name,
+            "        @_err.status = MC_RT_ERR_INVALID;\n"
+            "        return NULL;\n"
+            "    }\n"
+            "    mc_rt_buffers_t bufs = {{(void *)src, dst, workspace},\n"
+            "                            {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
+            "    *b = bufs;\n"
+            "    return p;\n"
+            "}\n\n"
             "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
             "    ~     cudaStream_t stream)\n"
             "{\n"
-            "    const mc_rt_plan_t *p = @_plan(rank);\n"
-            "    if (!p) {\n"
-            "        snprintf(@_err.msg, sizeof @_err.msg, \"rank %d is not a rank of %d\", rank,\n"
-            "                 @_NRANKS);\n"
-            "        return @_err.status = MC_RT_ERR_INVALID;\n"
+            "    mc_rt_buffers_t b;\n"
+            "    const mc_rt_plan_t *p = @_buffers(rank, src, dst, workspace, &b);\n"
+            "    return p ? mc_rt_run_nccl(p, comm, &b, stream, @_copy, &@_err) : @_err.status;\n"
+            "}\n\n"
+            "int @_lanes_init(ncclComm_t comm, double timeout_s, struct mc_rt_nccl_lanes **lanes)\n"
+            "{\n"
+            "    *lanes = (mc_rt_nccl_lanes_t *)calloc(1, sizeof **lanes);\n"
+            "    if (!*lanes) {\n"
+            "        snprintf(@_err.msg, sizeof @_err.msg, \"out of memory\");\n"
+            "        return @_err.status = MC_RT_ERR_RUNTIME;\n"
             "    }\n"
-            "    mc_rt_buffers_t b = {{(void *)src, dst, workspace},\n"
-            "                         {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
-            "    return mc_rt_run_nccl(p, comm, &b, stream, @_copy, &@_err);\n"
+            "    int st = mc_rt_nccl_lanes_split(comm, @_LANES, timeout_s, *lanes, &@_err);\n"
+            "    if (st != MC_RT_OK) {\n"
+            "        free(*lanes);\n"
+            "        *lanes = NULL;\n"
+            "    }\n"
+            "    return st;\n"
+            "}\n\n"
+            "void @_lanes_free(struct mc_rt_nccl_lanes *lanes)\n"
+            "{\n"
+            "    if (lanes)\n"
+            "        mc_rt_nccl_lanes_free(lanes, 0);\n"
+            "    free(lanes);\n"
+            "}\n\n"
+            "int @_run_lanes(int rank, const struct mc_rt_nccl_lanes *lanes, const void *src,\n"
+            "    ~           void *dst, void *workspace, cudaStream_t stream)\n"
+            "{\n"
+            "    mc_rt_buffers_t b;\n"
+            "    const mc_rt_plan_t *p = @_buffers(rank, src, dst, workspace, &b);\n"
+            "    return p ? mc_rt_run_nccl_lanes(p, lanes, &b, @_copy, stream, &@_err)\n"
+            "             : @_err.status;\n"
             "}\n");
 }
 
@@ -327,22 +409,23 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
     mc_buf_t tables = {0};
     gen_header(m, P, h);
     for (int r = 0; r < P->nranks; r++)
-        gen_rank(m->name, &P->plans[r], &tables, vs, &nv);
+        if (has_plan(P, r))
+            gen_rank(m->name, &P->plans[r], &tables, vs, &nv);
     const struct mc_emit_rt_file *kern = mc_emit_rt_file("copy_kernel.cuh");
     mc_buf_printf(cu,
                   "/* %s.cu: generated by meshcast %s (meshcast emit); do not edit, regenerate.\n"
                   " * Per-rank operation tables of the schedule described in %s.h, the pack kernel\n"
                   " * instantiations its boxes need, and the entry points. Build with nvcc and link\n"
                   " * libmeshcast_rt (pkg-config meshcast) or the files emit --standalone writes. */\n"
-                  "#include <stdio.h>\n\n#include \"%s.h\"\n#include \"runtime.h\"\n\n"
+                  "#include <stdio.h>\n#include <stdlib.h>\n\n#include \"%s.h\"\n#include \"runtime.h\"\n\n"
                   "/* ---- the pack kernel (runtime/copy_kernel.cuh) ---- */\n",
                   m->name, m->version, m->name, m->name);
     mc_buf_append(cu, kern->data, kern->size);
     mc_buf_printf(cu, "/* ---- end of the pack kernel ---- */\n\n");
     mc_buf_append(cu, tables.data, tables.len);
     gen_plans(m->name, P, cu);
-    gen_copy_fn(m->name, vs, nv, cu);
-    gen_entry(m->name, cu);
+    gen_copy_fn(m->name, P, vs, nv, cu);
+    gen_entry(m->name, P->only, cu);
     mc_buf_free(&tables);
     free(vs);
 }

@@ -15,6 +15,7 @@
  * staging is reused and a root may send what it received in an earlier phase. Every dependency
  * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
  * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@ typedef struct dep_pair {
 } dep_pair_t;
 
 typedef struct rank_build {
+    int counted;        /* only counts its ops: lowering another rank (mc_emit_lower_rank) */
     pending_t *ops;
     int nops, ops_cap;
     dep_pair_t *deps;
@@ -65,7 +67,9 @@ typedef struct lower {
     rank_build_t *rb;
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
-    uint16_t *lane;     /* per tree: its lane (assign_lanes) */
+    uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
+    int nlanes;
+    int only;           /* the one GPU whose plan is made, or -1 for all */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -81,6 +85,8 @@ static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
 /* Index of box in the rank's table, added when new. */
 static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 {
+    if (rb->counted)
+        return 0;
     for (int i = 0; i < rb->nboxes; i++)
         if (box_equal(&rb->boxes[i], box))
             return i;
@@ -93,6 +99,10 @@ static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane,
                        const mc_rt_op_t *op)
 {
+    /* A counted rank's op keeps its number, so the ops of the rank being made still refer to
+     * each other and to tokens exactly as in the full lowering. */
+    if (rb->counted)
+        return (uint32_t)rb->nops++;
     MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
     pending_t *p = &rb->ops[rb->nops];
     memset(p, 0, sizeof *p);
@@ -108,12 +118,16 @@ static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane
  * (which still waits for the fence). */
 static void add_dep_cross(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     MC_GROW(rb->deps, rb->deps_cap, rb->ndeps + 1);
     rb->deps[rb->ndeps++] = (dep_pair_t){op, dep};
 }
 
 static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     add_dep_cross(rb, op, dep);
     rb->ops[op].local_deps = 1;
     rb->ops[dep].has_succ = 1;
@@ -203,13 +217,14 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
     return r;
 }
 
-/* Depth of every GPU in the tree (-1 outside); edges list parents before children. */
-static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *depth, int *nkids,
+/* Depth of every GPU in the tree and its number of children, and the tree's largest depth;
+ * edges list parents before children. On entry depth is -1 and nkids 0 for every GPU, as
+ * tree_forget leaves them: a tree costs its size, not the cluster's. */
+static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int *depth, int *nkids, int *maxd,
                                mc_err_t *err)
 {
-    for (int g = 0; g < ngpus; g++)
-        depth[g] = -1, nkids[g] = 0;
     depth[tr->root] = 0;
+    *maxd = 0;
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];
         if (depth[ed->parent] < 0 || depth[ed->child] >= 0)
@@ -219,8 +234,19 @@ static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *dept
                               ti, ed->parent, ed->child);
         depth[ed->child] = depth[ed->parent] + 1;
         nkids[ed->parent]++;
+        *maxd = depth[ed->child] > *maxd ? depth[ed->child] : *maxd;
     }
     return MC_OK;
+}
+
+static void tree_forget(const mc_tree_t *tr, int *depth, int *nkids)
+{
+    depth[tr->root] = -1;
+    nkids[tr->root] = 0;
+    for (int e = 0; e < tr->nedges; e++) {
+        depth[tr->edges[e].child] = -1;
+        nkids[tr->edges[e].child] = 0;
+    }
 }
 
 /* The ops of the last three chunks of one tree, by chunk modulo 3 (a slot is reused two chunks
@@ -259,9 +285,8 @@ static void wait_slot(rank_build_t *rb, uint32_t op, const mc_tree_t *tr, const 
 }
 
 /* Adds the ops of one tree starting at global step base; returns its number of steps. */
-static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int *depth,
-                              int *nkids, place_t *pl, tree_ops_t *to, uint32_t *nsteps,
-                              mc_err_t *err)
+static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int *nkids,
+                              place_t *pl, tree_ops_t *to, uint32_t *nsteps, mc_err_t *err)
 {
     const mc_tree_t *tr = &L->s->trees[ti];
     mc_status_t st;
@@ -269,12 +294,13 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     *nsteps = 0;
     if (tr->bytes == 0 || tr->nedges == 0)
         return MC_OK;
-    MC_CHECK_GOTO(tree_depths(tr, ti, ngpus, depth, nkids, err), out, st);
-    for (int g = 0; g < ngpus; g++)
-        if (depth[g] >= 0) {
-            maxd = depth[g] > maxd ? depth[g] : maxd;
-            MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
-        }
+    MC_CHECK_GOTO(tree_depths(tr, ti, depth, nkids, &maxd, err), out, st);
+    MC_CHECK_GOTO(place_node(L, tr, ti, tr->root, 0, nkids[tr->root] > 0, &pl[tr->root], err), out,
+                  st);
+    for (int e = 0; e < tr->nedges; e++) {
+        int g = tr->edges[e].child;
+        MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
+    }
     MC_GROW(to->send, to->send_cap, 3 * tr->nedges);
     const mc_piece_t *pc = &L->t->pieces[tr->piece];
     rank_build_t *rrb = &L->rb[tr->root];
@@ -294,7 +320,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[ti], &op);
+            /* in the lane of the root's first edge (edge 0: the root reaches it first) */
+            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[L->gid0[ti]], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }
@@ -306,10 +333,10 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
                               {0, 0}};
             mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, ti, n, {0, 0},
                               chunk_ref(&pl[ed->child], tr, c)};
-            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[ti], &snd);
+            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &snd);
             dep_on(prb, sid, ring(to->got, ed->parent, c));
             dep_on(prb, sid, ring(to->send, e, c - 1));
-            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[ti], &rcv);
+            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &rcv);
             dep_on(crb, rid, ring(to->got, ed->child, c - 1));
             wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
             to->send[e * 3 + c % 3] = sid;
@@ -323,7 +350,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
                                   {pl[ed->child].shard_box, tr->offset + lo}};
-                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[ti], &unp);
+                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[L->gid0[ti] + e], &unp);
                 add_dep(crb, uid, rid);
                 to->unpack[ed->child * 3 + c % 3] = uid;
             }
@@ -331,7 +358,44 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     }
     *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
 out:
+    tree_forget(tr, depth, nkids);
     return st;
+}
+
+/* A tree that the one rank being made takes no part in: only its number of steps (the phase's
+ * length) and which of its edges move anything (the link order between phases) matter. */
+static mc_status_t count_tree(lower_t *L, int ti, int *depth, int *nkids, uint32_t *nsteps,
+                              mc_err_t *err)
+{
+    const mc_tree_t *tr = &L->s->trees[ti];
+    uint64_t off, n;
+    int maxd;
+    *nsteps = 0;
+    if (tr->bytes == 0 || tr->nedges == 0)
+        return MC_OK;
+    mc_status_t st = tree_depths(tr, ti, depth, nkids, &maxd, err);
+    tree_forget(tr, depth, nkids);
+    if (st != MC_OK)
+        return st;
+    mc_tree_chunk(tr, 0, &off, &n);
+    for (int e = 0; n && e < tr->nedges; e++) {
+        edge_ends_t *end = &L->ends[L->gid0[ti] + e];
+        end->first_send = 0; /* some op of a counted rank: never looked up */
+        end->parent = tr->edges[e].parent;
+        end->child = tr->edges[e].child;
+    }
+    *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
+    return MC_OK;
+}
+
+static int tree_touches(const mc_tree_t *tr, int gpu)
+{
+    if (tr->root == gpu)
+        return 1;
+    for (int e = 0; e < tr->nedges; e++)
+        if (tr->edges[e].child == gpu)
+            return 1;
+    return 0;
 }
 
 static void lower_copies(lower_t *L)
@@ -380,7 +444,7 @@ static void finish_deps(const rank_build_t *rb, const uint32_t *final, mc_rt_pla
 
 /* Turns GPU gpu's pending ops into the plan of its rank; peers become ranks too. */
 static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nranks,
-                        const mc_emit_shards_t *sh, mc_rt_plan_t *p)
+                        const lower_t *L, mc_rt_plan_t *p)
 {
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
@@ -418,8 +482,8 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     free(final);
     p->rank = rank_of[gpu];
     p->nranks = nranks;
-    p->src_bytes = sh->src_bytes[gpu];
-    p->dst_bytes = sh->dst_bytes[gpu];
+    p->src_bytes = L->sh.src_bytes[gpu];
+    p->dst_bytes = L->sh.dst_bytes[gpu];
     p->ws_bytes = rb->ws_max;
     p->nboxes = (uint32_t)rb->nboxes;
     p->nops = (uint32_t)rb->nops;
@@ -428,6 +492,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     p->ops = ops;
     p->steps = steps;
     p->lane = lane;
+    p->nlanes = (uint32_t)L->nlanes;
     rb->boxes = NULL;
 }
 
@@ -442,7 +507,7 @@ static void end_phase(lower_t *L, int ngpus)
         rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
         rb->ws_phase = 0;
         rb->phase_first = n;
-        if (first == n)
+        if (first == n || rb->counted)
             continue;
         for (int i = first; i < n; i++)
             if (!rb->ops[i].local_deps)
@@ -477,7 +542,7 @@ typedef struct link_order {
     int ntokens;
 } link_order_t;
 
-static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int tb,
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step,
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
@@ -497,8 +562,9 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int t
         mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->last_send_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
         MC_GROW(o->tok[d], o->tcap[d], k + 1);
-        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd),
-                                 add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv)};
+        uint16_t lane = L->lane[b - L->ends]; /* the lane of the edge that waits for it */
+        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, lane, &snd),
+                                 add_op(&L->rb[d], step, STAGE_COMM, lane, &rcv)};
         o->ntok[d]++;
     }
     add_dep_cross(&L->rb[c], o->tok[d][k].send, (uint32_t)a->last_send);
@@ -516,7 +582,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
             const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
             for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
                 for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
-                    order_edge(L, o, ph, step, ti, eb, b, o->users[eb->links[j]][u]);
+                    order_edge(L, o, ph, step, eb, b, o->users[eb->links[j]][u]);
         }
     for (int ti = 0; ti < s->ntrees; ti++)
         for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
@@ -535,58 +601,172 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
         }
 }
 
-/* Lanes of the trees, for a backend that runs groups of trees on their own communicators and
- * streams (nccl): trees of one phase that share a GPU should not share a lane, or one waits for
- * the other's steps. Greedy, tree by tree: the lane least used so far by the tree's GPUs in its
- * phase (the lowest on a tie). */
-static void assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
+/* A hash of a tree's pace: the size of its chunks and its planned rate. In one lane, step t moves
+ * chunk t-l at depth l of every tree, so trees of the same pace take about the same time per step
+ * and lose little by sharing a lane, whatever their GPUs, links and chunk counts (a tree may move
+ * faster than planned where links are free). A tree that states
+ * no rate owns its links, so its routes set its pace and are hashed too. A collision only costs
+ * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
+static uint64_t tree_pace(const mc_tree_t *tr)
 {
-    int *use = mc_xcalloc((size_t)ngpus * MC_RT_NCCL_LANES + 1, sizeof *use);
-    for (int ph = 0; ph < s->nphases; ph++) {
-        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_NCCL_LANES);
-        for (int ti = 0; ti < s->ntrees; ti++) {
-            const mc_tree_t *tr = &s->trees[ti];
-            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
-                continue;
-            int best = 0, best_load = -1;
-            for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
-                int load = use[tr->root * MC_RT_NCCL_LANES + l];
-                for (int e = 0; e < tr->nedges; e++)
-                    load += use[tr->edges[e].child * MC_RT_NCCL_LANES + l];
-                if (best_load < 0 || load < best_load)
-                    best = l, best_load = load;
-            }
-            lane[ti] = (uint16_t)best;
-            use[tr->root * MC_RT_NCCL_LANES + best]++;
-            for (int e = 0; e < tr->nedges; e++)
-                use[tr->edges[e].child * MC_RT_NCCL_LANES + best]++;
-        }
-    }
-    free(use);
+    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    for (int k = 0; k < 2; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    for (int e = 0; tr->rate <= 0 && e < tr->nedges; e++)
+        for (int l = 0; l < tr->edges[e].nlinks; l++)
+            h = (h ^ (uint64_t)(uint32_t)tr->edges[e].links[l]) * 1099511628211ull;
+    return h ? h : 1;
 }
 
-mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+/* The pace of an edge on topo: its tree's chunk size and planned rate, and the bandwidth of its
+ * route's narrowest link, so that edges of one pace move at about one speed whatever their GPUs
+ * (an NVLink edge and a NIC edge of one tree do not). Never 0. */
+static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
+{
+    double bw = HUGE_VAL;
+    for (int l = 0; l < ed->nlinks; l++)
+        if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && topo->links[ed->links[l]].bw < bw)
+            bw = topo->links[ed->links[l]].bw;
+    uint64_t h = 1469598103934665603ull, v[3] = {slot_bytes(tr), 0, 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    memcpy(&v[2], &bw, sizeof v[2]);
+    for (int k = 0; k < 3; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Per GPU and lane, in the current phase: how many edges or trees use it and the pace of the first
+ * (0: free). An entry whose stamp is not the phase's counts as free, so a phase costs its edges,
+ * not the cluster's size. */
+typedef struct lane_use {
+    int *use, *stamp, cur;
+    uint64_t *pace;
+} lane_use_t;
+
+/* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
+ * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
+ * -1. */
+static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, int share)
+{
+    int least = 0, least_load = -1;
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        int fits = 1, load = 0;
+        for (int k = 0; k < n; k++) {
+            size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+            int live = u->stamp[at] == u->cur;
+            fits &= !live || u->pace[at] == p;
+            load += live ? u->use[at] : 0;
+        }
+        if (fits)
+            return l;
+        if (least_load < 0 || load < least_load)
+            least = l, least_load = load;
+    }
+    return share ? least : -1;
+}
+
+static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p)
+{
+    for (int k = 0; k < n; k++) {
+        size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+        if (u->stamp[at] != u->cur)
+            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p;
+        u->use[at]++;
+    }
+}
+
+enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_EDGE_PACE, LANES_PER_PACE };
+
+/* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
+ * stream and a lane's steps one after the other: two edges of one phase that share a GPU must not
+ * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
+ * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
+ * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
+ * moving in lockstep); beyond that, edges of the same pace on topo (edge_pace) share lanes, and
+ * when that still takes more, trees of the same pace (tree_pace), a tree with no lane free then
+ * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
+ * Returns how many lanes there are, or -1 when there were not enough. */
+static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
+                        int how, uint16_t *lane)
+{
+    size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
+    lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
+                    mc_xcalloc(n + 1, sizeof(uint64_t))};
+    int maxe = 0;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
+    int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
+    for (int ph = 0; ph < s->nphases; ph++) {
+        u.cur = ph + 1;
+        for (int ti = 0; ti < s->ntrees; ti++) {
+            const mc_tree_t *tr = &s->trees[ti];
+            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
+                continue;
+            for (int e = 0; e < tr->nedges; e++) {
+                int per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
+                int l, ng = per_edge ? 2 : tr->nedges + 1;
+                uint64_t p = how == LANES_PER_PACE        ? tree_pace(tr)
+                             : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
+                             : how == LANES_PER_TREE      ? (uint64_t)ti + 1
+                                                          : (uint64_t)gid0[ti] + e + 1;
+                gpus[0] = per_edge ? tr->edges[e].parent : tr->root;
+                for (int k = 1; k < ng; k++)
+                    gpus[k] = tr->edges[per_edge ? e : k - 1].child;
+                if (!per_edge && e > 0)
+                    l = lane[gid0[ti]];
+                else if ((l = first_fit(&u, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
+                    nlanes = -1;
+                    goto out;
+                } else
+                    take(&u, gpus, ng, l, p);
+                lane[gid0[ti] + e] = (uint16_t)l;
+                nlanes = l + 1 > nlanes ? l + 1 : nlanes;
+            }
+        }
+    }
+out:
+    free(u.use);
+    free(u.stamp);
+    free(u.pace);
+    free(gpus);
+    return nlanes;
+}
+
+/* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
+ * made, and the trees that do not touch its GPU are only measured (count_tree). The lanes are
+ * chosen over every tree either way, so that one rank's plan is the full lowering's. */
+static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int only,
+                               mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, -1};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
     place_t *pl = mc_xcalloc(ngpus, sizeof *pl);
     mc_emit_plans_t *P = mc_xcalloc(1, sizeof *P);
     *out = NULL;
-    mc_emit_shards_init(&L.sh, s->task, ngpus);
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
-    lower_copies(&L);
+    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
+    P->only = only;
+    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        L.rb[g].phase_first = L.rb[g].nops;
+        if (rank_of[g] >= 0)
+            P->gpus[rank_of[g]] = g;
+    for (int g = 0; g < ngpus; g++)
+        depth[g] = -1;
+    mc_emit_shards_init(&L.sh, s->task, ngpus);
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
-    L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
-    assign_lanes(s, ngpus, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
+    L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
+    for (int how = LANES_PER_EDGE;
+         (L.nlanes = assign_lanes(s, topo, ngpus, L.gid0, how, L.lane)) < 0;)
+        how = how == LANES_PER_TREE && !topo ? LANES_PER_PACE : how + 1;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;
@@ -603,6 +783,19 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         lo.uphase[l] = -1;
     for (int g = 0; g < ngpus; g++)
         lo.tphase[g] = -1;
+    if (only >= P->nranks) {
+        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", only,
+                        P->nranks, P->nranks - 1);
+        goto out;
+    }
+    if (only >= 0) {
+        L.only = P->gpus[only];
+        for (int g = 0; g < ngpus; g++)
+            L.rb[g].counted = g != L.only;
+    }
+    lower_copies(&L);
+    for (int g = 0; g < ngpus; g++)
+        L.rb[g].phase_first = L.rb[g].nops;
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
@@ -616,22 +809,21 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
+            if (L.only < 0 || tree_touches(&s->trees[ti], L.only))
+                MC_CHECK_GOTO(lower_tree(&L, ti, base, depth, nkids, pl, &to, &n, err), out, st);
+            else
+                MC_CHECK_GOTO(count_tree(&L, ti, depth, nkids, &n, err), out, st);
             len = n > len ? n : len;
         }
         order_phase(&L, &lo, ph, base - 1);
         end_phase(&L, ngpus);
         base += len;
     }
-    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
     P->nphase_steps = (int)base;
     P->plans = mc_xcalloc(P->nranks, sizeof *P->plans);
-    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        if (rank_of[g] >= 0) {
-            P->gpus[rank_of[g]] = g;
-            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L.sh, &P->plans[rank_of[g]]);
-        }
+        if (rank_of[g] >= 0 && !L.rb[g].counted)
+            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L, &P->plans[rank_of[g]]);
     *out = P;
     P = NULL;
 out:
@@ -667,6 +859,25 @@ out:
     free(nkids);
     free(pl);
     return st;
+}
+
+mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+{
+    return lower_plans(s, NULL, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
+                             mc_err_t *err)
+{
+    return lower_plans(s, topo, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
+                               mc_emit_plans_t **out, mc_err_t *err)
+{
+    if (rank < 0)
+        return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
+    return lower_plans(s, topo, rank, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)
