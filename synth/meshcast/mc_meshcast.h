@@ -84,13 +84,12 @@ mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root
  * chunk down the longest path, the others at the pace of the slowest edge, every chunk paying
  * each edge's overhead, no edge faster than its connection limit; with rate > 0, no edge faster
  * than the copy's planned rate); and the time that pipelining adds to bytes x sec_per_byte when
- * the tree runs alone, as mc_cand_copies parallel copies. */
+ * the tree runs alone, as copies that carry its link rate (no connection limit). */
 #define MC_CHUNKS_MAX 1024
 int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate);
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
 /* Parallel copies of the tree (each its own connections, a slice of the bytes) that carry rate
- * bytes/s through its edges' connection limits (at least 1); rate 0: its rate alone, the
- * bottleneck link's. */
+ * bytes/s through its edges' connection limits; at least 1. */
 int mc_cand_copies(const mc_cand_t *c, double rate);
 
 /* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the

@@ -133,8 +133,8 @@ static void test_one_pair_uses_parallel_connections(void **state)
     (void)state;
     mc_topo_t *topo = load(H100);
     mc_sched_t *s = NULL;
-    double ratio = synth_ratio(topo, "A={gpu:1}@[0]", "B={gpu:1}@[1]", "i32[268435456] A[_] -> B[_]",
-                               &s);
+    double ratio = synth_ratio(topo, "A={gpu:1}@[0]", "B={gpu:1}@[1]",
+                               "i32[268435456] A[_] -> B[_]", &s);
     assert_true(edges_into(s, 1) >= 3);
     if (ratio > 1.05)
         fail_msg("one pair: %.3f x the bound", ratio);
