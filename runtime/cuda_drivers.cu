@@ -273,12 +273,15 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
     CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
                   cudaMemcpyDeviceToHost));
 out:
-    free_device(&dev);
+    /* After a failure a peer may never come: the communicators are aborted, not destroyed (which
+     * waits for their work), and before the device memory is freed (cudaFree waits for the
+     * device, whose NCCL kernels may wait for that peer). */
     for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
+        if (comms[l])
+            (st == MC_RT_OK ? ncclCommDestroy : ncclCommAbort)(comms[l]);
         if (streams[l])
             cudaStreamDestroy(streams[l]);
-        if (comms[l])
-            ncclCommDestroy(comms[l]);
     }
+    free_device(&dev);
     return st;
 }
