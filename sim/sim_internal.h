@@ -26,6 +26,25 @@ void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsi
 sim_event_t sim_queue_pop(sim_queue_t *q);
 void sim_queue_free(sim_queue_t *q);
 
+/* sim_motion.c: a flow's bytes in motion, as both simulators (sim.c, sim_exec.c) move them: what
+ * is left at t_upd, moving at rate; version counts rate changes, so that a FINISH event computed
+ * for an older rate is recognized and dropped. */
+typedef struct sim_motion {
+    double remaining, rate, t_upd;
+    unsigned version;
+} sim_motion_t;
+
+/* Flow i's links, for sim_motion_pack. */
+typedef const int *(*sim_path_fn)(const void *ctx, int i, int *nlinks);
+
+/* The links of n flows end to end in *links (grown as needed, capacity *cap): flow i's are
+ * (*links)[off[i] .. off[i + 1]); off holds n + 1 entries. The max-min solver's input. */
+void sim_motion_pack(int n, sim_path_fn path, const void *ctx, int *off, int **links, int *cap);
+
+/* Moves m's bytes up to now at its old rate, then takes the new one; when it changed, queues the
+ * flow's new finish (flow is its index in the queue's events). */
+void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
+
 /* sim_conn.c: the most bytes/s the connection of tree edge e can move (NCCL's point-to-point
  * channels per peer), 0 when nothing but its links limits it. */
 double sim_connection_cap(const mc_topo_t *topo, const mc_tree_edge_t *e);
