@@ -146,16 +146,19 @@ test: $(DEPS_STAMP)
 	@tests/run.sh $(BUILD)
 
 # ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
-# fuzzer: FUZZ_SMOKE_RUNS inputs each from a fixed seed, at most FUZZ_SMOKE_SECONDS, so that
-# every run of 'make check' tries the same inputs (a slower machine a prefix of them) and a
+# fuzzer: FUZZ_SMOKE_RUNS inputs each from a fixed seed, at most FUZZ_SMOKE_SECONDS, from the
+# repository's seeds only and an empty corpus (not the one 'make fuzz' grows), so that every run
+# of 'make check' on any machine tries the same inputs (a slower machine a prefix of them) and a
 # check that passed once does not fail later on a new find; 'make fuzz' explores at random.
+# Every input of the smoke passes: 'make fuzz FUZZ_SECONDS=100000 FUZZ_RUNS=50000 FUZZ_SEED=1
+# FUZZ_CORPUS=smoke FUZZ_OUTSIDE=' runs them all.
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SMOKE_RUNS ?= 50000
 check: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run.sh build-check
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) \
-	  FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_SEED=1
+	  FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_SEED=1 FUZZ_CORPUS=smoke FUZZ_OUTSIDE=
 
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
@@ -164,12 +167,16 @@ bench: $(DEPS_STAMP)
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
 # build-fuzz/, never in the source tree), seeded from the inputs of its
 # kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
-# class), schedules, task files, notation and pipeline files (examples/).
+# class), schedules, task files, notation and pipeline files (examples/). What it finds grows
+# build-fuzz/fuzz_*.FUZZ_CORPUS; the corpus "smoke" starts empty every time. FUZZ_OUTSIDE: the
+# seeds from outside the repository (the real topology files, where ../shared has them).
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= -1
 FUZZ_SEED ?= 0
+FUZZ_CORPUS ?= corpus
+FUZZ_OUTSIDE ?= ../shared/topo-xml
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
+FUZZ_SEEDS_fuzz_topo := $(FUZZ_OUTSIDE) topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
 FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile examples
 FUZZ_SEEDS_fuzz_notation := tests/data/notation
@@ -177,9 +184,9 @@ FUZZ_SEEDS_fuzz_pipeline := examples
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
-	@$(foreach f,$(FUZZ_BINS),mkdir -p $(f).corpus && \
+	@$(foreach f,$(FUZZ_BINS),rm -rf $(f).smoke && mkdir -p $(f).$(FUZZ_CORPUS) && \
 	  $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) \
-	    -artifact_prefix=build-fuzz/ $(f).corpus \
+	    -artifact_prefix=build-fuzz/ $(f).$(FUZZ_CORPUS) \
 	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
 fuzz-build: $(FUZZ_BINS)
