@@ -169,12 +169,16 @@ bench: $(DEPS_STAMP)
 # kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
 # class), schedules, task files, notation and pipeline files (examples/). What it finds grows
 # build-fuzz/fuzz_*.FUZZ_CORPUS; the corpus "smoke" starts empty every time. FUZZ_OUTSIDE: the
-# seeds from outside the repository (the real topology files, where ../shared has them).
+# seeds from outside the repository (the real topology files, where ../shared has them). A run
+# repeats itself from its seed only without address randomization (compared pointers feed the
+# mutations' dictionary, and some coverage follows addresses) and without the corpus reloaded
+# every second: both are turned off (setarch -R where the machine allows it).
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= -1
 FUZZ_SEED ?= 0
 FUZZ_CORPUS ?= corpus
 FUZZ_OUTSIDE ?= ../shared/topo-xml
+FUZZ_NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SEEDS_fuzz_topo := $(FUZZ_OUTSIDE) topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
@@ -185,7 +189,7 @@ fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
 	@$(foreach f,$(FUZZ_BINS),rm -rf $(f).smoke && mkdir -p $(f).$(FUZZ_CORPUS) && \
-	  $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) \
+	  $(FUZZ_NO_ASLR) $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) -reload=0 \
 	    -artifact_prefix=build-fuzz/ $(f).$(FUZZ_CORPUS) \
 	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
