@@ -2,6 +2,7 @@
  * --standalone, the runtime sources it needs), or with --check tells whether checked-in files
  * are stale. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,9 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: meshcast emit --topo FILE SCHEDULE -o DIR [--name NAME] [--standalone]\n"
-            "                     [--force]\n"
+            "                     [--rank R] [--force]\n"
             "       meshcast emit --topo FILE --check DIR SCHEDULE [--name NAME] [--standalone]\n"
+            "                     [--rank R]\n"
             "\n"
             "Writes DIR/NAME.h and DIR/NAME.cu: per-rank operation tables of the schedule, pack\n"
             "kernels specialized to its boxes, and the entry points\n"
@@ -31,6 +33,11 @@ static void usage(FILE *out)
             "  --standalone     also write the runtime sources the code needs (runtime.h,\n"
             "                   rt_internal.h, copy_kernel.cuh, plan.c, cuda_exec.cu), so only\n"
             "                   CUDA and NCCL are needed to build it\n"
+            "  --rank R         only rank R's tables (ranks as the header lists them: the GPUs\n"
+            "                   the schedule involves, in GPU order): lowered from the trees that\n"
+            "                   touch its GPU, the same as that rank's part of the full output;\n"
+            "                   NAME_run and the size queries fail for every other rank (on\n"
+            "                   large clusters every rank's tables take gigabytes)\n"
             "  --check DIR      write nothing; exit 1 when the files in DIR are missing or differ\n"
             "                   from what SCHEDULE generates now\n"
             "  --force          generate code for a schedule that meshcast validate refuses,\n"
@@ -46,12 +53,12 @@ static void usage(FILE *out)
 
 typedef struct emit_args {
     const char *topo, *sched, *out, *check, *name;
-    int standalone, quiet, force;
+    int standalone, quiet, force, rank;
 } emit_args_t;
 
 static int parse_args(int argc, char **argv, emit_args_t *a)
 {
-    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK, OPT_FORCE };
+    enum { OPT_TOPO = 0x2001, OPT_NAME, OPT_STANDALONE, OPT_CHECK, OPT_FORCE, OPT_RANK };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         CLI_TOPO_LONG_OPTIONS,
@@ -60,11 +67,14 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         {"standalone", no_argument, NULL, OPT_STANDALONE},
         {"check", required_argument, NULL, OPT_CHECK},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"rank", required_argument, NULL, OPT_RANK},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int opt;
+    int64_t rank;
+    a->rank = -1;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
@@ -75,6 +85,12 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
         case OPT_STANDALONE: a->standalone = 1; break;
         case OPT_CHECK: a->check = optarg; break;
         case OPT_FORCE: a->force = 1; break;
+        case OPT_RANK:
+            if (mc_parse_i64(optarg, &rank) || rank < 0 || rank > INT_MAX)
+                return cli_usage_error("emit", "--rank: expected a rank (0 or more), got '%s'",
+                                       optarg);
+            a->rank = (int)rank;
+            break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case CLI_OPT_ASSUME_NVLINK:
@@ -134,7 +150,8 @@ int cmd_emit(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_files(s, name, MC_VERSION, a.standalone, &files, &nfiles, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_files(s, name, MC_VERSION, a.standalone, a.rank, &files, &nfiles,
+                                &err), out, st);
     if (a.check) {
         int stale = mc_emit_stale(a.check, files, nfiles, &report);
         if (stale) {

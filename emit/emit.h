@@ -21,11 +21,19 @@ typedef struct mc_emit_plans {
     mc_rt_plan_t *plans;   /* one per rank; arrays owned */
     int *gpus;             /* rank -> global GPU id */
     int nphase_steps;      /* global micro-steps, all phases */
+    int only;              /* -1: every rank's plan; else the one rank whose plan was made
+                            * (mc_emit_lower_rank), the others left empty */
 } mc_emit_plans_t;
 
 /* Lowers a schedule (task split) into one plan per rank. A tree rooted at a GPU that neither
  * holds its piece nor is one of its destinations is refused (MC_ERR_UNSUPPORTED). */
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err);
+/* Makes rank `rank`'s plan only, the same as mc_emit_lower's for that rank, at the cost of the
+ * trees that touch its GPU (the others are only measured: their steps and links order the
+ * phases). Errors of trees the rank takes no part in go unreported: validate first. A rank the
+ * schedule lacks is MC_ERR_USAGE. */
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, int rank, mc_emit_plans_t **out,
+                               mc_err_t *err);
 void mc_emit_plans_free(mc_emit_plans_t *p);
 
 /* What the generated files say about where they come from. */
@@ -53,9 +61,11 @@ typedef struct mc_emit_file {
 mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *err);
 
 /* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
- * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c, cuda_exec.cu). */
+ * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c, cuda_exec.cu). With rank >= 0
+ * only that rank is lowered (mc_emit_lower_rank) and the code holds its tables only. */
 mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
-                          int standalone, mc_emit_file_t **files, int *nfiles, mc_err_t *err);
+                          int standalone, int rank, mc_emit_file_t **files, int *nfiles,
+                          mc_err_t *err);
 void mc_emit_files_free(mc_emit_file_t *files, int nfiles);
 /* Writes the files into dir (created if missing), each atomically. */
 mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err);

@@ -102,6 +102,9 @@ static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf
                   " * rank's source tiles, one per tensor in task order, each row-major,\n"
                   " * concatenated; dst its destination tiles the same way; workspace at least\n",
                   P->nranks);
+    if (P->only >= 0)
+        mc_buf_printf(h, " * Only rank %d's tables are here (meshcast emit --rank %d): every other\n"
+                      " * rank's calls fail.\n", P->only, P->only);
     gen_tpl(h, m->name,
             " * @_workspace_bytes(rank) bytes of device memory. @_run only enqueues work\n"
             " * on stream; it returns 0, or a negative code with @_error() saying why. */\n"
@@ -215,10 +218,20 @@ static void gen_rank(const char *name, const mc_rt_plan_t *p, mc_buf_t *cu, vari
     mc_buf_printf(cu, "\n");
 }
 
+/* Whether rank r's plan was made (every rank's, or the one of emit --rank). */
+static int has_plan(const mc_emit_plans_t *P, int r)
+{
+    return P->only < 0 || P->only == r;
+}
+
+/* The plans array: every rank's, or with emit --rank the one made. */
 static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
 {
-    mc_buf_printf(cu, "static const mc_rt_plan_t %s_plans[%d] = {\n", name, P->nranks);
+    mc_buf_printf(cu, "static const mc_rt_plan_t %s_plans[%d] = {\n", name,
+                  P->only < 0 ? P->nranks : 1);
     for (int r = 0; r < P->nranks; r++) {
+        if (!has_plan(P, r))
+            continue;
         const mc_rt_plan_t *p = &P->plans[r];
         mc_buf_printf(cu, "    {%d, %d, %lluull, %lluull, %lluull, %u, %u, %u, ", r, P->nranks,
                       (unsigned long long)p->src_bytes, (unsigned long long)p->dst_bytes,
@@ -245,16 +258,19 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
             mc_buf_printf(cu, "NULL},\n");
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
-                  P->nranks);
+                  P->only < 0 ? P->nranks : 1);
     for (int r = 0; r < P->nranks; r++)
-        if (P->plans[r].nops)
+        if (!has_plan(P, r))
+            continue;
+        else if (P->plans[r].nops)
             mc_buf_printf(cu, "    %s_kinds_%d,\n", name, r);
         else
             mc_buf_printf(cu, "    NULL,\n");
     mc_buf_printf(cu, "};\n\n");
 }
 
-static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t *cu)
+static void gen_copy_fn(const char *name, const mc_emit_plans_t *P, const variant_t *vs, int nv,
+                        mc_buf_t *cu)
 {
     mc_buf_printf(cu,
                   "/* Runs copy op i of plan with the kernel specialized to its boxes; the generic\n"
@@ -269,11 +285,11 @@ static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t 
     mc_buf_printf(cu,
                   "};\n"
                   "    const mc_rt_op_t *o = &plan->ops[i];\n"
-                  "    int kind = %s_kinds[plan->rank][i];\n"
+                  "    int kind = %s_kinds[%s][i];\n"
                   "    if (kind == 0 || mc_rt_copy_word(plan, o, bufs) < words[kind])\n"
                   "        return mc_rt_copy_cuda(plan, i, bufs, stream, err);\n"
                   "    switch (kind) {\n",
-                  name);
+                  name, P->only < 0 ? "plan->rank" : "0");
     for (int k = 0; k < nv; k++)
         mc_buf_printf(cu, "    case %d: mc_rt_launch_copy<%s, %d, %d>(plan, o, bufs, stream); break;\n",
                       k + 1, word_type(vs[k].word), vs[k].sd, vs[k].dd);
@@ -290,26 +306,42 @@ static void gen_copy_fn(const char *name, const variant_t *vs, int nv, mc_buf_t 
                   "}\n\n");
 }
 
-static void gen_entry(const char *name, mc_buf_t *cu)
+/* The entry points; with emit --rank only that rank has a plan. */
+static void gen_entry(const char *name, int only, mc_buf_t *cu)
 {
     gen_tpl(cu, name,
             "static mc_rt_err_t @_err;\n\n"
             "const char *@_error(void)\n{\n    return @_err.msg;\n}\n\n"
-            "const mc_rt_plan_t *@_plan(int rank)\n"
-            "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n"
+            "const mc_rt_plan_t *@_plan(int rank)\n");
+    if (only < 0)
+        gen_tpl(cu, name,
+                "{\n    return rank >= 0 && rank < @_NRANKS ? &@_plans[rank] : NULL;\n}\n\n");
+    else
+        mc_buf_printf(cu, "{\n    return rank == %d ? &%s_plans[0] : NULL;\n}\n\n", only, name);
+    gen_tpl(cu, name,
             "size_t @_workspace_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].ws_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->ws_bytes : 0;\n}\n\n"
             "size_t @_src_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].src_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->src_bytes : 0;\n}\n\n"
             "size_t @_dst_bytes(int rank)\n"
-            "{\n    return @_plan(rank) ? (size_t)@_plans[rank].dst_bytes : 0;\n}\n\n"
+            "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->dst_bytes : 0;\n}\n\n"
             "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
             "    ~     cudaStream_t stream)\n"
             "{\n"
             "    const mc_rt_plan_t *p = @_plan(rank);\n"
-            "    if (!p) {\n"
-            "        snprintf(@_err.msg, sizeof @_err.msg, \"rank %d is not a rank of %d\", rank,\n"
-            "                 @_NRANKS);\n"
+            "    if (!p) {\n");
+    if (only < 0)
+        gen_tpl(cu, name,
+                "        snprintf(@_err.msg, sizeof @_err.msg, \"rank %d is not a rank of %d\", rank,\n"
+                "                 @_NRANKS);\n");
+    else
+        mc_buf_printf(cu,
+                      "        snprintf(%s_err.msg, sizeof %s_err.msg,\n"
+                      "                 \"rank %%d: this code runs rank %d only \"\n"
+                      "                 \"(meshcast emit --rank)\",\n"
+                      "                 rank);\n",
+                      name, name, only);
+    gen_tpl(cu, name,
             "        return @_err.status = MC_RT_ERR_INVALID;\n"
             "    }\n"
             "    mc_rt_buffers_t b = {{(void *)src, dst, workspace},\n"
@@ -327,7 +359,8 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
     mc_buf_t tables = {0};
     gen_header(m, P, h);
     for (int r = 0; r < P->nranks; r++)
-        gen_rank(m->name, &P->plans[r], &tables, vs, &nv);
+        if (has_plan(P, r))
+            gen_rank(m->name, &P->plans[r], &tables, vs, &nv);
     const struct mc_emit_rt_file *kern = mc_emit_rt_file("copy_kernel.cuh");
     mc_buf_printf(cu,
                   "/* %s.cu: generated by meshcast %s (meshcast emit); do not edit, regenerate.\n"
@@ -341,8 +374,8 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
     mc_buf_printf(cu, "/* ---- end of the pack kernel ---- */\n\n");
     mc_buf_append(cu, tables.data, tables.len);
     gen_plans(m->name, P, cu);
-    gen_copy_fn(m->name, vs, nv, cu);
-    gen_entry(m->name, cu);
+    gen_copy_fn(m->name, P, vs, nv, cu);
+    gen_entry(m->name, P->only, cu);
     mc_buf_free(&tables);
     free(vs);
 }

@@ -37,6 +37,7 @@ typedef struct dep_pair {
 } dep_pair_t;
 
 typedef struct rank_build {
+    int counted;        /* only counts its ops: lowering another rank (mc_emit_lower_rank) */
     pending_t *ops;
     int nops, ops_cap;
     dep_pair_t *deps;
@@ -66,6 +67,7 @@ typedef struct lower {
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
     uint16_t *lane;     /* per tree: its lane (assign_lanes) */
+    int only;           /* the one GPU whose plan is made, or -1 for all */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -81,6 +83,8 @@ static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
 /* Index of box in the rank's table, added when new. */
 static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 {
+    if (rb->counted)
+        return 0;
     for (int i = 0; i < rb->nboxes; i++)
         if (box_equal(&rb->boxes[i], box))
             return i;
@@ -93,6 +97,10 @@ static int intern_box(rank_build_t *rb, const mc_rt_box_t *box)
 static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane,
                        const mc_rt_op_t *op)
 {
+    /* A counted rank's op keeps its number, so the ops of the rank being made still refer to
+     * each other and to tokens exactly as in the full lowering. */
+    if (rb->counted)
+        return (uint32_t)rb->nops++;
     MC_GROW(rb->ops, rb->ops_cap, rb->nops + 1);
     pending_t *p = &rb->ops[rb->nops];
     memset(p, 0, sizeof *p);
@@ -108,12 +116,16 @@ static uint32_t add_op(rank_build_t *rb, uint32_t step, int stage, uint16_t lane
  * (which still waits for the fence). */
 static void add_dep_cross(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     MC_GROW(rb->deps, rb->deps_cap, rb->ndeps + 1);
     rb->deps[rb->ndeps++] = (dep_pair_t){op, dep};
 }
 
 static void add_dep(rank_build_t *rb, uint32_t op, uint32_t dep)
 {
+    if (rb->counted)
+        return;
     add_dep_cross(rb, op, dep);
     rb->ops[op].local_deps = 1;
     rb->ops[dep].has_succ = 1;
@@ -203,13 +215,14 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
     return r;
 }
 
-/* Depth of every GPU in the tree (-1 outside); edges list parents before children. */
-static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *depth, int *nkids,
+/* Depth of every GPU in the tree and its number of children, and the tree's largest depth;
+ * edges list parents before children. On entry depth is -1 and nkids 0 for every GPU, as
+ * tree_forget leaves them: a tree costs its size, not the cluster's. */
+static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int *depth, int *nkids, int *maxd,
                                mc_err_t *err)
 {
-    for (int g = 0; g < ngpus; g++)
-        depth[g] = -1, nkids[g] = 0;
     depth[tr->root] = 0;
+    *maxd = 0;
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];
         if (depth[ed->parent] < 0 || depth[ed->child] >= 0)
@@ -219,8 +232,19 @@ static mc_status_t tree_depths(const mc_tree_t *tr, int ti, int ngpus, int *dept
                               ti, ed->parent, ed->child);
         depth[ed->child] = depth[ed->parent] + 1;
         nkids[ed->parent]++;
+        *maxd = depth[ed->child] > *maxd ? depth[ed->child] : *maxd;
     }
     return MC_OK;
+}
+
+static void tree_forget(const mc_tree_t *tr, int *depth, int *nkids)
+{
+    depth[tr->root] = -1;
+    nkids[tr->root] = 0;
+    for (int e = 0; e < tr->nedges; e++) {
+        depth[tr->edges[e].child] = -1;
+        nkids[tr->edges[e].child] = 0;
+    }
 }
 
 /* The ops of the last three chunks of one tree, by chunk modulo 3 (a slot is reused two chunks
@@ -259,9 +283,8 @@ static void wait_slot(rank_build_t *rb, uint32_t op, const mc_tree_t *tr, const 
 }
 
 /* Adds the ops of one tree starting at global step base; returns its number of steps. */
-static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int *depth,
-                              int *nkids, place_t *pl, tree_ops_t *to, uint32_t *nsteps,
-                              mc_err_t *err)
+static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int *nkids,
+                              place_t *pl, tree_ops_t *to, uint32_t *nsteps, mc_err_t *err)
 {
     const mc_tree_t *tr = &L->s->trees[ti];
     mc_status_t st;
@@ -269,12 +292,13 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     *nsteps = 0;
     if (tr->bytes == 0 || tr->nedges == 0)
         return MC_OK;
-    MC_CHECK_GOTO(tree_depths(tr, ti, ngpus, depth, nkids, err), out, st);
-    for (int g = 0; g < ngpus; g++)
-        if (depth[g] >= 0) {
-            maxd = depth[g] > maxd ? depth[g] : maxd;
-            MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
-        }
+    MC_CHECK_GOTO(tree_depths(tr, ti, depth, nkids, &maxd, err), out, st);
+    MC_CHECK_GOTO(place_node(L, tr, ti, tr->root, 0, nkids[tr->root] > 0, &pl[tr->root], err), out,
+                  st);
+    for (int e = 0; e < tr->nedges; e++) {
+        int g = tr->edges[e].child;
+        MC_CHECK_GOTO(place_node(L, tr, ti, g, depth[g], nkids[g] > 0, &pl[g], err), out, st);
+    }
     MC_GROW(to->send, to->send_cap, 3 * tr->nedges);
     const mc_piece_t *pc = &L->t->pieces[tr->piece];
     rank_build_t *rrb = &L->rb[tr->root];
@@ -331,7 +355,44 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int ngpus, int 
     }
     *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
 out:
+    tree_forget(tr, depth, nkids);
     return st;
+}
+
+/* A tree that the one rank being made takes no part in: only its number of steps (the phase's
+ * length) and which of its edges move anything (the link order between phases) matter. */
+static mc_status_t count_tree(lower_t *L, int ti, int *depth, int *nkids, uint32_t *nsteps,
+                              mc_err_t *err)
+{
+    const mc_tree_t *tr = &L->s->trees[ti];
+    uint64_t off, n;
+    int maxd;
+    *nsteps = 0;
+    if (tr->bytes == 0 || tr->nedges == 0)
+        return MC_OK;
+    mc_status_t st = tree_depths(tr, ti, depth, nkids, &maxd, err);
+    tree_forget(tr, depth, nkids);
+    if (st != MC_OK)
+        return st;
+    mc_tree_chunk(tr, 0, &off, &n);
+    for (int e = 0; n && e < tr->nedges; e++) {
+        edge_ends_t *end = &L->ends[L->gid0[ti] + e];
+        end->first_send = 0; /* some op of a counted rank: never looked up */
+        end->parent = tr->edges[e].parent;
+        end->child = tr->edges[e].child;
+    }
+    *nsteps = (uint32_t)(tr->nchunks + maxd - 1);
+    return MC_OK;
+}
+
+static int tree_touches(const mc_tree_t *tr, int gpu)
+{
+    if (tr->root == gpu)
+        return 1;
+    for (int e = 0; e < tr->nedges; e++)
+        if (tr->edges[e].child == gpu)
+            return 1;
+    return 0;
 }
 
 static void lower_copies(lower_t *L)
@@ -442,7 +503,7 @@ static void end_phase(lower_t *L, int ngpus)
         rb->ws_max = rb->ws_phase > rb->ws_max ? rb->ws_phase : rb->ws_max;
         rb->ws_phase = 0;
         rb->phase_first = n;
-        if (first == n)
+        if (first == n || rb->counted)
             continue;
         for (int i = first; i < n; i++)
             if (!rb->ops[i].local_deps)
@@ -565,21 +626,28 @@ static void assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
     free(use);
 }
 
-mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+/* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
+ * made, and the trees that do not touch its GPU are only measured (count_tree). */
+static mc_status_t lower_plans(const mc_sched_t *s, int only, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, -1};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
     place_t *pl = mc_xcalloc(ngpus, sizeof *pl);
     mc_emit_plans_t *P = mc_xcalloc(1, sizeof *P);
     *out = NULL;
-    mc_emit_shards_init(&L.sh, s->task, ngpus);
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
-    lower_copies(&L);
+    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
+    P->only = only;
+    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        L.rb[g].phase_first = L.rb[g].nops;
+        if (rank_of[g] >= 0)
+            P->gpus[rank_of[g]] = g;
+    for (int g = 0; g < ngpus; g++)
+        depth[g] = -1;
+    mc_emit_shards_init(&L.sh, s->task, ngpus);
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
     L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
@@ -603,6 +671,19 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
         lo.uphase[l] = -1;
     for (int g = 0; g < ngpus; g++)
         lo.tphase[g] = -1;
+    if (only >= P->nranks) {
+        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", only,
+                        P->nranks, P->nranks - 1);
+        goto out;
+    }
+    if (only >= 0) {
+        L.only = P->gpus[only];
+        for (int g = 0; g < ngpus; g++)
+            L.rb[g].counted = g != L.only;
+    }
+    lower_copies(&L);
+    for (int g = 0; g < ngpus; g++)
+        L.rb[g].phase_first = L.rb[g].nops;
     uint32_t base = 0;
     for (int ph = 0; ph < s->nphases; ph++) {
         uint32_t len = 0;
@@ -616,22 +697,21 @@ mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            MC_CHECK_GOTO(lower_tree(&L, ti, base, ngpus, depth, nkids, pl, &to, &n, err), out, st);
+            if (L.only < 0 || tree_touches(&s->trees[ti], L.only))
+                MC_CHECK_GOTO(lower_tree(&L, ti, base, depth, nkids, pl, &to, &n, err), out, st);
+            else
+                MC_CHECK_GOTO(count_tree(&L, ti, depth, nkids, &n, err), out, st);
             len = n > len ? n : len;
         }
         order_phase(&L, &lo, ph, base - 1);
         end_phase(&L, ngpus);
         base += len;
     }
-    P->nranks = mc_emit_ranks(s, ngpus, rank_of);
     P->nphase_steps = (int)base;
     P->plans = mc_xcalloc(P->nranks, sizeof *P->plans);
-    P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
-        if (rank_of[g] >= 0) {
-            P->gpus[rank_of[g]] = g;
+        if (rank_of[g] >= 0 && !L.rb[g].counted)
             finish_plan(&L.rb[g], g, rank_of, P->nranks, &L.sh, &P->plans[rank_of[g]]);
-        }
     *out = P;
     P = NULL;
 out:
@@ -667,6 +747,18 @@ out:
     free(nkids);
     free(pl);
     return st;
+}
+
+mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
+{
+    return lower_plans(s, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, int rank, mc_emit_plans_t **out, mc_err_t *err)
+{
+    if (rank < 0)
+        return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
+    return lower_plans(s, rank, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)

@@ -173,6 +173,9 @@ typedef struct mc_route {
  * route. The result is cached inside t. */
 mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *route,
                           mc_err_t *err);
+/* The bytes the fabric search trees cached inside t hold: one int per switch (and per port with
+ * several ways in) for every NIC port that routes have left from so far. */
+size_t mc_topo_route_cache_bytes(const mc_topo_t *t);
 
 /* How GPU a reaches GPU b, in the terms of nvidia-smi topo -m and rocm-smi --showtopo: MC_LINK_NVL
  * or MC_LINK_XGMI when the route is on that fabric, MC_LINK_NET across hosts, MC_LINK_SYS through

@@ -4,7 +4,10 @@
  * and switches, fewest hops then widest), and the receiver's nearest port. On rail-optimized
  * fabrics the data first crosses NVLink to a sender-side GPU whose NIC is on the receiver's rail
  * (NCCL's PXN), recorded in via_gpu. Per-GPU NIC paths and per-port fabric trees are computed
- * once and cached inside the topology, so a route costs about its own length. */
+ * once and cached inside the topology, so a route costs about its own length. A port's fabric
+ * tree keeps only the links into switches (and into the few ports that a search may enter by
+ * several links): every other port has one way in, the same from every source, so the cache
+ * grows with the ports that send times the switches, not with the ports squared. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +33,12 @@ struct mc_route_cache {
     gpu_nic_t *gpu;             /* per global GPU index */
     int *fab_index;             /* node -> index among fabric nodes (NET, SWITCH), or -1 */
     int nfab;
-    int **fab_pred;             /* per fabric source: link into each fabric node, lazily */
+    int *fab_in;                /* per fabric node: the one link a fabric search may enter it by,
+                                 * when it has exactly one and is a port; else -1 */
+    int *fab_slot;              /* per fabric node: its index in a source's tree, or -1 */
+    int nslots;
+    int **fab_pred;             /* per fabric source: link into each slot node, lazily */
+    size_t bytes;               /* held by fab_pred's trees */
     int *dist, *pred, *queue;   /* BFS scratch, per node */
     double *width;
 };
@@ -142,6 +150,8 @@ void mc_topo_route_cache_free(mc_topo_t *t)
         free(c->fab_pred[i]);
     free(c->fab_pred);
     free(c->fab_index);
+    free(c->fab_in);
+    free(c->fab_slot);
     free(c->out_start);
     free(c->out_links);
     free(c->in_start);
@@ -153,6 +163,31 @@ void mc_topo_route_cache_free(mc_topo_t *t)
     free(c->width);
     free(c);
     t->route_cache = NULL;
+}
+
+/* Which fabric nodes a fabric search can enter by one link only (a port under its leaf switch):
+ * its tree from any source enters them by that link, so no tree keeps them. The links counted
+ * are those may_take can allow: NET links out of a switch or out of a port (the origin). */
+static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
+{
+    c->fab_in = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+    c->fab_slot = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+    for (int v = 0; v < t->nnodes; v++) {
+        int fi = c->fab_index[v], ways = 0, only = -1;
+        if (fi < 0)
+            continue;
+        for (int k = c->in_start[v]; k < c->in_start[v + 1]; k++) {
+            const mc_link_t *l = &t->links[c->in_links[k]];
+            mc_node_kind_t from = t->nodes[l->src].kind;
+            if (l->kind == MC_LINK_NET && (from == MC_NODE_SWITCH || from == MC_NODE_NET)) {
+                ways++;
+                only = c->in_links[k];
+            }
+        }
+        int fixed = ways == 1 && t->nodes[v].kind == MC_NODE_NET;
+        c->fab_in[fi] = fixed ? only : -1;
+        c->fab_slot[fi] = fixed ? -1 : c->nslots++;
+    }
 }
 
 /* The cache lives inside the (logically const) topology; it is rebuilt if the graph changed. */
@@ -174,6 +209,7 @@ static struct mc_route_cache *cache_of(const mc_topo_t *ct)
         mc_node_kind_t k = t->nodes[i].kind;
         c->fab_index[i] = k == MC_NODE_NET || k == MC_NODE_SWITCH ? c->nfab++ : -1;
     }
+    fabric_ways_in(t, c);
     c->fab_pred = mc_xcalloc((size_t)c->nfab + 1, sizeof(int *));
     c->dist = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
     c->pred = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
@@ -242,23 +278,30 @@ out:
     return st;
 }
 
-/* The fabric path between two NIC ports; the search tree of each source port is kept. */
+/* The fabric path between two NIC ports; the search tree of each source port is kept (its slot
+ * nodes). A port entered by its one link is reached when that link's switch is, or when the link
+ * leaves the source itself. */
 static mc_status_t fabric(const mc_topo_t *t, struct mc_route_cache *c, int from, int to,
                           path_t *p, mc_err_t *err)
 {
     int fi = c->fab_index[from];
     if (!c->fab_pred[fi]) {
         bfs(t, c, from, -1, WALK_FABRIC, 0);
-        int *pred = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+        int *pred = mc_xmalloc(sizeof(int) * (size_t)(c->nslots ? c->nslots : 1));
         for (int i = 0; i < t->nnodes; i++)
-            if (c->fab_index[i] >= 0)
-                pred[c->fab_index[i]] = c->pred[i];
+            if (c->fab_index[i] >= 0 && c->fab_slot[c->fab_index[i]] >= 0)
+                pred[c->fab_slot[c->fab_index[i]]] = c->pred[i];
         c->fab_pred[fi] = pred;
+        c->bytes += sizeof(int) * (size_t)(c->nslots ? c->nslots : 1);
     }
     const int *pred = c->fab_pred[fi];
     int links[MC_ROUTE_MAX_LINKS], n = 0;
     for (int v = to; v != from;) {
-        int l = pred[c->fab_index[v]];
+        int vi = c->fab_index[v];
+        int l = c->fab_slot[vi] >= 0 ? pred[c->fab_slot[vi]] : c->fab_in[vi];
+        if (l >= 0 && c->fab_slot[vi] < 0 && t->links[l].src != from &&
+            t->nodes[t->links[l].src].kind != MC_NODE_SWITCH)
+            l = -1; /* out of another port: only the source's own links start a path */
         if (l < 0)
             return mc_err_set(err, MC_ERR_INVALID, "%s: no network path from %s to %s",
                               t->source, t->nodes[from].name, t->nodes[to].name);
@@ -372,6 +415,12 @@ static mc_status_t network_route(const mc_topo_t *t, struct mc_route_cache *c, m
     MC_CHECK_GOTO(append(t, r, &dst->in, err), out, st);
 out:
     return st;
+}
+
+size_t mc_topo_route_cache_bytes(const mc_topo_t *t)
+{
+    const struct mc_route_cache *c = t->route_cache;
+    return c ? c->bytes : 0;
 }
 
 mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,

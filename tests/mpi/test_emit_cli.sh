@@ -34,6 +34,22 @@ expect_exit 0 "--standalone" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP
 expect_true "--standalone: runtime sources" -- test -f "$TMP/e3/runtime.h" -a -f "$TMP/e3/plan.c" \
   -a -f "$TMP/e3/cuda_exec.cu" -a -f "$TMP/e3/copy_kernel.cuh" -a -f "$TMP/e3/rt_internal.h" \
   -a -f "$TMP/e3/graph.c"
+# --rank: one rank's tables, the same as that rank's part of the full output (its copy kinds aside:
+# they are numbered per file). The last rank is a destination: it receives.
+ops_of() { sed -n "/^static const mc_rt_op_t stage1_ops_$1\[\]/,/^};/p" "$2"; }
+nranks=$(sed -n 's/^#define stage1_NRANKS \([0-9]*\)$/\1/p' "$TMP/e1/stage1.h")
+r=$((nranks - 1))
+expect_exit 0 "--rank $r" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e6" --name stage1 --rank $r
+expect_grep "$TMP/e6/stage1.h" "Only rank $r's tables are here \(meshcast emit --rank $r\)" "--rank: the header says so"
+ops_of $r "$TMP/e1/stage1.cu" >"$TMP/ops_all"
+ops_of $r "$TMP/e6/stage1.cu" >"$TMP/ops_one"
+expect_grep "$TMP/ops_one" "MC_RT_OP_RECV" "--rank: the rank receives"
+expect_true "--rank: its ops as in the full output" -- cmp "$TMP/ops_all" "$TMP/ops_one"
+expect_true "--rank: no other rank's tables" -- test -z "$(ops_of 0 "$TMP/e6/stage1.cu")"
+expect_exit 2 "--rank past the last" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e7" --rank "$nranks"
+expect_grep "$TMP/err" "rank $nranks: the schedule has $nranks ranks \(0 to $r\)" "--rank past the last: says how many"
+expect_exit 2 "--rank -1" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e7" --rank -1
+expect_true "nothing written for a bad --rank" -- test ! -e "$TMP/e7"
 expect_exit 2 "bad --name" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e4" --name 9lives
 expect_exit 2 "no output" -- "$MESHCAST" emit -q --topo "$TOPO" "$s"
 expect_exit 2 "both -o and --check" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o a --check b
@@ -47,7 +63,9 @@ if [ -x "$nvcc" ]; then
   i=0
   for f in "${all[@]}"; do
     "$MESHCAST" emit -q --topo "$TOPO" "$f" -o "$TMP/all" --name "s$i" >/dev/null
+    "$MESHCAST" emit -q --topo "$TOPO" "$f" -o "$TMP/all" --name "r$i" --rank 1 >/dev/null
     echo "#include \"s$i.cu\"" >>"$TMP/all/all.cu"
+    echo "#include \"r$i.cu\"" >>"$TMP/all/all.cu"
     i=$((i + 1))
   done
   "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/all" --standalone --name s0 >/dev/null

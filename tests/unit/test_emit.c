@@ -42,6 +42,7 @@ static void plans(mc_emit_plans_t *P, mc_rt_plan_t p[2])
     P->plans = p;
     P->gpus = gpus;
     P->nphase_steps = 1;
+    P->only = -1;
 }
 
 static const mc_emit_meta_t meta = {"case_a", "9.9.9", "A={x:2}@0..1\ni32[4,4] A[_,_] -> */ B",
@@ -105,6 +106,35 @@ static void test_tables(void **state)
     mc_buf_free(&cu);
     mc_buf_free(&h2);
     mc_buf_free(&cu2);
+}
+
+/* Rank 1 alone (emit --rank 1): only its tables, a plans array of one, its copy kinds numbered
+ * from 1 again, and entry points that refuse rank 0. */
+static void test_one_rank(void **state)
+{
+    mc_emit_plans_t P;
+    mc_rt_plan_t p[2];
+    mc_buf_t h = {0}, cu = {0};
+    plans(&P, p);
+    P.only = 1;
+    mc_emit_gen(&meta, &P, &h, &cu);
+    assert_non_null(strstr(h.data, "#define case_a_NRANKS 2\n"));
+    assert_non_null(strstr(h.data, " * Only rank 1's tables are here (meshcast emit --rank 1)"));
+    assert_null(strstr(cu.data, "case_a_boxes_0"));
+    assert_null(strstr(cu.data, "case_a_ops_0"));
+    assert_non_null(strstr(cu.data, "static const mc_rt_plan_t case_a_plans[1] = {\n"
+                                    "    {1, 2, 0ull, 32ull, 16ull, 2, 2, 1, case_a_boxes_1, "
+                                    "case_a_ops_1, case_a_steps_1, NULL, NULL, NULL},\n};\n"));
+    assert_non_null(strstr(cu.data, "case_a_kinds[1] = {\n    case_a_kinds_1,\n};"));
+    assert_non_null(strstr(cu.data, "case_a_kinds_1[] = {\n    0, 1\n};"));
+    assert_non_null(strstr(cu.data, "int kind = case_a_kinds[0][i];"));
+    assert_non_null(strstr(cu.data, "case 1: mc_rt_launch_copy<unsigned, 1, 2>(plan, o, bufs, stream);"));
+    assert_null(strstr(cu.data, "case 2:"));
+    assert_non_null(strstr(cu.data, "return rank == 1 ? &case_a_plans[0] : NULL;"));
+    assert_non_null(strstr(cu.data, "\"rank %d: this code runs rank 1 only \"\n"
+                                    "                 \"(meshcast emit --rank)\",\n"));
+    mc_buf_free(&h);
+    mc_buf_free(&cu);
 }
 
 static void test_name(void **state)
@@ -215,6 +245,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_name),
         cmocka_unit_test(test_nvcc),
     };

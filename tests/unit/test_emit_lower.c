@@ -1,6 +1,7 @@
 /* Tests for the lowering of schedules into per-rank plans (emit/lower.c): hand-built schedules on
  * the paper's cluster, their plans' shape (steps, sends, staging, workspace) derived by hand, and
- * every byte checked after the host loopback runs them. */
+ * every byte checked after the host loopback runs them; and one rank lowered alone (emit --rank),
+ * on hand-built and synthesized schedules, against the full lowering. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "emit/emit.h"
+#include "synth/synth.h"
 #include "test_paper_sched.h"
 
 /* The piece whose destinations start with gpu. */
@@ -163,6 +165,133 @@ static void test_root_without_data(void **state)
     mc_task_free(task);
 }
 
+/* Lowering one rank alone (mc_emit_lower_rank, what `meshcast emit --rank` runs): every rank's
+ * plan made alone equals, table by table, that rank's plan of the full lowering, and no other
+ * plan is made. */
+static void same_table(const void *a, const void *b, size_t bytes)
+{
+    if (!bytes)
+        return;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_memory_equal(a, b, bytes);
+}
+
+static void same_plan(const mc_rt_plan_t *a, const mc_rt_plan_t *b)
+{
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->nranks, b->nranks);
+    assert_int_equal(a->src_bytes, b->src_bytes);
+    assert_int_equal(a->dst_bytes, b->dst_bytes);
+    assert_int_equal(a->ws_bytes, b->ws_bytes);
+    assert_int_equal(a->nboxes, b->nboxes);
+    assert_int_equal(a->nops, b->nops);
+    assert_int_equal(a->nsteps, b->nsteps);
+    same_table(a->boxes, b->boxes, a->nboxes * sizeof *a->boxes);
+    same_table(a->ops, b->ops, a->nops * sizeof *a->ops);
+    same_table(a->steps, b->steps, a->nsteps * sizeof *a->steps);
+    same_table(a->dep_first, b->dep_first, (a->nops + 1) * sizeof *a->dep_first);
+    same_table(a->deps, b->deps, a->dep_first[a->nops] * sizeof *a->deps);
+    same_table(a->lane, b->lane, a->nops * sizeof *a->lane);
+}
+
+/* Every rank of s lowered alone against the full lowering; returns the number of zero-byte
+ * receives (tokens) the ranks made alone hold. */
+static int check_every_rank(const mc_sched_t *s)
+{
+    mc_emit_plans_t *all = NULL;
+    mc_err_t err = {0};
+    int tokens = 0;
+    assert_int_equal(mc_emit_lower(s, &all, &err), MC_OK);
+    assert_int_equal(all->only, -1);
+    for (int r = 0; r < all->nranks; r++) {
+        mc_emit_plans_t *one = NULL;
+        assert_int_equal(mc_emit_lower_rank(s, r, &one, &err), MC_OK);
+        assert_int_equal(one->only, r);
+        assert_int_equal(one->nranks, all->nranks);
+        assert_int_equal(one->nphase_steps, all->nphase_steps);
+        assert_memory_equal(one->gpus, all->gpus, all->nranks * sizeof *all->gpus);
+        same_plan(&one->plans[r], &all->plans[r]);
+        for (int q = 0; q < one->nranks; q++)
+            if (q != r) {
+                assert_int_equal(one->plans[q].nops, 0);
+                assert_null(one->plans[q].ops);
+                assert_null(one->plans[q].boxes);
+            }
+        for (uint32_t i = 0; i < one->plans[r].nops; i++)
+            tokens += one->plans[r].ops[i].kind == MC_RT_OP_RECV && !one->plans[r].ops[i].bytes;
+        mc_emit_plans_free(one);
+    }
+    mc_emit_plans_free(all);
+    return tokens;
+}
+
+/* Phase 0: GPU 0 -> GPU 8 and GPU 4 -> GPU 12; phase 1: GPU 1 -> GPU 9, over host 0's NIC like
+ * the first, so GPU 0 sends GPU 1 a token. GPU 12's rank takes part in no tree of phase 1 and
+ * GPU 9's in none of phase 0: their plans alone still start where the full lowering's do. */
+static void test_token(void **state)
+{
+    mc_task_t *task;
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_parse_text("mesh A={x:3}@[0,1,4]\nmesh B={x:3}@[8,9,12]\n"
+                                        "move f32[3,1048576] A[_,_] -> B[_,_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    edge(s, mc_sched_add_tree(s, 0, 0, 12 << 20, 0, 0, 4), 0, 8);
+    edge(s, mc_sched_add_tree(s, 0, 0, 12 << 20, 4, 0, 3), 4, 12);
+    edge(s, mc_sched_add_tree(s, 0, 0, 12 << 20, 1, 1, 4), 1, 9);
+    s->nphases = 2;
+    assert_int_equal(check_every_rank(s), 1);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+static void test_synthesized(void **state)
+{
+    static const char *const strategies[] = {"alpa-p2p", "p2p-lb", "alpa-bcast", "meshcast"};
+    for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++) {
+        mc_task_t *task;
+        mc_sched_t *s = NULL;
+        mc_synth_opts_t o = MC_SYNTH_OPTS_DEFAULT;
+        mc_err_t err = {0};
+        o.rlimit = 2000000;
+        assert_int_equal(mc_task_parse_text("mesh A={host:2,gpu:4}@0..7\n"
+                                            "mesh B={host:2,gpu:4}@8..15\n"
+                                            "move i32[64,32,16] A[host,_,_] -> B[host,_,_]\n",
+                                            "test", &task, &err),
+                         MC_OK);
+        assert_int_equal(mc_task_split(task, &err), MC_OK);
+        assert_int_equal(mc_synth(strategies[i], task, topo, &o, &s, &err), MC_OK);
+        check_every_rank(s);
+        mc_sched_free(s);
+        mc_task_free(task);
+    }
+}
+
+static void test_rank_out_of_range(void **state)
+{
+    mc_task_t *task;
+    mc_err_t err = {0};
+    mc_emit_plans_t *P = NULL;
+    assert_int_equal(mc_task_parse_text("mesh A={x:1}@[0]\nmesh B={x:1}@[4]\n"
+                                        "move f32[8] A[_] -> B[_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    edge(s, mc_sched_add_tree(s, 0, 0, 32, 0, 0, 1), 0, 4);
+    s->nphases = 1;
+    assert_int_equal(mc_emit_lower_rank(s, 2, &P, &err), MC_ERR_USAGE);
+    assert_string_equal(err.msg, "rank 2: the schedule has 2 ranks (0 to 1)");
+    assert_null(P);
+    assert_int_equal(mc_emit_lower_rank(s, -1, &P, &err), MC_ERR_USAGE);
+    assert_string_equal(err.msg, "rank -1: expected 0 or more");
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +299,9 @@ int main(void)
         cmocka_unit_test(test_strided_relay),
         cmocka_unit_test(test_root_from_earlier_phase),
         cmocka_unit_test(test_root_without_data),
+        cmocka_unit_test(test_token),
+        cmocka_unit_test(test_synthesized),
+        cmocka_unit_test(test_rank_out_of_range),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -61,6 +61,31 @@ static void test_link_shared_in_phase(void **state)
     expect_violations(s, fx, 1, "phase 0: link h0/GPU0 -> sw0 is shared by 2 trees");
 }
 
+/* Shared links are reported phase by phase, link by link, each naming the first tree without a
+ * rate and the lowest and highest trees that use it: trees 0 and 1 share GPU0 -> sw0, trees 1
+ * and 3 sw0 -> GPU3 in phase 0; tree 2, alone in phase 1 on links trees 0 and 1 use, shares
+ * nothing. Trees 2 and 3 also bring GPU 3 its rows again. */
+static void test_shared_links_reported_in_order(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = from_gpu0(fx);
+    mc_buf_t out = {0};
+    int t2 = mc_sched_add_tree(s, fx->piece_of[3], 0, 2048, 0, 1, 1);
+    fx_edge(s, fx->topo, t2, 3, (int[]){0, FX_SW, 3});
+    int t3 = mc_sched_add_tree(s, fx->piece_of[3], 0, 2048, 1, 0, 1);
+    fx_edge(s, fx->topo, t3, 3, (int[]){1, FX_SW, 3});
+    assert_int_equal(mc_sched_validate(s, fx->topo, &out), 4);
+    assert_string_equal(out.data,
+                        "piece 1: GPU 3 receives bytes [0, 2048) more than once (again in tree 3)\n"
+                        "piece 1: GPU 3 receives bytes [0, 2048) more than once (again in tree 2)\n"
+                        "phase 0: link h0/GPU0 -> sw0 is shared by 2 trees and tree 0 states no "
+                        "rate (trees 0 and 1 use it)\n"
+                        "phase 0: link sw0 -> h0/GPU3 is shared by 2 trees and tree 1 states no "
+                        "rate (trees 1 and 3 use it)\n");
+    mc_buf_free(&out);
+    mc_sched_free(s);
+}
+
 static void test_shared_link_in_other_phases_or_with_rates(void **state)
 {
     fixture_t *fx = *state;
@@ -172,7 +197,9 @@ static void test_parent_not_in_tree(void **state)
     /* tree 1 reaches GPU0 (a holder) over NVLink, then crosses GPU0 -> sw0 -> GPU2 as tree 0
      * does: the parent violation and two shared links (GPU2 only relays tree 0's piece) */
     mc_buf_t out = {0};
-    assert_int_equal(mc_sched_validate(s, fx->topo, &out), 3);
+    int n = mc_sched_validate(s, fx->topo, &out);
+    print_message("%s", out.data);
+    assert_int_equal(n, 3);
     assert_non_null(strstr(out.data, "tree 0, edge 2 -> 3: GPU 2 is not in the tree yet"));
     mc_buf_free(&out);
     mc_sched_free(s);
@@ -268,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_missing_edge),
         cmocka_unit_test(test_link_shared_in_phase),
+        cmocka_unit_test(test_shared_links_reported_in_order),
         cmocka_unit_test(test_shared_link_in_other_phases_or_with_rates),
         cmocka_unit_test(test_planned_rates_count_crossings),
         cmocka_unit_test(test_root_does_not_hold),

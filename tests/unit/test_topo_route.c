@@ -190,12 +190,35 @@ static void test_rails_without_nvlink(void **state)
     mc_topo_free(t);
 }
 
+/* The fabric trees the route cache keeps grow with the ports routes leave from times the
+ * switches, not with the ports: every GPU of host 0 of 128 DGX H100 to every GPU of the other
+ * hosts leaves from host 0's 8 ports (PXN moves each transfer onto its rail first), so the cache
+ * holds 8 trees of one link per switch (the 1024 ports, entered by one link each, are in none). */
+static void test_route_cache_size(void **state)
+{
+    mc_topo_t *t = load_ok("topologies/dgx-h100-x128.xml");
+    int nswitches = 0, nports = 0;
+    assert_int_equal(mc_topo_route_cache_bytes(t), 0);
+    for (int a = 0; a < 8; a++)
+        for (int b = 8; b < t->ngpus; b++)
+            route_ok(t, a, b);
+    for (int i = 0; i < t->nnodes; i++) {
+        nswitches += t->nodes[i].kind == MC_NODE_SWITCH;
+        nports += t->nodes[i].kind == MC_NODE_NET;
+    }
+    assert_int_equal(nports, 1024);
+    assert_true(nswitches > 8);
+    assert_int_equal(mc_topo_route_cache_bytes(t), 8 * nswitches * sizeof(int));
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgx1_routes),     cmocka_unit_test(test_nvswitch_route),
         cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
         cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
+        cmocka_unit_test(test_route_cache_size),
     };
     return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
 }
