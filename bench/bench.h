@@ -58,7 +58,7 @@ typedef struct mc_bench_row {
                              * they could not be timed */
     double exec_steps_s;    /* the same plans run in lockstep micro-steps (code emitted without
                              * dependency tables) */
-    double exec_nccl_s;     /* the same plans as the nccl backend runs them (MC_RT_NCCL_LANES) */
+    double exec_nccl_s;     /* the same plans as the nccl backend runs them (their lanes) */
     double cost_s;          /* the cost model's estimate for this strategy, -1 if it has none */
     int failed;             /* the strategy or the simulator returned an error */
     int estimated;          /* the simulation stopped at its allowance (--sim-work): sim_s is

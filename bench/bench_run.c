@@ -15,12 +15,11 @@
  * schedule the lowering refuses (a tree rooted where no data is) keeps 0: its row says so. */
 static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, mc_bench_row_t *row)
 {
-    static const int orders[3] = {MC_RT_ORDER_DEPS, MC_RT_ORDER_STEPS,
-                                  MC_RT_ORDER_LANES(MC_RT_NCCL_LANES)};
+    static const int orders[3] = {MC_RT_ORDER_DEPS, MC_RT_ORDER_STEPS, MC_RT_ORDER_NCCL};
     double *out[3] = {&row->exec_s, &row->exec_steps_s, &row->exec_nccl_s};
     mc_emit_plans_t *P = NULL;
     mc_err_t err = {0};
-    if (mc_emit_lower(s, &P, &err) != MC_OK)
+    if (mc_emit_lower_on(s, topo, &P, &err) != MC_OK)
         return;
     for (int k = 0; k < 3; k++) {
         mc_sim_exec_result_t x;

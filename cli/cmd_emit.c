@@ -150,7 +150,7 @@ int cmd_emit(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_files(s, name, MC_VERSION, a.standalone, a.rank, &files, &nfiles,
+    MC_CHECK_GOTO(mc_emit_files(s, topo, name, MC_VERSION, a.standalone, a.rank, &files, &nfiles,
                                 &err), out, st);
     if (a.check) {
         int stale = mc_emit_stale(a.check, files, nfiles, &report);

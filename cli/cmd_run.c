@@ -251,7 +251,7 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
     MC_CHECK_GOTO(mc_sched_load(a->sched, topo, a->force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a->sched, a->force, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_lower(s, &P, &err), out, st);
+    MC_CHECK_GOTO(mc_emit_lower_on(s, topo, &P, &err), out, st);
     if (a->print_ranks) {
         printf("%d\n", P->nranks);
         goto out;

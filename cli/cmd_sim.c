@@ -16,7 +16,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: meshcast sim --topo FILE [--json] [--timeline OUT.svg] [--links N] [--force]\n"
-            "                    [--executed [--steps | --lanes K]] SCHEDULE\n"
+            "                    [--executed [--steps | --nccl | --lanes K]] SCHEDULE\n"
             "\n"
             "Times a schedule with the flow-level simulator (max-min fair sharing of every link,\n"
             "store and forward per chunk at relay GPUs, NCCL's per-message overheads). Prints the\n"
@@ -35,8 +35,11 @@ static void usage(FILE *out)
             "                      their ratio to the schedule's makespan\n"
             "  --steps             with --executed: run the plans in lockstep micro-steps,\n"
             "                      as code emitted without dependency tables does\n"
-            "  --lanes K           with --executed: as the nccl backend runs them on K\n"
-            "                      communicators and streams (meshcast run uses 8)\n"
+            "  --nccl              with --executed: as the nccl backend runs them, on the\n"
+            "                      plans' lanes (communicators and streams; as many as a GPU\n"
+            "                      has trees in one phase)\n"
+            "  --lanes K           with --executed: the same with the trees' lanes taken\n"
+            "                      modulo K (K communicators and streams)\n"
             "  -q, --quiet         no topology warnings\n"
             "\n"
             "exit status: 0 ok, 1 invalid input, 2 usage error\n");
@@ -44,14 +47,14 @@ static void usage(FILE *out)
 
 typedef struct sim_args {
     const char *topo, *timeline, *path;
-    int json, force, quiet, nlinks, executed, steps, lanes;
+    int json, force, quiet, nlinks, executed, steps, nccl, lanes;
 } sim_args_t;
 
 /* Returns -1 when the arguments are good, else the exit code. */
 static int parse_args(int argc, char **argv, sim_args_t *a)
 {
     enum { OPT_TOPO = 0x2201, OPT_JSON, OPT_TIMELINE, OPT_LINKS, OPT_FORCE, OPT_EXEC, OPT_STEPS,
-           OPT_LANES };
+           OPT_NCCL, OPT_LANES };
     static const struct option longopts[] = {
         {"topo", required_argument, NULL, OPT_TOPO},
         CLI_TOPO_LONG_OPTIONS,
@@ -61,6 +64,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         {"force", no_argument, NULL, OPT_FORCE},
         {"executed", no_argument, NULL, OPT_EXEC},
         {"steps", no_argument, NULL, OPT_STEPS},
+        {"nccl", no_argument, NULL, OPT_NCCL},
         {"lanes", required_argument, NULL, OPT_LANES},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -78,9 +82,11 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         case OPT_FORCE: a->force = 1; break;
         case OPT_EXEC: a->executed = 1; break;
         case OPT_STEPS: a->steps = 1; break;
+        case OPT_NCCL: a->nccl = 1; break;
         case OPT_LANES:
-            if (mc_parse_i64(optarg, &n) != 0 || n < 1 || n > 64)
-                return cli_usage_error("sim", "--lanes expects 1 to 64, got '%s'", optarg);
+            if (mc_parse_i64(optarg, &n) != 0 || n < 1 || n > MC_RT_MAX_LANES)
+                return cli_usage_error("sim", "--lanes expects 1 to %d, got '%s'",
+                                       MC_RT_MAX_LANES, optarg);
             a->lanes = (int)n;
             break;
         case OPT_LINKS:
@@ -102,10 +108,10 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         return cli_usage_error("sim", "--topo FILE is required");
     if (argc - optind != 1)
         return cli_usage_error("sim", "expected one SCHEDULE file, got %d", argc - optind);
-    if ((a->steps || a->lanes) && !a->executed)
-        return cli_usage_error("sim", "--steps and --lanes go with --executed");
-    if (a->steps && a->lanes)
-        return cli_usage_error("sim", "--steps or --lanes, not both");
+    if ((a->steps || a->nccl || a->lanes) && !a->executed)
+        return cli_usage_error("sim", "--steps, --nccl and --lanes go with --executed");
+    if (!!a->steps + !!a->nccl + !!a->lanes > 1)
+        return cli_usage_error("sim", "one of --steps, --nccl and --lanes");
     a->path = argv[optind];
     return -1;
 }
@@ -234,16 +240,19 @@ int cmd_sim(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
     MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
     if (a.executed) {
-        MC_CHECK_GOTO(mc_emit_lower(s, &plans, &err), out, st);
+        MC_CHECK_GOTO(mc_emit_lower_on(s, topo, &plans, &err), out, st);
         int order = a.steps ? MC_RT_ORDER_STEPS
+                    : a.nccl  ? MC_RT_ORDER_NCCL
                     : a.lanes ? MC_RT_ORDER_LANES(a.lanes) : MC_RT_ORDER_DEPS;
         MC_CHECK_GOTO(mc_sim_exec(s, topo, plans->nranks, plans->plans, plans->gpus, order, &xres,
                                   &err),
                       out, st);
         rep.x = &xres;
-        if (a.lanes)
-            snprintf(order_name, sizeof order_name, "nccl, %d lane%s", a.lanes,
-                     a.lanes == 1 ? "" : "s");
+        int lanes = a.lanes ? a.lanes
+                    : plans->nranks ? (int)mc_rt_plan_lanes(&plans->plans[0]) : 1;
+        if (a.lanes || a.nccl)
+            snprintf(order_name, sizeof order_name, "nccl, %d lane%s", lanes,
+                     lanes == 1 ? "" : "s");
         else
             snprintf(order_name, sizeof order_name, "%s",
                      a.steps ? "lockstep micro-steps" : "dependency graph");

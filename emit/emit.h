@@ -28,12 +28,18 @@ typedef struct mc_emit_plans {
 /* Lowers a schedule (task split) into one plan per rank. A tree rooted at a GPU that neither
  * holds its piece nor is one of its destinations is refused (MC_ERR_UNSUPPORTED). */
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err);
-/* Makes rank `rank`'s plan only, the same as mc_emit_lower's for that rank, at the cost of the
- * trees that touch its GPU (the others are only measured: their steps and links order the
- * phases). Errors of trees the rank takes no part in go unreported: validate first. A rank the
- * schedule lacks is MC_ERR_USAGE. */
-mc_status_t mc_emit_lower_rank(const mc_sched_t *s, int rank, mc_emit_plans_t **out,
-                               mc_err_t *err);
+/* The same on topo (may be NULL), which tells the edges' speeds: when a lane per edge and per tree
+ * both take more than MC_RT_MAX_LANES, edges of one speed share lanes rather than trees of one
+ * pace (emit/lower.c, assign_lanes). Code generation, run, sim and bench lower on the topology. */
+mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
+                             mc_err_t *err);
+/* Makes rank `rank`'s plan only, the same as mc_emit_lower_on's for that rank (on topo, may be
+ * NULL), at the cost of the trees that touch its GPU (the others are only measured: their steps
+ * and links order the phases; the lanes are still chosen over every tree). Errors of trees the
+ * rank takes no part in go unreported: validate first. A rank the schedule lacks is
+ * MC_ERR_USAGE. */
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
+                               mc_emit_plans_t **out, mc_err_t *err);
 void mc_emit_plans_free(mc_emit_plans_t *p);
 
 /* What the generated files say about where they come from. */
@@ -60,12 +66,13 @@ typedef struct mc_emit_file {
  * generated tables grow with them. Call it before mc_emit_files. */
 mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *err);
 
-/* Lowers s and generates NAME.h and NAME.cu, plus with standalone the runtime sources the code
- * needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c, cuda_exec.cu). With rank >= 0
- * only that rank is lowered (mc_emit_lower_rank) and the code holds its tables only. */
-mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
-                          int standalone, int rank, mc_emit_file_t **files, int *nfiles,
-                          mc_err_t *err);
+/* Lowers s on topo (mc_emit_lower_on) and generates NAME.h and NAME.cu, plus with standalone the
+ * runtime sources the code needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c,
+ * cuda_exec.cu). With rank >= 0 only that rank is lowered (mc_emit_lower_rank) and the code holds
+ * its tables only. */
+mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char *name,
+                          const char *version, int standalone, int rank, mc_emit_file_t **files,
+                          int *nfiles, mc_err_t *err);
 void mc_emit_files_free(mc_emit_file_t *files, int nfiles);
 /* Writes the files into dir (created if missing), each atomically. */
 mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err);

@@ -16,9 +16,9 @@ static mc_emit_file_t *add_file(mc_emit_file_t **files, int *n, const char *name
     return f;
 }
 
-mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *version,
-                          int standalone, int rank, mc_emit_file_t **files, int *nfiles,
-                          mc_err_t *err)
+mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char *name,
+                          const char *version, int standalone, int rank, mc_emit_file_t **files,
+                          int *nfiles, mc_err_t *err)
 {
     mc_emit_plans_t *P = NULL;
     mc_status_t st;
@@ -29,8 +29,9 @@ mc_status_t mc_emit_files(const mc_sched_t *s, const char *name, const char *ver
         return mc_err_set(err, MC_ERR_USAGE,
                           "--name '%s': expected a C identifier (letters, digits, _; at most 64)",
                           name);
-    MC_CHECK_GOTO(rank < 0 ? mc_emit_lower(s, &P, err) : mc_emit_lower_rank(s, rank, &P, err), out,
-                  st);
+    MC_CHECK_GOTO(rank < 0 ? mc_emit_lower_on(s, topo, &P, err)
+                           : mc_emit_lower_rank(s, topo, rank, &P, err),
+                  out, st);
     task_text = mc_task_to_text(s->task);
     mc_emit_meta_t m = {name, version, task_text, s->strategy, s->topo_fingerprint};
     fname = mc_xasprintf("%s.h", name);

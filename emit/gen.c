@@ -111,10 +111,22 @@ static void gen_header(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf
             "#ifndef @_H\n#define @_H\n\n"
             "#include <stddef.h>\n\n#include <cuda_runtime.h>\n#include <nccl.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-    mc_buf_printf(h, "#define %s_NRANKS %d\n\n", m->name, P->nranks);
+    const mc_rt_plan_t *any = P->nranks ? &P->plans[P->only >= 0 ? P->only : 0] : NULL;
+    mc_buf_printf(h, "#define %s_NRANKS %d\n#define %s_LANES %u\n\n", m->name, P->nranks,
+                  m->name, any ? mc_rt_plan_lanes(any) : 1);
     gen_tpl(h, m->name,
+            "/* The micro-steps in lockstep on comm and stream: a fast tree waits for a slow one. */\n"
             "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
             "    ~     cudaStream_t stream);\n"
+            "/* The dependency graph on @_LANES lanes, as meshcast sim --executed --nccl times it:\n"
+            " * @_lanes_init splits @_LANES non-blocking communicators from comm (collective,\n"
+            " * bounded by timeout_s) and makes their streams, once; @_run_lanes starts after the\n"
+            " * work on stream and makes stream wait for its end. */\n"
+            "struct mc_rt_nccl_lanes;\n"
+            "int @_lanes_init(ncclComm_t comm, double timeout_s, struct mc_rt_nccl_lanes **lanes);\n"
+            "void @_lanes_free(struct mc_rt_nccl_lanes *lanes);\n"
+            "int @_run_lanes(int rank, const struct mc_rt_nccl_lanes *lanes, const void *src,\n"
+            "    ~           void *dst, void *workspace, cudaStream_t stream);\n"
             "size_t @_workspace_bytes(int rank);\n"
             "size_t @_src_bytes(int rank);\n"
             "size_t @_dst_bytes(int rank);\n"
@@ -253,9 +265,9 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
         else
             mc_buf_printf(cu, "NULL, ");
         if (p->nops && p->dep_first && p->lane)
-            mc_buf_printf(cu, "%s_lane_%d},\n", name, r);
+            mc_buf_printf(cu, "%s_lane_%d, %u},\n", name, r, p->nlanes);
         else
-            mc_buf_printf(cu, "NULL},\n");
+            mc_buf_printf(cu, "NULL, %u},\n", p->nlanes);
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
                   P->only < 0 ? P->nranks : 1);
@@ -325,8 +337,9 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
             "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->src_bytes : 0;\n}\n\n"
             "size_t @_dst_bytes(int rank)\n"
             "{\n    return @_plan(rank) ? (size_t)@_plan(rank)->dst_bytes : 0;\n}\n\n"
-            "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
-            "    ~     cudaStream_t stream)\n"
+            "/* The rank's plan and buffers, or NULL with the error set. */\n"
+            "static const mc_rt_plan_t *@_buffers(int rank, const void *src, void *dst,\n"
+            "    ~                                 void *workspace, mc_rt_buffers_t *b)\n"
             "{\n"
             "    const mc_rt_plan_t *p = @_plan(rank);\n"
             "    if (!p) {\n");
@@ -342,11 +355,48 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
                       "                 rank);\n",
                       name, name, only);
     gen_tpl(cu, name,
-            "        return @_err.status = MC_RT_ERR_INVALID;\n"
+            "        @_err.status = MC_RT_ERR_INVALID;\n"
+            "        return NULL;\n"
             "    }\n"
-            "    mc_rt_buffers_t b = {{(void *)src, dst, workspace},\n"
-            "                         {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
-            "    return mc_rt_run_nccl(p, comm, &b, stream, @_copy, &@_err);\n"
+            "    mc_rt_buffers_t bufs = {{(void *)src, dst, workspace},\n"
+            "                            {p->src_bytes, p->dst_bytes, p->ws_bytes}};\n"
+            "    *b = bufs;\n"
+            "    return p;\n"
+            "}\n\n"
+            "int @_run(int rank, ncclComm_t comm, const void *src, void *dst, void *workspace,\n"
+            "    ~     cudaStream_t stream)\n"
+            "{\n"
+            "    mc_rt_buffers_t b;\n"
+            "    const mc_rt_plan_t *p = @_buffers(rank, src, dst, workspace, &b);\n"
+            "    return p ? mc_rt_run_nccl(p, comm, &b, stream, @_copy, &@_err) : @_err.status;\n"
+            "}\n\n"
+            "int @_lanes_init(ncclComm_t comm, double timeout_s, struct mc_rt_nccl_lanes **lanes)\n"
+            "{\n"
+            "    *lanes = (mc_rt_nccl_lanes_t *)calloc(1, sizeof **lanes);\n"
+            "    if (!*lanes) {\n"
+            "        snprintf(@_err.msg, sizeof @_err.msg, \"out of memory\");\n"
+            "        return @_err.status = MC_RT_ERR_RUNTIME;\n"
+            "    }\n"
+            "    int st = mc_rt_nccl_lanes_split(comm, @_LANES, timeout_s, *lanes, &@_err);\n"
+            "    if (st != MC_RT_OK) {\n"
+            "        free(*lanes);\n"
+            "        *lanes = NULL;\n"
+            "    }\n"
+            "    return st;\n"
+            "}\n\n"
+            "void @_lanes_free(struct mc_rt_nccl_lanes *lanes)\n"
+            "{\n"
+            "    if (lanes)\n"
+            "        mc_rt_nccl_lanes_free(lanes, 0);\n"
+            "    free(lanes);\n"
+            "}\n\n"
+            "int @_run_lanes(int rank, const struct mc_rt_nccl_lanes *lanes, const void *src,\n"
+            "    ~           void *dst, void *workspace, cudaStream_t stream)\n"
+            "{\n"
+            "    mc_rt_buffers_t b;\n"
+            "    const mc_rt_plan_t *p = @_buffers(rank, src, dst, workspace, &b);\n"
+            "    return p ? mc_rt_run_nccl_lanes(p, lanes, &b, @_copy, stream, &@_err)\n"
+            "             : @_err.status;\n"
             "}\n");
 }
 
@@ -367,7 +417,7 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
                   " * Per-rank operation tables of the schedule described in %s.h, the pack kernel\n"
                   " * instantiations its boxes need, and the entry points. Build with nvcc and link\n"
                   " * libmeshcast_rt (pkg-config meshcast) or the files emit --standalone writes. */\n"
-                  "#include <stdio.h>\n\n#include \"%s.h\"\n#include \"runtime.h\"\n\n"
+                  "#include <stdio.h>\n#include <stdlib.h>\n\n#include \"%s.h\"\n#include \"runtime.h\"\n\n"
                   "/* ---- the pack kernel (runtime/copy_kernel.cuh) ---- */\n",
                   m->name, m->version, m->name, m->name);
     mc_buf_append(cu, kern->data, kern->size);

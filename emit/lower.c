@@ -15,6 +15,7 @@
  * staging is reused and a root may send what it received in an earlier phase. Every dependency
  * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
  * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,8 @@ typedef struct lower {
     rank_build_t *rb;
     edge_ends_t *ends;  /* per edge, numbered tree by tree */
     int *gid0;          /* per tree: the number of its first edge */
-    uint16_t *lane;     /* per tree: its lane (assign_lanes) */
+    uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
+    int nlanes;
     int only;           /* the one GPU whose plan is made, or -1 for all */
 } lower_t;
 
@@ -318,7 +320,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
             mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, n, {0, 0}, chunk_ref(rp, tr, c)};
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[ti], &op);
+            /* in the lane of the root's first edge (edge 0: the root reaches it first) */
+            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[L->gid0[ti]], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }
@@ -330,10 +333,10 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
                               {0, 0}};
             mc_rt_op_t rcv = {MC_RT_OP_RECV, ed->parent, ti, n, {0, 0},
                               chunk_ref(&pl[ed->child], tr, c)};
-            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[ti], &snd);
+            uint32_t sid = add_op(prb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &snd);
             dep_on(prb, sid, ring(to->got, ed->parent, c));
             dep_on(prb, sid, ring(to->send, e, c - 1));
-            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[ti], &rcv);
+            uint32_t rid = add_op(crb, step, STAGE_COMM, L->lane[L->gid0[ti] + e], &rcv);
             dep_on(crb, rid, ring(to->got, ed->child, c - 1));
             wait_slot(crb, rid, tr, &pl[ed->child], to, ed->child, c);
             to->send[e * 3 + c % 3] = sid;
@@ -347,7 +350,7 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
             if (pl[ed->child].box < 0 && pl[ed->child].shard_box >= 0) {
                 mc_rt_op_t unp = {MC_RT_OP_COPY, 0, 0, n, rcv.dst,
                                   {pl[ed->child].shard_box, tr->offset + lo}};
-                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[ti], &unp);
+                uint32_t uid = add_op(crb, step, STAGE_POST, L->lane[L->gid0[ti] + e], &unp);
                 add_dep(crb, uid, rid);
                 to->unpack[ed->child * 3 + c % 3] = uid;
             }
@@ -441,7 +444,7 @@ static void finish_deps(const rank_build_t *rb, const uint32_t *final, mc_rt_pla
 
 /* Turns GPU gpu's pending ops into the plan of its rank; peers become ranks too. */
 static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nranks,
-                        const mc_emit_shards_t *sh, mc_rt_plan_t *p)
+                        const lower_t *L, mc_rt_plan_t *p)
 {
     mc_rt_op_t *ops = mc_xcalloc(rb->nops + 1, sizeof *ops);
     mc_rt_step_t *steps = mc_xcalloc(rb->nops + 1, sizeof *steps);
@@ -479,8 +482,8 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     free(final);
     p->rank = rank_of[gpu];
     p->nranks = nranks;
-    p->src_bytes = sh->src_bytes[gpu];
-    p->dst_bytes = sh->dst_bytes[gpu];
+    p->src_bytes = L->sh.src_bytes[gpu];
+    p->dst_bytes = L->sh.dst_bytes[gpu];
     p->ws_bytes = rb->ws_max;
     p->nboxes = (uint32_t)rb->nboxes;
     p->nops = (uint32_t)rb->nops;
@@ -489,6 +492,7 @@ static void finish_plan(rank_build_t *rb, int gpu, const int *rank_of, int nrank
     p->ops = ops;
     p->steps = steps;
     p->lane = lane;
+    p->nlanes = (uint32_t)L->nlanes;
     rb->boxes = NULL;
 }
 
@@ -538,7 +542,7 @@ typedef struct link_order {
     int ntokens;
 } link_order_t;
 
-static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int tb,
+static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step,
                        const mc_tree_edge_t *eb, const edge_ends_t *b, int ua)
 {
     const edge_ends_t *a = &L->ends[ua];
@@ -558,8 +562,9 @@ static void order_edge(lower_t *L, link_order_t *o, int ph, uint32_t step, int t
         mc_rt_op_t snd = {MC_RT_OP_SEND, d, tag, 0, a->last_send_ref, {0, 0}};
         mc_rt_op_t rcv = {MC_RT_OP_RECV, c, tag, 0, {0, 0}, b->send_ref};
         MC_GROW(o->tok[d], o->tcap[d], k + 1);
-        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, L->lane[tb], &snd),
-                                 add_op(&L->rb[d], step, STAGE_COMM, L->lane[tb], &rcv)};
+        uint16_t lane = L->lane[b - L->ends]; /* the lane of the edge that waits for it */
+        o->tok[d][k] = (token_t){c, add_op(&L->rb[c], step, STAGE_COMM, lane, &snd),
+                                 add_op(&L->rb[d], step, STAGE_COMM, lane, &rcv)};
         o->ntok[d]++;
     }
     add_dep_cross(&L->rb[c], o->tok[d][k].send, (uint32_t)a->last_send);
@@ -577,7 +582,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
             const edge_ends_t *b = &L->ends[L->gid0[ti] + e];
             for (int j = 0; b->first_send >= 0 && j < eb->nlinks; j++)
                 for (int u = 0; eb->links[j] >= 0 && u < o->nusers[eb->links[j]]; u++)
-                    order_edge(L, o, ph, step, ti, eb, b, o->users[eb->links[j]][u]);
+                    order_edge(L, o, ph, step, eb, b, o->users[eb->links[j]][u]);
         }
     for (int ti = 0; ti < s->ntrees; ti++)
         for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++) {
@@ -596,42 +601,147 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
         }
 }
 
-/* Lanes of the trees, for a backend that runs groups of trees on their own communicators and
- * streams (nccl): trees of one phase that share a GPU should not share a lane, or one waits for
- * the other's steps. Greedy, tree by tree: the lane least used so far by the tree's GPUs in its
- * phase (the lowest on a tie). */
-static void assign_lanes(const mc_sched_t *s, int ngpus, uint16_t *lane)
+/* A hash of a tree's pace: the size of its chunks and its planned rate. In one lane, step t moves
+ * chunk t-l at depth l of every tree, so trees of the same pace take about the same time per step
+ * and lose little by sharing a lane, whatever their GPUs, links and chunk counts (a tree may move
+ * faster than planned where links are free). A tree that states
+ * no rate owns its links, so its routes set its pace and are hashed too. A collision only costs
+ * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
+static uint64_t tree_pace(const mc_tree_t *tr)
 {
-    int *use = mc_xcalloc((size_t)ngpus * MC_RT_NCCL_LANES + 1, sizeof *use);
+    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    for (int k = 0; k < 2; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    for (int e = 0; tr->rate <= 0 && e < tr->nedges; e++)
+        for (int l = 0; l < tr->edges[e].nlinks; l++)
+            h = (h ^ (uint64_t)(uint32_t)tr->edges[e].links[l]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* The pace of an edge on topo: its tree's chunk size and planned rate, and the bandwidth of its
+ * route's narrowest link, so that edges of one pace move at about one speed whatever their GPUs
+ * (an NVLink edge and a NIC edge of one tree do not). Never 0. */
+static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
+{
+    double bw = HUGE_VAL;
+    for (int l = 0; l < ed->nlinks; l++)
+        if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && topo->links[ed->links[l]].bw < bw)
+            bw = topo->links[ed->links[l]].bw;
+    uint64_t h = 1469598103934665603ull, v[3] = {slot_bytes(tr), 0, 0};
+    memcpy(&v[1], &tr->rate, sizeof v[1]);
+    memcpy(&v[2], &bw, sizeof v[2]);
+    for (int k = 0; k < 3; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Per GPU and lane, in the current phase: how many edges or trees use it and the pace of the first
+ * (0: free). An entry whose stamp is not the phase's counts as free, so a phase costs its edges,
+ * not the cluster's size. */
+typedef struct lane_use {
+    int *use, *stamp, cur;
+    uint64_t *pace;
+} lane_use_t;
+
+/* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
+ * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
+ * -1. */
+static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, int share)
+{
+    int least = 0, least_load = -1;
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        int fits = 1, load = 0;
+        for (int k = 0; k < n; k++) {
+            size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+            int live = u->stamp[at] == u->cur;
+            fits &= !live || u->pace[at] == p;
+            load += live ? u->use[at] : 0;
+        }
+        if (fits)
+            return l;
+        if (least_load < 0 || load < least_load)
+            least = l, least_load = load;
+    }
+    return share ? least : -1;
+}
+
+static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p)
+{
+    for (int k = 0; k < n; k++) {
+        size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+        if (u->stamp[at] != u->cur)
+            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p;
+        u->use[at]++;
+    }
+}
+
+enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_EDGE_PACE, LANES_PER_PACE };
+
+/* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
+ * stream and a lane's steps one after the other: two edges of one phase that share a GPU must not
+ * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
+ * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
+ * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
+ * moving in lockstep); beyond that, edges of the same pace on topo (edge_pace) share lanes, and
+ * when that still takes more, trees of the same pace (tree_pace), a tree with no lane free then
+ * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
+ * Returns how many lanes there are, or -1 when there were not enough. */
+static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
+                        int how, uint16_t *lane)
+{
+    size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
+    lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
+                    mc_xcalloc(n + 1, sizeof(uint64_t))};
+    int maxe = 0;
+    for (int ti = 0; ti < s->ntrees; ti++)
+        maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
+    int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
     for (int ph = 0; ph < s->nphases; ph++) {
-        memset(use, 0, sizeof *use * (size_t)ngpus * MC_RT_NCCL_LANES);
+        u.cur = ph + 1;
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
-            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus)
+            if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
-            int best = 0, best_load = -1;
-            for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
-                int load = use[tr->root * MC_RT_NCCL_LANES + l];
-                for (int e = 0; e < tr->nedges; e++)
-                    load += use[tr->edges[e].child * MC_RT_NCCL_LANES + l];
-                if (best_load < 0 || load < best_load)
-                    best = l, best_load = load;
+            for (int e = 0; e < tr->nedges; e++) {
+                int per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
+                int l, ng = per_edge ? 2 : tr->nedges + 1;
+                uint64_t p = how == LANES_PER_PACE        ? tree_pace(tr)
+                             : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
+                             : how == LANES_PER_TREE      ? (uint64_t)ti + 1
+                                                          : (uint64_t)gid0[ti] + e + 1;
+                gpus[0] = per_edge ? tr->edges[e].parent : tr->root;
+                for (int k = 1; k < ng; k++)
+                    gpus[k] = tr->edges[per_edge ? e : k - 1].child;
+                if (!per_edge && e > 0)
+                    l = lane[gid0[ti]];
+                else if ((l = first_fit(&u, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
+                    nlanes = -1;
+                    goto out;
+                } else
+                    take(&u, gpus, ng, l, p);
+                lane[gid0[ti] + e] = (uint16_t)l;
+                nlanes = l + 1 > nlanes ? l + 1 : nlanes;
             }
-            lane[ti] = (uint16_t)best;
-            use[tr->root * MC_RT_NCCL_LANES + best]++;
-            for (int e = 0; e < tr->nedges; e++)
-                use[tr->edges[e].child * MC_RT_NCCL_LANES + best]++;
         }
     }
-    free(use);
+out:
+    free(u.use);
+    free(u.stamp);
+    free(u.pace);
+    free(gpus);
+    return nlanes;
 }
 
 /* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
- * made, and the trees that do not touch its GPU are only measured (count_tree). */
-static mc_status_t lower_plans(const mc_sched_t *s, int only, mc_emit_plans_t **out, mc_err_t *err)
+ * made, and the trees that do not touch its GPU are only measured (count_tree). The lanes are
+ * chosen over every tree either way, so that one rank's plan is the full lowering's. */
+static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int only,
+                               mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, -1};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, -1};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -650,11 +760,13 @@ static mc_status_t lower_plans(const mc_sched_t *s, int only, mc_emit_plans_t **
     mc_emit_shards_init(&L.sh, s->task, ngpus);
     tree_ops_t to = {mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)),
                      mc_xcalloc(3 * (size_t)ngpus, sizeof(int64_t)), NULL, 0};
-    L.lane = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.lane);
-    assign_lanes(s, ngpus, L.lane);
     L.gid0 = mc_xcalloc((size_t)s->ntrees + 1, sizeof *L.gid0);
     for (int ti = 0; ti < s->ntrees; ti++)
         L.gid0[ti + 1] = L.gid0[ti] + s->trees[ti].nedges;
+    L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
+    for (int how = LANES_PER_EDGE;
+         (L.nlanes = assign_lanes(s, topo, ngpus, L.gid0, how, L.lane)) < 0;)
+        how = how == LANES_PER_TREE && !topo ? LANES_PER_PACE : how + 1;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;
@@ -711,7 +823,7 @@ static mc_status_t lower_plans(const mc_sched_t *s, int only, mc_emit_plans_t **
     P->plans = mc_xcalloc(P->nranks, sizeof *P->plans);
     for (int g = 0; g < ngpus; g++)
         if (rank_of[g] >= 0 && !L.rb[g].counted)
-            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L.sh, &P->plans[rank_of[g]]);
+            finish_plan(&L.rb[g], g, rank_of, P->nranks, &L, &P->plans[rank_of[g]]);
     *out = P;
     P = NULL;
 out:
@@ -751,14 +863,21 @@ out:
 
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
-    return lower_plans(s, -1, out, err);
+    return lower_plans(s, NULL, -1, out, err);
 }
 
-mc_status_t mc_emit_lower_rank(const mc_sched_t *s, int rank, mc_emit_plans_t **out, mc_err_t *err)
+mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
+                             mc_err_t *err)
+{
+    return lower_plans(s, topo, -1, out, err);
+}
+
+mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
+                               mc_emit_plans_t **out, mc_err_t *err)
 {
     if (rank < 0)
         return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
-    return lower_plans(s, rank, out, err);
+    return lower_plans(s, topo, rank, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)

@@ -114,11 +114,11 @@ static void ctx_init(mc_bound_ctx_t *a, const mc_task_t *task, const mc_topo_t *
             a->cross = fmin(a->cross, al);
         if (d->kind == MC_NODE_GPU && d->gpu >= 0) {
             a->in[d->gpu] = fmin(a->in[d->gpu], al);
-            a->in_bw[d->gpu] += l->bw;
+            a->in_bw[d->gpu] += a->index.cap[i];
         }
         if (s->kind == MC_NODE_GPU && s->gpu >= 0) {
             a->out[s->gpu] = fmin(a->out[s->gpu], al);
-            a->out_bw[s->gpu] += l->bw;
+            a->out_bw[s->gpu] += a->index.cap[i];
         }
     }
 }

@@ -31,6 +31,7 @@ double mc_flow_max(mc_flow_t *f, int s, int t);
 typedef struct mc_bound_net {
     mc_flow_t flow;
     const mc_topo_t *topo;
+    const double *cap;         /* per link, the index's */
     int source, sink, outside; /* outside is -1 when the region is the whole topology */
     int *src_arc, *snk_arc;    /* per global GPU; -1 for GPUs outside the region */
     int out_src_arc, out_snk_arc;
@@ -43,7 +44,20 @@ typedef struct mc_bound_index {
     int *node_start, *nodes; /* host h: nodes[node_start[h] .. node_start[h + 1]) */
     int *link_start, *links;
     int *node_id;            /* scratch for mc_bound_net_init, -1 between uses */
+    double *cap;             /* per link: the capacity the terms count (mc_bound_route_caps) */
 } mc_bound_index_t;
+
+/* Topologies of at most this many GPUs have their links' capacities counted by routes
+ * (mc_bound_route_caps); above, every link counts whole. */
+#define MC_BOUND_ROUTE_GPUS 64
+
+/* Per link, the capacity the terms count, into cap[topo->nlinks]: every transfer of a schedule
+ * follows mc_topo_route between two GPUs (DESIGN.md section 4; relays are tree edges), so a link
+ * that no route between two GPUs takes carries nothing in any schedule, and counts 0 (the PCIe
+ * links of GPUs that reach every peer over xGMI or NVLink, on a host without another host's
+ * traffic). The others count their bandwidth. Up to MC_BOUND_ROUTE_GPUS GPUs (all pairs
+ * routed); above, every link counts. */
+void mc_bound_route_caps(const mc_topo_t *topo, double *cap);
 
 void mc_bound_index_init(mc_bound_index_t *x, const mc_topo_t *topo);
 void mc_bound_index_free(mc_bound_index_t *x);

@@ -132,14 +132,14 @@ out:
 }
 
 /* Solves the LP; returns its least T in seconds, or -1 when it was not solved to optimality. */
-static double solve(const mc_topo_t *topo, const com_t *c, int nc, long cols)
+static double solve(const mc_topo_t *topo, const double *cap, const com_t *c, int nc, long cols)
 {
     int na = topo->nlinks, nn = topo->nnodes;
     double bmax = 0, cmax = 0;
     for (int i = 0; i < nc; i++)
         bmax = fmax(bmax, (double)c[i].bytes);
     for (int a = 0; a < na; a++)
-        cmax = fmax(cmax, topo->links[a].bw);
+        cmax = fmax(cmax, cap[a]);
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, (int)cols);
@@ -151,7 +151,8 @@ static double solve(const mc_topo_t *topo, const com_t *c, int nc, long cols)
     glp_add_rows(lp, na);
     for (int a = 0; a < na; a++) {
         glp_set_row_bnds(lp, a + 1, GLP_UP, 0, 0);
-        put(&m, a + 1, 1, -topo->links[a].bw / cmax);
+        if (cap[a] > 0) /* a link no route takes carries nothing */
+            put(&m, a + 1, 1, -cap[a] / cmax);
     }
     int col = 2;
     for (int i = 0; i < nc; i++) {
@@ -216,7 +217,7 @@ void mc_bound_lp(const mc_topo_t *topo, const mc_bound_ctx_t *al, double floor, 
      * term that ties floor (the cut of a transpose) is skipped as well. */
     int skip = nc <= 1 || cols > LP_MAX_COLS ||
                (floor > 0 && upper(topo, al, c, nc) * (1 - LP_MARGIN / 2) + alpha <= floor);
-    double t = skip ? -1 : solve(topo, c, nc, cols);
+    double t = skip ? -1 : solve(topo, al->index.cap, c, nc, cols);
     if (t > 0)
         *best = (mc_best_t){t, alpha, 0};
     free(c);

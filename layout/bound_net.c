@@ -14,6 +14,8 @@ void mc_bound_index_init(mc_bound_index_t *x, const mc_topo_t *topo)
     x->nodes = mc_xmalloc(sizeof(int) * (size_t)(topo->nnodes + 1));
     x->links = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->nlinks + 1));
     x->node_id = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes);
+    x->cap = mc_xmalloc(sizeof(double) * (size_t)(topo->nlinks + 1));
+    mc_bound_route_caps(topo, x->cap);
     for (int i = 0; i < topo->nnodes; i++) {
         x->node_id[i] = -1;
         if (topo->nodes[i].host >= 0)
@@ -55,6 +57,27 @@ void mc_bound_index_free(mc_bound_index_t *x)
     free(x->nodes);
     free(x->links);
     free(x->node_id);
+    free(x->cap);
+}
+
+void mc_bound_route_caps(const mc_topo_t *topo, double *cap)
+{
+    int routed = topo->ngpus <= MC_BOUND_ROUTE_GPUS;
+    for (int i = 0; i < topo->nlinks; i++)
+        cap[i] = 0;
+    for (int a = 0; routed && a < topo->ngpus; a++)
+        for (int b = 0; routed && b < topo->ngpus; b++) {
+            mc_route_t r;
+            mc_err_t ignored = {0};
+            if (a == b)
+                continue;
+            /* a pair with no route is reported where it is used; here every link counts */
+            routed = mc_topo_route(topo, a, b, &r, &ignored) == MC_OK;
+            for (int j = 0; routed && j < r.nlinks; j++)
+                cap[r.links[j]] = topo->links[r.links[j]].bw;
+        }
+    for (int i = 0; !routed && i < topo->nlinks; i++)
+        cap[i] = topo->links[i].bw;
 }
 
 /* Adds link i unless both ends are outside (contracted into one node). */
@@ -64,7 +87,7 @@ static void add_link(mc_bound_net_t *n, const int *id, int i)
     int s = id[l->src] >= 0 ? id[l->src] : n->outside;
     int d = id[l->dst] >= 0 ? id[l->dst] : n->outside;
     if (s != d)
-        mc_flow_arc(&n->flow, s, d, l->bw);
+        mc_flow_arc(&n->flow, s, d, n->cap[i]);
 }
 
 /* Whether link i, listed under region host h, is added from h's list: the first region host of
@@ -88,6 +111,7 @@ void mc_bound_net_init(mc_bound_net_t *n, const mc_topo_t *topo, const mc_bound_
     for (int i = 0; !hosts && i < topo->nnodes; i++)
         id[i] = k++;
     n->topo = topo;
+    n->cap = x->cap;
     n->outside = hosts ? k++ : -1;
     n->source = k++;
     n->sink = k++;

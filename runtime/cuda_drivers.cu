@@ -189,38 +189,13 @@ static int local_rank(MPI_Comm comm)
     return r;
 }
 
-/* The lanes' communicators: nc for lane 0, the others split from it (same ranks, same order). */
-static int make_lanes(ncclComm_t nc, int rank, ncclComm_t *comms, cudaStream_t *streams,
+/* Waits for stream (which joins every lane) with a deadline; on a timeout the lanes are aborted. */
+static int wait_lanes(int rank, mc_rt_nccl_lanes_t *ln, cudaStream_t stream, double timeout_s,
                       mc_rt_err_t *err)
 {
-    int st = MC_RT_OK;
-    comms[0] = nc;
-    for (int l = 1; l < MC_RT_NCCL_LANES; l++)
-        if (ncclCommSplit(nc, 0, rank, &comms[l], NULL) != ncclSuccess) {
-            comms[l] = NULL;
-            return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommSplit failed", rank);
-        }
-    for (int l = 0; l < MC_RT_NCCL_LANES; l++)
-        CU(cudaStreamCreateWithFlags(&streams[l], cudaStreamNonBlocking));
-out:
-    return st;
-}
-
-/* Waits for every lane's stream with one deadline; on a timeout every communicator is aborted. */
-static int wait_lanes(int rank, ncclComm_t *comms, cudaStream_t *streams, double timeout_s,
-                      mc_rt_err_t *err)
-{
-    double end = mc_rt_now() + timeout_s;
-    int st = MC_RT_OK;
-    for (int l = 0; l < MC_RT_NCCL_LANES && st == MC_RT_OK; l++) {
-        double left = end - mc_rt_now();
-        st = mc_rt_cuda_wait(streams[l], NULL, rank, left > 0 ? left : 0, err);
-    }
+    int st = mc_rt_cuda_wait(stream, NULL, rank, timeout_s, err);
     if (st == MC_RT_ERR_TIMEOUT)
-        for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
-            ncclCommAbort(comms[l]);
-            comms[l] = NULL;
-        }
+        mc_rt_nccl_lanes_free(ln, 1);
     return st;
 }
 
@@ -228,17 +203,22 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
                        double timeout_s, double *seconds, mc_rt_err_t *err)
 {
     int st = need_gpu(err);
-    double in = st != MC_RT_OK, any_bad, unused;
+    /* every rank's lane count, as its maximum and minus its minimum: they must agree */
+    double in[2] = {(double)mc_rt_plan_lanes(plan), -(double)mc_rt_plan_lanes(plan)};
+    double bad = st != MC_RT_OK, any_bad, unused[2], lanes[2];
     ncclUniqueId id;
-    ncclComm_t comms[MC_RT_NCCL_LANES] = {NULL};
-    cudaStream_t streams[MC_RT_NCCL_LANES] = {NULL};
+    ncclComm_t parent = NULL;
+    mc_rt_nccl_lanes_t ln;
+    cudaStream_t stream = NULL;
     mc_rt_buffers_t dev;
     double t0;
     memset(&dev, 0, sizeof dev);
-    /* Every rank must agree before any of them enters the collective NCCL init; the gates and the
-     * broadcast are bounded, NCCL's own init is bounded by its bootstrap. */
-    if (mc_rt_mpi_gate(comm, "nccl set-up", 1, &in, &unused, &any_bad, timeout_s, err) !=
-        MC_RT_OK)
+    memset(&ln, 0, sizeof ln);
+    /* Every rank must agree before any of them enters the collective NCCL init; the gates, the
+     * broadcast and NCCL's set-up (non-blocking, polled) are all bounded by timeout_s. */
+    if (mc_rt_mpi_gate(comm, "nccl set-up", 1, &bad, unused, &any_bad, timeout_s, err) !=
+            MC_RT_OK ||
+        mc_rt_mpi_gate(comm, "nccl lanes", 2, in, unused, lanes, timeout_s, err) != MC_RT_OK)
         return MC_RT_ERR_TIMEOUT;
     if (any_bad > 0) {
         if (st == MC_RT_OK)
@@ -246,42 +226,45 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
                             plan->rank);
         goto out;
     }
+    if (lanes[0] != -lanes[1]) {
+        st = mc_rt_fail(err, MC_RT_ERR_INVALID,
+                        "rank %d: the ranks' plans have from %.0f to %.0f lanes: not one schedule",
+                        plan->rank, -lanes[1], lanes[0]);
+        goto out;
+    }
     CU(cudaSetDevice(local_rank(comm) % mc_rt_cuda_devices()));
     if (plan->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
         memset(&id, 0, sizeof id);
-    if ((st = mc_rt_mpi_bcast(comm, "nccl set-up", &id, sizeof id, timeout_s, err)) != MC_RT_OK)
+    if ((st = mc_rt_mpi_bcast(comm, "nccl set-up", &id, sizeof id, timeout_s, err)) != MC_RT_OK ||
+        (st = mc_rt_nccl_init(&parent, plan->nranks, id, plan->rank, timeout_s, err)) !=
+            MC_RT_OK ||
+        (st = mc_rt_nccl_lanes_split(parent, (int)mc_rt_plan_lanes(plan), timeout_s, &ln, err)) !=
+            MC_RT_OK)
         goto out;
-    if (ncclCommInitRank(&comms[0], plan->nranks, id, plan->rank) != ncclSuccess) {
-        st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommInitRank failed", plan->rank);
-        comms[0] = NULL;
+    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if ((st = to_device(bufs, &dev, stream, err)) != MC_RT_OK)
         goto out;
-    }
-    if ((st = make_lanes(comms[0], plan->rank, comms, streams, err)) != MC_RT_OK ||
-        (st = to_device(bufs, &dev, streams[0], err)) != MC_RT_OK)
-        goto out;
-    CU(cudaStreamSynchronize(streams[0]));
-    in = 0;
-    if ((st = mc_rt_mpi_gate(comm, "nccl start", 1, &in, &unused, &any_bad, timeout_s, err)) !=
+    CU(cudaStreamSynchronize(stream));
+    bad = 0;
+    if ((st = mc_rt_mpi_gate(comm, "nccl start", 1, &bad, unused, &any_bad, timeout_s, err)) !=
         MC_RT_OK)
         goto out;
     t0 = MPI_Wtime();
-    if ((st = mc_rt_run_nccl_lanes(plan, MC_RT_NCCL_LANES, comms, streams, &dev, NULL, err)) !=
-            MC_RT_OK ||
-        (st = wait_lanes(plan->rank, comms, streams, timeout_s, err)) != MC_RT_OK)
+    if ((st = mc_rt_run_nccl_lanes(plan, &ln, &dev, NULL, stream, err)) != MC_RT_OK ||
+        (st = wait_lanes(plan->rank, &ln, stream, timeout_s, err)) != MC_RT_OK)
         goto out;
     *seconds = MPI_Wtime() - t0;
     CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
                   cudaMemcpyDeviceToHost));
 out:
-    /* After a failure a peer may never come: the communicators are aborted, not destroyed (which
-     * waits for their work), and before the device memory is freed (cudaFree waits for the
-     * device, whose NCCL kernels may wait for that peer). */
-    for (int l = 0; l < MC_RT_NCCL_LANES; l++) {
-        if (comms[l])
-            (st == MC_RT_OK ? ncclCommDestroy : ncclCommAbort)(comms[l]);
-        if (streams[l])
-            cudaStreamDestroy(streams[l]);
-    }
+    /* After any failure a peer may never come: the communicators are aborted, not destroyed
+     * (which waits for their work), and before the device memory is freed (cudaFree waits for
+     * the device, whose NCCL kernels may wait for that peer). */
+    if (stream)
+        cudaStreamDestroy(stream);
+    mc_rt_nccl_lanes_free(&ln, st != MC_RT_OK);
+    if (parent)
+        (st != MC_RT_OK ? ncclCommAbort : ncclCommDestroy)(parent);
     free_device(&dev);
     return st;
 }

@@ -1,8 +1,10 @@
 /* The nccl backend on device buffers: the generic pack kernel launch, the step loop that puts
- * each micro-step's sends and receives in one NCCL group on the caller's stream, and a bounded
- * wait. Generated code links this file (or ships it with --standalone). */
+ * each micro-step's sends and receives in one NCCL group on the caller's stream, the lanes
+ * executor with its bounded set-up (non-blocking communicators split from the caller's), and a
+ * bounded wait. Generated code links this file (or ships it with --standalone). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -188,6 +190,96 @@ int mc_rt_cuda_wait_steps(cudaStream_t stream, ncclComm_t comm, const mc_rt_plan
                       "arrive or the device hangs)", plan->rank, timeout_s);
 }
 
+/* Polls comm while its last call is in progress (a non-blocking communicator: NCCL finishes the
+ * call in the background and no other call may be made on comm meanwhile) until deadline. */
+static int nccl_settle(ncclComm_t comm, ncclResult_t nr, double deadline, double timeout_s,
+                       int rank, const char *what, mc_rt_err_t *err)
+{
+    while (nr == ncclInProgress) {
+        if (mc_rt_now() > deadline)
+            return mc_rt_fail(err, MC_RT_ERR_TIMEOUT,
+                              "rank %d: %s: timed out after %.1f s (a peer did not arrive)", rank,
+                              what, timeout_s);
+        struct timespec nap = {0, 100000};
+        nanosleep(&nap, NULL);
+        if (ncclCommGetAsyncError(comm, &nr) != ncclSuccess)
+            nr = ncclInternalError;
+    }
+    if (nr != ncclSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: %s: NCCL: %s", rank, what,
+                          ncclGetErrorString(nr));
+    return MC_RT_OK;
+}
+
+static ncclConfig_t nonblocking(void)
+{
+    ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+    c.blocking = 0;
+    return c;
+}
+
+int mc_rt_nccl_init(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, double timeout_s,
+                    mc_rt_err_t *err)
+{
+    ncclConfig_t c = nonblocking();
+    *comm = NULL;
+    ncclResult_t nr = ncclCommInitRankConfig(comm, nranks, id, rank, &c);
+    int st = *comm ? nccl_settle(*comm, nr, mc_rt_now() + timeout_s, timeout_s, rank,
+                                 "ncclCommInitRankConfig", err)
+                   : mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: ncclCommInitRankConfig: %s",
+                                rank, ncclGetErrorString(nr));
+    if (st != MC_RT_OK && *comm) {
+        ncclCommAbort(*comm);
+        *comm = NULL;
+    }
+    return st;
+}
+
+void mc_rt_nccl_lanes_free(mc_rt_nccl_lanes_t *ln, int abort)
+{
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        if (ln->streams[l])
+            cudaStreamDestroy(ln->streams[l]);
+        if (ln->comms[l])
+            (abort ? ncclCommAbort : ncclCommDestroy)(ln->comms[l]);
+        ln->streams[l] = NULL;
+        ln->comms[l] = NULL;
+    }
+    ln->nlanes = 0;
+}
+
+int mc_rt_nccl_lanes_split(ncclComm_t comm, int nlanes, double timeout_s, mc_rt_nccl_lanes_t *ln,
+                           mc_rt_err_t *err)
+{
+    int rank = -1, st = MC_RT_OK;
+    double deadline = mc_rt_now() + timeout_s;
+    memset(ln, 0, sizeof *ln);
+    ln->timeout_s = timeout_s;
+    if (ncclCommUserRank(comm, &rank) != ncclSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "not a usable NCCL communicator");
+    if (nlanes < 1 || nlanes > MC_RT_MAX_LANES)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %d lanes, expected 1 to %d", rank,
+                          nlanes, MC_RT_MAX_LANES);
+    /* One split at a time, in the same order on every rank, under one deadline. */
+    for (int l = 0; l < nlanes && st == MC_RT_OK; l++) {
+        ncclConfig_t c = nonblocking();
+        ncclResult_t nr = ncclCommSplit(comm, 0, rank, &ln->comms[l], &c);
+        char what[48];
+        snprintf(what, sizeof what, "ncclCommSplit of lane %d", l);
+        st = ln->comms[l] ? nccl_settle(ln->comms[l], nr, deadline, timeout_s, rank, what, err)
+                          : mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: %s: %s", rank, what,
+                                       ncclGetErrorString(nr));
+        if (st == MC_RT_OK &&
+            cudaStreamCreateWithFlags(&ln->streams[l], cudaStreamNonBlocking) != cudaSuccess)
+            st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: lane %d: cannot create a stream",
+                            rank, l);
+        ln->nlanes = l + 1;
+    }
+    if (st != MC_RT_OK)
+        mc_rt_nccl_lanes_free(ln, 1);
+    return st;
+}
+
 /* The lanes executor's state: every op's lane and, for ops that an op of another lane waits for,
  * an event recorded after them. */
 typedef struct lanes {
@@ -231,11 +323,14 @@ static int lane_copies(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l, 
     return st;
 }
 
-/* The sends and receives of step stp in lane l: one NCCL group. */
+/* The sends and receives of step stp in lane l: one NCCL group (on a non-blocking communicator
+ * it may still be connecting to a new peer when ncclGroupEnd returns: waited for until deadline). */
 static int lane_comm(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l,
-                     const mc_rt_step_t *stp, ncclComm_t comm, const mc_rt_buffers_t *bufs,
-                     cudaStream_t stream, mc_rt_err_t *err)
+                     const mc_rt_step_t *stp, const mc_rt_nccl_lanes_t *lanes, double deadline,
+                     const mc_rt_buffers_t *bufs, mc_rt_err_t *err)
 {
+    ncclComm_t comm = lanes->comms[l];
+    cudaStream_t stream = lanes->streams[l];
     uint32_t first = stp->first + stp->npre, end = first + stp->ncomm, n = 0;
     int st = MC_RT_OK;
     for (uint32_t i = first; i < end && st == MC_RT_OK; i++)
@@ -251,9 +346,11 @@ static int lane_comm(const mc_rt_plan_t *plan, const lanes_t *ln, uint32_t l,
             nr = nccl_op(plan, &plan->ops[i], comm, bufs, stream);
     ncclResult_t ne = ncclGroupEnd();
     nr = nr != ncclSuccess ? nr : ne;
-    if (nr != ncclSuccess)
-        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d, step %u, lane %u: NCCL: %s",
-                          plan->rank, stp->index, l, ncclGetErrorString(nr));
+    char what[48];
+    snprintf(what, sizeof what, "step %u, lane %u", stp->index, l);
+    if ((st = nccl_settle(comm, nr, deadline, lanes->timeout_s, plan->rank, what, err)) !=
+        MC_RT_OK)
+        return st;
     for (uint32_t i = first; i < end && st == MC_RT_OK; i++)
         if (ln->lane[i] == l)
             st = mark(plan, ln, i, stream, err);
@@ -277,25 +374,55 @@ static int lane_events(const mc_rt_plan_t *plan, lanes_t *ln, mc_rt_err_t *err)
     return MC_RT_OK;
 }
 
-int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, int nlanes, ncclComm_t *comms,
-                         cudaStream_t *streams, const mc_rt_buffers_t *bufs,
-                         mc_rt_cuda_copy_fn copy, mc_rt_err_t *err)
+/* Makes every lane's stream wait for what is enqueued on `from` (from NULL: stream waits for
+ * every lane's), through one event per stream that waits. */
+static int fork_join(const mc_rt_plan_t *plan, const mc_rt_nccl_lanes_t *ln, cudaStream_t stream,
+                     int fork, mc_rt_err_t *err)
+{
+    cudaError_t ce = cudaSuccess;
+    for (int l = 0; l < (fork ? 1 : ln->nlanes) && ce == cudaSuccess; l++) {
+        cudaEvent_t ev;
+        if ((ce = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) != cudaSuccess)
+            break;
+        ce = cudaEventRecord(ev, fork ? stream : ln->streams[l]);
+        for (int k = 0; fork && k < ln->nlanes && ce == cudaSuccess; k++)
+            ce = cudaStreamWaitEvent(ln->streams[k], ev, 0);
+        if (!fork && ce == cudaSuccess)
+            ce = cudaStreamWaitEvent(stream, ev, 0);
+        cudaEventDestroy(ev);
+    }
+    if (ce != cudaSuccess)
+        return mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: lanes %s the caller's stream: %s",
+                          plan->rank, fork ? "after" : "joining", cudaGetErrorString(ce));
+    return MC_RT_OK;
+}
+
+int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, const mc_rt_nccl_lanes_t *lanes,
+                         const mc_rt_buffers_t *bufs, mc_rt_cuda_copy_fn copy,
+                         cudaStream_t stream, mc_rt_err_t *err)
 {
     int st = MC_RT_OK;
+    uint32_t nlanes = (uint32_t)lanes->nlanes;
+    double deadline = mc_rt_now() + lanes->timeout_s;
     lanes_t ln;
     ln.lane = (uint32_t *)calloc(plan->nops + 1, sizeof *ln.lane);
     ln.ev = (cudaEvent_t *)calloc(plan->nops + 1, sizeof *ln.ev);
-    if (nlanes < 1 || !ln.lane || !ln.ev) {
-        st = mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %d lanes", plan->rank, nlanes);
+    if (!ln.lane || !ln.ev) {
+        st = mc_rt_fail(err, MC_RT_ERR_RUNTIME, "rank %d: out of memory", plan->rank);
         goto out;
     }
-    for (int l = 0; l < nlanes; l++) {
+    if (nlanes < mc_rt_plan_lanes(plan) || nlanes > MC_RT_MAX_LANES) {
+        st = mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %u lanes, the plan needs %u",
+                        plan->rank, nlanes, mc_rt_plan_lanes(plan));
+        goto out;
+    }
+    for (uint32_t l = 0; l < nlanes; l++) {
         int nranks = 0, rank = -1;
-        if (ncclCommCount(comms[l], &nranks) != ncclSuccess ||
-            ncclCommUserRank(comms[l], &rank) != ncclSuccess || nranks != plan->nranks ||
+        if (ncclCommCount(lanes->comms[l], &nranks) != ncclSuccess ||
+            ncclCommUserRank(lanes->comms[l], &rank) != ncclSuccess || nranks != plan->nranks ||
             rank != plan->rank) {
             st = mc_rt_fail(err, MC_RT_ERR_INVALID,
-                            "rank %d: lane %d's communicator is not rank %d of %d", plan->rank, l,
+                            "rank %d: lane %u's communicator is not rank %d of %d", plan->rank, l,
                             plan->rank, plan->nranks);
             goto out;
         }
@@ -303,19 +430,22 @@ int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, int nlanes, ncclComm_t *comms
     if ((st = mc_rt_plan_check(plan, err)) != MC_RT_OK ||
         (st = mc_rt_buffers_check(plan, bufs, err)) != MC_RT_OK)
         goto out;
-    mc_rt_op_lanes(plan, (uint32_t)nlanes, ln.lane);
-    if ((st = lane_events(plan, &ln, err)) != MC_RT_OK)
+    mc_rt_op_lanes(plan, nlanes, ln.lane);
+    if ((st = lane_events(plan, &ln, err)) != MC_RT_OK ||
+        (st = fork_join(plan, lanes, stream, 1, err)) != MC_RT_OK)
         goto out;
     copy = copy ? copy : mc_rt_copy_cuda;
     for (uint32_t s = 0; s < plan->nsteps && st == MC_RT_OK; s++) {
         const mc_rt_step_t *stp = &plan->steps[s];
-        for (uint32_t l = 0; l < (uint32_t)nlanes && st == MC_RT_OK; l++)
-            if ((st = lane_copies(plan, &ln, l, stp->first, stp->npre, bufs, streams[l], copy,
-                                  err)) == MC_RT_OK &&
-                (st = lane_comm(plan, &ln, l, stp, comms[l], bufs, streams[l], err)) == MC_RT_OK)
+        for (uint32_t l = 0; l < nlanes && st == MC_RT_OK; l++)
+            if ((st = lane_copies(plan, &ln, l, stp->first, stp->npre, bufs, lanes->streams[l],
+                                  copy, err)) == MC_RT_OK &&
+                (st = lane_comm(plan, &ln, l, stp, lanes, deadline, bufs, err)) == MC_RT_OK)
                 st = lane_copies(plan, &ln, l, stp->first + stp->npre + stp->ncomm, stp->npost,
-                                 bufs, streams[l], copy, err);
+                                 bufs, lanes->streams[l], copy, err);
     }
+    if (st == MC_RT_OK)
+        st = fork_join(plan, lanes, stream, 0, err);
 out:
     /* Destroying an event that a stream still has to record is allowed: CUDA releases it after. */
     for (uint32_t i = 0; ln.ev && i < plan->nops; i++)

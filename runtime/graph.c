@@ -108,8 +108,9 @@ int mc_rt_graph_build(const mc_rt_plan_t *p, int order, mc_rt_graph_t *g, mc_rt_
     int st = MC_RT_OK;
     /* lanes: 0 for the dependency table alone, else how many lanes the steps are grouped by */
     uint32_t nlanes = order == MC_RT_ORDER_STEPS || !p->dep_first ? 1
-                      : order >= MC_RT_ORDER_LANES(1) ? (uint32_t)(order - MC_RT_ORDER_LANES(0))
-                                                      : 0;
+                      : order == MC_RT_ORDER_NCCL    ? mc_rt_plan_lanes(p)
+                      : order > MC_RT_ORDER_NCCL     ? (uint32_t)(order - MC_RT_ORDER_LANES(0))
+                                                     : 0;
     uint32_t *lane = calloc(p->nops + 1, sizeof *lane);
     g->nnodes = p->nops + 3 * p->nsteps * nlanes;
     g->npred = calloc(g->nnodes + 1, sizeof *g->npred);

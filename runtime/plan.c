@@ -210,7 +210,19 @@ int mc_rt_plan_check(const mc_rt_plan_t *p, mc_rt_err_t *err)
     if (next != p->nops)
         return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %u ops belong to no step", p->rank,
                           p->nops - next);
+    if (p->nlanes > MC_RT_MAX_LANES)
+        return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: %u lanes, at most %d", p->rank,
+                          p->nlanes, MC_RT_MAX_LANES);
+    for (uint32_t i = 0; p->lane && p->nlanes && i < p->nops; i++)
+        if (p->lane[i] >= p->nlanes)
+            return mc_rt_fail(err, MC_RT_ERR_INVALID, "rank %d: op %u is in lane %u of %u",
+                              p->rank, i, p->lane[i], p->nlanes);
     return check_deps(p, err);
+}
+
+uint32_t mc_rt_plan_lanes(const mc_rt_plan_t *p)
+{
+    return !p->dep_first ? 1 : p->nlanes ? p->nlanes : MC_RT_NCCL_LANES;
 }
 
 int mc_rt_buffers_check(const mc_rt_plan_t *p, const mc_rt_buffers_t *bufs, mc_rt_err_t *err)

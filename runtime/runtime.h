@@ -106,9 +106,13 @@ typedef struct mc_rt_plan {
     const uint32_t *dep_first;
     const uint32_t *deps;
     /* Per op, its lane (the nccl backend takes it modulo its number of lanes; the two sides of a
-     * message have the same), so that trees sharing a GPU run on different communicators; NULL:
+     * message have the same), so that edges sharing a GPU run on different communicators; NULL:
      * derived from the tags (mc_rt_op_lanes). */
     const uint16_t *lane;
+    /* How many lanes (communicators and streams) the nccl backend runs the plan on, the same in
+     * every rank's plan: emit gives each edge a lane no other edge of its phase on its GPUs has,
+     * as far as MC_RT_MAX_LANES allows. 0: MC_RT_NCCL_LANES (plans made before it). */
+    uint32_t nlanes;
 } mc_rt_plan_t;
 
 typedef struct mc_rt_buffers {
@@ -167,13 +171,18 @@ enum {
     MC_RT_ORDER_DEPS = 0,  /* the plan's dependency table (its steps when it has none) */
     MC_RT_ORDER_STEPS = 1  /* the steps: each part of a step waits for the part before */
 };
-/* The nccl backend's order with k lanes (k communicators and streams): every op is in the lane of
- * its tree (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
- * the dependency table orders ops of different lanes. */
+/* The nccl backend's order with k lanes (k communicators and streams): every op is in its lane
+ * (mc_rt_op_lanes); in a lane, the steps follow each other as in MC_RT_ORDER_STEPS, and
+ * the dependency table orders ops of different lanes. k = 0: the plan's own lanes
+ * (mc_rt_plan_lanes), what the nccl backend runs. */
 #define MC_RT_ORDER_LANES(k) (2 + (k))
-/* The lanes of the nccl backend: how many communicators and streams mc_rt_run_nccl_mpi uses, and
- * how many lanes emit/ spreads the trees over. */
+#define MC_RT_ORDER_NCCL MC_RT_ORDER_LANES(0)
+/* The lanes of plans that do not say how many they have (nlanes 0). */
 #define MC_RT_NCCL_LANES 8
+/* The most lanes a plan may have (emit shares lanes beyond it). */
+#define MC_RT_MAX_LANES 64
+/* The plan's lanes: nlanes, or MC_RT_NCCL_LANES when it has none; 1 without a dependency table. */
+uint32_t mc_rt_plan_lanes(const mc_rt_plan_t *plan);
 /* The lane of every op for k lanes: the plan's lane modulo k when it has lanes, else a send or
  * receive's tag modulo k, and a copy the lane of the first send or receive that waits for it (a
  * pack), else of the first it waits for (an unpack), else 0. A plan without a dependency table has
@@ -343,17 +352,40 @@ int mc_rt_run_nccl(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffer
 int mc_rt_run_nccl_traced(const mc_rt_plan_t *plan, ncclComm_t comm, const mc_rt_buffers_t *bufs,
                           cudaStream_t stream, mc_rt_cuda_copy_fn copy, cudaEvent_t *events,
                           mc_rt_err_t *err);
-/* Enqueues this rank's plan on nlanes communicators and streams (lane l: comms[l], streams[l]; all
- * communicators of the same ranks, in the same order): every op goes to the lane of its tree
- * (mc_rt_op_lanes); groups are issued in (step, lane) order on every rank, each step's packs,
- * one ncclGroupStart/End of its sends and receives and its unpacks on the lane's stream; a
- * dependency on an op of another lane is a CUDA event between the two streams. Trees of
- * different lanes do not wait for each other; as the issue order is the same on every rank and
- * every event points to an op issued earlier, NCCL serializing the lanes' kernels cannot
- * deadlock (it falls back to that order). Returns without waiting for the streams. */
-int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, int nlanes, ncclComm_t *comms,
-                         cudaStream_t *streams, const mc_rt_buffers_t *bufs,
-                         mc_rt_cuda_copy_fn copy, mc_rt_err_t *err);
+/* The lanes of the nccl backend on one rank: nlanes communicators of the same ranks in the same
+ * order, and a stream each. timeout_s bounds every NCCL call on them that stays in progress
+ * (their set-up, and a group that connects to a new peer). */
+typedef struct mc_rt_nccl_lanes {
+    int nlanes;
+    double timeout_s;
+    ncclComm_t comms[MC_RT_MAX_LANES];
+    cudaStream_t streams[MC_RT_MAX_LANES];
+} mc_rt_nccl_lanes_t;
+/* Makes nlanes lanes from comm, collectively (every rank of comm calls it with the same nlanes):
+ * each a non-blocking communicator split from comm (ncclCommSplit, polled with
+ * ncclCommGetAsyncError) and a non-blocking stream. When the split is not done within timeout_s (a
+ * peer missing) every lane made is aborted and the error names the rank and the lane; with a
+ * blocking comm, NCCL may block inside ncclCommSplit itself. Call once, keep for every run. */
+int mc_rt_nccl_lanes_split(ncclComm_t comm, int nlanes, double timeout_s, mc_rt_nccl_lanes_t *ln,
+                           mc_rt_err_t *err);
+/* A non-blocking communicator of nranks (ncclCommInitRankConfig, polled until timeout_s; on a
+ * timeout it is aborted and the error names the rank). */
+int mc_rt_nccl_init(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, double timeout_s,
+                    mc_rt_err_t *err);
+/* Destroys the lanes' communicators (abort: ncclCommAbort instead, after a timeout) and streams. */
+void mc_rt_nccl_lanes_free(mc_rt_nccl_lanes_t *ln, int abort);
+/* Enqueues this rank's plan on its lanes (at least mc_rt_plan_lanes(plan) of them; op i goes to
+ * lane mc_rt_op_lanes(plan, ln->nlanes)): groups are issued in (step, lane) order on every rank,
+ * each step's packs, one ncclGroupStart/End of its sends and receives and its unpacks on the
+ * lane's stream; a dependency on an op of another lane is a CUDA event between the two streams.
+ * The lanes start after the work already enqueued on stream, and stream waits for all of them, so
+ * later work on stream sees the destination filled. Trees of different lanes do not wait for each
+ * other; as the issue order is the same on every rank and every event points to an op issued
+ * earlier, NCCL serializing the lanes' kernels cannot deadlock (it falls back to that order).
+ * Returns without waiting for the streams. */
+int mc_rt_run_nccl_lanes(const mc_rt_plan_t *plan, const mc_rt_nccl_lanes_t *ln,
+                         const mc_rt_buffers_t *bufs, mc_rt_cuda_copy_fn copy,
+                         cudaStream_t stream, mc_rt_err_t *err);
 /* Waits for stream until timeout_s; on timeout aborts comm (may be NULL) and names the rank, and
  * with plan and events (from mc_rt_run_nccl_traced; both may be NULL) the first step that did
  * not finish. */

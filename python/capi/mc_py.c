@@ -91,6 +91,39 @@ mc_status_t mc_py_sim(const mc_sched_t *s, const mc_topo_t *topo, double *makesp
     return st;
 }
 
+/* The schedule's trees as the library holds them: a symmetric file lists only its templates'
+ * trees and names the instances (docs/schedule-format.md), which the library has expanded. */
+int mc_py_sched_ntrees(const mc_sched_t *s)
+{
+    return s->ntrees;
+}
+
+/* Tree t: out = {piece, offset, bytes, root, phase, chunks, edges}; returns its planned rate. */
+double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[7])
+{
+    const mc_tree_t *tr = &s->trees[t];
+    int64_t v[7] = {tr->piece, (int64_t)tr->offset, (int64_t)tr->bytes, tr->root, tr->phase,
+                    tr->nchunks, tr->nedges};
+    memcpy(out, v, sizeof v);
+    return tr->rate;
+}
+
+/* Edge e of tree t: out = {parent, child, via}; returns its route as the names of the nodes it
+ * passes, space-separated (free with mc_py_free). */
+char *mc_py_sched_edge(const mc_sched_t *s, const mc_topo_t *topo, int t, int e, int out[3])
+{
+    const mc_tree_edge_t *ed = &s->trees[t].edges[e];
+    mc_buf_t b = {0};
+    out[0] = ed->parent;
+    out[1] = ed->child;
+    out[2] = ed->via_gpu;
+    for (int j = 0; j < ed->nlinks; j++)
+        mc_buf_printf(&b, "%s%s", j ? " " : "", topo->nodes[topo->links[ed->links[j]].src].name);
+    if (ed->nlinks)
+        mc_buf_printf(&b, " %s", topo->nodes[topo->links[ed->links[ed->nlinks - 1]].dst].name);
+    return b.data ? b.data : strdup("");
+}
+
 /* Frees what the library allocated (mc_task_to_text, mc_sched_to_xml, mc_buf_t data). */
 void mc_py_free(void *p)
 {

@@ -16,7 +16,6 @@ Example::
 """
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -295,19 +294,20 @@ class Schedule:
 
     @property
     def trees(self) -> List[Tree]:
-        """The trees, phase by phase, in schedule order."""
+        """The trees, phase by phase, in schedule order; a symmetric file's instances (its
+        templates' trees renamed, docs/schedule-format.md) follow the trees it lists."""
         if self._trees is None:
-            root = ET.fromstring(self.xml)
             trees = []
-            for ph in root.iter("phase"):
-                for t in ph.iter("tree"):
-                    edges = tuple(Edge(int(e.get("parent")), int(e.get("child")),
-                                       tuple(e.get("route", "").split()),
-                                       int(e.get("via", "-1"))) for e in t.iter("edge"))
-                    trees.append(Tree(int(t.get("piece")), int(t.get("offset")),
-                                      int(t.get("bytes")), int(t.get("root")),
-                                      int(ph.get("n")), int(t.get("chunks", "1")),
-                                      float(t.get("rate", "0")), edges))
+            v = ffi.new("int64_t[7]")
+            ev = ffi.new("int[3]")
+            for i in range(lib.mc_py_sched_ntrees(self._ptr)):
+                rate = lib.mc_py_sched_tree(self._ptr, i, v)
+                edges = []
+                for e in range(int(v[6])):
+                    route = _text(lib.mc_py_sched_edge(self._ptr, self._topo._ptr, i, e, ev))
+                    edges.append(Edge(int(ev[0]), int(ev[1]), tuple(route.split()), int(ev[2])))
+                trees.append(Tree(int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
+                                  int(v[5]), float(rate), tuple(edges)))
             self._trees = trees
         return self._trees
 

@@ -81,7 +81,8 @@ def test_synth_schedule(paper, case1):
     root = ET.fromstring(s.xml)
     assert root.get("strategy") == "meshcast"
     assert root.get("topology") == paper.fingerprint
-    assert s.params["plan"] in ("z3", "greedy")
+    # the plan as solved, or one of the forms the referee raced it in (z3+ch8s2: in channels)
+    assert s.params["plan"].split("+")[0] in ("z3", "greedy")
     # each piece's trees reach its 4 destinations and their ranges add up to the piece
     for piece in range(case1.npieces):
         reached = {e.child for t in s.trees if t.piece == piece for e in t.edges}

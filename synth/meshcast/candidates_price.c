@@ -17,7 +17,7 @@
 #define MC_PRICE_MIN_STEPS 40
 #define MC_PRICE_WORK 2000000.0
 /* Stop when the fractional optimum is within this factor of the bound. */
-#define MC_PRICE_CLOSE 1.01
+#define MC_PRICE_CLOSE 1.003
 /* Rounds stop after MC_PRICE_STALL in a row that did not lower the optimum by this factor (the
  * duals are approximate, so one round may add a tree that only pays with the next). */
 #define MC_PRICE_PROGRESS 0.998

@@ -287,6 +287,12 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
  * 1 + spread * j/m times its chunks (none smaller than min_chunk bytes), so that their
  * per-message overheads do not all fall at once. */
 void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t min_chunk);
+/* Cuts every tree of min_bytes or more into k channels (fewer where a channel would carry less
+ * than min_chunk): copies of the tree over consecutive parts of its bytes, channel j of m in
+ * 1 + spread * j/m times the tree's chunks (none below min_chunk), so that their per-message
+ * overheads fall at different instants; the planned rates are stated again. */
+void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
+                       uint64_t min_bytes);
 /* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
 #define MC_STAGGER_MAX 3
 

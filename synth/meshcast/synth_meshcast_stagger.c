@@ -1,11 +1,21 @@
-/* Staggered chunking for the meshcast strategy (docs/synthesis.md, "Referee"). Trees of one phase
+/* Staggered chunking and channels for the meshcast strategy (docs/synthesis.md, "Referee").
+ * Trees of one phase
  * that share their bottleneck link and are cut into the same number of chunks move in lockstep:
  * every one of them pays its per-message overhead at the same instant, and the link idles while
  * they do. Giving the j-th of m such trees 1 + spread * j/m times the chunks puts their overheads
  * at different instants, so one tree's overhead falls while another moves bytes (the effect NCCL
  * gets from several channels on one NIC). How far apart (the spread) is left to the simulator: the
- * referee tries a few and keeps a staggered schedule only when it is faster. */
+ * referee tries a few and keeps a staggered schedule only when it is faster.
+ *
+ * A tree alone on its links meets the same idling from the other side: one connection sends its
+ * chunks in order, each after the message overhead, so its links idle for that overhead between
+ * chunks, and the chunk count trades that idle time against the pipeline fill of a deep tree
+ * (mi300x2-bcast: 8 trees, each alone on a rail, best at 6 chunks, 1.34 of the bound). Cut into
+ * channels (copies of the tree carrying consecutive parts of its bytes) and staggered, one
+ * channel's overhead falls while another moves bytes, as NCCL's channels do, so the same links
+ * stay busy with smaller chunks and less fill. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "synth/meshcast/mc_meshcast.h"
 
@@ -21,6 +31,18 @@ static int bottleneck(const mc_tree_t *t, const mc_topo_t *topo)
                 best = l;
         }
     return best;
+}
+
+/* The most chunks up to want that bytes can be cut into: none below min_chunk, and chunks of
+ * ceil(bytes / n), every one non-empty; at least 1. */
+static uint64_t chunks_within(uint64_t want, uint64_t bytes, uint64_t min_chunk)
+{
+    uint64_t n = want, most = bytes / (min_chunk ? min_chunk : 1);
+    if (n > most)
+        n = most;
+    while (n > 1 && (n - 1) * ((bytes + n - 1) / n) >= bytes)
+        n--;
+    return n ? n : 1;
 }
 
 typedef struct keyed {
@@ -49,16 +71,53 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
         int m = b - a;
         for (int j = 1; j < m; j++) {
             mc_tree_t *t = &s->trees[k[a + j].tree];
-            uint64_t n = (uint64_t)t->nchunks * (uint64_t)(m + spread * j) / (uint64_t)m;
-            uint64_t most = t->bytes / (min_chunk ? min_chunk : 1);
-            if (n > most)
-                n = most;
-            /* chunks of ceil(bytes / n): every one must be non-empty */
-            while (n > (uint64_t)t->nchunks && (n - 1) * ((t->bytes + n - 1) / n) >= t->bytes)
-                n--;
+            uint64_t n = chunks_within((uint64_t)t->nchunks * (uint64_t)(m + spread * j) /
+                                           (uint64_t)m, t->bytes, min_chunk);
             if (n > (uint64_t)t->nchunks && n <= MC_CHUNKS_MAX)
                 t->nchunks = (int)n;
         }
     }
     free(k);
+}
+
+/* Bytes a channel's range is a multiple of (the last channel takes the rest). */
+#define CHANNEL_GRANULE 4096u
+
+void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
+                       uint64_t min_bytes)
+{
+    int n0 = s->ntrees;
+    for (int t = 0; t < n0; t++) {
+        if (s->trees[t].bytes < min_bytes)
+            continue;
+        uint64_t bytes = s->trees[t].bytes, least = min_chunk > CHANNEL_GRANULE ? min_chunk
+                                                                              : CHANNEL_GRANULE;
+        int m = bytes / least < (uint64_t)k ? (int)(bytes / least) : k;
+        if (m < 2)
+            continue;
+        uint64_t part = (bytes / (uint64_t)m) / CHANNEL_GRANULE * CHANNEL_GRANULE;
+        /* channels 1 .. m-1 are appended copies, in order; channel 0 is the tree itself, cut
+         * last so that the copies read its whole range */
+        for (int j = 1; j <= m; j++) {
+            int ch = j % m;
+            mc_tree_t *src = &s->trees[t];
+            uint64_t off = src->offset + part * (uint64_t)ch;
+            uint64_t len = ch == m - 1 ? bytes - part * (uint64_t)(m - 1) : part;
+            /* channel ch of m in 1 + spread * ch/m times the tree's chunks, as mc_sched_stagger */
+            uint64_t want = (uint64_t)src->nchunks * (uint64_t)(m + spread * ch) / (uint64_t)m;
+            int c = (int)chunks_within(want > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : want, len, min_chunk);
+            if (ch == 0) {
+                src->bytes = len;
+                src->nchunks = c;
+                continue;
+            }
+            int u = mc_sched_add_tree(s, src->piece, off, len, src->root, src->phase, c);
+            src = &s->trees[t]; /* the array may have moved */
+            mc_tree_t *dst = &s->trees[u];
+            dst->edges = mc_xmalloc(sizeof(mc_tree_edge_t) * (size_t)(src->nedges + 1));
+            memcpy(dst->edges, src->edges, sizeof(mc_tree_edge_t) * (size_t)src->nedges);
+            dst->nedges = dst->edge_cap = src->nedges;
+        }
+    }
+    mc_sched_plan_rates(s, topo);
 }

@@ -53,10 +53,18 @@ expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.0080459
 expect_exit 0 "executed in steps" -- "$MESHCAST" sim --topo $topo --executed --steps "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(lockstep micro-steps, 3 sends\)' "steps text"
 expect_exit 2 "--steps alone" -- "$MESHCAST" sim --topo $topo --steps "$TMP/two-phases.xml"
-expect_grep "$TMP/err" -- '--steps and --lanes go with --executed' "--steps alone: says why"
+expect_grep "$TMP/err" '--steps, --nccl and --lanes go with --executed' "--steps alone: says why"
+expect_exit 2 "--nccl and --steps" -- "$MESHCAST" sim --topo $topo --executed --nccl --steps \
+  "$TMP/two-phases.xml"
+expect_grep "$TMP/err" 'one of --steps, --nccl and --lanes' "--nccl and --steps: says why"
 expect_exit 0 "executed on nccl lanes" -- "$MESHCAST" sim --topo $topo --executed --lanes 4 \
   "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 4 lanes, 3 sends\)' "lanes text"
+# The plans' own lanes: the two rows are in different phases, so they share lane 0.
+expect_exit 0 "executed on the plans' lanes" -- "$MESHCAST" sim --topo $topo --executed --nccl \
+  "$TMP/two-phases.xml"
+expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 1 lane, 3 sends\), 1\.000 x the makespan' \
+  "--nccl text"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"
@@ -81,5 +89,12 @@ expect_exit 0 "relays receive ahead" -- "$MESHCAST" sim --json -q \
 cp "$TMP/out" "$TMP/relay.json"
 expect_true "relays: executed_s is the makespan" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"])' "$TMP/relay.json"
 expect_true "relays: makespan_s" -- json_near "$TMP/relay.json" makespan_s 0.0003223904
+# On the nccl backend's lanes too: a relay's receive and its forwarding send are edges of their
+# own lanes (9 lanes), so the relay receives ahead there as well (1.047 x the makespan with a lane
+# per tree, the edges of a tree in lockstep).
+expect_exit 0 "relays receive ahead on lanes" -- "$MESHCAST" sim --json -q \
+  --topo topologies/dgx1-v100-hybrid-cube-mesh-topo.xml --executed --nccl $data/dgx1-relay-ahead.xml
+cp "$TMP/out" "$TMP/relay-nccl.json"
+expect_true "relays on lanes: executed_s is the makespan" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"] or j["executed_order"] != "nccl, 9 lanes")' "$TMP/relay-nccl.json"
 
 finish

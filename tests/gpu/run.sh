@@ -8,9 +8,11 @@
 #  3. times the pack kernel on the strided copies of the full-size strided cases (3, 4, 9)
 #     against cudaMemcpyAsync of the same bytes (target: >= 90%);
 #  4. runs a one-rank NCCL communicator through the nccl backend (pack, send/recv to self,
-#     unpack), the lanes executor on two one-rank communicators and streams with an event
-#     between them, and `meshcast run --backend nccl` under mpirun -np 1 (its lanes split from
-#     one communicator);
+#     unpack), the lanes executor on two lanes split without blocking from it with an event
+#     between them (started after and joined into the caller's stream), the set-up bound (a
+#     two-rank communicator whose second rank never comes fails within 3 s + 1),
+#     `meshcast run --backend nccl` under mpirun -np 1 (its lanes split from one communicator),
+#     and generated code's lanes entry points (one_lanes_init, one_run_lanes) on one rank;
 # and prints a summary. Usage: tests/gpu/run.sh [BUILD]   (from the repository root)
 set -u
 cd "$(dirname "$0")/../.."
@@ -110,6 +112,18 @@ if timeout 60 mpirun --oversubscribe -np 1 "$mc" run -q --backend nccl --timeout
 else
   cat "$tmp/nccl.out"
   bad "mpirun -np 1 meshcast run --backend nccl"
+fi
+mkdir -p "$tmp/gen"
+if "$mc" emit -q --topo "$topo" --standalone --name one -o "$tmp/gen" "$f" >/dev/null 2>&1 &&
+   timeout 120 /usr/local/cuda/bin/nvcc -std=c++17 -arch=sm_90 -Werror all-warnings \
+     -Xcompiler -Wall,-Wextra,-Werror -I"$tmp/gen" -o "$tmp/emit_lanes" tests/gpu/emit_lanes.cu \
+     "$tmp/gen/one.cu" "$tmp/gen/cuda_exec.cu" "$tmp/gen/plan.c" "$tmp/gen/graph.c" \
+     -L/usr/local/cuda/lib64 -lnccl >"$tmp/nvcc2.log" 2>&1 &&
+   timeout 60 "$tmp/emit_lanes" >"$tmp/lanes.out" 2>&1; then
+  note "$(cat "$tmp/lanes.out")"
+else
+  cat "$tmp/nvcc2.log" "$tmp/lanes.out" 2>/dev/null
+  bad "generated code's lanes entry points"
 fi
 
 echo

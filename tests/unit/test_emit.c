@@ -34,8 +34,8 @@ static int gpus[2] = {3, 7};
 
 static void plans(mc_emit_plans_t *P, mc_rt_plan_t p[2])
 {
-    mc_rt_plan_t p0 = {0, 2, 64, 0, 16, 2, 2, 1, boxes0, ops0, steps0, NULL, NULL, NULL};
-    mc_rt_plan_t p1 = {1, 2, 0, 32, 16, 2, 2, 1, boxes1, ops1, steps1, NULL, NULL, NULL};
+    mc_rt_plan_t p0 = {0, 2, 64, 0, 16, 2, 2, 1, boxes0, ops0, steps0, NULL, NULL, NULL, 0};
+    mc_rt_plan_t p1 = {1, 2, 0, 32, 16, 2, 2, 1, boxes1, ops1, steps1, NULL, NULL, NULL, 0};
     p[0] = p0;
     p[1] = p1;
     P->nranks = 2;
@@ -70,6 +70,11 @@ static void test_header(void **state)
     assert_non_null(strstr(h.data, "int case_a_run(int rank, ncclComm_t comm, const void *src, "
                                    "void *dst, void *workspace,\n               cudaStream_t stream);"));
     assert_non_null(strstr(h.data, "size_t case_a_workspace_bytes(int rank);"));
+    /* plans without dependency tables run on one lane */
+    assert_non_null(strstr(h.data, "#define case_a_LANES 1\n"));
+    assert_non_null(strstr(h.data, "int case_a_run_lanes(int rank, const struct mc_rt_nccl_lanes "
+                                   "*lanes, const void *src,\n                     void *dst, "
+                                   "void *workspace, cudaStream_t stream);"));
     /* The task text's "*" "/" must not end the comment early: only one comment close before the
      * include guard. */
     const char *guard = strstr(h.data, "#ifndef case_a_H");
@@ -91,7 +96,7 @@ static void test_tables(void **state)
                                     "    {MC_RT_OP_RECV, 0, 0, 16ull, {0, 0ull}, {0, 0ull}},\n"
                                     "    {MC_RT_OP_COPY, 0, 0, 16ull, {0, 0ull}, {1, 0ull}},\n"));
     assert_non_null(strstr(cu.data, "    {0, 2, 64ull, 0ull, 16ull, 2, 2, 1, case_a_boxes_0, "
-                                    "case_a_ops_0, case_a_steps_0, NULL, NULL, NULL},\n"));
+                                    "case_a_ops_0, case_a_steps_0, NULL, NULL, NULL, 0},\n"));
     assert_non_null(strstr(cu.data, "case_a_kinds_0[] = {\n    1, 0\n};"));
     assert_non_null(strstr(cu.data, "case_a_kinds_1[] = {\n    0, 2\n};"));
     assert_non_null(strstr(cu.data, "case 1: mc_rt_launch_copy<unsigned, 2, 1>(plan, o, bufs, stream);"));
@@ -124,7 +129,7 @@ static void test_one_rank(void **state)
     assert_null(strstr(cu.data, "case_a_ops_0"));
     assert_non_null(strstr(cu.data, "static const mc_rt_plan_t case_a_plans[1] = {\n"
                                     "    {1, 2, 0ull, 32ull, 16ull, 2, 2, 1, case_a_boxes_1, "
-                                    "case_a_ops_1, case_a_steps_1, NULL, NULL, NULL},\n};\n"));
+                                    "case_a_ops_1, case_a_steps_1, NULL, NULL, NULL, 0},\n};\n"));
     assert_non_null(strstr(cu.data, "case_a_kinds[1] = {\n    case_a_kinds_1,\n};"));
     assert_non_null(strstr(cu.data, "case_a_kinds_1[] = {\n    0, 1\n};"));
     assert_non_null(strstr(cu.data, "int kind = case_a_kinds[0][i];"));

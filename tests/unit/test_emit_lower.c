@@ -206,7 +206,7 @@ static int check_every_rank(const mc_sched_t *s)
     assert_int_equal(all->only, -1);
     for (int r = 0; r < all->nranks; r++) {
         mc_emit_plans_t *one = NULL;
-        assert_int_equal(mc_emit_lower_rank(s, r, &one, &err), MC_OK);
+        assert_int_equal(mc_emit_lower_rank(s, NULL, r, &one, &err), MC_OK);
         assert_int_equal(one->only, r);
         assert_int_equal(one->nranks, all->nranks);
         assert_int_equal(one->nphase_steps, all->nphase_steps);
@@ -283,10 +283,10 @@ static void test_rank_out_of_range(void **state)
     mc_sched_t *s = mc_sched_new(task, topo, "hand");
     edge(s, mc_sched_add_tree(s, 0, 0, 32, 0, 0, 1), 0, 4);
     s->nphases = 1;
-    assert_int_equal(mc_emit_lower_rank(s, 2, &P, &err), MC_ERR_USAGE);
+    assert_int_equal(mc_emit_lower_rank(s, NULL, 2, &P, &err), MC_ERR_USAGE);
     assert_string_equal(err.msg, "rank 2: the schedule has 2 ranks (0 to 1)");
     assert_null(P);
-    assert_int_equal(mc_emit_lower_rank(s, -1, &P, &err), MC_ERR_USAGE);
+    assert_int_equal(mc_emit_lower_rank(s, NULL, -1, &P, &err), MC_ERR_USAGE);
     assert_string_equal(err.msg, "rank -1: expected 0 or more");
     mc_sched_free(s);
     mc_task_free(task);

@@ -83,8 +83,10 @@ static void test_sim_never_beats_bound_direct(void **state)
     assert_true(lp_skipped >= 20);
 }
 
-/* Where the lp term binds (two `intra` bench cases on one DGX H100: a gather over one mesh axis
- * and tensor parallel to fully sharded), every strategy's simulated time stays above it. */
+/* Where the lp term reaches the bound (two `intra` bench cases on one DGX H100: a gather over
+ * one mesh axis and tensor parallel to fully sharded; it binds alone where the GPUs' PCIe links,
+ * which no route between two GPUs of the host takes, count, and ties ingress where they do not),
+ * every strategy's simulated time stays above it. */
 static void test_sim_never_beats_lp(void **state)
 {
     static const char *tasks[] = {
@@ -97,10 +99,14 @@ static void test_sim_never_beats_lp(void **state)
         fail_msg("%s", err.msg);
     for (size_t k = 0; k < sizeof(tasks) / sizeof(tasks[0]); k++) {
         mc_task_t *t = task_of(tasks[k]);
-        mc_bound_t b;
-        if (mc_task_bound(t, topo, &b, &err) != MC_OK)
+        mc_bound_t b, all;
+        if (mc_task_bound(t, topo, &b, &err) != MC_OK ||
+            mc_task_bound_terms(t, topo, &all, &err) != MC_OK)
             fail_msg("%s\n%s", tasks[k], err.msg);
-        assert_int_equal(b.binding, MC_BOUND_LP);
+        /* the lp term is solved LP_MARGIN (1e-6) low, so it ties within that */
+        double top = fmax(fmax(all.ingress_s, all.egress_s), fmax(all.cut_s, all.flow_s));
+        assert_int_equal(all.term_where[MC_BOUND_LP], 0);
+        assert_true(all.lp_s >= top * (1 - 1e-5));
         int timed = 0;
         for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
             timed += check_strategy(strategies[s], t, topo, &b, tasks[k]);

@@ -2,8 +2,9 @@
  * Edmonds bound of a one-GPU broadcast on the DGX-1 hybrid cube-mesh (the NCCL dump in
  * topologies/), a hand-built host where two fat pairs of GPUs are joined by thin links, so that
  * the cut between the pairs binds and no single GPU's links do, four hosts where two share a thin
- * uplink, so that the cut around both binds and no host's does, and a one-way ring where relays
- * spend link capacity twice, which only the lp term sees. */
+ * uplink, so that the cut around both binds and no host's does, a one-way ring where relays
+ * spend link capacity twice, which only the lp term sees, and an MI100 hive whose PCIe links no
+ * route between two GPUs takes, which no term counts. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 
 #include "layout/layout.h"
 #include "tests/unit/test_layout_random.h"
+#include "tests/unit/test_topo_helpers.h"
 
 #define DGX1 "topologies/dgx1-v100-hybrid-cube-mesh-topo.xml"
 
@@ -61,10 +63,7 @@ static void expect_cut_set(const mc_topo_t *topo, const mc_bound_t *b, int host,
  * 132e9: Edmonds' bound for a broadcast from GPU 0 is bytes / 126e9, above egress and ingress. */
 static void test_edmonds_dgx1_broadcast(void **state)
 {
-    mc_topo_t *topo = NULL;
-    mc_err_t err = {0};
-    if (mc_topo_load(DGX1, &topo, &err) != MC_OK)
-        fail_msg("%s", err.msg);
+    mc_topo_t *topo = load_ok(DGX1);
     const double bytes = 256.0 * 1048576, alpha_nvl = 3.4e-6;
     mc_bound_t b = bound_of(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\n"
                                   "move f32[8192,8192] S[_,_] -> D[_,_]\n");
@@ -79,6 +78,25 @@ static void test_edmonds_dgx1_broadcast(void **state)
                  "mesh S={g:1}@5\nmesh D={g:4}@0..3\nmove bf16[6144,8192] S[_,_] -> D[_,_]\n");
     expect_close(b.flow_s, 96.0 * 1048576 / 126e9, "flow from GPU 5");
     assert_int_equal(b.binding, MC_BOUND_FLOW);
+    mc_topo_free(topo);
+}
+
+/* RCCL's MI100 model (topologies/rccl-topo_4p3l.xml): 4 GPUs (gfx908), each joined to each
+ * other by one xGMI link of 24e9 B/s (RCCL's figure for gfx908), and each with a Gen4 PCIe link
+ * (24e9 B/s up to a 12e9 B/s switch port) to CPU 0. Every pair of GPUs talks over its xGMI link
+ * (mc_topo_route), so no schedule puts a byte on the PCIe links: a broadcast of 64 MiB from GPU
+ * 0 is bounded by GPU 0's three xGMI links, bytes / 72e9 (Edmonds: three two-level trees reach
+ * it), where counting the PCIe path through the CPU gave bytes / 84e9. */
+static void test_route_caps_mi100_broadcast(void **state)
+{
+    mc_topo_t *topo = load_ok("topologies/rccl-topo_4p3l.xml");
+    const double bytes = 64.0 * 1048576, alpha_xgmi = 3.4e-6;
+    mc_bound_t b = bound_of(topo, "mesh S={g:1}@0\nmesh D={g:3}@1..3\n"
+                                  "move f32[4096,4096] S[_,_] -> D[_,_]\n");
+    expect_close(b.flow_s, bytes / 72e9, "flow");
+    expect_close(b.egress_s, bytes / 72e9, "egress");
+    expect_close(b.ingress_s, bytes / 72e9, "ingress");
+    expect_close(b.seconds, bytes / 72e9 + alpha_xgmi, "bound");
     mc_topo_free(topo);
 }
 
@@ -209,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_cut_between_pairs),
         cmocka_unit_test(test_cut_union_of_hosts),
         cmocka_unit_test(test_lp_one_way_ring),
+        cmocka_unit_test(test_route_caps_mi100_broadcast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

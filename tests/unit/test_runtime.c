@@ -45,9 +45,9 @@ struct cols {
 static void cols_setup(struct cols *c)
 {
     mc_rt_plan_t p0 = {0, 2, 32, 0, 16, 2, 2, 1, col_boxes0, col_ops0, col_steps0,
-                       NULL, NULL, NULL};
+                       NULL, NULL, NULL, 0};
     mc_rt_plan_t p1 = {1, 2, 0, 16, 0, 1, 1, 1, col_boxes1, col_ops1, col_steps1,
-                       NULL, NULL, NULL};
+                       NULL, NULL, NULL, 0};
     c->p[0] = p0;
     c->p[1] = p1;
     for (int i = 0; i < 32; i++)
@@ -111,9 +111,9 @@ struct chain {
 
 static void chain_setup(struct chain *c)
 {
-    mc_rt_plan_t p0 = {0, 3, 10, 0, 0, 1, 2, 2, ch0_boxes, ch0_ops, ch0_steps, NULL, NULL, NULL};
-    mc_rt_plan_t p1 = {1, 3, 0, 0, 10, 1, 4, 3, ch1_boxes, ch1_ops, ch1_steps, NULL, NULL, NULL};
-    mc_rt_plan_t p2 = {2, 3, 0, 20, 10, 2, 4, 2, ch2_boxes, ch2_ops, ch2_steps, NULL, NULL, NULL};
+    mc_rt_plan_t p0 = {0, 3, 10, 0, 0, 1, 2, 2, ch0_boxes, ch0_ops, ch0_steps, NULL, NULL, NULL, 0};
+    mc_rt_plan_t p1 = {1, 3, 0, 0, 10, 1, 4, 3, ch1_boxes, ch1_ops, ch1_steps, NULL, NULL, NULL, 0};
+    mc_rt_plan_t p2 = {2, 3, 0, 20, 10, 2, 4, 2, ch2_boxes, ch2_ops, ch2_steps, NULL, NULL, NULL, 0};
     c->p[0] = p0;
     c->p[1] = p1;
     c->p[2] = p2;
@@ -202,7 +202,7 @@ static void test_copy_rows(void **state)
     static const mc_rt_box_t boxes[] = {{MC_RT_BUF_SRC, 2, 3, {5, 40}, {64, 0}},
                                         {MC_RT_BUF_DST, 1, 9, {200}, {0}}};
     mc_rt_op_t op = {MC_RT_OP_COPY, 0, 0, 150, {0, 17}, {1, 0}};
-    mc_rt_plan_t p = {0, 1, 320, 209, 0, 2, 1, 0, boxes, &op, NULL, NULL, NULL, NULL};
+    mc_rt_plan_t p = {0, 1, 320, 209, 0, 2, 1, 0, boxes, &op, NULL, NULL, NULL, NULL, 0};
     unsigned char src[320], want[209], got[209];
     mc_rt_buffers_t b = {{src, want, NULL}, {320, 209, 0}};
     mc_rt_rows_t rows;

@@ -112,7 +112,7 @@ static void run(rplan_t *P, int order, uint64_t seed, int with_deps,
         plans[r] = (mc_rt_plan_t){r, NR, NB, NB, NB, MC_RT_NBUFS, P[r].nops, P[r].nsteps,
                                   P[r].boxes, P[r].ops, P[r].steps,
                                   with_deps ? P[r].dep_first : P[r].chan_first,
-                                  with_deps ? P[r].deps : P[r].chan, NULL};
+                                  with_deps ? P[r].deps : P[r].chan, NULL, 0};
         memcpy(out[r], P[r].mem, sizeof P[r].mem);
         for (int b = 0; b < MC_RT_NBUFS; b++) {
             bufs[r].buf[b] = out[r][b];
@@ -154,7 +154,7 @@ static void test_check_deps(void **state)
     for (uint32_t i = 0; i <= P[0].nops; i++)
         first[i] = i ? 1 : 0;
     mc_rt_plan_t p = {0, NR, NB, NB, NB, MC_RT_NBUFS, P[0].nops, P[0].nsteps, P[0].boxes,
-                      P[0].ops, P[0].steps, first, deps, NULL};
+                      P[0].ops, P[0].steps, first, deps, NULL, 0};
     assert_int_equal(mc_rt_plan_check(&p, &err), MC_RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "rank 0: op 0 of step"));
     assert_non_null(

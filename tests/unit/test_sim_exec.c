@@ -1,6 +1,7 @@
 /* Tests for sim/sim_exec.c, the simulation of the plans the runtime executes, on the paper's
  * cluster: the dependency graph keeps two trees that share a root but no link independent (the
- * lockstep steps make the fast one wait for the slow one); a relayed chain and phases that share a
+ * lockstep steps make the fast one wait for the slow one), and so do the nccl backend's lanes with
+ * more trees on a GPU than the 8 lanes it used to have; a relayed chain and phases that share a
  * NIC take what the schedule's simulation says; and the loopback delivers those plans' bytes. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,14 +40,15 @@ static double sim_time(const mc_sched_t *s)
     return t;
 }
 
-/* Lowers s, checks every byte through the host loopback when s is a whole schedule (it
- * validates), and times the plans in `order`; *end_of gets when GPU `gpu`'s rank finished. */
+/* Lowers s on the topology, checks every byte through the host loopback when s is a whole
+ * schedule (it validates), and times the plans in `order`; *end_of gets when GPU `gpu`'s rank
+ * finished. */
 static double exec_time(const mc_sched_t *s, int order, int gpu, double *end_of)
 {
     mc_emit_plans_t *P = NULL;
     mc_sim_exec_result_t x;
     mc_err_t err = {0};
-    assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+    assert_int_equal(mc_emit_lower_on(s, topo, &P, &err), MC_OK);
     uint64_t wrong = loopback_wrong(s->task, P);
     if (mc_sched_validate(s, topo, NULL) == 0)
         assert_int_equal(wrong, 0);
@@ -98,6 +100,108 @@ static void test_independent_trees(void **state)
     assert_true(end1 > 0.9 * end4);
     mc_sched_free(s1);
     mc_task_free(task1);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the others through its
+ * host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10 trees) every tree
+ * gets a lane of its own, more than the 8 lanes there used to be; with 8 trees per slow GPU (73
+ * trees, more than MC_RT_MAX_LANES) the slow trees, all of one pace (chunk size and rate), share
+ * one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
+ * the whole takes what the dependency graph takes; with the 10 lanes taken modulo 8, the fast
+ * tree moves in lockstep with a slow one. */
+static void test_lanes(void **state)
+{
+    static const int dests[10] = {1, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    mc_err_t err = {0};
+    mc_task_t *task;
+    double end1, end1_alone, unused;
+    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\n"
+                                        "mesh B={x:10}@[1,4,5,6,7,8,9,10,11,12]\n"
+                                        "move f32[1048576] A[_] -> B[_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s1 = mc_sched_new(task, topo, "hand");
+    edge(s1, mc_sched_add_tree(s1, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
+    s1->nphases = 1;
+    exec_time(s1, MC_RT_ORDER_DEPS, 1, &end1_alone);
+    for (int per = 1; per <= 8; per += 7) {
+        mc_sched_t *s = mc_sched_new(task, topo, "hand");
+        edge(s, mc_sched_add_tree(s, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
+        for (int k = 1; k < 10; k++)
+            for (int j = 0; j < per; j++)
+                edge(s, mc_sched_add_tree(s, 0, (uint64_t)j * (4 << 20) / per, (4 << 20) / per, 0,
+                                          0, 16),
+                     0, dests[k]);
+        s->nphases = 1;
+        mc_sched_plan_rates(s, topo);
+        assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+        mc_emit_plans_t *P = NULL;
+        assert_int_equal(mc_emit_lower(s, &P, &err), MC_OK);
+        for (int r = 0; r < P->nranks; r++)
+            assert_int_equal(mc_rt_plan_lanes(&P->plans[r]), per == 1 ? 10 : 2);
+        mc_emit_plans_free(P);
+        double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &unused);
+        assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
+        assert_close(end1, end1_alone);
+        assert_true(t_deps > 5 * end1);
+        if (per == 1) {
+            exec_time(s, MC_RT_ORDER_LANES(8), 1, &end1);
+            assert_true(end1 > 0.5 * t_deps);
+        }
+        mc_sched_free(s);
+    }
+    mc_sched_free(s1);
+    mc_task_free(task);
+}
+
+/* The plans' lane count, lowered with or without the topology. */
+static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
+{
+    mc_emit_plans_t *P = NULL;
+    mc_err_t err = {0};
+    assert_int_equal(mc_emit_lower_on(s, on, &P, &err), MC_OK);
+    uint32_t n = mc_rt_plan_lanes(&P->plans[0]);
+    for (int r = 1; r < P->nranks; r++)
+        assert_int_equal(mc_rt_plan_lanes(&P->plans[r]), n);
+    mc_emit_plans_free(P);
+    return n;
+}
+
+/* 70 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
+ * (through the NICs): 140 edges and 70 trees at GPU 0, beyond 64 lanes either way, and all trees
+ * of one pace. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
+ * 4; on it, the NVLink edges and the NIC edges are of two speeds and take two lanes, and GPU 1
+ * ends as the dependency graph lets it. */
+static void test_lanes_by_speed(void **state)
+{
+    mc_err_t err = {0};
+    mc_task_t *task;
+    double end1, end1_deps, end4;
+    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[1,4]\n"
+                                        "move f32[1048576] A[_] -> B[_]\n",
+                                        "test", &task, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    for (int j = 0; j < 70; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / 70, hi = (uint64_t)(j + 1) * (4 << 20) / 70;
+        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
+        edge(s, t, 0, 1);
+        edge(s, t, 0, 4);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(plan_lanes(s, NULL), 1);
+    assert_int_equal(plan_lanes(s, topo), 2);
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
+    assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
+    assert_close(end1, end1_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, 4, &end4);
+    assert_true(end4 > 5 * end1);
     mc_sched_free(s);
     mc_task_free(task);
 }
@@ -158,6 +262,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_independent_trees),
+        cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };

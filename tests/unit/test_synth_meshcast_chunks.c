@@ -1,13 +1,14 @@
 /* Tests for how the meshcast strategy cuts its trees into chunks, on the paper's cluster (one
  * 1.25e9 B/s NIC per host): staggered chunk counts among trees that share a link, which the
- * simulator must find faster than the same trees in lockstep; the smallest chunk it keeps; and
- * re-chunking a tree for the share of a link it gets. */
+ * simulator must find faster than the same trees in lockstep; the smallest chunk it keeps;
+ * re-chunking a tree for the share of a link it gets; and a tree cut into channels. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,12 +126,110 @@ static void test_chunks_follow_the_planned_rate(void **state)
     mc_cands_free(&cs);
 }
 
+/* A piece of the given bytes from GPU 0 to GPUs 4 and 5 (host 1) as one chain 0 -> 4 -> 5 in n
+ * chunks, on a task of its own. */
+static mc_sched_t *one_chain(const fixture_t *f, mc_task_t *task, uint64_t bytes, int n)
+{
+    mc_sched_t *s = mc_sched_new(task, f->topo, "meshcast");
+    mc_err_t err = {0};
+    int t = mc_sched_add_tree(s, 0, 0, bytes, 0, 0, n);
+    assert_int_equal(mc_sched_add_edge(s, f->topo, t, 0, 4, &err), MC_OK);
+    assert_int_equal(mc_sched_add_edge(s, f->topo, t, 4, 5, &err), MC_OK);
+    mc_sched_plan_rates(s, f->topo);
+    return s;
+}
+
+/* 16 MiB as one chain alone on host 0's NIC idles the NIC for the per-message overhead between its
+ * chunks, so at its best chunk count (searched here over every count up to 1024) it still pays
+ * the fill of the NVLink hop behind the NIC. Cut into 4 channels over consecutive quarters,
+ * channel j in 16 x (4 + j) / 4 chunks, one channel's overhead falls while another moves bytes:
+ * faster than the chain at any chunk count. */
+static void test_channels_beat_the_best_chunk_count(void **state)
+{
+    fixture_t *f = *state;
+    const uint64_t bytes = 16u << 20;
+    mc_task_t *task = mc_task_new();
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_add_mesh(task, "A={gpu:1}@[0]", &err), MC_OK);
+    assert_int_equal(mc_task_add_mesh(task, "B={gpu:2}@[4,5]", &err), MC_OK);
+    assert_int_equal(mc_task_add_move(task, "i32[4194304] A[_] -> B[_]", &err), MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    double best = HUGE_VAL;
+    for (int n = 1; n <= 1024; n++) {
+        mc_sched_t *s = one_chain(f, task, bytes, n);
+        double t = makespan(f, s);
+        best = t < best ? t : best;
+        mc_sched_free(s);
+    }
+    mc_sched_t *s = one_chain(f, task, bytes, 16);
+    mc_sched_channels(s, f->topo, 4, 1, 0, 0);
+    assert_int_equal(s->ntrees, 4);
+    for (int j = 0; j < 4; j++) {
+        const mc_tree_t *t = &s->trees[j];
+        assert_int_equal(t->offset, (uint64_t)j * bytes / 4);
+        assert_int_equal(t->bytes, bytes / 4);
+        assert_int_equal(t->nchunks, 16 * (4 + j) / 4);
+        assert_int_equal(t->nedges, 2);
+        assert_int_equal(t->edges[1].parent, 4);
+        assert_int_equal(t->edges[1].child, 5);
+    }
+    assert_int_equal(mc_sched_validate(s, f->topo, NULL), 0);
+    double ch = makespan(f, s);
+    assert_true(ch < best);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* No channel below min_chunk: a tree of 3.5 min_chunk bytes becomes 3 channels, the last with the
+ * rest, each in at most as many chunks as min_chunk allows. */
+static void test_channels_keep_the_smallest_chunk(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_t *s = mc_sched_new(f->task, f->topo, "meshcast");
+    mc_err_t err = {0};
+    const uint64_t min = 1u << 20, bytes = 7 * min / 2;
+    int t = mc_sched_add_tree(s, 0, 0, bytes, 0, 0, 4);
+    assert_int_equal(mc_sched_add_edge(s, f->topo, t, 0, 4, &err), MC_OK);
+    mc_sched_channels(s, f->topo, 8, 1, min, 0);
+    assert_int_equal(s->ntrees, 3);
+    uint64_t sum = 0;
+    for (int j = 0; j < 3; j++) {
+        assert_true(s->trees[j].bytes >= min);
+        assert_int_equal(s->trees[j].offset, sum);
+        assert_int_equal(s->trees[j].nchunks, 1);
+        sum += s->trees[j].bytes;
+    }
+    assert_int_equal(sum, bytes);
+    mc_sched_free(s);
+}
+
+/* Only the trees of min_bytes or more are cut: of the three chains (384, 384 and 256 MiB), the
+ * two of phase 0 become two channels each, the one of phase 1 stays whole; every byte is still
+ * delivered once. */
+static void test_channels_only_the_large_trees(void **state)
+{
+    fixture_t *f = *state;
+    mc_sched_t *s = three_chains(f);
+    mc_sched_channels(s, f->topo, 2, 1, 0, 300ull << 20);
+    assert_int_equal(s->ntrees, 5);
+    assert_int_equal(s->trees[2].bytes, GIB / 4);
+    assert_int_equal(s->trees[2].nchunks, 8);
+    for (int t = 0; t < 5; t++)
+        if (t != 2)
+            assert_int_equal(s->trees[t].bytes, 3 * GIB / 16);
+    assert_int_equal(mc_sched_validate(s, f->topo, NULL), 0);
+    mc_sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stagger_breaks_lockstep),
         cmocka_unit_test(test_stagger_keeps_the_smallest_chunk),
         cmocka_unit_test(test_chunks_follow_the_planned_rate),
+        cmocka_unit_test(test_channels_beat_the_best_chunk_count),
+        cmocka_unit_test(test_channels_keep_the_smallest_chunk),
+        cmocka_unit_test(test_channels_only_the_large_trees),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
