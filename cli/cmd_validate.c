@@ -68,7 +68,7 @@ int cmd_validate(int argc, char **argv)
     mc_status_t st = MC_OK;
     int nviol = 0;
     MC_CHECK_GOTO(cli_load_topo(topo_path, quiet, &topo, &err), done, st);
-    MC_CHECK_GOTO(mc_sched_load(path, topo, force, &s, &err), done, st);
+    MC_CHECK_GOTO(mc_sched_load_compact(path, topo, force, &s, &err), done, st);
     if (s->topo_fingerprint != topo->fingerprint && !quiet)
         fprintf(stderr, "meshcast: note: %s was made for topology %016" PRIx64 ", not %s (%016" PRIx64
                         "); checking it link by link\n",
@@ -79,8 +79,9 @@ int cmd_validate(int argc, char **argv)
     if (nviol)
         fprintf(stderr, "meshcast: %s: %d violation%s\n", path, nviol, nviol == 1 ? "" : "s");
     else if (!quiet)
-        printf("%s: valid (%s, %d tree%s in %d phase%s)\n", path, s->strategy, s->ntrees,
-               s->ntrees == 1 ? "" : "s", s->nphases, s->nphases == 1 ? "" : "s");
+        printf("%s: valid (%s, %d tree%s in %d phase%s)\n", path, s->strategy,
+               s->ntrees + s->inst_trees, s->ntrees + s->inst_trees == 1 ? "" : "s", s->nphases,
+               s->nphases == 1 ? "" : "s");
 done:
     mc_buf_free(&out);
     mc_sched_free(s);

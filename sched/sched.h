@@ -36,6 +36,26 @@ typedef struct mc_tree {
     int edge_cap;
 } mc_tree_t;
 
+/* A group of trees kept compact (mc_sched_load_compact): a template's trees again on other nodes
+ * with other pieces (docs/schedule-format.md, "Symmetry"). */
+typedef struct mc_sched_tmpl {
+    int k;                  /* its number in the file */
+    int ntrees, *trees;     /* its trees, in file order */
+    int nnodes, *nodes;     /* its nodes in order of first appearance (mc_sched_sym_walk) */
+    int nlinks, *links;     /* the distinct links its trees cross */
+    int *ends;              /* per link: the local numbers of its two end nodes */
+    int ngpus, *gpus;       /* local numbers of the nodes it uses as GPUs (roots, edge ends, via) */
+    int *loc_off, *loc;     /* tree j: loc[loc_off[j]] its root's local number, then per edge its
+                             * parent's, child's and via GPU's (-1: none) */
+} mc_sched_tmpl_t;
+
+typedef struct mc_sched_inst {
+    int tmpl;               /* index into mc_sched_t.tmpl */
+    int *nodes;             /* the template's nodes, renamed */
+    int *pieces;            /* per template tree */
+    int *links;             /* the template's links on the renamed nodes */
+} mc_sched_inst_t;
+
 typedef struct mc_sched {
     mc_task_t *task;        /* split; owned when owns_task (read from a file) */
     int owns_task;
@@ -51,6 +71,10 @@ typedef struct mc_sched {
     int nnotes;             /* problems found reading the file (with force: links this topology */
     char **notes;           /* lacks); mc_sched_validate reports them as violations */
     int note_cap;
+    int ntmpl, ninst, inst_cap; /* compact groups (mc_sched_load_compact only; 0 otherwise): */
+    mc_sched_tmpl_t *tmpl;  /* their trees would follow the trees above, instance by instance */
+    mc_sched_inst_t *inst;
+    int inst_trees;         /* the trees the instances stand for */
 } mc_sched_t;
 
 /* A new, empty schedule for task (borrowed; must be split) on topo. */
@@ -103,13 +127,23 @@ mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc
 mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
                                   const mc_topo_t *topo, int force, mc_sched_t **out,
                                   mc_err_t *err);
+/* As mc_sched_load, but instances stay compact (ninst) instead of being expanded into trees, after
+ * the same checks (an instance that the expansion would refuse is refused with its message). Only
+ * mc_sched_validate and mc_sched_free take such a schedule; it is for checking large files. */
+mc_status_t mc_sched_load_compact(const char *path, const mc_topo_t *topo, int force,
+                                  mc_sched_t **out, mc_err_t *err);
+mc_status_t mc_sched_parse_memory_compact(const char *buf, size_t len, const char *name,
+                                          const mc_topo_t *topo, int force, mc_sched_t **out,
+                                          mc_err_t *err);
 
 /* Peak bytes a GPU holds while the schedule runs: its source and destination shards (minus what
  * they share) plus received data it only relays plus the workspace. */
 uint64_t mc_sched_peak_mem(const mc_sched_t *s, int gpu);
 
 /* Checks every rule of DESIGN.md section 4; appends one line per violation to out (may be NULL)
- * and returns the number of violations. */
+ * and returns the number of violations. A compact schedule's templates are checked once and each
+ * instance only as a relabeling; when that does not prove it clean, the expanded schedule is
+ * checked, so the lines are always those of the expanded schedule. */
 int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out);
 
 /* The trees of `phase` (all trees when phase < 0) joined through shared links, transitively:

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
+#include "sched/sched_internal.h"
 
 mc_sched_t *mc_sched_new(mc_task_t *task, const mc_topo_t *topo, const char *strategy)
 {
@@ -23,6 +23,7 @@ void mc_sched_free(mc_sched_t *s)
     for (int i = 0; i < s->nnotes; i++)
         free(s->notes[i]);
     free(s->notes);
+    mc_sched_sym_compact_free(s);
     if (s->owns_task)
         mc_task_free(s->task);
     free(s);

@@ -7,8 +7,8 @@
 /* The text of sched/schedule.rng, compiled in. */
 const char *mc_sched_schema_text(size_t *len);
 
-/* Bytes each GPU 0..ngpus-1 receives only to relay (it is not a destination of the piece). */
-void mc_sched_relay_bytes(const mc_sched_t *s, int ngpus, uint64_t *relay);
+/* Bytes tree tr leaves on its child GPU that the GPU does not need (receives only to relay). */
+uint64_t mc_sched_relayed(const mc_sched_t *s, const mc_tree_t *tr, int child);
 /* A GPU's memory without relayed bytes: source + destination shards - local copies + workspace. */
 uint64_t mc_sched_shard_mem(const mc_sched_t *s, int gpu);
 
@@ -44,5 +44,23 @@ int mc_sched_sym_walk(const mc_sched_t *s, const mc_topo_t *topo, const int *tre
 mc_status_t mc_sched_sym_expand(mc_sched_t *s, const mc_topo_t *topo, const int *tmpl, int n,
                                 const int *nodes, int nnodes, const int *pieces,
                                 const char *where, mc_err_t *err);
+
+/* Keeps an instance compact (mc_sched_load_compact) after checking that it expands: the
+ * template's links exist on its nodes and its GPUs are GPUs. When not, expands it for the exact
+ * message mc_sched_sym_expand gives. k: the template's number in the file. */
+mc_status_t mc_sched_sym_keep(mc_sched_t *s, const mc_topo_t *topo, int k, const int *tmpl, int n,
+                              const int *nodes, int nnodes, const int *pieces, const char *where,
+                              mc_err_t *err);
+/* Instance i's tree j with its GPUs renamed and no route (nedges edges into edges), for the
+ * checks that need only GPUs. */
+void mc_sched_inst_tree(const mc_sched_t *s, const mc_topo_t *topo, int i, int j, mc_tree_t *out,
+                        mc_tree_edge_t *edges);
+/* 1 when every instance is a relabeling that keeps the template's checks: its nodes distinct,
+ * its links with the template's bandwidths, used by no other tree or instance, and each template's
+ * links used only by its trees. */
+int mc_sched_sym_relabels(const mc_sched_t *s, const mc_topo_t *topo);
+/* The schedule with its instances expanded into trees (borrows s's task). */
+mc_sched_t *mc_sched_sym_expanded(const mc_sched_t *s, const mc_topo_t *topo);
+void mc_sched_sym_compact_free(mc_sched_t *s);
 
 #endif

@@ -21,24 +21,11 @@ static int needs_piece(const mc_piece_t *p, int gpu)
     return 0;
 }
 
-/* Bytes a tree leaves on its child GPU that the GPU does not need. */
-static uint64_t relayed(const mc_sched_t *s, const mc_tree_t *tr, int child)
+uint64_t mc_sched_relayed(const mc_sched_t *s, const mc_tree_t *tr, int child)
 {
     if (tr->piece < 0 || tr->piece >= s->task->npieces)
         return 0;
     return needs_piece(&s->task->pieces[tr->piece], child) ? 0 : tr->bytes;
-}
-
-void mc_sched_relay_bytes(const mc_sched_t *s, int ngpus, uint64_t *relay)
-{
-    for (int g = 0; g < ngpus; g++)
-        relay[g] = 0;
-    for (int t = 0; t < s->ntrees; t++)
-        for (int e = 0; e < s->trees[t].nedges; e++) {
-            int c = s->trees[t].edges[e].child;
-            if (c >= 0 && c < ngpus)
-                relay[c] += relayed(s, &s->trees[t], c);
-        }
 }
 
 uint64_t mc_sched_shard_mem(const mc_sched_t *s, int gpu)
@@ -57,6 +44,6 @@ uint64_t mc_sched_peak_mem(const mc_sched_t *s, int gpu)
     for (int t = 0; t < s->ntrees; t++)
         for (int e = 0; e < s->trees[t].nedges; e++)
             if (s->trees[t].edges[e].child == gpu)
-                relay += relayed(s, &s->trees[t], gpu);
+                relay += mc_sched_relayed(s, &s->trees[t], gpu);
     return mc_sched_shard_mem(s, gpu) + relay;
 }

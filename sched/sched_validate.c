@@ -2,7 +2,8 @@
  * lies in its piece, each edge's parent is already in the tree, each route is a path of existing
  * links from the parent to the child); a tree's root holds its range when its phase starts; every
  * destination receives every byte of its pieces exactly once; the trees of one phase stay within
- * link capacity; memory stays within the stated bound. */
+ * link capacity; memory stays within the stated bound. A schedule read with its instances compact
+ * is checked without expanding them where sched_compact.c proves that the expansion would pass. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -56,6 +57,35 @@ static int cmp_recv(const void *a, const void *b)
     return (x->tree > y->tree) - (x->tree < y->tree);
 }
 
+/* Sorts the records into cmp_recv's order: two stable counting passes (by GPU, then by piece)
+ * group them by (piece, gpu), and only each group, a destination's few ranges of one piece, is
+ * sorted by comparison (a sort of every record by comparison was a quarter of validate's time on
+ * the 8192-GPU schedule). Records are distinct or equal in every field, so the order is cmp_recv's
+ * whatever the passes. */
+static void sort_recv(recv_rec_t *r, int n, int npieces, int ngpus)
+{
+    recv_rec_t *tmp = mc_xmalloc(sizeof *tmp * ((size_t)n + 1));
+    int nb = (npieces > ngpus ? npieces : ngpus) + 1;
+    int *at = mc_xmalloc(sizeof(int) * (size_t)nb);
+    for (int pass = 0; pass < 2; pass++) {
+        recv_rec_t *from = pass ? tmp : r, *to = pass ? r : tmp;
+        memset(at, 0, sizeof(int) * (size_t)nb);
+        for (int i = 0; i < n; i++)
+            at[(pass ? from[i].piece : from[i].gpu) + 1]++;
+        for (int b = 1; b < nb; b++)
+            at[b] += at[b - 1];
+        for (int i = 0; i < n; i++)
+            to[at[pass ? from[i].piece : from[i].gpu]++] = from[i];
+    }
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && r[j].piece == r[i].piece && r[j].gpu == r[i].gpu; j++)
+            ;
+        mc_sort(r + i, (size_t)(j - i), sizeof *r, cmp_recv);
+    }
+    free(at);
+    free(tmp);
+}
+
 /* The first record of (piece, gpu) in the sorted records, or n. */
 static int recv_first(const recv_rec_t *r, int n, int piece, int gpu)
 {
@@ -103,10 +133,11 @@ static void check_route(vctx_t *v, int ti, const mc_tree_edge_t *e)
                   node_name(t, t->gpu_node[e->child]));
 }
 
-/* Range, chunking and the shape of the tree; returns 0 when the tree is too broken to go on. */
-static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
+/* Range, chunking and the shape of tree ti, and its routes unless it is an instance's tree rebuilt
+ * without them (a relabeling keeps a route a path from parent to child); returns 0 when the tree
+ * is too broken to go on. */
+static int check_tree_shape(vctx_t *v, int ti, const mc_tree_t *tr, char *in_tree)
 {
-    const mc_tree_t *tr = &v->s->trees[ti];
     const mc_task_t *task = v->s->task;
     int g = v->topo->ngpus;
     if (tr->piece < 0 || tr->piece >= task->npieces) {
@@ -144,7 +175,8 @@ static int check_tree_shape(vctx_t *v, int ti, char *in_tree)
             violation(v, "tree %d, edge %d -> %d: GPU %d is already in the tree", ti, ed->parent,
                       ed->child, ed->child);
         in_tree[ed->child] = 1;
-        check_route(v, ti, ed);
+        if (ti < v->s->ntrees)
+            check_route(v, ti, ed);
     }
     in_tree[tr->root] = 0;
     for (int e = 0; e < tr->nedges; e++)
@@ -276,23 +308,50 @@ static void check_capacity(vctx_t *v)
     free(use);
 }
 
-static void check_memory(vctx_t *v)
+/* relay: per GPU, the bytes it receives only to relay. */
+static void check_memory(vctx_t *v, const uint64_t *relay)
 {
     if (!v->s->mem_limit)
         return;
     int g = v->topo->ngpus;
-    uint64_t *relay = mc_xcalloc((size_t)g, sizeof(uint64_t));
-    mc_sched_relay_bytes(v->s, g, relay);
     for (int gpu = 0; gpu < g; gpu++) {
         uint64_t peak = mc_sched_shard_mem(v->s, gpu) + relay[gpu];
         if (peak > v->s->mem_limit)
             violation(v, "GPU %d: peak memory %" PRIu64 " bytes is above the stated bound of %" PRIu64,
                       gpu, peak, v->s->mem_limit);
     }
-    free(relay);
 }
 
-int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
+/* Walks the trees as the expanded schedule numbers them: the listed ones, then each compact
+ * instance's trees rebuilt on its GPUs (without routes) into scratch. */
+typedef struct cursor {
+    int ti, inst, j;
+    mc_tree_t scratch;
+    mc_tree_edge_t *edges;
+    int ecap;
+} cursor_t;
+
+static const mc_tree_t *next_tree(const vctx_t *v, cursor_t *c)
+{
+    const mc_sched_t *s = v->s;
+    int ti = c->ti++;
+    if (ti < s->ntrees)
+        return &s->trees[ti];
+    if (c->inst < s->ninst && c->j == s->tmpl[s->inst[c->inst].tmpl].ntrees) {
+        c->inst++;
+        c->j = 0;
+    }
+    if (c->inst >= s->ninst)
+        return NULL;
+    const mc_sched_tmpl_t *t = &s->tmpl[s->inst[c->inst].tmpl];
+    MC_GROW(c->edges, c->ecap, s->trees[t->trees[c->j]].nedges + 1);
+    mc_sched_inst_tree(s, v->topo, c->inst, c->j++, &c->scratch, c->edges);
+    return &c->scratch;
+}
+
+/* Every check, over the listed trees and the instances' trees; link capacity over the listed trees
+ * only (an instance's links are its template's, when mc_sched_sym_relabels says so). */
+static int validate_trees(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
 {
     vctx_t v = {.s = s, .topo = topo, .out = out};
     if (!s->task || !s->task->pieces) {
@@ -301,24 +360,32 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
     }
     for (int i = 0; i < s->nnotes; i++)
         violation(&v, "%s", s->notes[i]);
+    int ntrees = s->ntrees + s->inst_trees;
     char *in_tree = mc_xcalloc((size_t)topo->ngpus, 1);
-    char *ok = mc_xcalloc((size_t)s->ntrees + 1, 1);
+    char *ok = mc_xcalloc((size_t)ntrees + 1, 1);
+    uint64_t *relay = mc_xcalloc((size_t)topo->ngpus + 1, sizeof(uint64_t));
     recv_rec_t *r = NULL;
     int n = 0, cap = 0;
-    for (int ti = 0; ti < s->ntrees; ti++) {
-        const mc_tree_t *tr = &s->trees[ti];
-        ok[ti] = (char)check_tree_shape(&v, ti, in_tree);
-        for (int e = 0; ok[ti] && e < tr->nedges; e++) {
-            if (tr->edges[e].child < 0 || tr->edges[e].child >= topo->ngpus)
+    cursor_t c = {0};
+    for (const mc_tree_t *tr; (tr = next_tree(&v, &c));) {
+        int ti = c.ti - 1;
+        ok[ti] = (char)check_tree_shape(&v, ti, tr, in_tree);
+        for (int e = 0; e < tr->nedges; e++) {
+            int child = tr->edges[e].child;
+            if (child < 0 || child >= topo->ngpus)
+                continue;
+            relay[child] += mc_sched_relayed(s, tr, child);
+            if (!ok[ti])
                 continue;
             MC_GROW(r, cap, n + 1);
-            r[n++] = (recv_rec_t){tr->piece, tr->edges[e].child, tr->offset,
-                                  tr->offset + tr->bytes, tr->phase, ti};
+            r[n++] = (recv_rec_t){tr->piece, child, tr->offset, tr->offset + tr->bytes,
+                                  tr->phase, ti};
         }
     }
-    mc_sort(r, (size_t)n, sizeof(*r), cmp_recv);
-    for (int ti = 0; ti < s->ntrees; ti++) {
-        const mc_tree_t *tr = &s->trees[ti];
+    sort_recv(r, n, s->task->npieces, topo->ngpus);
+    c = (cursor_t){.edges = c.edges, .ecap = c.ecap};
+    for (const mc_tree_t *tr; (tr = next_tree(&v, &c));) {
+        int ti = c.ti - 1;
         if (ok[ti] && !root_holds(r, n, &s->task->pieces[tr->piece], tr->piece, tr->root,
                                   tr->offset, tr->offset + tr->bytes, tr->phase))
             violation(&v, "tree %d: root GPU %d does not hold bytes [%" PRIu64 ", %" PRIu64
@@ -327,9 +394,23 @@ int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
     }
     check_coverage(&v, r, n);
     check_capacity(&v);
-    check_memory(&v);
+    check_memory(&v, relay);
+    free(c.edges);
     free(r);
+    free(relay);
     free(ok);
     free(in_tree);
     return v.n;
+}
+
+int mc_sched_validate(const mc_sched_t *s, const mc_topo_t *topo, mc_buf_t *out)
+{
+    if (!s->ninst)
+        return validate_trees(s, topo, out);
+    if (validate_trees(s, topo, NULL) == 0 && mc_sched_sym_relabels(s, topo))
+        return 0;
+    mc_sched_t *x = mc_sched_sym_expanded(s, topo);
+    int n = validate_trees(x, topo, out);
+    mc_sched_free(x);
+    return n;
 }

@@ -26,6 +26,7 @@ typedef struct reader {
     name_index_t idx;
     mc_err_t *err;
     int force, nphases;   /* the phases read so far */
+    int compact;          /* instances kept as they are (mc_sched_load_compact) */
     int *tmpl_k, *tmpl_tree, ntmpl, tmpl_cap, tmpl_tree_cap; /* the trees with template="" */
 } reader_t;
 
@@ -325,7 +326,7 @@ static mc_status_t read_instance(reader_t *r, xmlNodePtr n)
     int *tmpl = NULL, *nodes = NULL, *pieces = NULL;
     char *names = attr(n, "nodes"), *list = attr(n, "pieces"), *save = NULL;
     char *where = mc_xasprintf("%s:%d", r->name, line_of(n));
-    MC_CHECK_GOTO(attr_int(r, n, "template", 0, r->s->ntrees, &k), out, st);
+    MC_CHECK_GOTO(attr_int(r, n, "template", 0, r->s->ntrees + r->s->inst_trees, &k), out, st);
     for (int i = 0; i < r->ntmpl; i++)
         if (r->tmpl_k[i] == k) {
             MC_GROW(tmpl, cap, ntmpl + 1);
@@ -355,7 +356,10 @@ static mc_status_t read_instance(reader_t *r, xmlNodePtr n)
                         "lists %d pieces", where, k, ntmpl, npieces);
         goto out;
     }
-    st = mc_sched_sym_expand(r->s, r->topo, tmpl, ntmpl, nodes, nnodes, pieces, where, r->err);
+    st = (r->compact ? mc_sched_sym_keep(r->s, r->topo, k, tmpl, ntmpl, nodes, nnodes, pieces,
+                                         where, r->err)
+                     : mc_sched_sym_expand(r->s, r->topo, tmpl, ntmpl, nodes, nnodes, pieces,
+                                           where, r->err));
 out:
     free(tmpl);
     free(nodes);
@@ -406,12 +410,11 @@ static mc_status_t visit(void *ctx, xmlNodePtr n, int depth)
     return st;
 }
 
-mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
-                                  const mc_topo_t *topo, int force, mc_sched_t **out,
-                                  mc_err_t *err)
+static mc_status_t parse(const char *buf, size_t len, const char *name, const mc_topo_t *topo,
+                         int force, int compact, mc_sched_t **out, mc_err_t *err)
 {
     mc_status_t st;
-    reader_t r = {.name = name, .topo = topo, .err = err, .force = force};
+    reader_t r = {.name = name, .topo = topo, .err = err, .force = force, .compact = compact};
     static const char *const whole[] = {"task", "pieces", "tree", NULL};
     size_t rng_len;
     const char *rng = mc_sched_schema_text(&rng_len);
@@ -432,15 +435,41 @@ out:
     return st;
 }
 
-mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc_sched_t **out,
-                          mc_err_t *err)
+mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
+                                  const mc_topo_t *topo, int force, mc_sched_t **out,
+                                  mc_err_t *err)
+{
+    return parse(buf, len, name, topo, force, 0, out, err);
+}
+
+mc_status_t mc_sched_parse_memory_compact(const char *buf, size_t len, const char *name,
+                                          const mc_topo_t *topo, int force, mc_sched_t **out,
+                                          mc_err_t *err)
+{
+    return parse(buf, len, name, topo, force, 1, out, err);
+}
+
+static mc_status_t load(const char *path, const mc_topo_t *topo, int force, int compact,
+                        mc_sched_t **out, mc_err_t *err)
 {
     char *buf = NULL;
     size_t len = 0;
     *out = NULL;
     mc_status_t st = mc_read_file(path, &buf, &len, err);
     if (st == MC_OK)
-        st = mc_sched_parse_memory(buf, len, path, topo, force, out, err);
+        st = parse(buf, len, path, topo, force, compact, out, err);
     free(buf);
     return st;
+}
+
+mc_status_t mc_sched_load(const char *path, const mc_topo_t *topo, int force, mc_sched_t **out,
+                          mc_err_t *err)
+{
+    return load(path, topo, force, 0, out, err);
+}
+
+mc_status_t mc_sched_load_compact(const char *path, const mc_topo_t *topo, int force,
+                                  mc_sched_t **out, mc_err_t *err)
+{
+    return load(path, topo, force, 1, out, err);
 }

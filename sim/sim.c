@@ -32,7 +32,7 @@ typedef struct sim_edge {
     int nchunks, next, arrived, busy;
     int flow_base;
     double delay;           /* alpha + hop latencies, paid by every chunk */
-    double cap;             /* the connection's rate limit (sim_connection_cap), 0 for none */
+    double cap;             /* the connection's rate limit (mc_topo_conn_cap), 0 for none */
 } sim_edge_t;
 
 typedef struct sim_link {
@@ -108,7 +108,8 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed),
-                                             .cap = sim_connection_cap(topo, ed)};
+                                             .cap = mc_topo_conn_cap(topo, ed->parent, ed->child,
+                                                                        ed->links, ed->nlinks)};
         edge_of[ed->child] = sm->nedges++;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {

@@ -77,7 +77,7 @@ static void describe(const mc_sched_t *s, const mc_topo_t *topo, sim_groups_t *g
                 if (local_gpu[x] < 0)
                     local_gpu[x] = ng++;
                 put(keys, local_gpu[x]);
-                /* the connection limit (sim_conn.c) depends on the GPU's architecture */
+                /* the connection limit (mc_topo_conn_cap) depends on the GPU's architecture */
                 put(keys, topo->nodes[topo->gpu_node[x]].sm);
             }
             put(keys, ed->nlinks);

@@ -1,5 +1,6 @@
 /* Internals of sim/: the event queue, ordered by time and then by insertion, so that runs are
- * deterministic whatever the order in which equal times were computed; the connection limits. */
+ * deterministic whatever the order in which equal times were computed; a flow's bytes in motion,
+ * shared by both simulators; the link-disjoint groups of a phase. */
 #ifndef MC_SIM_INTERNAL_H
 #define MC_SIM_INTERNAL_H
 
@@ -44,10 +45,6 @@ void sim_motion_pack(int n, sim_path_fn path, const void *ctx, int *off, int **l
 /* Moves m's bytes up to now at its old rate, then takes the new one; when it changed, queues the
  * flow's new finish (flow is its index in the queue's events). */
 void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
-
-/* sim_conn.c: the most bytes/s the connection of tree edge e can move (NCCL's point-to-point
- * channels per peer), 0 when nothing but its links limits it. */
-double sim_connection_cap(const mc_topo_t *topo, const mc_tree_edge_t *e);
 
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {

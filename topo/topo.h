@@ -88,6 +88,12 @@ double mc_topo_default_latency(mc_link_kind_t kind);
  * one software overhead, that of its slowest kind) plus the sum of their latencies. */
 double mc_topo_links_delay(const mc_topo_t *t, const int *links, int n);
 
+/* The most one connection (one NCCL point-to-point send, one tree edge) moves between GPUs a and
+ * b over the route links[0..nlinks), bytes/s; 0 for no limit beyond the links'. Set, by GPU
+ * architecture, for routes over NVLink alone (topo_conn.c); the simulator holds every tree edge
+ * at it and meshcast emits enough parallel connections to carry a tree's planned rate. */
+double mc_topo_conn_cap(const mc_topo_t *t, int a, int b, const int *links, int nlinks);
+
 const char *mc_node_kind_str(mc_node_kind_t k);
 const char *mc_link_kind_str(mc_link_kind_t k);
 /* True for the GPU fabrics NCCL and RCCL route over directly: NVLink and xGMI. */

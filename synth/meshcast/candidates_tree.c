@@ -1,6 +1,7 @@
 /* One candidate tree of the meshcast strategy: a set of GPU edges from a root, turned into what
  * the optimizer needs (the topology links its routes cross and how often, its pipelined rate, its
  * hop overhead), and the intra-host shortest-path trees the generators use (igraph Dijkstra). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ void mc_cands_free(mc_cands_t *cs)
         free(cs->c[i].edge_spb);
         free(cs->c[i].edge_hop);
         free(cs->c[i].edge_up);
+        free(cs->c[i].edge_conn_spb);
     }
     free(cs->c);
     memset(cs, 0, sizeof(*cs));
@@ -45,18 +47,23 @@ static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *pa
 }
 
 /* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings) and
- * its overhead. */
+ * its overhead; and the tree's slowest connection limit. */
 static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err)
 {
     c->edge_spb = mc_xcalloc((size_t)c->nedges, sizeof(double));
     c->edge_hop = mc_xcalloc((size_t)c->nedges, sizeof(double));
     c->edge_up = mc_xmalloc(sizeof(int) * (size_t)c->nedges);
+    c->edge_conn_spb = mc_xcalloc((size_t)c->nedges, sizeof(double));
     for (int e = 0; e < c->nedges; e++) {
         mc_route_t r;
         mc_status_t st = mc_topo_route(topo, c->parent[e], c->child[e], &r, err);
         if (st != MC_OK)
             return st;
         c->edge_hop[e] = mc_topo_links_delay(topo, r.links, r.nlinks);
+        double cap = mc_topo_conn_cap(topo, c->parent[e], c->child[e], r.links, r.nlinks);
+        c->edge_conn_spb[e] = cap > 0 ? 1 / cap : 0;
+        if (c->edge_conn_spb[e] > c->conn_spb)
+            c->conn_spb = c->edge_conn_spb[e];
         for (int i = 0; i < r.nlinks; i++) {
             int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
             double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;
@@ -139,16 +146,22 @@ int mc_cands_append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int 
     return append(cs, topo, p, root, nedges, parent, child, err) == MC_OK ? cs->n - 1 : -1;
 }
 
+static double max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 /* Modelled time of the tree moving bytes in n chunks, no edge faster than min_spb seconds per
  * byte: the tree's planned share of the link it shares with other trees. Trees that share a link
  * progress together and finish together, so their last chunks also cross the later hops together:
- * every hop, not only the shared one, is taken at no more than the tree's share. */
-static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_spb)
+ * every hop, not only the shared one, is taken at no more than the tree's share. With capped,
+ * the tree is one copy, one connection per edge, and no hop is faster than its limit. */
+static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_spb, int capped)
 {
     double chunk = bytes / n, first = 0, slowest = 0;
     double *at = mc_xmalloc(sizeof(double) * (size_t)c->nedges);
     for (int e = 0; e < c->nedges; e++) {
-        double spb = c->edge_spb[e] > min_spb ? c->edge_spb[e] : min_spb;
+        double spb = max2(max2(c->edge_spb[e], capped ? c->edge_conn_spb[e] : 0), min_spb);
         double t = c->edge_hop[e] + chunk * spb;
         at[e] = t + (c->edge_up[e] >= 0 ? at[c->edge_up[e]] : 0);
         if (at[e] > first)
@@ -160,34 +173,48 @@ static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_sp
     return first + (n - 1) * slowest;
 }
 
-int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate)
+/* The chunk count that minimizes pipelined_s: a fill term falling as 1/n and an overhead term
+ * growing with n, convex, so a ternary search on the integers finds it. */
+static int best_chunks(const mc_cand_t *c, double bytes, double min_spb, int cap)
 {
-    if (chunk_bytes) {
-        uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
-        return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
-    }
-    double min_spb = rate > 0 ? 1.0 / rate : 0, b = (double)bytes;
-    /* a fill term falling as 1/n and an overhead term growing with n: convex, so a ternary
-     * search on the integers finds the best count */
     int lo = 1, hi = MC_CHUNKS_MAX;
     while (hi - lo > 2) {
         int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        if (pipelined_s(c, b, m1, min_spb) <= pipelined_s(c, b, m2, min_spb))
+        if (pipelined_s(c, bytes, m1, min_spb, cap) <= pipelined_s(c, bytes, m2, min_spb, cap))
             hi = m2;
         else
             lo = m1;
     }
     int best = lo;
     for (int n = lo + 1; n <= hi; n++)
-        if (pipelined_s(c, b, n, min_spb) < pipelined_s(c, b, best, min_spb))
+        if (pipelined_s(c, bytes, n, min_spb, cap) < pipelined_s(c, bytes, best, min_spb, cap))
             best = n;
     return best;
 }
 
+int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate)
+{
+    if (chunk_bytes) {
+        uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
+        return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
+    }
+    return best_chunks(c, (double)bytes, rate > 0 ? 1.0 / rate : 0, 1);
+}
+
+int mc_cand_copies(const mc_cand_t *c, double rate)
+{
+    double need = c->conn_spb * rate;
+    return need > 1 ? (int)ceil(need - 1e-9) : 1;
+}
+
+/* The plan's fixed cost models the tree as copies carrying its link rate: no connection limit
+ * (counted, it made Z3's relaxation of h100-case3 in `modern` take 0.55 s instead of 0.14 s, past
+ * its wall-clock cap, for a worse plan). */
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
 {
-    int n = mc_cand_chunks(c, bytes, chunk_bytes, 0);
-    double t = pipelined_s(c, (double)bytes, n, 0) - (double)bytes * c->sec_per_byte;
+    int n = chunk_bytes ? mc_cand_chunks(c, bytes, chunk_bytes, 0)
+                        : best_chunks(c, (double)bytes, 0, 0);
+    double t = pipelined_s(c, (double)bytes, n, 0, 0) - (double)bytes * c->sec_per_byte;
     return t > 0 ? t : 0;
 }
 

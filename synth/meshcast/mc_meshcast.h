@@ -51,6 +51,9 @@ typedef struct mc_cand {
     double *edge_spb;     /* per edge: its slowest link's mult / bw */
     double *edge_hop;     /* per edge: alpha + route latency, paid by every chunk */
     int *edge_up;         /* per edge: the edge into its parent, -1 at the root */
+    double *edge_conn_spb; /* per edge: 1 / its connection limit (mc_topo_conn_cap), 0 for none:
+                           * one connection moves a chunk over the edge no faster */
+    double conn_spb;      /* the largest of them: one copy of the tree moves no faster */
     int direct;           /* the star: every destination straight from the root (send/recv) */
 } mc_cand_t;
 
@@ -76,14 +79,18 @@ void mc_cands_free(mc_cands_t *cs);
 mc_status_t mc_cands_push(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
                           const int *parent, const int *child, int *index, mc_err_t *err);
 
-/* Chunks a tree of candidate c moving `bytes` is pipelined in: chunk_bytes when set, else the
- * count that minimizes the modelled time (the first chunk down the longest path, the others at
- * the pace of the slowest edge, every chunk paying each edge's overhead; with rate > 0, no edge
- * faster than the tree's planned rate); and the time that pipelining adds to bytes x sec_per_byte
- * when the tree runs alone. */
+/* Chunks one copy of the tree of candidate c (one connection per edge) moving `bytes` is
+ * pipelined in: chunk_bytes when set, else the count that minimizes the modelled time (the first
+ * chunk down the longest path, the others at the pace of the slowest edge, every chunk paying
+ * each edge's overhead, no edge faster than its connection limit; with rate > 0, no edge faster
+ * than the copy's planned rate); and the time that pipelining adds to bytes x sec_per_byte when
+ * the tree runs alone, as copies that carry its link rate (no connection limit). */
 #define MC_CHUNKS_MAX 1024
 int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, double rate);
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes);
+/* Parallel copies of the tree (each its own connections, a slice of the bytes) that carry rate
+ * bytes/s through its edges' connection limits; at least 1. */
+int mc_cand_copies(const mc_cand_t *c, double rate);
 
 /* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
  * route) from src to every GPU in want[0..nwant): appends the edges to parent/child (sized by the

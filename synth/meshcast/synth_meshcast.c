@@ -217,6 +217,37 @@ static uint64_t fewest_bytes(const run_t *r, const mc_comp_t *cp, const mc_plan_
     return fewest;
 }
 
+/* Copies of a tree are cut at multiples of this many bytes (aligned vector loads in the pack
+ * kernels, as far as the tree's own offset allows). */
+#define MC_COPY_ALIGN 64
+
+/* Adds the bytes [off, off + len) of piece on candidate cand in phase k as parallel copies of the
+ * tree, each its own connections carrying a slice: as many as carry the plan's rate for it, len
+ * bytes in phase_s seconds, when one connection of its edges moves no faster than the topology's
+ * limit (mc_topo_conn_cap, which the simulator holds every tree edge at); the link loads are
+ * the plan's, whatever the count. */
+static mc_status_t add_copies(run_t *r, mc_sched_t *s, const mc_cand_t *cand, int piece,
+                              uint64_t off, uint64_t len, int k, double phase_s,
+                              const mc_cand_t ***cand_of, int *cap, mc_err_t *err)
+{
+    uint64_t n = phase_s > 0 ? (uint64_t)mc_cand_copies(cand, (double)len / phase_s) : 1;
+    uint64_t part = (len + n - 1) / n;
+    part = (part + MC_COPY_ALIGN - 1) / MC_COPY_ALIGN * MC_COPY_ALIGN;
+    for (uint64_t at = 0; at < len; at += part) {
+        uint64_t l = len - at < part ? len - at : part;
+        int t = mc_sched_add_tree(s, piece, off + at, l, cand->root, k,
+                                  mc_cand_chunks(cand, l, r->chunk, 0));
+        MC_GROW(*cand_of, *cap, t + 1);
+        (*cand_of)[t] = cand;
+        for (int e = 0; e < cand->nedges; e++) {
+            mc_status_t st = mc_sched_add_edge(s, r->topo, t, cand->parent[e], cand->child[e], err);
+            if (st != MC_OK)
+                return st;
+        }
+    }
+    return MC_OK;
+}
+
 /* Writes one component's solution (its own, or its symmetry class's) into the schedule. With
  * even, a candidate's units become several trees of about the bytes of the phase's smallest tree
  * (none below 1/MC_EVEN_TREES of its piece): the simulator shares a link equally among the trees
@@ -230,6 +261,7 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
     mc_status_t st = MC_OK;
     for (int k = 0; k < sol->nphases; k++) {
         uint64_t fewest = fewest_bytes(r, cp, sol, k);
+        double phase_s = (double)mc_plan_phase_ps(pl, sol, k) * 1e-12;
         for (int c = 0; c < pl->ncands; c++) {
             int u = sol->units[c * sol->nphases + k];
             if (u <= 0)
@@ -251,14 +283,9 @@ static mc_status_t decode(run_t *r, mc_sched_t *s, const mc_comp_t *cp, const mc
                     break;
                 if (off + len > pc->bytes)
                     len = pc->bytes - off;
-                int t = mc_sched_add_tree(s, piece, off, len, cand->root, k,
-                                          mc_cand_chunks(cand, len, r->chunk, 0));
-                MC_GROW(*cand_of, *cap, t + 1);
-                (*cand_of)[t] = cand;
-                for (int e = 0; e < cand->nedges; e++)
-                    MC_CHECK_GOTO(mc_sched_add_edge(s, r->topo, t, cand->parent[e],
-                                                    cand->child[e], err),
-                                  out, st);
+                MC_CHECK_GOTO(add_copies(r, s, cand, piece, off, len, k, phase_s, cand_of, cap,
+                                         err),
+                              out, st);
             }
             done[lp] += u;
         }

@@ -84,4 +84,18 @@ expect_grep "$TMP/err" 'checking it link by link' "forced note"
 expect_exit 1 "other hardware, forced" -- "$MESHCAST" validate --force --topo topologies/dgx-a100-x4.xml "$good"
 expect_grep "$TMP/out" 'link h0/NET0 -> switch does not exist on this topology' "missing links listed"
 
+# A schedule written with symmetry (one template of 574 trees, one instance) is checked with its
+# instance kept compact; the summary counts the trees the instance stands for.
+cat >"$TMP/sym.task" <<'EOF2'
+mesh train={dp:2,tp:8}@0..15
+mesh gen={dp:4,tp:4}@16..31
+move q: bf16[80,8192,8192] train[_,tp,_] -> gen[_,tp,_]
+move o: bf16[80,8192,8192] train[_,_,tp] -> gen[_,_,tp]
+EOF2
+expect_exit 0 "synth with symmetry" -- "$MESHCAST" synth -q --rlimit 2000000 --topo topologies/dgx-h100-x4.xml --task-file "$TMP/sym.task" -o "$TMP/sym.xml"
+expect_grep "$TMP/sym.xml" '<instance template="0"' "schedule written with an instance"
+expect_exit 0 "valid with symmetry" -- "$MESHCAST" validate --topo topologies/dgx-h100-x4.xml "$TMP/sym.xml"
+ntrees=$(grep -c '<tree ' "$TMP/sym.xml")
+expect_grep "$TMP/out" "valid \(meshcast, $((2 * ntrees)) trees in 1 phase\)" "instance trees counted"
+
 finish

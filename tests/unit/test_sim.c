@@ -65,7 +65,7 @@ static void assert_close(double got, double want)
 }
 
 /* A connection between two H100 (sm 90) over NVLink moves at most 180 GB/s (NCCL's channels per
- * peer, sim_conn.c): 1 GB on a 370.8 GB/s NVLink takes 1e9 / 180e9 s, as sendrecv_perf measures;
+ * peer, mc_topo_conn_cap): 1 GB on a 370.8 GB/s NVLink takes 1e9 / 180e9 s, as sendrecv_perf measures;
  * between two A100 (sm 80, no published limit) the link's full rate. */
 static void test_connection_limit(void **state)
 {
