@@ -145,31 +145,38 @@ test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory $(PY_STAMP)
 	@tests/run.sh $(BUILD)
 
-# ASan + UBSan build in its own folder, running the same tests, then a smoke run of every
-# fuzzer: FUZZ_SMOKE_RUNS inputs each from a fixed seed, at most FUZZ_SMOKE_SECONDS, so that
-# every run of 'make check' tries the same inputs (a slower machine a prefix of them) and a
-# check that passed once does not fail later on a new find; 'make fuzz' explores at random.
-FUZZ_SMOKE_SECONDS ?= 20
-FUZZ_SMOKE_RUNS ?= 50000
+# ASan + UBSan build in its own folder, running the same tests, then every fuzzer over its fixed
+# inputs (fuzz/corpus/, the repository's seeds) without mutating them: the same inputs, all of
+# them, on any machine however fast, so a check that passed once does not fail later on a new find
+# (a timed mutation run tried more inputs on a faster machine, and which ones followed addresses
+# and the environment); 'make fuzz' explores.
 check: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-check SANITIZE=address,undefined build-all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run.sh build-check
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) \
-	  FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_SEED=1
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=0 FUZZ_RUNS=0 FUZZ_CORPUS=smoke FUZZ_OUTSIDE=
 
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
-# build-fuzz/, never in the source tree), seeded from the inputs of its
-# kind: topology files (the real ones, the shipped ones, the test ones: RCCL rows, NICs on any PCI
-# class), schedules, task files, notation and pipeline files (examples/).
+# build-fuzz/, never in the source tree), seeded from fuzz/corpus/ (what earlier runs found, kept
+# small with -merge=1) and the inputs of its kind: topology files (the real ones, the shipped ones,
+# the test ones: RCCL rows, NICs on any PCI class), schedules, task files, notation and pipeline
+# files (examples/). What it finds grows build-fuzz/fuzz_*.FUZZ_CORPUS (the corpus "smoke" starts
+# empty every time). FUZZ_OUTSIDE: the seeds from outside the repository (the real topology files,
+# where ../shared has them). A run with a fixed FUZZ_SEED repeats itself on one machine only
+# without address randomization and without the corpus reloaded every second: both are off
+# (setarch -R where the machine allows it). To add a run's finds to fuzz/corpus:
+# build-fuzz/fuzz_X -merge=1 fuzz/corpus/fuzz_X build-fuzz/fuzz_X.corpus
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= -1
 FUZZ_SEED ?= 0
+FUZZ_CORPUS ?= corpus
+FUZZ_OUTSIDE ?= ../shared/topo-xml
+FUZZ_NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)
 FUZZ_BINS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_SEEDS_fuzz_topo := ../shared/topo-xml topologies tests/data/topo tests/data/cluster
+FUZZ_SEEDS_fuzz_topo := $(FUZZ_OUTSIDE) topologies tests/data/topo tests/data/cluster
 FUZZ_SEEDS_fuzz_sched := tests/data/sched
 FUZZ_SEEDS_fuzz_task := tests/data/tasks tests/data/hostile examples
 FUZZ_SEEDS_fuzz_notation := tests/data/notation
@@ -177,10 +184,10 @@ FUZZ_SEEDS_fuzz_pipeline := examples
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SANITIZE=address,undefined \
 	  FUZZ_CFLAGS=-fsanitize=fuzzer-no-link fuzz-build
-	@$(foreach f,$(FUZZ_BINS),mkdir -p $(f).corpus && \
-	  $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) \
-	    -artifact_prefix=build-fuzz/ $(f).corpus \
-	    $(wildcard $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
+	@$(foreach f,$(FUZZ_BINS),rm -rf $(f).smoke && mkdir -p $(f).$(FUZZ_CORPUS) && \
+	  $(FUZZ_NO_ASLR) $(f) -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED) -reload=0 \
+	    -artifact_prefix=build-fuzz/ $(f).$(FUZZ_CORPUS) \
+	    $(wildcard fuzz/corpus/$(notdir $(f)) $(FUZZ_SEEDS_$(notdir $(f)))) &&) true
 
 fuzz-build: $(FUZZ_BINS)
 

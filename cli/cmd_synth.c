@@ -26,7 +26,8 @@ static void usage(FILE *out)
     for (int i = 0; i < n; i++)
         fprintf(out, "      %-12s %s\n", s[i].name, s[i].summary);
     fprintf(out,
-            "  --budget S                  optimizer wall-clock budget in seconds (default 10)\n"
+            "  --budget S                  optimizer wall-clock budget in seconds (default 10;\n"
+            "                              none when --rlimit is given alone)\n"
             "  --rlimit N                  Z3 resource limit, for reproducible results\n"
             "  --memory-limit BYTES        per-device peak memory bound (suffix K, M, G: 1024-based)\n"
             "  --chunk BYTES               pipeline chunk size (default: the strategy's choice)\n"

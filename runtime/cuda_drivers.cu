@@ -257,11 +257,14 @@ int mc_rt_run_nccl_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buff
     CU(cudaMemcpy(bufs->buf[MC_RT_BUF_DST], dev.buf[MC_RT_BUF_DST], bufs->bytes[MC_RT_BUF_DST],
                   cudaMemcpyDeviceToHost));
 out:
-    free_device(&dev);
+    /* After any failure a peer may never come: the communicators are aborted, not destroyed
+     * (which waits for their work), and before the device memory is freed (cudaFree waits for
+     * the device, whose NCCL kernels may wait for that peer). */
     if (stream)
         cudaStreamDestroy(stream);
-    mc_rt_nccl_lanes_free(&ln, st == MC_RT_ERR_TIMEOUT);
+    mc_rt_nccl_lanes_free(&ln, st != MC_RT_OK);
     if (parent)
-        (st == MC_RT_ERR_TIMEOUT ? ncclCommAbort : ncclCommDestroy)(parent);
+        (st != MC_RT_OK ? ncclCommAbort : ncclCommDestroy)(parent);
+    free_device(&dev);
     return st;
 }

@@ -76,24 +76,6 @@ static int timed_out(const mc_rt_plan_t *plan, const inflight_t *f, double timeo
                       op->kind == MC_RT_OP_SEND ? "to" : "from", op->peer);
 }
 
-/* After a failure: cancels what is still in flight and waits a moment for MPI to let go of the
- * buffers. A transfer a peer has begun (or a send this MPI cannot cancel) may never complete;
- * then err->in_use says the buffers must outlive the job (the caller aborts it). */
-#define MC_RT_CANCEL_GRACE_S 0.5
-static void cancel_inflight(inflight_t *f, mc_rt_err_t *err)
-{
-    for (int k = 0; k < f->n; k++)
-        MPI_Cancel(&f->req[k]);
-    int done = 0;
-    double start = mc_rt_now();
-    while (f->n && !done && mc_rt_now() - start < MC_RT_CANCEL_GRACE_S) {
-        MPI_Testall(f->n, f->req, &done, MPI_STATUSES_IGNORE);
-        struct timespec nap = {0, 50000};
-        nanosleep(&nap, NULL);
-    }
-    err->in_use = f->n && !done;
-}
-
 /* Starts every op that is ready: copies run, sends and receives are posted. */
 static int start_ready(mc_rt_exec_t *x, MPI_Comm comm, const mc_rt_buffers_t *bufs, inflight_t *f,
                        mc_rt_err_t *err)
@@ -137,6 +119,7 @@ int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t
     int st;
     mc_rt_exec_t x = {0};
     inflight_t f = {0};
+    int held = 0; /* buffers MPI may still use after a failure */
     if ((st = check_comm(plan, comm, err)) != MC_RT_OK ||
         (st = mc_rt_plan_check(plan, err)) != MC_RT_OK ||
         (st = mc_rt_buffers_check(plan, bufs, err)) != MC_RT_OK ||
@@ -153,7 +136,7 @@ int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t
     double last = mc_rt_now();
     for (;;) {
         if ((st = start_ready(&x, comm, bufs, &f, err)) != MC_RT_OK) {
-            cancel_inflight(&f, err);
+            held = mc_rt_mpi_release(f.n, f.req);
             goto out;
         }
         if (!f.n)
@@ -164,7 +147,7 @@ int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t
         }
         if (mc_rt_now() - last > timeout_s) {
             st = timed_out(plan, &f, timeout_s, err);
-            cancel_inflight(&f, err);
+            held = mc_rt_mpi_release(f.n, f.req);
             goto out;
         }
         /* Ranks share few cores when oversubscribed: give the peers the CPU. */
@@ -176,6 +159,8 @@ int mc_rt_run_mpi(const mc_rt_plan_t *plan, MPI_Comm comm, const mc_rt_buffers_t
                         "rank %d: %u of %u ops can never start: their dependencies form a cycle",
                         plan->rank, plan->nops - x.ndone, plan->nops);
 out:
+    if (err)
+        err->in_use = held;
     free(f.req);
     free(f.op);
     free(f.idx);

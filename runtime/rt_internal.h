@@ -40,6 +40,14 @@ int mc_rt_loopback_exec(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffe
 int mc_rt_run_loopback_order(int nranks, const mc_rt_plan_t *plans, const mc_rt_buffers_t *bufs,
                              int order, uint64_t seed, mc_rt_err_t *err);
 
+#ifdef MPI_VERSION
+/* After a failed wait: cancels the n requests still pending (null ones are skipped) and gives MPI
+ * a moment to let go of their buffers. Returns 1 when some are still held (a send no peer took, a
+ * transfer under way): MPI may still write or read those buffers, so they must outlive the job,
+ * which the caller aborts. */
+int mc_rt_mpi_release(int n, MPI_Request *reqs);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,8 +19,8 @@
 
 typedef struct sim_flow {
     int edge, chunk;
-    double bytes, remaining, rate, t_upd;
-    unsigned version;
+    double bytes;
+    sim_motion_t m;
     int active;
 } sim_flow_t;
 
@@ -187,19 +187,19 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
     sim_edge_t *e = &sm->edges[f->edge];
     if (ev->kind == SIM_EV_ACTIVATE) {
         f->active = 1;
-        f->remaining = f->bytes;
-        f->rate = 0;
-        f->t_upd = now;
+        f->m.remaining = f->bytes;
+        f->m.rate = 0;
+        f->m.t_upd = now;
         for (int j = 0; j < e->e->nlinks; j++) {
             link_add(&sm->links[e->e->links[j]], ev->flow);
             touch_link(sm, e->e->links[j]);
         }
         return 1;
     }
-    if (!f->active || ev->version != f->version)
+    if (!f->active || ev->version != f->m.version)
         return 0;
     f->active = 0;
-    f->remaining = 0;
+    f->m.remaining = 0;
     for (int j = 0; j < e->e->nlinks; j++) {
         link_remove(&sm->links[e->e->links[j]], ev->flow);
         touch_link(sm, e->e->links[j]);
@@ -312,6 +312,15 @@ static void solve_capped(sim_t *sm, int n)
     }
 }
 
+/* The links of the component's flow i. */
+static const int *comp_path(const void *ctx, int i, int *nlinks)
+{
+    const sim_t *sm = ctx;
+    const mc_tree_edge_t *e = sm->edges[sm->flows[sm->comp_flows[i]].edge].e;
+    *nlinks = e->nlinks;
+    return e->links;
+}
+
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
@@ -320,36 +329,16 @@ static void recompute(sim_t *sm, double now)
     sm->work += n + sm->ncomp_links;
     MC_GROW(sm->off, sm->off_cap, n + 1);
     MC_GROW(sm->rates, sm->rate_cap, n + 1);
-    int nl = 0;
-    for (int i = 0; i < n; i++)
-        nl += sm->edges[sm->flows[sm->comp_flows[i]].edge].e->nlinks;
-    MC_GROW(sm->clinks, sm->clink_cap, nl + 1);
-    sm->off[0] = 0;
-    for (int i = 0, at = 0; i < n; i++) {
-        const mc_tree_edge_t *e = sm->edges[sm->flows[sm->comp_flows[i]].edge].e;
-        memcpy(&sm->clinks[at], e->links, sizeof(int) * (size_t)e->nlinks);
-        at += e->nlinks;
-        sm->off[i + 1] = at;
-    }
+    sim_motion_pack(n, comp_path, sm, sm->off, &sm->clinks, &sm->clink_cap);
     solve_capped(sm, n);
-    for (int i = 0; i < n; i++) {
-        sim_flow_t *f = &sm->flows[sm->comp_flows[i]];
-        f->remaining -= f->rate * (now - f->t_upd);
-        if (f->remaining < 0)
-            f->remaining = 0;
-        f->t_upd = now;
-        if (sm->rates[i] == f->rate)
-            continue;
-        f->rate = sm->rates[i];
-        f->version++;
-        sim_queue_push(&sm->q, now + f->remaining / f->rate, SIM_EV_FINISH, sm->comp_flows[i],
-                       f->version);
-    }
+    for (int i = 0; i < n; i++)
+        sim_motion_rerate(&sm->flows[sm->comp_flows[i]].m, sm->rates[i], now, &sm->q,
+                          sm->comp_flows[i]);
     for (int i = 0; i < sm->ncomp_links; i++) {
         sim_link_t *l = &sm->links[sm->comp_links[i]];
         double total = 0;
         for (int k = 0; k < l->n; k++)
-            total += sm->flows[l->flows[k]].rate;
+            total += sm->flows[l->flows[k]].m.rate;
         record(sm, sm->comp_links[i], now, total);
     }
 }

@@ -21,8 +21,8 @@ typedef struct xflow {
     const xpath_t *e;
     int rank, peer;            /* receiving rank and sending rank */
     uint32_t recv, send;       /* their ops */
-    double remaining, rate, t_upd, delay;
-    unsigned version;
+    sim_motion_t m;
+    double delay;
     int on_links;              /* moving bytes: listed on its links */
 } xflow_t;
 
@@ -132,7 +132,7 @@ static void advance(xsim_t *xs, double now)
             const xpath_t *e = &xq->path[xq->pend[j]];
             xs->flows[xs->nflows] = (xflow_t){.e = e, .rank = r, .peer = op->peer,
                                               .recv = xr->pend[k], .send = xq->pend[j],
-                                              .remaining = (double)op->bytes, .delay = e->delay};
+                                              .m = {.remaining = (double)op->bytes}, .delay = e->delay};
             sim_queue_push(&xs->q, now + xs->flows[xs->nflows].delay, SIM_EV_ACTIVATE,
                            xs->nflows, 0);
             xs->nflows++;
@@ -184,46 +184,35 @@ static void component(xsim_t *xs)
     }
 }
 
+/* The links of the component's flow i. */
+static const int *comp_path(const void *ctx, int i, int *nlinks)
+{
+    const xsim_t *xs = ctx;
+    const xpath_t *e = xs->flows[xs->comp[i]].e;
+    *nlinks = e->nlinks;
+    return e->links;
+}
+
 /* New max-min rates for the flows around the touched links; a flow whose rate changed gets a
  * new finish event. */
 static void rerate(xsim_t *xs, double now)
 {
     component(xs);
-    int n = xs->ncomp, nl = 0;
+    int n = xs->ncomp;
     MC_GROW(xs->off, xs->rate_cap, n + 1);
     xs->rates = mc_xrealloc(xs->rates, sizeof(double) * (size_t)(xs->rate_cap + 1));
-    for (int i = 0; i < n; i++)
-        nl += xs->flows[xs->comp[i]].e->nlinks;
-    MC_GROW(xs->links, xs->link_cap, nl + 1);
-    xs->off[0] = 0;
-    for (int i = 0, at = 0; i < n; i++) {
-        const xpath_t *e = xs->flows[xs->comp[i]].e;
-        memcpy(&xs->links[at], e->links, sizeof(int) * (size_t)e->nlinks);
-        at += e->nlinks;
-        xs->off[i + 1] = at;
-    }
+    sim_motion_pack(n, comp_path, xs, xs->off, &xs->links, &xs->link_cap);
     mc_sched_maxmin_solve(xs->mm, n, xs->off, xs->links, NULL, xs->cap, xs->rates);
-    for (int i = 0; i < n; i++) {
-        xflow_t *f = &xs->flows[xs->comp[i]];
-        f->remaining -= f->rate * (now - f->t_upd);
-        if (f->remaining < 0)
-            f->remaining = 0;
-        f->t_upd = now;
-        if (xs->rates[i] == f->rate)
-            continue;
-        f->rate = xs->rates[i];
-        f->version++;
-        sim_queue_push(&xs->q, now + f->remaining / f->rate, SIM_EV_FINISH, xs->comp[i],
-                       f->version);
-    }
+    for (int i = 0; i < n; i++)
+        sim_motion_rerate(&xs->flows[xs->comp[i]].m, xs->rates[i], now, &xs->q, xs->comp[i]);
 }
 
 /* Applies one event; returns whether the set of active flows changed. */
 static int process(xsim_t *xs, const sim_event_t *ev, double now)
 {
     xflow_t *f = &xs->flows[ev->flow];
-    if (ev->kind == SIM_EV_ACTIVATE && f->remaining > 0) {
-        f->t_upd = now;
+    if (ev->kind == SIM_EV_ACTIVATE && f->m.remaining > 0) {
+        f->m.t_upd = now;
         f->on_links = 1;
         for (int j = 0; j < f->e->nlinks; j++) {
             int l = f->e->links[j];
@@ -233,7 +222,7 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
         }
         return 1;
     }
-    if (ev->kind == SIM_EV_FINISH && ev->version != f->version)
+    if (ev->kind == SIM_EV_FINISH && ev->version != f->m.version)
         return 0;
     for (int j = 0; f->on_links && j < f->e->nlinks; j++) {
         int l = f->e->links[j];
@@ -244,7 +233,7 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
             }
         touch(xs, l);
     }
-    f->remaining = 0;
+    f->m.remaining = 0;
     f->on_links = 0;
     xs->end[f->rank] = xs->end[f->peer] = now;
     mc_rt_exec_done(&xs->r[f->rank].x, f->recv);

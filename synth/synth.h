@@ -13,7 +13,8 @@
 #include "util/util.h"
 
 typedef struct mc_synth_opts {
-    double budget_s;        /* wall-clock budget for the optimizer (default 10) */
+    double budget_s;        /* wall-clock budget for the optimizer; 0 (the default): see
+                             * mc_synth_budget_s */
     uint64_t rlimit;        /* Z3 resource limit; 0 = none. Set it for deterministic results */
     uint64_t memory_limit;  /* per-device peak bytes; 0 = none */
     uint64_t chunk_bytes;   /* pipeline chunk size; 0 = the strategy's default */
@@ -23,7 +24,14 @@ typedef struct mc_synth_opts {
                              * estimate: where the simulation had got to */
 } mc_synth_opts_t;
 
-#define MC_SYNTH_OPTS_DEFAULT {10.0, 0, 0, 0, 0, MC_SIM_REPORT_WORK}
+#define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK}
+
+/* The optimizer's wall-clock budget in seconds: the caller's, else 10 s, except that an rlimit
+ * given alone is the only bound (MC_SYNTH_NO_BUDGET_S), so that its results are the same on any
+ * machine however slow or busy. */
+#define MC_SYNTH_BUDGET_DEFAULT_S 10.0
+#define MC_SYNTH_NO_BUDGET_S 1e9
+double mc_synth_budget_s(const mc_synth_opts_t *o);
 
 /* Sets one option from its command-line text: key is "budget" (seconds), "rlimit",
  * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T), "sim-work". Bad values

@@ -28,6 +28,13 @@ static int parse_bytes(const char *text, uint64_t *out)
     return 0;
 }
 
+double mc_synth_budget_s(const mc_synth_opts_t *o)
+{
+    if (o->budget_s > 0)
+        return o->budget_s;
+    return o->rlimit ? MC_SYNTH_NO_BUDGET_S : MC_SYNTH_BUDGET_DEFAULT_S;
+}
+
 mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *value,
                               mc_err_t *err)
 {

@@ -179,14 +179,14 @@ out:
  * shared equally among those still to solve. */
 static mc_status_t solve(run_t *r, mc_err_t *err)
 {
-    double t0 = mc_now();
+    double t0 = mc_now(), total = mc_synth_budget_s(r->opts);
     for (int i = 0; i < r->ncomps; i++)
         r->nunique += r->comps[i].same_as < 0;
     for (int i = 0; i < r->ncomps; i++) {
         mc_comp_t *cp = &r->comps[i];
         if (cp->same_as >= 0)
             continue;
-        double budget = (r->opts->budget_s - (mc_now() - t0)) / (r->nunique - r->nsolved);
+        double budget = (total - (mc_now() - t0)) / (r->nunique - r->nsolved);
         uint64_t rl = r->opts->rlimit ? r->opts->rlimit / (uint64_t)r->nunique : MC_RLIMIT_DEFAULT;
         mc_status_t st = solve_comp(r, cp, rl ? rl : 1, budget, err);
         if (st != MC_OK)

@@ -14,7 +14,9 @@ expect_exit() {
   local code=$1 desc=$2; shift 3
   "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
   if [ "$rc" -eq "$code" ]; then _passed=$((_passed + 1))
-  else _failed=$((_failed + 1)); echo "FAIL: $desc: exit $rc, expected $code"; sed 's/^/  err: /' "$TMP/err" | head -5; fi
+  else _failed=$((_failed + 1)); echo "FAIL: $desc: exit $rc, expected $code"
+    # a crash (exit 128 + signal) shows its whole report: which process, where
+    sed 's/^/  err: /' "$TMP/err" | head -$([ "$rc" -gt 128 ] && echo 60 || echo 5); fi
 }
 
 # expect_grep FILE REGEX DESCRIPTION: the file ($TMP/out or $TMP/err) matches the regex

@@ -89,12 +89,15 @@ expect_grep "$TMP/err" "out\.xml: cannot write: File too large$" "-o past the li
 expect_true "-o past the limit: no temporary file left" -- test -z "$(ls -A "$TMP/small")"
 
 # A signal while the output is being written (strace delivers it as the writer calls fsync, so
-# it lands in the window every time): the command dies of it and leaves no temporary file.
+# it lands in the window every time): the command dies of it and leaves no temporary file. The
+# signal's default action is restored first: a shell that starts the tests in the background
+# (or nohup) hands them SIGINT (SIGHUP) ignored, and meshcast rightly keeps an ignored signal so.
 if strace -o /dev/null true 2>/dev/null; then
   for sig in TERM INT HUP; do
     mkdir "$TMP/sig$sig"
     expect_true "SIG$sig while writing: the command dies of it" -- bash -c '
-      strace -o /dev/null -e trace=fsync -e inject=fsync:signal=$1 "${@:2}" >/dev/null 2>&1
+      env --default-signal=$1 strace -o /dev/null -e trace=fsync -e inject=fsync:signal=$1 \
+        "${@:2}" >/dev/null 2>&1
       [ $? -eq $((128 + $(kill -l $1))) ]' _ $sig "$MESHCAST" synth -q --topo $P3 --strategy p2p \
       --mesh "$A" --mesh "$B" "$move" -o "$TMP/sig$sig/out.xml"
     expect_true "SIG$sig while writing: no temporary file left" -- test -z "$(ls -A "$TMP/sig$sig")"

@@ -72,48 +72,17 @@ static void test_pieces_span_consumers(void **state)
     mc_task_free(t);
 }
 
-/* "mesh NAME={a:k,...}@[...]", at most span GPUs drawn without repeats from [lo, lo + span). */
-static void mesh_in(char *out, size_t len, const char *name, int lo, int span, int *naxes,
-                    int sizes[4])
-{
-    static const char *axes[] = {"a", "b", "c", "d"};
-    int n, ids[256];
-    do {
-        *naxes = 1 + rnd(3);
-        n = 1;
-        for (int i = 0; i < *naxes; i++)
-            n *= sizes[i] = 1 + rnd(3);
-    } while (n > span);
-    int off = snprintf(out, len, "mesh %s={", name);
-    for (int i = 0; i < *naxes; i++)
-        off += snprintf(out + off, len - (size_t)off, "%s%s:%d", i ? "," : "", axes[i], sizes[i]);
-    off += snprintf(out + off, len - (size_t)off, "}@[");
-    for (int i = 0; i < span; i++)
-        ids[i] = lo + i;
-    for (int i = 0; i < n; i++) {
-        int j = i + rnd(span - i), tmp = ids[i];
-        ids[i] = ids[j];
-        ids[j] = tmp;
-        off += snprintf(out + off, len - (size_t)off, "%s%d", i ? "," : "", ids[i]);
-    }
-    snprintf(out + off, len - (size_t)off, "]\n");
-}
-
 /* A random move from A to B and C (disjoint meshes in thirds of 0..universe-1) as one move with
  * two consumers (multi) and as two moves (apart). */
 static void random_fan(char *multi, char *apart, size_t len, int universe, int64_t scale)
 {
     char ma[1024], mb[1024], mc[1024], s[512], d1[512], d2[512], shape_txt[96];
-    int na, nb, nc, sa[4], sb[4], sc[4], nd = 1 + rnd(3), off = 0, third = universe / 3;
-    mesh_in(ma, sizeof(ma), "A", rnd(3) * third, third, &na, sa);
-    mesh_in(mb, sizeof(mb), "B", 0, third, &nb, sb);
-    mesh_in(mc, sizeof(mc), "C", third, third, &nc, sc);
+    int na, nb, nc, sa[4], sb[4], sc[4], nd = 1 + rnd(3), third = universe / 3;
+    random_mesh(ma, sizeof(ma), "A", rnd(3) * third, third, third, &na, sa);
+    random_mesh(mb, sizeof(mb), "B", 0, third, third, &nb, sb);
+    random_mesh(mc, sizeof(mc), "C", third, third, third, &nc, sc);
     int64_t shape[MC_MAX_DIMS];
-    for (int k = 0; k < nd; k++) {
-        shape[k] = (1 + rnd(6)) * (k == 0 ? scale : 1);
-        off += snprintf(shape_txt + off, sizeof(shape_txt) - (size_t)off, "%s%lld", k ? "," : "",
-                        (long long)shape[k]);
-    }
+    random_shape(nd, scale, shape, shape_txt, sizeof(shape_txt));
     random_specs(s, sizeof(s), "A", na, sa, nd, shape);
     random_specs(d1, sizeof(d1), "B", nb, sb, nd, shape);
     random_specs(d2, sizeof(d2), "C", nc, sc, nd, shape);

@@ -30,9 +30,9 @@ static inline mc_task_t *task_of(const char *text)
 }
 
 /* "mesh NAME={a:2,...}@..." with at most maxdev devices drawn without repeats from
- * 0..universe-1, written as a range or a list. */
-static inline void random_mesh(char *out, size_t len, const char *name, int maxdev, int universe,
-                        int *naxes, int sizes[4])
+ * lo..lo+universe-1, written as a range or a list. */
+static inline void random_mesh(char *out, size_t len, const char *name, int lo, int maxdev,
+                               int universe, int *naxes, int sizes[4])
 {
     static const char *axes[] = {"a", "b", "c", "d"};
     int n;
@@ -46,13 +46,13 @@ static inline void random_mesh(char *out, size_t len, const char *name, int maxd
     for (int i = 0; i < *naxes; i++)
         off += snprintf(out + off, len - (size_t)off, "%s%s:%d", i ? "," : "", axes[i], sizes[i]);
     if (rnd(3) == 0) {
-        int first = rnd(universe - n + 1);
+        int first = lo + rnd(universe - n + 1);
         snprintf(out + off, len - (size_t)off, "}@%d..%d\n", first, first + n - 1);
         return;
     }
     int ids[256];
     for (int i = 0; i < universe; i++)
-        ids[i] = i;
+        ids[i] = lo + i;
     off += snprintf(out + off, len - (size_t)off, "}@[");
     for (int i = 0; i < n; i++) {
         int j = i + rnd(universe - i), tmp = ids[i];
@@ -61,6 +61,17 @@ static inline void random_mesh(char *out, size_t len, const char *name, int maxd
         off += snprintf(out + off, len - (size_t)off, "%s%d", i ? "," : "", ids[i]);
     }
     snprintf(out + off, len - (size_t)off, "]\n");
+}
+
+/* A shape of nd dimensions of 1..6 (the first times scale), also as text "a,b,c". */
+static inline void random_shape(int nd, int64_t scale, int64_t *shape, char *txt, size_t len)
+{
+    int off = 0;
+    txt[0] = '\0';
+    for (int k = 0; k < nd; k++) {
+        shape[k] = (1 + rnd(6)) * (k == 0 ? scale : 1);
+        off += snprintf(txt + off, len - (size_t)off, "%s%lld", k ? "," : "", (long long)shape[k]);
+    }
 }
 
 /* Dim specs for a tensor of the given shape: each axis goes to a random dim or nowhere, in a
@@ -114,15 +125,11 @@ static inline void random_task(char *text, size_t len, int maxdev, int universe,
 {
     static const char *dtypes[] = {"f32", "bf16", "u8", "f64"};
     char mesh_a[1024], mesh_b[1024], src[512], dst[512], shape_txt[96];
-    int na, nb, sa[4], sb[4], nd = 1 + rnd(3), off = 0;
-    random_mesh(mesh_a, sizeof(mesh_a), "A", maxdev, universe, &na, sa);
-    random_mesh(mesh_b, sizeof(mesh_b), "B", maxdev, universe, &nb, sb);
+    int na, nb, sa[4], sb[4], nd = 1 + rnd(3);
+    random_mesh(mesh_a, sizeof(mesh_a), "A", 0, maxdev, universe, &na, sa);
+    random_mesh(mesh_b, sizeof(mesh_b), "B", 0, maxdev, universe, &nb, sb);
     int64_t shape[MC_MAX_DIMS];
-    for (int k = 0; k < nd; k++) {
-        shape[k] = (1 + rnd(6)) * (k == 0 ? scale : 1);
-        off += snprintf(shape_txt + off, sizeof(shape_txt) - (size_t)off, "%s%lld", k ? "," : "",
-                        (long long)shape[k]);
-    }
+    random_shape(nd, scale, shape, shape_txt, sizeof(shape_txt));
     random_specs(src, sizeof(src), "A", na, sa, nd, shape);
     if (rnd(3) == 0)
         random_specs(dst, sizeof(dst), "A", na, sa, nd, shape);

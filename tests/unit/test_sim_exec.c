@@ -16,43 +16,18 @@
 #include "emit/emit.h"
 #include "sim/sim.h"
 #include "sim/sim_exec.h"
-
-static mc_topo_t *topo;
-
-static int setup(void **state)
-{
-    mc_err_t err = {0};
-    if (mc_topo_load("topologies/aws-p3.8xlarge-x5.xml", &topo, &err) != MC_OK) {
-        print_message("%s\n", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mc_topo_free(topo);
-    return 0;
-}
+#include "test_paper_sched.h"
 
 /* GPU 0 holds a 64 MiB tensor that GPUs a and b both need. */
 static mc_sched_t *two_dests(mc_task_t **task, int a, int b)
 {
-    mc_err_t err = {0};
     char text[128];
     snprintf(text, sizeof text,
              "mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[%d,%d]\nmove f32[16777216] A[_] -> B[_]\n",
              a, b);
-    assert_int_equal(mc_task_parse_text(text, "test", task, &err), MC_OK);
-    assert_int_equal(mc_task_split(*task, &err), MC_OK);
+    mc_sched_t *s = sched_for(text, task);
     assert_int_equal((*task)->npieces, 1);
-    return mc_sched_new(*task, topo, "hand");
-}
-
-static void edge(mc_sched_t *s, int tree, int parent, int child)
-{
-    mc_err_t err = {0};
-    assert_int_equal(mc_sched_add_edge(s, topo, tree, parent, child, &err), MC_OK);
+    return s;
 }
 
 static double sim_time(const mc_sched_t *s)
@@ -73,29 +48,10 @@ static double exec_time(const mc_sched_t *s, int order, int gpu, double *end_of)
     mc_emit_plans_t *P = NULL;
     mc_sim_exec_result_t x;
     mc_err_t err = {0};
-    mc_rt_err_t re = {0};
     assert_int_equal(mc_emit_lower_on(s, topo, &P, &err), MC_OK);
-    mc_rt_buffers_t *b = calloc(P->nranks, sizeof *b);
-    for (int r = 0; r < P->nranks; r++) {
-        const mc_rt_plan_t *p = &P->plans[r];
-        uint64_t n[MC_RT_NBUFS] = {p->src_bytes, p->dst_bytes, p->ws_bytes};
-        for (int i = 0; i < MC_RT_NBUFS; i++) {
-            b[r].bytes[i] = n[i];
-            b[r].buf[i] = malloc(n[i] + 1);
-        }
-        mc_emit_fill_src(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_SRC]);
-        mc_emit_poison_dst(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_DST]);
-    }
-    assert_int_equal(mc_rt_run_loopback(P->nranks, P->plans, b, &re), MC_RT_OK);
-    int whole = mc_sched_validate(s, topo, NULL) == 0;
-    for (int r = 0; r < P->nranks; r++) {
-        if (whole)
-            assert_int_equal(
-                mc_emit_check_dst(s->task, P->gpus[r], b[r].buf[MC_RT_BUF_DST], NULL, 0), 0);
-        for (int i = 0; i < MC_RT_NBUFS; i++)
-            free(b[r].buf[i]);
-    }
-    free(b);
+    uint64_t wrong = loopback_wrong(s->task, P);
+    if (mc_sched_validate(s, topo, NULL) == 0)
+        assert_int_equal(wrong, 0);
     assert_int_equal(mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, order, &x, &err), MC_OK);
     for (int r = 0; r < P->nranks; r++)
         if (P->gpus[r] == gpu)
@@ -256,13 +212,9 @@ static void test_relay_chain(void **state)
 {
     mc_task_t *task;
     double end;
-    mc_err_t err = {0};
-    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
-                                        "move f32[4194304] A[_] -> B[_]\n",
-                                        "test", &task, &err),
-                     MC_OK);
-    assert_int_equal(mc_task_split(task, &err), MC_OK);
-    mc_sched_t *s = mc_sched_new(task, topo, "hand");
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[4,5]\n"
+                              "move f32[4194304] A[_] -> B[_]\n",
+                              &task);
     int t = mc_sched_add_tree(s, 0, 0, 16 << 20, 0, 0, 8);
     edge(s, t, 0, 4);
     edge(s, t, 4, 5);
@@ -282,12 +234,9 @@ static void test_phases_share_a_link(void **state)
     for (int root1 = 0; root1 <= 1; root1++) {
         mc_task_t *task;
         double end;
-        assert_int_equal(mc_task_parse_text("mesh A={x:2}@[0,1]\nmesh B={x:2}@[4,8]\n"
-                                            "move f32[16777216] A[_] -> B[_]\n",
-                                            "test", &task, &err),
-                         MC_OK);
-        assert_int_equal(mc_task_split(task, &err), MC_OK);
-        mc_sched_t *s = mc_sched_new(task, topo, "hand");
+        mc_sched_t *s = sched_for("mesh A={x:2}@[0,1]\nmesh B={x:2}@[4,8]\n"
+                                  "move f32[16777216] A[_] -> B[_]\n",
+                                  &task);
         edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 4), 0, 4);
         edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, root1, 1, 4), root1, 8);
         s->nphases = 2;

@@ -27,6 +27,19 @@ static void test_sizes(void **state)
     assert_true(o.budget_s == 2.5);
 }
 
+/* Without a budget the optimizer has 10 s, unless an rlimit bounds it: then only the rlimit does,
+ * so that results under an rlimit do not depend on the machine's speed or load. */
+static void test_budget_default(void **state)
+{
+    mc_synth_opts_t o = MC_SYNTH_OPTS_DEFAULT;
+    mc_err_t err = {0};
+    assert_true(mc_synth_budget_s(&o) == 10.0);
+    assert_int_equal(mc_synth_opts_set(&o, "rlimit", "2000000", &err), MC_OK);
+    assert_true(mc_synth_budget_s(&o) >= 1e9);
+    assert_int_equal(mc_synth_opts_set(&o, "budget", "3", &err), MC_OK);
+    assert_true(mc_synth_budget_s(&o) == 3.0);
+}
+
 static void test_bad_values(void **state)
 {
     mc_synth_opts_t o = MC_SYNTH_OPTS_DEFAULT;
@@ -48,6 +61,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_budget_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
