@@ -70,6 +70,7 @@ typedef struct sim {
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
+    double horizon;          /* simulated time past which it stops (0: none) */
 } sim_t;
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
@@ -384,6 +385,14 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
                             "flows and links re-rated)", (long long)sm->work_max);
             goto out;
         }
+        /* now may be a superseded finish (stale events pop after the last flow): the makespan
+         * is at least the last event that moved something */
+        if (sm->horizon > 0 && last > sm->horizon) {
+            sm->stopped_at = last;
+            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
+                            sm->horizon);
+            goto out;
+        }
     }
     for (int i = 0; i < sm->nedges; i++)
         if (sm->edges[i].arrived < sm->edges[i].nchunks) {
@@ -511,7 +520,8 @@ static void sim_free(sim_t *sm)
 }
 
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
-                           int64_t *work_left, mc_sim_result_t *res, mc_err_t *err)
+                           int64_t *work_left, double horizon_s, mc_sim_result_t *res,
+                           mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
@@ -540,7 +550,8 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     res->link_busy_s = mc_xcalloc(nl, sizeof(double));
     res->link_bytes = mc_xcalloc(nl, sizeof(double));
     sim_t sm = {.s = s, .topo = topo, .res = res, .keep_intervals = keep_intervals,
-                .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0};
+                .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0,
+                .horizon = horizon_s};
     sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
     sm.cap = mc_xcalloc(nl, sizeof(double));
     sm.cap_left = mc_xcalloc(nl, sizeof(double));
@@ -576,19 +587,25 @@ out:
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, NULL, res, err);
+    return sim_run(s, topo, 1, NULL, 0, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, NULL, res, err);
+    return sim_run(s, topo, 0, NULL, 0, res, err);
 }
 
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, res, err);
+    return sim_run(s, topo, 0, work_left, 0, res, err);
+}
+
+mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                             double horizon_s, mc_sim_result_t *res, mc_err_t *err)
+{
+    return sim_run(s, topo, 0, work_left, horizon_s, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

@@ -228,6 +228,32 @@ static void test_bounded_work(void **state)
     mc_topo_free(t);
 }
 
+/* The three-flow incast up to a simulated horizon: the 3 MB flow's first finish event, planned at
+ * B/3 for t0 + 9 MB/B, is superseded and pops after the last flow ends at t0 + 6 MB/B, so a
+ * horizon at the makespan itself still gives the full result; one between the first finish
+ * (t0 + 3 MB/B) and the second (t0 + 5 MB/B) stops at the second with MC_ERR_TIMEOUT, having
+ * spent less than the whole simulation. */
+static void test_horizon(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t full, res;
+    mc_err_t err = {0};
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    int64_t all = 1000, some = 1000;
+    assert_int_equal(mc_sim_run_bounded(s, t, &all, &full, &err), MC_OK);
+    assert_int_equal(mc_sim_run_until(s, t, NULL, full.makespan_s, &res, &err), MC_OK);
+    assert_true(res.makespan_s == full.makespan_s);
+    mc_sim_result_free(&res);
+    assert_int_equal(mc_sim_run_until(s, t, &some, t0 + 4e6 / B, &res, &err), MC_ERR_TIMEOUT);
+    assert_close(res.makespan_s, t0 + 5e6 / B);
+    assert_true(some > all);
+    assert_non_null(strstr(err.msg, "horizon"));
+    mc_sim_result_free(&full);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
  * for the last 1 MB. */
 static void test_three_flows_share_a_link(void **state)
@@ -415,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_phases_in_sequence),
         cmocka_unit_test(test_repeatable_and_bad_route),
         cmocka_unit_test(test_identical_groups_simulated_once),
+        cmocka_unit_test(test_horizon),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }
