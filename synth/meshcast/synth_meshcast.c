@@ -166,9 +166,17 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     if (!r->price.added)
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
-    nfrom += zs.status == MC_Z3_OPTIMAL;
-    for (int k = 0; k < MC_SPLITS && r->price.added; k++)
-        nfrom += frac_plan(r, cp, k, &from[nfrom]) == 0;
+    /* a solution that is not kept is freed before the next one takes its slot */
+    if (zs.status == MC_Z3_OPTIMAL)
+        nfrom++;
+    else
+        mc_plan_sol_free(&from[nfrom]);
+    for (int k = 0; k < MC_SPLITS && r->price.added; k++) {
+        if (frac_plan(r, cp, k, &from[nfrom]) == 0)
+            nfrom++;
+        else
+            mc_plan_sol_free(&from[nfrom]);
+    }
     cp->has[MC_PLAN_REPAIRED] =
         r->price.added && descended(pl, &from[2], nfrom - 2, &cp->plans[MC_PLAN_REPAIRED]);
     for (int i = 1; i < nfrom; i++)
