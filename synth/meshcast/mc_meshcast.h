@@ -253,6 +253,14 @@ void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t 
  * ties). */
 void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
 
+/* Local descent on a one-phase solution (a rounded fractional split leaves whole units on slow
+ * deep trees: their units and pipeline fill, which the fractional model does not count, can
+ * outlast every link): one unit at a time moves from the slowest tree to the candidate of its
+ * piece that lowers the estimate most (at an equal estimate: the sum of what the trees' times
+ * exceed the busiest link by), while one does; est_ps is refilled. A solution of several phases
+ * or an infeasible one is left as it is. */
+void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol);
+
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least (among equals, with balance, where the
  * candidate's own links stay least loaded; then on a tree already running); then rounds in which
@@ -315,6 +323,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER2,
     MC_PLAN_OTHER3,
     MC_PLAN_OTHER4,
+    MC_PLAN_REPAIRED,     /* the best rounded split repaired (mc_plan_descend), raced as decoded */
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS

@@ -100,6 +100,7 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
+
 /* Split k of the fractional model over the component's shares, rounded to whole units in one
  * phase. Returns 0 when it is a feasible plan. */
 static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *out)
@@ -112,6 +113,28 @@ static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *
     free(x);
     mc_plan_sol_compact(pl, out);
     return mc_plan_check(pl, out);
+}
+
+/* The lowest estimate among the n rounded splits in split[], each repaired by mc_plan_descend,
+ * into *out. Returns 1 when it is below the estimate of the split it came from. It joins the
+ * splits rather than replacing them: the estimate does not charge what the simulator does (on
+ * the MI250 broadcast of `direct` the repaired split was slower), the referee decides. */
+static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, mc_plan_sol_t *out)
+{
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        mc_plan_sol_t d = {0};
+        mc_plan_sol_copy(pl, &split[i], &d);
+        mc_plan_descend(pl, &d);
+        if (d.est_ps < split[i].est_ps && (!found || d.est_ps < out->est_ps)) {
+            mc_plan_sol_free(out);
+            *out = d;
+            found = 1;
+        } else {
+            mc_plan_sol_free(&d);
+        }
+    }
+    return found;
 }
 
 /* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
@@ -143,9 +166,19 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     if (!r->price.added)
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
-    nfrom += zs.status == MC_Z3_OPTIMAL;
-    for (int k = 0; k < MC_SPLITS && r->price.added; k++)
-        nfrom += frac_plan(r, cp, k, &from[nfrom]) == 0;
+    /* a solution that is not kept is freed before the next one takes its slot */
+    if (zs.status == MC_Z3_OPTIMAL)
+        nfrom++;
+    else
+        mc_plan_sol_free(&from[nfrom]);
+    for (int k = 0; k < MC_SPLITS && r->price.added; k++) {
+        if (frac_plan(r, cp, k, &from[nfrom]) == 0)
+            nfrom++;
+        else
+            mc_plan_sol_free(&from[nfrom]);
+    }
+    cp->has[MC_PLAN_REPAIRED] =
+        r->price.added && descended(pl, &from[2], nfrom - 2, &cp->plans[MC_PLAN_REPAIRED]);
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -452,7 +485,8 @@ static int every_comp_has(const run_t *r, int kind)
 static int variants(const run_t *r, variant_t *out)
 {
     static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0, MC_PLAN_OTHER1,
-                                MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_OTHER4, MC_PLAN_SOLVED};
+                                MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_OTHER4, MC_PLAN_REPAIRED,
+                                MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
@@ -472,7 +506,8 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, mc_sched_t **out,
                         mc_err_t *err)
 {
     static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1", "other2",
-                                               "other3", "other4", "direct", "whole"};
+                                               "other3", "other4", "repaired", "direct",
+                                               "whole"};
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
@@ -569,14 +604,18 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
         double horizon = table[i].kind < 0 && v->simulated ? v->t : 0;
         MC_CHECK_GOTO(race(r, x, horizon, &d, &dv, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
-        if (table[i].kind >= 0 && t < fastest_t) {
+        /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
+         * of a fastest kind and left the later forms to a plan that gains less from them (MI250
+         * broadcast in `direct`: 1.31 -> 1.33 of the bound) */
+        int ranked = table[i].kind >= 0 && x.kind != MC_PLAN_REPAIRED;
+        if (ranked && t < fastest_t) {
             if (x.kind != fastest) {
                 second = fastest;
                 second_t = fastest_t;
             }
             fastest = x.kind;
             fastest_t = t;
-        } else if (table[i].kind >= 0 && x.kind != fastest && t < second_t) {
+        } else if (ranked && x.kind != fastest && t < second_t) {
             second = x.kind;
             second_t = t;
         }

@@ -326,3 +326,76 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
         }
     }
 }
+
+/* The slowest tree of a one-phase solution (-1 for none) and how far the trees' times exceed the
+ * busiest link, summed: the second key of mc_plan_descend, which falls when one of several
+ * equally slow trees speeds up. */
+static int slowest_tree(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64_t *load,
+                        int64_t *excess)
+{
+    int64_t lmax = 0, tmax = -1;
+    int slow = -1;
+    for (int l = 0; l < pl->nlinks; l++)
+        if (load[l] > lmax)
+            lmax = load[l];
+    *excess = 0;
+    for (int c = 0; c < pl->ncands; c++) {
+        if (s->units[c] <= 0)
+            continue;
+        int64_t tc = s->units[c] * pl->cands[c].unit_ps + pl->cands[c].fixed_ps;
+        *excess += tc > lmax ? tc - lmax : 0;
+        if (tc > tmax) {
+            tmax = tc;
+            slow = c;
+        }
+    }
+    return slow;
+}
+
+/* Moves one unit of candidate from to candidate to, with their link loads. */
+static void move_unit(const mc_plan_t *pl, mc_plan_sol_t *s, int64_t *load, int from, int to)
+{
+    const mc_pcand_t *a = &pl->cands[from], *b = &pl->cands[to];
+    s->units[from]--;
+    s->units[to]++;
+    for (int i = 0; i < a->nlinks; i++)
+        load[a->links[i]] -= a->link_ps[i];
+    for (int i = 0; i < b->nlinks; i++)
+        load[b->links[i]] += b->link_ps[i];
+}
+
+void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
+{
+    if (sol->nphases != 1 || mc_plan_check(pl, sol) != 0)
+        return;
+    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
+    for (int c = 0; c < pl->ncands; c++)
+        for (int i = 0; i < pl->cands[c].nlinks; i++)
+            load[pl->cands[c].links[i]] += sol->units[c] * pl->cands[c].link_ps[i];
+    int64_t t = phase_ps_at(pl, sol, 0, load), excess;
+    for (int slow = slowest_tree(pl, sol, load, &excess); slow >= 0;) {
+        int p = pl->cands[slow].piece, best = -1;
+        int64_t best_t = t, best_excess = excess;
+        for (int d = 0; d < pl->ncands; d++) {
+            if (d == slow || pl->cands[d].piece != p)
+                continue;
+            int64_t e;
+            move_unit(pl, sol, load, slow, d);
+            int64_t td = phase_ps_at(pl, sol, 0, load);
+            slowest_tree(pl, sol, load, &e);
+            if (td < best_t || (td == best_t && e < best_excess)) {
+                best = d;
+                best_t = td;
+                best_excess = e;
+            }
+            move_unit(pl, sol, load, d, slow);
+        }
+        if (best < 0)
+            break;
+        move_unit(pl, sol, load, slow, best);
+        t = best_t;
+        slow = slowest_tree(pl, sol, load, &excess);
+    }
+    free(load);
+    mc_plan_check(pl, sol);
+}

@@ -265,6 +265,49 @@ static void test_check_refuses(void **state)
     mc_plan_free(&pl);
 }
 
+/* One piece of 4 units over three trees, each on a link of its own at 100 ps per unit: two deep
+ * trees (a fixed 1000 ps of pipeline fill each) and a shallow one. The fractional split
+ * {1, 1, 2} rounds to itself and lasts 1100 (both deep trees); the busiest link is 200. Moving
+ * the first deep tree's unit to the shallow tree leaves the estimate at 1100 (the other deep
+ * tree) but lowers what the trees exceed the busiest link by (1100 + 1100 - 2 x 200 -> 1100 -
+ * 300): taken. Then the second one's: every unit on the shallow tree, 400. */
+static void test_descend_leaves_slow_trees(void **state)
+{
+    int units[1] = {4}, link[3] = {0, 1, 2};
+    int64_t ps = 100;
+    mc_plan_t pl;
+    plan_init(&pl, 1, units, 3);
+    plan_cand(&pl, 0, 1000, 1, &link[0], &ps);
+    plan_cand(&pl, 0, 1000, 1, &link[1], &ps);
+    plan_cand(&pl, 0, 0, 1, &link[2], &ps);
+    mc_plan_sol_t s = {0};
+    mc_plan_round(&pl, (double[]){1.0, 1.0, 2.0}, &s);
+    assert_int_equal(mc_plan_check(&pl, &s), 0);
+    assert_int_equal(s.est_ps, 1100);
+    mc_plan_descend(&pl, &s);
+    assert_memory_equal(s.units, ((int[]){0, 0, 4}), 3 * sizeof(int));
+    assert_int_equal(s.est_ps, 400);
+    mc_plan_sol_free(&s);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
+/* Where no move lowers the estimate the solution stays: the shared NIC plan's greedy optimum
+ * (600, piece 1 split 2 + 2) is kept unit for unit. */
+static void test_descend_keeps_optimum(void **state)
+{
+    mc_plan_t pl;
+    shared_nic_plan(&pl);
+    mc_plan_sol_t g = {0};
+    mc_plan_greedy(&pl, 0, &g);
+    mc_plan_descend(&pl, &g);
+    assert_memory_equal(g.units, ((int[]){4, 2, 2}), 3 * sizeof(int));
+    assert_int_equal(g.est_ps, 600);
+    mc_plan_sol_free(&g);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +318,8 @@ int main(void)
         cmocka_unit_test(test_z3_tiny_rlimit),
         cmocka_unit_test(test_greedy_balance_tie_break),
         cmocka_unit_test(test_check_refuses),
+        cmocka_unit_test(test_descend_leaves_slow_trees),
+        cmocka_unit_test(test_descend_keeps_optimum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
