@@ -204,6 +204,9 @@ typedef struct mc_pcand {
     int piece;            /* plan-local piece index */
     int64_t unit_ps;      /* picoseconds per unit on its bottleneck link */
     int64_t fixed_ps;     /* per-use cost: hop overheads and pipeline fill */
+    int depth;            /* edges on its longest root-to-leaf path */
+    int64_t hop_ps;       /* its slowest edge's per-chunk overhead (alpha + route latency) */
+    int64_t path_hop_ps;  /* the most per-chunk overhead on one root-to-leaf path */
     int nlinks;
     int *links;           /* plan-local link ids */
     int64_t *link_ps;     /* picoseconds per unit on each of its links */
@@ -260,6 +263,19 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
  * exceed the busiest link by), while one does; est_ps is refilled. A solution of several phases
  * or an infeasible one is left as it is. */
 void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol);
+
+/* A one-phase tree's time when its links are shared: load_ps, the load of its busiest link (all
+ * the phase's trees together), is also how long it takes to move its own bytes there, and it
+ * then pipelines at that shared pace, (n + depth - 1) chunk steps of hop_ps + load_ps / n at the
+ * best n. */
+int64_t mc_plan_shared_ps(const mc_pcand_t *pc, int64_t load_ps);
+/* A one-phase solution's estimate with every tree at its shared pace (mc_plan_shared_ps): the
+ * slowest tree or the busiest link. */
+int64_t mc_plan_shared_est(const mc_plan_t *pl, const mc_plan_sol_t *sol);
+/* mc_plan_descend under mc_plan_shared_est: one unit at a time from the slowest tree to the
+ * candidate of its piece that lowers that estimate most, while one does. Returns the estimate
+ * reached (-1 when sol is not one feasible phase, left as it is); est_ps is refilled. */
+int64_t mc_plan_descend_shared(const mc_plan_t *pl, mc_plan_sol_t *sol);
 
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least (among equals, with balance, where the
@@ -324,6 +340,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER3,
     MC_PLAN_OTHER4,
     MC_PLAN_REPAIRED,     /* the best rounded split repaired (mc_plan_descend), raced as decoded */
+    MC_PLAN_SHARED,       /* the best rounded split descended at shared pace (mc_plan_descend_shared) */
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS

@@ -88,10 +88,19 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
             if (frac && sh->s[cp->pieces[i]].fine)
                 bytes = frac[gc] > 0 ? (uint64_t)(frac[gc] * (double)pc->bytes) + 1 : typical;
             q->fixed_ps = to_ps(mc_cand_overhead_s(c, bytes, chunk_bytes));
+            q->depth = c->depth;
+            double *path = mc_xcalloc((size_t)c->nedges + 1, sizeof(double));
+            for (int e = 0; e < c->nedges; e++) {
+                path[e] = c->edge_hop[e] + (c->edge_up[e] >= 0 ? path[c->edge_up[e]] : 0);
+                q->hop_ps = to_ps(c->edge_hop[e]) > q->hop_ps ? to_ps(c->edge_hop[e]) : q->hop_ps;
+                q->path_hop_ps = to_ps(path[e]) > q->path_hop_ps ? to_ps(path[e]) : q->path_hop_ps;
+            }
+            free(path);
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
-            mc_buf_printf(&key, "C%lld", (long long)q->fixed_ps);
+            mc_buf_printf(&key, "C%lld,%d,%lld,%lld", (long long)q->fixed_ps, q->depth,
+                          (long long)q->hop_ps, (long long)q->path_hop_ps);
             for (int k = 0; k < c->nlinks; k++) {
                 int l = c->links[k];
                 if (local[l] < 0) {
