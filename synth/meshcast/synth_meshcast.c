@@ -608,6 +608,12 @@ out:
     return st;
 }
 
+/* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
+ * three steps gained 2.2% on the DGX-1 broadcast from GPU 5 (below), about 1% elsewhere; a
+ * runner further behind is left out (on `intra`'s 32-GPU cases, 2.7-49% behind, its steps were
+ * up to 14% more CPU time for no gain). */
+#define MC_STEP_REACH 1.02
+
 /* Steps variant x, timed x_t, to 3/4 of its chunks while that is faster, or else to 4/3 while
  * that is, at most MC_COARSE_STEPS times; a step faster than the fastest so far (*s, *v)
  * replaces it (*replaced, *kept). */
@@ -718,7 +724,8 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
      * (h100-single-3x8 in `modern`: 3.34 -> 3.31 ms with 3/4 of the chunks). So the winner is
      * timed again with 3/4 of its chunks while that is faster, or else with 4/3 while that is
      * (none below MC_MIN_CHUNK_BYTES); then, within an allowance of its own, the fastest variant
-     * of another kind, since the steps gain more on some plans than on others (DGX-1, 96 MiB
+     * of another kind when it is close (MC_STEP_REACH), since the steps gain more on some plans
+     * than on others (DGX-1, 96 MiB
      * from GPU 5: the plan descended at shared pace, staggered, 992.8 us, 985.4 us after its
      * steps; the solved plan 998.0 us, 976.1 us after its steps). */
     r->sim_work_left += r->chunk ? 0 : MC_SIM_COARSE_WORK;
@@ -727,7 +734,7 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
         MC_CHECK_GOTO(step_chunks(r, winner, v->t, s, v, replaced, &kept, err), out, st);
         int64_t left = r->sim_work_left;
         r->sim_work_left = MC_SIM_COARSE_WORK;
-        if (runner_t < HUGE_VAL)
+        if (runner_t <= MC_STEP_REACH * v->t)
             MC_CHECK_GOTO(step_chunks(r, runner, runner_t, s, v, replaced, &kept, err), out, st);
         r->sim_work_left = left;
     }
