@@ -204,9 +204,13 @@ typedef struct mc_pcand {
     int piece;            /* plan-local piece index */
     int64_t unit_ps;      /* picoseconds per unit on its bottleneck link */
     int64_t fixed_ps;     /* per-use cost: hop overheads and pipeline fill */
-    int depth;            /* edges on its longest root-to-leaf path */
-    int64_t hop_ps;       /* its slowest edge's per-chunk overhead (alpha + route latency) */
-    int64_t path_hop_ps;  /* the most per-chunk overhead on one root-to-leaf path */
+    /* its edges, for the estimate at shared pace (mc_plan_shared_ps; priced shares only, else
+     * nedges is 0): each edge's parent edge (-1 at the root), per-chunk overhead (alpha + route
+     * latency) and the plan-local links of its route, edge_links[edge_at[e] .. edge_at[e + 1]) */
+    int nedges;
+    int *edge_up;
+    int64_t *edge_hop_ps;
+    int *edge_at, *edge_links;
     int nlinks;
     int *links;           /* plan-local link ids */
     int64_t *link_ps;     /* picoseconds per unit on each of its links */
@@ -264,11 +268,12 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
  * or an infeasible one is left as it is. */
 void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol);
 
-/* A one-phase tree's time when its links are shared: load_ps, the load of its busiest link (all
- * the phase's trees together), is also how long it takes to move its own bytes there, and it
- * then pipelines at that shared pace, (n + depth - 1) chunk steps of hop_ps + load_ps / n at the
- * best n. */
-int64_t mc_plan_shared_ps(const mc_pcand_t *pc, int64_t load_ps);
+/* A one-phase tree's time when its links are shared, given load[] (ps, every link's load in the
+ * phase, all its trees together): a link's load is also how long the tree's bytes take to cross
+ * it, so each edge moves a chunk of n in its busiest link's load / n plus its overhead; the tree
+ * pipelines n chunks, the first down its slowest path, the others behind it at its slowest edge's
+ * pace, at the best n. Without edges: its busiest link's load plus its fixed cost. */
+int64_t mc_plan_shared_ps(const mc_pcand_t *pc, const int64_t *load);
 /* A one-phase solution's estimate with every tree at its shared pace (mc_plan_shared_ps): the
  * slowest tree or the busiest link. */
 int64_t mc_plan_shared_est(const mc_plan_t *pl, const mc_plan_sol_t *sol);

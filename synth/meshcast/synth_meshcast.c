@@ -485,7 +485,7 @@ out:
 #define VARIANT_FASTEST (-1)
 #define VARIANT_SECOND (-2)
 /* The most variants the referee has: every kind in 1 + MC_STAGGER_MAX staggers, every form of
- * the two fastest. */
+ * the two fastest and of the plan descended at shared pace. */
 #define MC_VARIANTS_MAX (MC_PLAN_KINDS * (MC_STAGGER_MAX + 1) * FORM_COUNT * 3)
 
 /* Whether the referee races this kind: the solved plan and its whole form always; the others
@@ -506,8 +506,8 @@ static int every_comp_has(const run_t *r, int kind)
 /* The referee's table, in the order it is raced: the plans as decoded, cheapest to simulate
  * first, then their staggered forms (the solved plan as decoded is already timed); then the
  * fastest kind re-chunked and, where pricing added trees, evened out and both, each as it is and
- * staggered; then the same for the second fastest kind. A caller's fixed chunk leaves out what
- * changes chunk counts. */
+ * staggered; then the same for the second fastest kind, and for the plan descended at shared
+ * pace. A caller's fixed chunk leaves out what changes chunk counts. */
 static int variants(const run_t *r, variant_t *out)
 {
     static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0, MC_PLAN_OTHER1,
@@ -521,12 +521,13 @@ static int variants(const run_t *r, variant_t *out)
     /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
      * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
      * 1.217 -> 1.228 of the bound) */
-    int shared = every_comp_has(r, MC_PLAN_SHARED) ? MC_PLAN_SHARED : 0;
-    for (int rank = VARIANT_FASTEST; rank >= (shared ? -3 : VARIANT_SECOND); rank--)
+    int kinds[] = {VARIANT_FASTEST, VARIANT_SECOND, MC_PLAN_SHARED};
+    int nkinds = every_comp_has(r, MC_PLAN_SHARED) ? 3 : 2;
+    for (int i = 0; i < nkinds; i++)
         for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN) && !r->chunk;
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
-                out[n++] = (variant_t){rank < VARIANT_SECOND ? shared : rank, form, stagger, 0, 0, 0, 0};
+                out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0};
     return n;
 }
 
@@ -672,7 +673,7 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
         mc_sched_t *d = NULL;
         verdict_t dv;
         if (x.kind == VARIANT_SECOND && second < 0)
-            break;
+            continue;
         if (x.kind < 0)
             x.kind = x.kind == VARIANT_FASTEST ? fastest : second;
         /* a form counts only if it beats the fastest, so its simulation stops at that time; the

@@ -11,19 +11,47 @@
 
 #include "synth/meshcast/mc_meshcast.h"
 
-int64_t mc_plan_shared_ps(const mc_pcand_t *pc, int64_t load_ps)
+/* The tree's time in n chunks, each edge e taking pace[e] / n plus its overhead per chunk (at[]:
+ * scratch, one per edge). */
+static double pipelined(const mc_pcand_t *pc, const double *pace, int n, double *at)
 {
-    double L = (double)load_ps, hop = (double)pc->hop_ps, d = pc->depth > 1 ? pc->depth : 1;
-    /* the first chunk down the path of most overhead, then n - 1 more behind it at the slowest
-     * edge's pace: path + d L/n + (n - 1)(hop + L/n), convex in n, least near
-     * sqrt((d - 1) L / hop) */
-    double best = HUGE_VAL, at = hop > 0 ? sqrt((d - 1) * L / hop) : MC_CHUNKS_MAX;
-    for (int n = (int)at; n <= (int)at + 1; n++) {
-        int m = n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : n;
-        double t = (double)pc->path_hop_ps + (m + d - 1) * L / m + (m - 1) * hop;
-        if (t < best)
-            best = t;
+    double first = 0, slowest = 0;
+    for (int e = 0; e < pc->nedges; e++) {
+        double step = (double)pc->edge_hop_ps[e] + pace[e] / n;
+        at[e] = step + (pc->edge_up[e] >= 0 ? at[pc->edge_up[e]] : 0);
+        first = at[e] > first ? at[e] : first;
+        slowest = step > slowest ? step : slowest;
     }
+    return first + (n - 1) * slowest;
+}
+
+int64_t mc_plan_shared_ps(const mc_pcand_t *pc, const int64_t *load)
+{
+    int64_t busiest = 0;
+    for (int i = 0; i < pc->nlinks; i++)
+        busiest = load[pc->links[i]] > busiest ? load[pc->links[i]] : busiest;
+    if (pc->nedges == 0)
+        return busiest + pc->fixed_ps;
+    double *pace = mc_xcalloc((size_t)pc->nedges * 2, sizeof(double)), *at = pace + pc->nedges;
+    for (int e = 0; e < pc->nedges; e++)
+        for (int i = pc->edge_at[e]; i < pc->edge_at[e + 1]; i++)
+            pace[e] = (double)load[pc->edge_links[i]] > pace[e] ? (double)load[pc->edge_links[i]]
+                                                                : pace[e];
+    /* a fill falling as 1/n and an overhead growing with n: convex, ternary search */
+    int lo = 1, hi = MC_CHUNKS_MAX;
+    while (hi - lo > 2) {
+        int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+        if (pipelined(pc, pace, m1, at) <= pipelined(pc, pace, m2, at))
+            hi = m2;
+        else
+            lo = m1;
+    }
+    double best = HUGE_VAL;
+    for (int n = lo; n <= hi; n++) {
+        double t = pipelined(pc, pace, n, at);
+        best = t < best ? t : best;
+    }
+    free(pace);
     return (int64_t)best;
 }
 
@@ -52,10 +80,7 @@ static int64_t estimate(const mc_plan_t *pl, const int *units, const int64_t *lo
         const mc_pcand_t *pc = &pl->cands[c];
         if (units[c] <= 0)
             continue;
-        int64_t busiest = 0;
-        for (int i = 0; i < pc->nlinks; i++)
-            busiest = load[pc->links[i]] > busiest ? load[pc->links[i]] : busiest;
-        int64_t tc = mc_plan_shared_ps(pc, busiest);
+        int64_t tc = mc_plan_shared_ps(pc, load);
         *excess += tc > lmax ? tc - lmax : 0;
         if (tc > t) {
             t = tc;
