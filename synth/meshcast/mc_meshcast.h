@@ -278,9 +278,11 @@ int64_t mc_plan_shared_ps(const mc_pcand_t *pc, const int64_t *load);
  * slowest tree or the busiest link. */
 int64_t mc_plan_shared_est(const mc_plan_t *pl, const mc_plan_sol_t *sol);
 /* mc_plan_descend under mc_plan_shared_est: one unit at a time from the slowest tree to the
- * candidate of its piece that lowers that estimate most, while one does. Returns the estimate
- * reached (-1 when sol is not one feasible phase, left as it is); est_ps is refilled. */
-int64_t mc_plan_descend_shared(const mc_plan_t *pl, mc_plan_sol_t *sol);
+ * candidate of its piece that lowers that estimate most, while one does and while *work_left
+ * lasts (trees re-timed, each counted as its links and edges; what it used is taken from it).
+ * Returns the estimate reached (-1 when sol is not one feasible phase, left as it is); est_ps
+ * is refilled. */
+int64_t mc_plan_descend_shared(const mc_plan_t *pl, mc_plan_sol_t *sol, int64_t *work_left);
 
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least (among equals, with balance, where the

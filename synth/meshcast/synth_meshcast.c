@@ -137,6 +137,11 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, mc_
     return found;
 }
 
+/* The work the descents at shared pace of one component may do together (mc_plan_descend_shared's
+ * units): the MI250 broadcast of `direct` takes 0.1 M, its all-gather 2.8 M; the all-gather over
+ * two MI300X boxes took 31 M (0.34 s here) for no gain. */
+#define MC_SHARED_WORK 4000000
+
 /* The lowest shared-pace estimate (mc_plan_descend_shared) among the n rounded splits in split[],
  * each descended at shared pace, into *out. Returns 1 when it is below the shared-pace estimate
  * of the split it came from. */
@@ -144,11 +149,11 @@ static int descended_shared(const mc_plan_t *pl, const mc_plan_sol_t *split, int
                             mc_plan_sol_t *out)
 {
     int found = 0;
-    int64_t least = 0;
+    int64_t least = 0, work = MC_SHARED_WORK;
     for (int i = 0; i < n; i++) {
         mc_plan_sol_t d = {0};
         mc_plan_sol_copy(pl, &split[i], &d);
-        int64_t before = mc_plan_shared_est(pl, &d), t = mc_plan_descend_shared(pl, &d);
+        int64_t before = mc_plan_shared_est(pl, &d), t = mc_plan_descend_shared(pl, &d, &work);
         if (t >= 0 && t < before && (!found || t < least)) {
             mc_plan_sol_free(out);
             *out = d;
