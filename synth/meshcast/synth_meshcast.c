@@ -115,45 +115,31 @@ static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *
     return mc_plan_check(pl, out);
 }
 
-/* The lowest estimate among the n rounded splits in split[], each repaired by mc_plan_descend,
- * into *out. Returns 1 when it is below the estimate of the split it came from. It joins the
- * splits rather than replacing them: the estimate does not charge what the simulator does (on
- * the MI250 broadcast of `direct` the repaired split was slower), the referee decides. */
-static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, mc_plan_sol_t *out)
-{
-    int found = 0;
-    for (int i = 0; i < n; i++) {
-        mc_plan_sol_t d = {0};
-        mc_plan_sol_copy(pl, &split[i], &d);
-        mc_plan_descend(pl, &d);
-        if (d.est_ps < split[i].est_ps && (!found || d.est_ps < out->est_ps)) {
-            mc_plan_sol_free(out);
-            *out = d;
-            found = 1;
-        } else {
-            mc_plan_sol_free(&d);
-        }
-    }
-    return found;
-}
-
 /* The work the descents at shared pace of one component may do together (mc_plan_descend_shared's
  * units): the MI250 broadcast of `direct` takes 0.1 M, its all-gather 2.8 M; the all-gather over
  * two MI300X boxes took 31 M (0.34 s here) for no gain. */
 #define MC_SHARED_WORK 4000000
 
-/* The lowest shared-pace estimate (mc_plan_descend_shared) among the n rounded splits in split[],
- * each descended at shared pace, into *out. Returns 1 when it is below the shared-pace estimate
- * of the split it came from. */
-static int descended_shared(const mc_plan_t *pl, const mc_plan_sol_t *split, int n,
-                            mc_plan_sol_t *out)
+/* The n rounded splits in split[], each descended under the plan's estimate (mc_plan_descend)
+ * or, with shared, at shared pace (mc_plan_descend_shared); the lowest under that estimate into
+ * *out. Returns 1 when it is below the same estimate of the split it came from. They join the
+ * splits rather than replacing them: neither estimate charges all the simulator does (on the
+ * MI250 broadcast of `direct` the repaired split was slower), the referee decides. */
+static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int shared,
+                     mc_plan_sol_t *out)
 {
     int found = 0;
     int64_t least = 0, work = MC_SHARED_WORK;
     for (int i = 0; i < n; i++) {
         mc_plan_sol_t d = {0};
         mc_plan_sol_copy(pl, &split[i], &d);
-        int64_t before = mc_plan_shared_est(pl, &d), t = mc_plan_descend_shared(pl, &d, &work);
+        int64_t before = shared ? mc_plan_shared_est(pl, &d) : split[i].est_ps, t;
+        if (shared) {
+            t = mc_plan_descend_shared(pl, &d, &work);
+        } else {
+            mc_plan_descend(pl, &d);
+            t = d.est_ps;
+        }
         if (t >= 0 && t < before && (!found || t < least)) {
             mc_plan_sol_free(out);
             *out = d;
@@ -206,10 +192,11 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         else
             mc_plan_sol_free(&from[nfrom]);
     }
-    cp->has[MC_PLAN_REPAIRED] =
-        r->price.added && descended(pl, &from[2], nfrom - 2, &cp->plans[MC_PLAN_REPAIRED]);
-    cp->has[MC_PLAN_SHARED] = r->price.added &&
-                              descended_shared(pl, &from[2], nfrom - 2, &cp->plans[MC_PLAN_SHARED]);
+    for (int shared = 0; shared <= 1; shared++) {
+        int kind = shared ? MC_PLAN_SHARED : MC_PLAN_REPAIRED;
+        cp->has[kind] =
+            r->price.added && descended(pl, &from[2], nfrom - 2, shared, &cp->plans[kind]);
+    }
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
