@@ -347,7 +347,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER3,
     MC_PLAN_OTHER4,
     MC_PLAN_REPAIRED,     /* the best rounded split repaired (mc_plan_descend), raced as decoded */
-    MC_PLAN_SHARED,       /* the best rounded split descended at shared pace (mc_plan_descend_shared) */
+    MC_PLAN_SHARED,       /* the best rounded split at shared pace (mc_plan_descend_shared) */
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS

@@ -675,7 +675,8 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
         double t = dv.simulated ? dv.t : HUGE_VAL;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250
-         * broadcast in `direct`: 1.31 -> 1.33 of the bound) */
+         * broadcast in `direct`: 1.31 -> 1.33 of the bound); the plan at shared pace has forms
+         * of its own (variants) and is not ranked either */
         int ranked = table[i].form == FORM_DECODED && x.kind != MC_PLAN_REPAIRED &&
                      x.kind != MC_PLAN_SHARED;
         if (ranked && t < fastest_t) {
@@ -718,9 +719,8 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
      * timed again with 3/4 of its chunks while that is faster, or else with 4/3 while that is
      * (none below MC_MIN_CHUNK_BYTES); then, within an allowance of its own, the fastest variant
      * of another kind when it is close (MC_STEP_REACH), since the steps gain more on some plans
-     * than on others (DGX-1, 96 MiB
-     * from GPU 5: the plan descended at shared pace, staggered, 992.8 us, 985.4 us after its
-     * steps; the solved plan 998.0 us, 976.1 us after its steps). */
+     * than on others (DGX-1, 96 MiB from GPU 5: the plan descended at shared pace, evened out
+     * and staggered, 992.8 us, 985.4 us after its steps; the solved plan 998.0 us, 976.1 us). */
     r->sim_work_left += r->chunk ? 0 : MC_SIM_COARSE_WORK;
     variant_t kept = winner;
     if (!r->chunk) {
