@@ -3,8 +3,7 @@
  * traffic on random tasks stays close to the simulated p2p schedule, nothing to move costs
  * nothing, a relay's chunks pay the message delay its connections leave uncovered (channels
  * on large pieces, not on small ones), a wrapped topology gives the same answer on every call,
- * and bad input is an error,
- * never a crash. */
+ * and bad input is an error, never a crash. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
