@@ -350,15 +350,16 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *f
  * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
  * chunk leaves once the first chunk of the transfer before it has arrived, after the message
  * delay; its last one leaves once the last one before it has arrived, or once its own earlier
- * chunks are through, each paying the delay. Of k connections on its busiest link (the other
- * transfers there, the strategy's staggered trees, or the channels its trees are cut into), the
- * others move bytes while one pays its delay: a chunk adds delay / k, and never less than what
- * the others' share of a chunk, (k - 1) / k of it, leaves uncovered. The channels are cut from a
- * tree of the strategy's smallest (one unit, cost_xfer_t.unit) in c chunks of at least
- * ct->min_chunk each, so a small piece gets none (docs/cost-model.md). The makespan is the
- * latest last chunk. */
+ * chunks are through, each paying the delay, of which the k connections on its busiest link
+ * leave delay / k (one's delay falls while the others move bytes). k is the most of: the
+ * transfers on that link, the strategy's staggered trees (ct->staggered), and the channels its
+ * trees are cut into: up to ct->channels, each of c chunks of ct->min_chunk or more, cut from a
+ * tree as small as the strategy makes (one unit, cost_xfer_t.unit), so a small piece has none
+ * (docs/cost-model.md). The makespan is the latest last chunk. */
 static double makespan(mc_cost_topo_t *ct, int c)
 {
+    static const double recip[COST_CHANNELS_MAX + 1] = {0, 1, 1 / 2., 1 / 3., 1 / 4., 1 / 5.,
+                                                        1 / 6., 1 / 7., 1 / 8.};
     double t = 0, inv = 1.0 / c;
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
@@ -366,9 +367,10 @@ static double makespan(mc_cost_topo_t *ct, int c)
         double chunk = m->pace * inv;
         double own, last;
         m->first = (up ? up->first : 0) + m->delay + chunk;
-        double ch = fmin(ct->channels, floor(ct->xfers[i].unit * inv / ct->min_chunk));
-        double k = fmax(m->flows, fmax(ch, ct->staggered));
-        own = m->first + (c - 1) * (chunk + fmax(m->delay / k, m->delay - (k - 1) / k * chunk));
+        /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
+        double cut = m->units * inv;
+        int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
+        own = m->first + (c - 1) * (chunk + m->delay * (ch > m->flows ? recip[ch] : m->inv_flows));
         last = (up ? up->last : 0) + m->delay + chunk;
         m->last = own > last ? own : last;
         if (m->last > t)
@@ -403,7 +405,11 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
-        ct->times[i].flows = flows;
+        cost_time_t *m = &ct->times[i];
+        m->flows = flows > ct->staggered ? flows : ct->staggered;
+        m->inv_flows = 1.0 / m->flows;
+        /* channels only where the strategy cuts its trees into them */
+        m->units = ct->channels > 1 ? ct->xfers[i].unit / ct->min_chunk : 0;
         if (ct->xfers[i].depth > depth)
             depth = ct->xfers[i].depth;
     }

@@ -31,7 +31,11 @@ typedef enum { COST_FAN_STAR, COST_FAN_CHAIN, COST_FAN_TREE, COST_FAN__COUNT } c
 typedef struct cost_time {
     double pace;    /* its busiest link's seconds */
     double delay;   /* its route's message delay */
-    int flows;      /* transfers on its busiest link */
+    int flows;      /* connections on its busiest link whatever the chunks: its transfers or
+                     * the strategy's staggered trees, the more */
+    double inv_flows; /* 1 / flows */
+    double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
+                     * strategy without channels */
     double first, last; /* arrival of its first and last chunk */
 } cost_time_t;
 
@@ -76,7 +80,7 @@ struct mc_cost_topo {
     double *host_out;   /* bytes each host sends across (source-host choice) */
     double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
-    int channels;       /* parallel connections the strategy runs per link */
+    int channels;       /* the most channels the strategy cuts a tree into (1: none) */
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
     double min_chunk;   /* the smallest chunk a connection sends */
     double unit;        /* the piece being laid out: its smallest tree (0: each transfer) */

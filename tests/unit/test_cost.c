@@ -280,16 +280,14 @@ static void route_of(const mc_topo_t *topo, int a, int b, double *delay, double 
 }
 
 /* The closed form of a two-hop relay in c chunks, each hop alone on its links (docs/cost-model.md,
- * Time): the first chunk crosses both hops; each later chunk adds its share of the busier hop's
- * time and the part of its message delay that k connections on the link leave uncovered,
- * max(delay / k, delay - (k - 1) / k x chunk). */
+ * Time): the first chunk crosses both hops; each later chunk adds its share of its hop's time
+ * and the part of its message delay that k connections on the link leave, delay / k. */
 static double relay_time(const double *delay, const double *pace, int c, int k)
 {
     double first = 0, last = 0;
     for (int h = 0; h < 2; h++) {
         double chunk = pace[h] / c;
-        double own = first + delay[h] + chunk +
-                     (c - 1) * (chunk + fmax(delay[h] / k, delay[h] - (k - 1.0) / k * chunk));
+        double own = first + delay[h] + chunk + (c - 1) * (chunk + delay[h] / k);
         first += delay[h] + chunk;
         last = fmax(own, last + delay[h] + chunk);
     }
