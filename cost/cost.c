@@ -360,6 +360,7 @@ static double makespan(mc_cost_topo_t *ct, int c)
 {
     static const double recip[COST_CHANNELS_MAX + 1] = {0, 1, 1 / 2., 1 / 3., 1 / 4., 1 / 5.,
                                                         1 / 6., 1 / 7., 1 / 8.};
+    _Static_assert(COST_CHANNELS_MAX == 8, "recip lists 1 / k for every channel count k");
     double t = 0, inv = 1.0 / c;
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
