@@ -15,6 +15,7 @@
  * staging is reused and a root may send what it received in an earlier phase. Every dependency
  * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
  * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,6 +644,39 @@ static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const m
     return h ? h : 1;
 }
 
+/* The load of every link in phase ph: the bytes of the phase's trees that cross it over its
+ * bandwidth. */
+static void phase_load(const mc_sched_t *s, const mc_topo_t *topo, int ph, double *load)
+{
+    memset(load, 0, sizeof *load * ((size_t)topo->nlinks + 1));
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++)
+            for (int l = 0; l < s->trees[ti].edges[e].nlinks; l++) {
+                int k = s->trees[ti].edges[e].links[l];
+                if (k >= 0 && k < topo->nlinks)
+                    load[k] += (double)s->trees[ti].bytes / topo->links[k].bw;
+            }
+}
+
+/* The bottleneck key of a tree in LANES_PER_TREE_SPREAD: its chunk size and the most loaded link
+ * it crosses in its phase. Trees whose bottleneck is one link move at one max-min share of it, so
+ * two of them in one lane lose little to lockstep (two trees of one pace but different
+ * bottlenecks may not: one NVLink for one tree, another shared 65 ways). Never 0. */
+static uint64_t tree_bottleneck(const mc_tree_t *tr, const mc_topo_t *topo, const double *load)
+{
+    int best = -1;
+    for (int e = 0; e < tr->nedges; e++)
+        for (int l = 0; l < tr->edges[e].nlinks; l++) {
+            int k = tr->edges[e].links[l];
+            if (k >= 0 && k < topo->nlinks && (best < 0 || load[k] > load[best]))
+                best = k;
+        }
+    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), (uint64_t)(uint32_t)best};
+    for (int k = 0; k < 2; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
 /* Whether a tree's edges can move in lockstep at no cost: every GPU of it sends to its children
  * over routes of one narrowest bandwidth (a chain, or a broadcast over one kind of link). In one
  * lane, a relay's receive of chunk c+1 and its send of chunk c are one group, and so are a
@@ -659,12 +693,12 @@ static int tree_even(const mc_tree_t *tr, const mc_topo_t *topo)
     return 1;
 }
 
-/* Per GPU and lane, in the current phase: how many edges or trees use it and the pace of the first
- * (0: free). An entry whose stamp is not the phase's counts as free, so a phase costs its edges,
- * not the cluster's size. */
+/* Per GPU and lane, in the current phase: how many edges or trees use it, and the pace and the
+ * bottleneck key of the first (0: free). An entry whose stamp is not the phase's counts as free,
+ * so a phase costs its edges, not the cluster's size. */
 typedef struct lane_use {
     int *use, *stamp, cur;
-    uint64_t *pace;
+    uint64_t *pace, *neck;
 } lane_use_t;
 
 /* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
@@ -678,26 +712,30 @@ enum {
 };
 
 /* The lane for GPUs gpus[0..n) and pace p: the lowest lane that they all have free for p (unused
- * there, or used by trees of that pace). LANES_PER_TREE_SPREAD takes an unused lane first, and
- * only when none is left the lane of pace p least used by them. LANES_PER_PACE, with no lane
- * free below MC_RT_MAX_LANES, takes the one least used by them. Else -1. *shared: whether one
- * of the GPUs already uses the lane. */
-static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, int how, int *shared)
+ * there, or used by trees of that pace). LANES_PER_TREE_SPREAD takes an unused lane first; only
+ * when none is left, a lane of pace p, first one whose users on those GPUs have bottleneck key q
+ * too, and among those the least used. LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES,
+ * takes the one least used by them. Else -1. *shared: whether one of the GPUs already uses the
+ * lane. */
+static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, uint64_t q, int how,
+                     int *shared)
 {
-    int least = 0, least_load = -1, same = -1, same_load = 0;
+    int least = 0, least_load = -1, same = -1, same_cost = 0;
     for (int l = 0; l < MC_RT_MAX_LANES; l++) {
-        int fits = 1, load = 0;
+        int fits = 1, load = 0, other = 0;
         for (int k = 0; k < n; k++) {
             size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
             int live = u->stamp[at] == u->cur;
             fits &= !live || u->pace[at] == p;
+            other |= live && u->neck[at] != q;
             load += live ? u->use[at] : 0;
         }
         *shared = load > 0;
         if (fits && (how != LANES_PER_TREE_SPREAD || !load))
             return l;
-        if (fits && (same < 0 || load < same_load))
-            same = l, same_load = load;
+        int cost = other * (INT_MAX / 2) + load;
+        if (fits && (same < 0 || cost < same_cost))
+            same = l, same_cost = cost;
         if (least_load < 0 || load < least_load)
             least = l, least_load = load;
     }
@@ -705,12 +743,12 @@ static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, in
     return same >= 0 ? same : how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? least : -1;
 }
 
-static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p)
+static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint64_t q)
 {
     for (int k = 0; k < n; k++) {
         size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
         if (u->stamp[at] != u->cur)
-            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p;
+            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p, u->neck[at] = q;
         u->use[at]++;
     }
 }
@@ -737,7 +775,7 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
-                    mc_xcalloc(n + 1, sizeof(uint64_t))};
+                    mc_xcalloc(n + 1, sizeof(uint64_t)), mc_xcalloc(n + 1, sizeof(uint64_t))};
     int maxe = 0, per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
     for (int ti = 0; ti < s->ntrees; ti++)
         maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
@@ -745,8 +783,12 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
+    double *load = how == LANES_PER_TREE_SPREAD ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load)
+                                                : NULL;
     for (int ph = 0; ph < s->nphases; ph++) {
         u.cur = ph + 1;
+        if (load)
+            phase_load(s, topo, ph, load);
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
@@ -757,6 +799,7 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
             }
             for (int e = 0; e < tr->nedges; e++) {
                 int l, shared, ng = per_edge ? 2 : tr->nedges + 1;
+                uint64_t q = load ? tree_bottleneck(tr, topo, load) : 0;
                 uint64_t p = how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? tree_pace(tr)
                              : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
                              : how == LANES_PER_TREE      ? (uint64_t)ti + 1
@@ -766,11 +809,11 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     gpus[k] = tr->edges[per_edge ? e : k - 1].child;
                 if (!per_edge && e > 0)
                     l = lane[gid0[ti]];
-                else if ((l = first_fit(&u, gpus, ng, p, how, &shared)) < 0) {
+                else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
                 } else {
-                    take(&u, gpus, ng, l, p);
+                    take(&u, gpus, ng, l, p, q);
                     for (int k = 0; how == LANES_PER_TREE_SPREAD && shared && k < ng; k++) {
                         int g = gpus[k];
                         nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
@@ -790,9 +833,11 @@ out:
     free(u.use);
     free(u.stamp);
     free(u.pace);
+    free(u.neck);
     free(gpus);
     free(nshared);
     free(shared_ph);
+    free(load);
     return nlanes;
 }
 

@@ -206,6 +206,42 @@ static void test_lanes_by_speed(void **state)
     mc_task_free(task);
 }
 
+/* GPU 0 roots 66 trees in one phase, 16 chunks of 64 KiB each: one to GPU 1 and 65 to GPU 2, all
+ * over one NVLink of the same bandwidth at one planned rate, so every edge is of one pace (chunk
+ * size, rate, narrowest link). 66 edges and 66 trees at GPU 0 do not fit in 64 lanes either way; sharing lanes by pace
+ * put the tree to GPU 1 in lockstep with trees that share their link 65 ways, so GPU 1 ended with
+ * them. The trees are even (one child each), so each takes a lane of its own and the two left
+ * over share one with a tree of their pace: GPU 1 ends as the dependency graph lets it. */
+static void test_lanes_spread(void **state)
+{
+    mc_task_t *task;
+    double end1, end1_deps, end2;
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:1}@[1]\nmesh C={x:1}@[2]\n"
+                              "move f32[262144] A[_] -> B[_]\nmove f32[17039360] A[_] -> C[_]\n",
+                              &task);
+    assert_int_equal(task->npieces, 2);
+    int small = task->pieces[0].bytes == 1 << 20 ? 0 : 1; /* the piece for GPU 1 */
+    edge(s, mc_sched_add_tree(s, small, 0, 1 << 20, 0, 0, 16), 0, 1);
+    for (int j = 0; j < 65; j++)
+        edge(s, mc_sched_add_tree(s, 1 - small, (uint64_t)j << 20, 1 << 20, 0, 0, 16), 0, 2);
+    s->nphases = 1;
+    /* one planned rate for all: GPU 0 -> 2's NVLink shared 65 ways */
+    const mc_tree_edge_t *e2 = &s->trees[1].edges[0];
+    assert_int_equal(e2->nlinks, 1);
+    for (int t = 0; t < s->ntrees; t++)
+        s->trees[t].rate = topo->links[e2->links[0]].bw / 65;
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, 2, &end2);
+    assert_true(end2 > 10 * end1_deps);
+    double t = exec_time(s, MC_RT_ORDER_NCCL, 1, &end1);
+    assert_close(end1, end1_deps);
+    assert_true(t < 1.01 * t_deps);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
  * model says. */
 static void test_relay_chain(void **state)
@@ -264,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_independent_trees),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_by_speed),
+        cmocka_unit_test(test_lanes_spread),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };
