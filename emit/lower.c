@@ -310,7 +310,11 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
         mc_tree_chunk(tr, c, &lo, &n);
         if (!n)
             break;
-        /* The root packs the chunk right before it sends it. */
+        /* The root packs the chunk as soon as its slot is free: in the step after the one that
+         * sent the chunk the slot held before (the first slots' chunks in the tree's first step).
+         * Packed in the step of its send, chunk c's pack would follow the root's first edge's
+         * send of chunk c-1 in that edge's lane (the nccl backend), and every other edge's send
+         * of chunk c would wait for it: a fast child for a slow one. */
         const place_t *rp = &pl[tr->root];
         to->got[tr->root * 3 + c % 3] = to->unpack[tr->root * 3 + c % 3] = -1;
         if (rp->box < 0) {
@@ -322,7 +326,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
             /* in the lane of the root's first edge (edge 0: the root reaches it first) */
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[L->gid0[ti]], &op);
+            uint32_t at = base + (c >= rp->nslots ? (uint32_t)(c - rp->nslots + 1) : 0);
+            uint32_t id = add_op(rrb, at, STAGE_PRE, L->lane[L->gid0[ti]], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }

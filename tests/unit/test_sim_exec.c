@@ -242,6 +242,38 @@ static void test_lanes_spread(void **state)
     mc_task_free(task);
 }
 
+/* A root that packs: GPU 0 holds a 1024 x 1024 tensor whole, and each column half goes to two
+ * GPUs (mesh B's rows replicate it), so the root stages the strided half chunk by chunk. The tree
+ * of half 0 sends first to GPU 5 through the NICs (its edge 0, slow), then to GPU 1 over NVLink,
+ * in 2 chunks; half 1 goes to GPUs 4 and 6 through the NICs. The pack of chunk 1 has a slot free
+ * from the start: packed in the step of its sends, it followed the slow edge's send of chunk 0 in
+ * that edge's lane, and GPU 1 waited for the NIC. It ends as the dependency graph lets it. */
+static void test_pack_early(void **state)
+{
+    mc_task_t *task;
+    double end1, end1_deps, end5;
+    mc_sched_t *s = sched_for("mesh A={x:1}@[0]\nmesh B={r:2,c:2}@[1,4,5,6]\n"
+                              "move f32[1024,1024] A[_,_] -> B[_,c]\n",
+                              &task);
+    assert_int_equal(task->npieces, 2);
+    for (int p = 0; p < 2; p++) {
+        int t = mc_sched_add_tree(s, p, 0, task->pieces[p].bytes, 0, 0, 2);
+        int to1 = task->pieces[p].dests[0] == 1 || task->pieces[p].dests[1] == 1;
+        edge(s, t, 0, to1 ? 5 : 4);
+        edge(s, t, 0, to1 ? 1 : 6);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, 5, &end5);
+    assert_true(end5 > 5 * end1_deps);
+    assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
+    assert_close(end1, end1_deps);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
  * model says. */
 static void test_relay_chain(void **state)
@@ -301,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_lanes_spread),
+        cmocka_unit_test(test_pack_early),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };
