@@ -1,8 +1,9 @@
 /* Tests for sim/sim_exec.c, the simulation of the plans the runtime executes, on the paper's
  * cluster: the dependency graph keeps two trees that share a root but no link independent (the
  * lockstep steps make the fast one wait for the slow one), and so do the nccl backend's lanes with
- * more trees on a GPU than the 8 lanes it used to have; a relayed chain and phases that share a
- * NIC take what the schedule's simulation says; and the loopback delivers those plans' bytes. */
+ * more trees on a GPU than the 8 lanes it used to have, with more than 64 (a few trees sharing
+ * lanes), and with a root that packs; a relayed chain and phases that share a NIC take what the
+ * schedule's simulation says; and the loopback delivers those plans' bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -206,16 +207,31 @@ static void test_lanes_by_speed(void **state)
     mc_task_free(task);
 }
 
+/* GPU `fast` of s (one phase) is held back by nothing: the dependency graph lets it end long
+ * before GPU `slow`, and the nccl lanes end it then too, the whole within 1% of the graph's time.
+ * Frees s and task. */
+static void assert_fast_free(mc_sched_t *s, mc_task_t *task, int fast, int slow)
+{
+    double end_fast, end_deps, end_slow;
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, fast, &end_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, slow, &end_slow);
+    assert_true(end_slow > 5 * end_deps);
+    double t = exec_time(s, MC_RT_ORDER_NCCL, fast, &end_fast);
+    assert_close(end_fast, end_deps);
+    assert_true(t < 1.01 * t_deps);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 /* GPU 0 roots 66 trees in one phase, 16 chunks of 64 KiB each: one to GPU 1 and 65 to GPU 2, all
  * over one NVLink of the same bandwidth at one planned rate, so every edge is of one pace (chunk
- * size, rate, narrowest link). 66 edges and 66 trees at GPU 0 do not fit in 64 lanes either way; sharing lanes by pace
- * put the tree to GPU 1 in lockstep with trees that share their link 65 ways, so GPU 1 ended with
- * them. The trees are even (one child each), so each takes a lane of its own and the two left
+ * size, rate, narrowest link). 66 edges and 66 trees at GPU 0 do not fit in 64 lanes either
+ * way; sharing lanes by pace put the tree to GPU 1 in lockstep with trees that share their link
+ * 65 ways, so GPU 1 ended with them. The trees are even (one child each), so each takes a lane of its own and the two left
  * over share one with a tree of their pace: GPU 1 ends as the dependency graph lets it. */
 static void test_lanes_spread(void **state)
 {
     mc_task_t *task;
-    double end1, end1_deps, end2;
     mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:1}@[1]\nmesh C={x:1}@[2]\n"
                               "move f32[262144] A[_] -> B[_]\nmove f32[17039360] A[_] -> C[_]\n",
                               &task);
@@ -232,14 +248,7 @@ static void test_lanes_spread(void **state)
         s->trees[t].rate = topo->links[e2->links[0]].bw / 65;
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
-    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
-    exec_time(s, MC_RT_ORDER_DEPS, 2, &end2);
-    assert_true(end2 > 10 * end1_deps);
-    double t = exec_time(s, MC_RT_ORDER_NCCL, 1, &end1);
-    assert_close(end1, end1_deps);
-    assert_true(t < 1.01 * t_deps);
-    mc_sched_free(s);
-    mc_task_free(task);
+    assert_fast_free(s, task, 1, 2);
 }
 
 /* A root that packs: GPU 0 holds a 1024 x 1024 tensor whole, and each column half goes to two
@@ -251,7 +260,6 @@ static void test_lanes_spread(void **state)
 static void test_pack_early(void **state)
 {
     mc_task_t *task;
-    double end1, end1_deps, end5;
     mc_sched_t *s = sched_for("mesh A={x:1}@[0]\nmesh B={r:2,c:2}@[1,4,5,6]\n"
                               "move f32[1024,1024] A[_,_] -> B[_,c]\n",
                               &task);
@@ -265,13 +273,7 @@ static void test_pack_early(void **state)
     s->nphases = 1;
     mc_sched_plan_rates(s, topo);
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
-    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
-    exec_time(s, MC_RT_ORDER_DEPS, 5, &end5);
-    assert_true(end5 > 5 * end1_deps);
-    assert_close(exec_time(s, MC_RT_ORDER_NCCL, 1, &end1), t_deps);
-    assert_close(end1, end1_deps);
-    mc_sched_free(s);
-    mc_task_free(task);
+    assert_fast_free(s, task, 1, 5);
 }
 
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
