@@ -1,8 +1,8 @@
 /* Tests for sim/sim_exec.c, the simulation of the plans the runtime executes, on the paper's
  * cluster: the dependency graph keeps two trees that share a root but no link independent (the
  * lockstep steps make the fast one wait for the slow one), and so do the nccl backend's lanes with
- * more trees on a GPU than the 8 lanes it used to have, with more than 64 (a few trees sharing
- * lanes), and with a root that packs; a relayed chain and phases that share a NIC take what the
+ * more trees on a GPU than the 8 lanes it used to have, with more than MC_RT_MAX_LANES (a few
+ * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC take what the
  * schedule's simulation says; and the loopback delivers those plans' bytes. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,9 +107,9 @@ static void test_independent_trees(void **state)
 
 /* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the others through its
  * host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10 trees) every tree
- * gets a lane of its own, more than the 8 lanes there used to be; with 8 trees per slow GPU (73
- * trees, more than MC_RT_MAX_LANES) the slow trees, all of one pace (chunk size and rate), share
- * one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
+ * gets a lane of its own, more than the 8 lanes there used to be; with 16 trees per slow GPU (145
+ * trees, more than MC_RT_MAX_LANES, and too many left over to share a few lanes) the slow trees,
+ * all of one pace (chunk size and rate), share one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
  * the whole takes what the dependency graph takes; with the 10 lanes taken modulo 8, the fast
  * tree moves in lockstep with a slow one. */
 static void test_lanes(void **state)
@@ -128,7 +128,7 @@ static void test_lanes(void **state)
     edge(s1, mc_sched_add_tree(s1, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
     s1->nphases = 1;
     exec_time(s1, MC_RT_ORDER_DEPS, 1, &end1_alone);
-    for (int per = 1; per <= 8; per += 7) {
+    for (int per = 1; per <= 16; per += 15) {
         mc_sched_t *s = mc_sched_new(task, topo, "hand");
         edge(s, mc_sched_add_tree(s, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
         for (int k = 1; k < 10; k++)
@@ -171,9 +171,9 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
     return n;
 }
 
-/* 70 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
- * (through the NICs): 140 edges and 70 trees at GPU 0, beyond 64 lanes either way, and all trees
- * of one pace. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
+/* 130 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
+ * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and
+ * all trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
  * 4; on it, the NVLink edges and the NIC edges are of two speeds and take two lanes, and GPU 1
  * ends as the dependency graph lets it. */
 static void test_lanes_by_speed(void **state)
@@ -187,8 +187,8 @@ static void test_lanes_by_speed(void **state)
                      MC_OK);
     assert_int_equal(mc_task_split(task, &err), MC_OK);
     mc_sched_t *s = mc_sched_new(task, topo, "hand");
-    for (int j = 0; j < 70; j++) {
-        uint64_t lo = (uint64_t)j * (4 << 20) / 70, hi = (uint64_t)(j + 1) * (4 << 20) / 70;
+    for (int j = 0; j < 130; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / 130, hi = (uint64_t)(j + 1) * (4 << 20) / 130;
         int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
         edge(s, t, 0, 1);
         edge(s, t, 0, 4);
@@ -223,29 +223,29 @@ static void assert_fast_free(mc_sched_t *s, mc_task_t *task, int fast, int slow)
     mc_task_free(task);
 }
 
-/* GPU 0 roots 66 trees in one phase, 16 chunks of 64 KiB each: one to GPU 1 and 65 to GPU 2, all
+/* GPU 0 roots 130 trees in one phase, 16 chunks of 16 KiB each: one to GPU 1, 129 to GPU 2, all
  * over one NVLink of the same bandwidth at one planned rate, so every edge is of one pace (chunk
- * size, rate, narrowest link). 66 edges and 66 trees at GPU 0 do not fit in 64 lanes either
- * way; sharing lanes by pace put the tree to GPU 1 in lockstep with trees that share their link
- * 65 ways, so GPU 1 ended with them. The trees are even (one child each), so each takes a lane of its own and the two left
+ * size, rate, narrowest link). 130 edges and 130 trees at GPU 0 do not fit in MC_RT_MAX_LANES
+ * (128) either way; sharing lanes by pace put the tree to GPU 1 in lockstep with trees that share
+ * their link 129 ways, so GPU 1 ended with them. The trees are even (one child each), so each takes a lane of its own and the two left
  * over share one with a tree of their pace: GPU 1 ends as the dependency graph lets it. */
 static void test_lanes_spread(void **state)
 {
     mc_task_t *task;
     mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:1}@[1]\nmesh C={x:1}@[2]\n"
-                              "move f32[262144] A[_] -> B[_]\nmove f32[17039360] A[_] -> C[_]\n",
+                              "move f32[65536] A[_] -> B[_]\nmove f32[8454144] A[_] -> C[_]\n",
                               &task);
     assert_int_equal(task->npieces, 2);
-    int small = task->pieces[0].bytes == 1 << 20 ? 0 : 1; /* the piece for GPU 1 */
-    edge(s, mc_sched_add_tree(s, small, 0, 1 << 20, 0, 0, 16), 0, 1);
-    for (int j = 0; j < 65; j++)
-        edge(s, mc_sched_add_tree(s, 1 - small, (uint64_t)j << 20, 1 << 20, 0, 0, 16), 0, 2);
+    int small = task->pieces[0].bytes == 256 << 10 ? 0 : 1; /* the piece for GPU 1 */
+    edge(s, mc_sched_add_tree(s, small, 0, 256 << 10, 0, 0, 16), 0, 1);
+    for (int j = 0; j < 129; j++)
+        edge(s, mc_sched_add_tree(s, 1 - small, (uint64_t)j << 18, 256 << 10, 0, 0, 16), 0, 2);
     s->nphases = 1;
-    /* one planned rate for all: GPU 0 -> 2's NVLink shared 65 ways */
+    /* one planned rate for all: GPU 0 -> 2's NVLink shared 129 ways */
     const mc_tree_edge_t *e2 = &s->trees[1].edges[0];
     assert_int_equal(e2->nlinks, 1);
     for (int t = 0; t < s->ntrees; t++)
-        s->trees[t].rate = topo->links[e2->links[0]].bw / 65;
+        s->trees[t].rate = topo->links[e2->links[0]].bw / 129;
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
     assert_fast_free(s, task, 1, 2);
