@@ -2,8 +2,9 @@
  * cluster: the dependency graph keeps two trees that share a root but no link independent (the
  * lockstep steps make the fast one wait for the slow one), and so do the nccl backend's lanes with
  * more trees on a GPU than the 8 lanes it used to have, with more than MC_RT_MAX_LANES (a few
- * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC take what the
- * schedule's simulation says; and the loopback delivers those plans' bytes. */
+ * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC
+ * take what the schedule's simulation says, and so does one H100 NVLink send at its connection
+ * limit; and the loopback delivers those plans' bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,13 +106,14 @@ static void test_independent_trees(void **state)
     mc_task_free(task);
 }
 
-/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the others through its
- * host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10 trees) every tree
- * gets a lane of its own, more than the 8 lanes there used to be; with 16 trees per slow GPU (145
- * trees, more than MC_RT_MAX_LANES, and too many left over to share a few lanes) the slow trees,
- * all of one pace (chunk size and rate), share one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
- * the whole takes what the dependency graph takes; with the 10 lanes taken modulo 8, the fast
- * tree moves in lockstep with a slow one. */
+/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the
+ * others through its host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10
+ * trees) every tree gets a lane of its own, more than the 8 lanes there used to be; with 16 trees
+ * per slow GPU (145 trees, more than MC_RT_MAX_LANES, and too many left over to share a few lanes)
+ * the slow trees, all of one pace (chunk size and rate), share one lane and the fast tree has the
+ * other. Either way the fast tree ends when it would alone and the whole takes what the dependency
+ * graph takes; with the 10 lanes taken modulo 8, the fast tree moves in lockstep with a slow
+ * one. */
 static void test_lanes(void **state)
 {
     static const int dests[10] = {1, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -172,10 +174,11 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
 }
 
 /* 130 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
- * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and
- * all trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
- * 4; on it, the NVLink edges and the NIC edges are of two speeds and take two lanes, and GPU 1
- * ends as the dependency graph lets it. */
+ * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and all
+ * trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the
+ * topology they share one lane, so GPU 1 receives in lockstep with GPU 4; on it, the NVLink edges
+ * and the NIC edges are of two speeds and take two lanes, and GPU 1 ends as the dependency graph
+ * lets it. */
 static void test_lanes_by_speed(void **state)
 {
     mc_err_t err = {0};
@@ -227,8 +230,9 @@ static void assert_fast_free(mc_sched_t *s, mc_task_t *task, int fast, int slow)
  * over one NVLink of the same bandwidth at one planned rate, so every edge is of one pace (chunk
  * size, rate, narrowest link). 130 edges and 130 trees at GPU 0 do not fit in MC_RT_MAX_LANES
  * (128) either way; sharing lanes by pace put the tree to GPU 1 in lockstep with trees that share
- * their link 129 ways, so GPU 1 ended with them. The trees are even (one child each), so each takes a lane of its own and the two left
- * over share one with a tree of their pace: GPU 1 ends as the dependency graph lets it. */
+ * their link 129 ways, so GPU 1 ended with them. The trees are even (one child each), so each
+ * takes a lane of its own and the two left over share one with a tree of their pace: GPU 1 ends as
+ * the dependency graph lets it. */
 static void test_lanes_spread(void **state)
 {
     mc_task_t *task;
@@ -274,6 +278,33 @@ static void test_pack_early(void **state)
     mc_sched_plan_rates(s, topo);
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_fast_free(s, task, 1, 5);
+}
+
+/* On H100 a tree edge over NVLink moves at most 180 GB/s, its connection's limit: the plans'
+ * simulation applies it as the schedule's does (sim_links.c), so 64 MiB from GPU 0 to GPU 1 of
+ * one DGX H100 take alpha + latency + 64 MiB / 180 GB/s both ways (before, the plans moved at the
+ * NVLink's full rate). */
+static void test_connection_limit(void **state)
+{
+    mc_topo_t *paper = topo;
+    mc_err_t err = {0};
+    mc_task_t *task;
+    double unused;
+    assert_int_equal(mc_topo_load("topologies/dgx-h100-x1.xml", &topo, &err), MC_OK);
+    mc_sched_t *s = sched_for("mesh A={x:1}@[0]\nmesh B={x:1}@[1]\n"
+                              "move f32[16777216] A[_] -> B[_]\n",
+                              &task);
+    int t = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 1);
+    edge(s, t, 0, 1);
+    s->nphases = 1;
+    const mc_tree_edge_t *e = &s->trees[t].edges[0];
+    double want = mc_topo_links_delay(topo, e->links, e->nlinks) + (64 << 20) / 180e9;
+    assert_close(sim_time(s), want);
+    assert_close(exec_time(s, MC_RT_ORDER_DEPS, 1, &unused), want);
+    mc_sched_free(s);
+    mc_task_free(task);
+    mc_topo_free(topo);
+    topo = paper;
 }
 
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
@@ -336,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_lanes_spread),
         cmocka_unit_test(test_pack_early),
+        cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };
