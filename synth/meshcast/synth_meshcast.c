@@ -154,9 +154,9 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
 
 /* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
  * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
- * integer model refines the best (the solved plan) and, since the estimate does not see everything the simulator charges, the
- * others as well (MC_PLAN_OTHER*, raced by the referee). The rlimit is split: half to the
- * relaxation, a sixth to each refinement. */
+ * integer model refines the best (the solved plan) and, since the estimate does not see
+ * everything the simulator charges, the others as well (MC_PLAN_OTHER*, raced by the referee).
+ * The rlimit is split: half to the relaxation, a sixth to each refinement. */
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;

@@ -72,7 +72,8 @@ expect_grep "$TMP/out" 'plan=[^ ]*\+ch2' "single sender cut into channels"
 expect_exit 0 "permutation over 4 hosts" -- "$MESHCAST" synth -q --topo $h100 \
   --mesh 'M={X:4,Y:4,Z:2}@0..31' 'bf16[8192,8192] M[(X,Y),_] -> M[(Y,X),_]' -o "$TMP/perm.xml"
 expect_exit 0 "permutation simulated" -- "$MESHCAST" sim --topo $h100 --links 400 "$TMP/perm.xml"
-expect_true "no NIC PCIe link above 3.25 MiB" -- awk '/ PCI busy /{for(i=1;i<NF;i++) if($(i+1)=="MiB" && $i+0>3.25) bad=1; n++} END{exit bad || n==0}' "$TMP/out"
+expect_true "no NIC PCIe link above 3.25 MiB" -- awk '/ PCI busy /{for(i=1;i<NF;i++)
+  if($(i+1)=="MiB" && $i+0>3.25) bad=1; n++} END{exit bad || n==0}' "$TMP/out"
 
 # A memory bound below the shards themselves cannot hold: the schedule is refused, not written.
 expect_exit 1 "memory limit too small" -- "$MESHCAST" synth --topo $topo --strategy p2p \
