@@ -110,6 +110,7 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->touched);
     free(ct->xfers);
     free(ct->times);
+    free(ct->chains);
     free(ct->gpu_out);
     free(ct->host_out);
     free(ct);
@@ -321,7 +322,7 @@ static void reset(mc_cost_topo_t *ct)
         ct->load[ct->touched[i]] = 0;
         ct->flows[ct->touched[i]] = 0;
     }
-    ct->ntouched = ct->nxfers = 0;
+    ct->ntouched = ct->nxfers = ct->nchains = 0;
     memset(ct->gpu_out, 0, sizeof(double) * (size_t)ct->topo->ngpus);
     memset(ct->host_out, 0, sizeof(double) * (size_t)ct->topo->nhosts);
     memset(ct->port_in, 0, sizeof(double) * (size_t)ct->port_base[ct->topo->nhosts]);
@@ -436,6 +437,31 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
             best = m;
             best_c = c;
         }
+    }
+    /* A chain (alpa-bcast) pipelines in its own chunk count, not the count best for the whole.
+     * On each of its links its bytes take their fair share's time (the link's bandwidth over
+     * its transfers, within the connections' limit), at most the link's pace. It ends no sooner
+     * than that time on its busiest link plus its fill: a chunk's part of that time on each
+     * other link (its first chunk's before, its last chunk's after), which the chunks of the
+     * chains ending alongside it cross too. Charged once per chain, not per transfer
+     * (docs/cost-model.md, "Accuracy"). */
+    for (int i = 0; i < ct->nchains; i++) {
+        const cost_chain_t *ch = &ct->chains[i];
+        double fill = 0, pace = 0, slow = 0;
+        for (int j = ch->first; j < ch->first + ch->n; j++) {
+            const cost_route_t *r = &ct->routes[ct->xfers[j].route];
+            double rate = r->bw / ct->times[j].flows;
+            if (r->cap > 0)
+                rate = fmin(rate, r->cap * ct->conns);
+            double own = fmin(ct->times[j].pace, ct->xfers[j].bytes / rate);
+            double hop = ct->times[j].delay + own / ch->chunks;
+            fill += hop;
+            if (own > pace) {
+                pace = own;
+                slow = hop;
+            }
+        }
+        best = fmax(best, fill - slow + pace);
     }
     if (ct->serial_s > best)
         best = ct->serial_s;

@@ -39,6 +39,13 @@ typedef struct cost_time {
     double first, last; /* arrival of its first and last chunk */
 } cost_time_t;
 
+/* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
+ * it pipelines in on its own (cost_traffic.c, chain_best). */
+typedef struct cost_chain {
+    int first, n;
+    int chunks;
+} cost_chain_t;
+
 /* A cached route: its links in the pool and its message delay (alpha + hop latencies). */
 typedef struct cost_route {
     int first, n;
@@ -78,6 +85,8 @@ struct mc_cost_topo {
     int time_cap;
     double *gpu_out;    /* bytes each GPU sends (holder choice) */
     double *host_out;   /* bytes each host sends across (source-host choice) */
+    cost_chain_t *chains;   /* alpa-bcast's chains, chain_cap of them */
+    int nchains, chain_cap;
     double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
     int channels;       /* the most channels the strategy cuts a tree into (1: none) */

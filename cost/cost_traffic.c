@@ -359,9 +359,11 @@ static double chain_time(const double *delay, const double *bw, int n, double by
 
 /* The chain's time at the chunk count NCCL's steps (512 KiB) allow that is best for it: near
  * sqrt(bytes x (sum of 1/bw less the slowest's) / the slowest's delay), which minimizes the
- * time when one route is the slowest at every count. */
-static double chain_best(const double *delay, const double *bw, int n, double bytes)
+ * time when one route is the slowest at every count; *chunks gets that count. NCCL's steps
+ * are of a chain's half: each of its two duplicated channels moves one. */
+static double chain_best(const double *delay, const double *bw, int n, double bytes, int *chunks)
 {
+    *chunks = 1;
     if (n == 0)
         return 0;
     int slow = 0;
@@ -371,13 +373,18 @@ static double chain_best(const double *delay, const double *bw, int n, double by
         if (bw[i] < bw[slow])
             slow = i;
     }
-    double most = fmax(1, fmin(floor(bytes / COST_NCCL_STEP), 4096));
+    double most = fmax(1, fmin(floor(bytes / 2 / COST_NCCL_STEP), 4096));
     double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
     c = fmin(fmax(c, 1), most);
-    double best = fmin(chain_time(delay, bw, n, bytes, (int)floor(c)),
-                       chain_time(delay, bw, n, bytes, (int)ceil(c)));
-    return fmin(best, fmin(chain_time(delay, bw, n, bytes, 1),
-                           chain_time(delay, bw, n, bytes, (int)most)));
+    double counts[4] = {floor(c), ceil(c), 1, most}, best = INFINITY;
+    for (int k = 0; k < 4; k++) {
+        double t = chain_time(delay, bw, n, bytes, (int)counts[k]);
+        if (t < best) {
+            best = t;
+            *chunks = (int)counts[k];
+        }
+    }
+    return best;
 }
 
 /* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
@@ -405,6 +412,7 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 prev = g;
         }
         ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
+        int first = ct->nxfers; /* the chain's transfers (its fill: cost.c, time_of) */
         for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
             int d = m->devices[k];
             if (!mc_ints_contain(p->dests, p->ndests, d))
@@ -417,7 +425,11 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
             }
             prev = d;
         }
-        ct->serial_s = fmax(ct->serial_s, chain_best(delay, bw, hops, (double)p->bytes));
+        int chunks;
+        ct->serial_s = fmax(ct->serial_s, chain_best(delay, bw, hops, (double)p->bytes, &chunks));
+        MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
+        ct->chains[ct->nchains++] = (cost_chain_t){.first = first, .n = ct->nxfers - first,
+                                                   .chunks = chunks};
     }
     return st;
 }
