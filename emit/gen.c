@@ -402,6 +402,12 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
 
 void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu)
 {
+    mc_emit_gen_flushed(m, P, h, cu, 0, NULL, NULL);
+}
+
+void mc_emit_gen_flushed(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
+                         mc_buf_t *cu, size_t every, mc_emit_flush_fn flush, void *ctx)
+{
     int nops = 0, nv = 0;
     for (int r = 0; r < P->nranks; r++)
         nops += (int)P->plans[r].nops;
@@ -420,9 +426,12 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
     mc_buf_printf(cu, "/* ---- end of the pack kernel ---- */\n\n");
     /* the tables go straight into the source: held twice, they were 3.4 GB of the 8192-GPU
      * schedule's 1.7 GB .cu */
-    for (int r = 0; r < P->nranks; r++)
+    for (int r = 0; r < P->nranks; r++) {
         if (has_plan(P, r))
             gen_rank(m->name, &P->plans[r], cu, vs, &nv);
+        if (flush && cu->len >= every)
+            flush(ctx, cu);
+    }
     gen_plans(m->name, P, cu);
     gen_copy_fn(m->name, P, vs, nv, cu);
     gen_entry(m->name, P->only, cu);
