@@ -48,7 +48,7 @@ mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char
                           mc_emit_file_t **files, int *nfiles, mc_err_t *err)
 {
     mc_emit_plans_t *P = NULL;
-    mc_status_t st;
+    mc_status_t st = MC_OK;
     char *task_text = NULL, *fname = NULL;
     stream_t sm = {.st = MC_OK, .err = err};
     *files = NULL;
@@ -57,9 +57,8 @@ mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char
         return mc_err_set(err, MC_ERR_USAGE,
                           "--name '%s': expected a C identifier (letters, digits, _; at most 64)",
                           name);
-    MC_CHECK_GOTO(rank < 0 ? mc_emit_lower_on(s, topo, &P, err)
-                           : mc_emit_lower_rank(s, topo, rank, &P, err),
-                  out, st);
+    if (rank >= 0)
+        MC_CHECK_GOTO(mc_emit_lower_rank(s, topo, rank, &P, err), out, st);
     task_text = mc_task_to_text(s->task);
     mc_emit_meta_t m = {name, version, task_text, s->strategy, s->topo_fingerprint};
     fname = mc_xasprintf("%s.h", name);
@@ -75,10 +74,16 @@ mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char
         if (st != MC_OK)
             goto out;
     }
-    /* Only now: adding a file may move the array. */
-    mc_buf_t *cu = &(*files)[1].data;
-    mc_emit_gen_flushed(&m, P, &(*files)[0].data, cu, MC_EMIT_FLUSH_BYTES,
-                        dir ? stream_flush : NULL, &sm);
+    /* Only now: adding a file may move the array. Every rank's plans are made and generated
+     * MC_EMIT_BATCH_RANKS at a time. */
+    mc_buf_t *h = &(*files)[0].data, *cu = &(*files)[1].data;
+    mc_emit_flush_fn flush = dir ? stream_flush : NULL;
+    if (P)
+        mc_emit_gen_flushed(&m, P, h, cu, MC_EMIT_FLUSH_BYTES, flush, &sm);
+    else
+        MC_CHECK_GOTO(mc_emit_gen_batched(&m, s, topo, MC_EMIT_BATCH_RANKS, h, cu,
+                                          MC_EMIT_FLUSH_BYTES, flush, &sm, err),
+                      out, st);
     if (dir) {
         stream_flush(&sm, cu);
         mc_buf_free(cu);

@@ -15,6 +15,7 @@
  * staging is reused and a root may send what it received in an earlier phase. Every dependency
  * points to an earlier step (or to an earlier stage of the same step), so the steps stay a valid
  * order of the graph. Chunks are mc_tree_chunk's, as in the simulator and validate. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ typedef struct lower {
     int *gid0;          /* per tree: the number of its first edge */
     uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
     int nlanes;
-    int only;           /* the one GPU whose plan is made, or -1 for all */
+    int some;           /* only the plans of the GPUs not `counted` are made */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -388,12 +389,13 @@ static mc_status_t count_tree(lower_t *L, int ti, int *depth, int *nkids, uint32
     return MC_OK;
 }
 
-static int tree_touches(const mc_tree_t *tr, int gpu)
+/* Whether the tree touches a GPU whose plan is made. */
+static int tree_touches(const lower_t *L, const mc_tree_t *tr)
 {
-    if (tr->root == gpu)
+    if (!L->rb[tr->root].counted)
         return 1;
-    for (int e = 0; e < tr->nedges; e++)
-        if (tr->edges[e].child == gpu)
+    for (int e = 0; e < tr->nedges; e++) /* GPU ids are below mc_emit_ngpus, not above -1 */
+        if (tr->edges[e].child >= 0 && !L->rb[tr->edges[e].child].counted)
             return 1;
     return 0;
 }
@@ -734,14 +736,15 @@ out:
     return nlanes;
 }
 
-/* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
- * made, and the trees that do not touch its GPU are only measured (count_tree). The lanes are
- * chosen over every tree either way, so that one rank's plan is the full lowering's. */
-static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int only,
-                               mc_emit_plans_t **out, mc_err_t *err)
+/* Lowers ranks r0 .. r1-1 (every rank when they are all): the other ranks' ops are then counted,
+ * not made, and the trees that touch none of their GPUs are only measured (count_tree). The lanes
+ * are chosen over every tree either way, so that a rank's plan is the full lowering's. only: the
+ * plans say they are rank r0's alone (emit --rank). */
+static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int r0, int r1,
+                               int only, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, -1};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, 0};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -750,7 +753,7 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
     *out = NULL;
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
     P->nranks = mc_emit_ranks(s, ngpus, rank_of);
-    P->only = only;
+    P->only = only ? r0 : -1;
     P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
         if (rank_of[g] >= 0)
@@ -783,15 +786,15 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
         lo.uphase[l] = -1;
     for (int g = 0; g < ngpus; g++)
         lo.tphase[g] = -1;
-    if (only >= P->nranks) {
-        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", only,
+    if (r0 >= P->nranks) {
+        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", r0,
                         P->nranks, P->nranks - 1);
         goto out;
     }
-    if (only >= 0) {
-        L.only = P->gpus[only];
+    if (r0 > 0 || r1 < P->nranks) {
+        L.some = 1;
         for (int g = 0; g < ngpus; g++)
-            L.rb[g].counted = g != L.only;
+            L.rb[g].counted = rank_of[g] < r0 || rank_of[g] >= r1;
     }
     lower_copies(&L);
     for (int g = 0; g < ngpus; g++)
@@ -809,7 +812,7 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            if (L.only < 0 || tree_touches(&s->trees[ti], L.only))
+            if (!L.some || tree_touches(&L, &s->trees[ti]))
                 MC_CHECK_GOTO(lower_tree(&L, ti, base, depth, nkids, pl, &to, &n, err), out, st);
             else
                 MC_CHECK_GOTO(count_tree(&L, ti, depth, nkids, &n, err), out, st);
@@ -863,13 +866,13 @@ out:
 
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
-    return lower_plans(s, NULL, -1, out, err);
+    return lower_plans(s, NULL, 0, INT_MAX, 0, out, err);
 }
 
 mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
                              mc_err_t *err)
 {
-    return lower_plans(s, topo, -1, out, err);
+    return lower_plans(s, topo, 0, INT_MAX, 0, out, err);
 }
 
 mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
@@ -877,7 +880,16 @@ mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int r
 {
     if (rank < 0)
         return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
-    return lower_plans(s, topo, rank, out, err);
+    return lower_plans(s, topo, rank, rank + 1, 1, out, err);
+}
+
+mc_status_t mc_emit_lower_ranks(const mc_sched_t *s, const mc_topo_t *topo, int lo, int hi,
+                                mc_emit_plans_t **out, mc_err_t *err)
+{
+    if (lo < 0 || hi <= lo)
+        return mc_err_set(err, MC_ERR_USAGE, "ranks %d to %d: expected 0 <= first <= last", lo,
+                          hi - 1);
+    return lower_plans(s, topo, lo, hi, 0, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)
