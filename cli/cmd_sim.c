@@ -248,8 +248,8 @@ int cmd_sim(int argc, char **argv)
         int order = a.steps ? MC_RT_ORDER_STEPS
                     : a.nccl  ? MC_RT_ORDER_NCCL
                     : a.lanes ? MC_RT_ORDER_LANES(a.lanes) : MC_RT_ORDER_DEPS;
-        MC_CHECK_GOTO(mc_sim_exec(full ? full : s, topo, plans->nranks, plans->plans, plans->gpus, order, &xres,
-                                  &err),
+        MC_CHECK_GOTO(mc_sim_exec(full ? full : s, topo, plans->nranks, plans->plans,
+                                  plans->gpus, order, &xres, &err),
                       out, st);
         rep.x = &xres;
         int lanes = a.lanes ? a.lanes

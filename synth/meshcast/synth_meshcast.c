@@ -405,8 +405,8 @@ typedef struct verdict {
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
  * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
  * schedule states: the plan's name, its time, the bound and the gap. */
-static mc_status_t certify(const run_t *r, const mc_sched_t *s, const char *plan, int64_t *work_left,
-                           double horizon, verdict_t *v, mc_err_t *err)
+static mc_status_t certify(const run_t *r, const mc_sched_t *s, const char *plan,
+                           int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
