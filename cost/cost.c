@@ -195,7 +195,8 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after,
     ct->gpu_out[a] += bytes;
     MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
     ct->xfers[ct->nxfers] = (cost_xfer_t){(int)(r - ct->routes), after,
-                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes};
+                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes,
+                                          ct->unit > 0 && ct->unit < bytes ? ct->unit : bytes};
     *x = ct->nxfers++;
     return MC_OK;
 }
@@ -315,6 +316,7 @@ const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 static void reset(mc_cost_topo_t *ct)
 {
     ct->serial_s = 0;
+    ct->unit = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
         ct->flows[ct->touched[i]] = 0;
@@ -348,11 +350,17 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *f
  * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
  * chunk leaves once the first chunk of the transfer before it has arrived, after the message
  * delay; its last one leaves once the last one before it has arrived, or once its own earlier
- * chunks are through, each paying the delay, which the other transfers on its busiest link
- * hide in part (delay / flows), or the strategy's own parallel connections (ct->channels) when
- * it runs more. The makespan is the latest last chunk. */
+ * chunks are through, each paying the delay, of which the k connections on its busiest link
+ * leave delay / k (one's delay falls while the others move bytes). k is the most of: the
+ * transfers on that link, the strategy's staggered trees (ct->staggered), and the channels its
+ * trees are cut into: up to ct->channels, each of c chunks of ct->min_chunk or more, cut from a
+ * tree as small as the strategy makes (one unit, cost_xfer_t.unit), so a small piece has none
+ * (docs/cost-model.md). The makespan is the latest last chunk. */
 static double makespan(mc_cost_topo_t *ct, int c)
 {
+    static const double recip[COST_CHANNELS_MAX + 1] = {0, 1, 1 / 2., 1 / 3., 1 / 4., 1 / 5.,
+                                                        1 / 6., 1 / 7., 1 / 8.};
+    _Static_assert(COST_CHANNELS_MAX == 8, "recip lists 1 / k for every channel count k");
     double t = 0, inv = 1.0 / c;
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
@@ -360,7 +368,10 @@ static double makespan(mc_cost_topo_t *ct, int c)
         double chunk = m->pace * inv;
         double own, last;
         m->first = (up ? up->first : 0) + m->delay + chunk;
-        own = m->first + (c - 1) * (m->hidden + chunk);
+        /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
+        double cut = m->units * inv;
+        int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
+        own = m->first + (c - 1) * (chunk + m->delay * (ch > m->flows ? recip[ch] : m->inv_flows));
         last = (up ? up->last : 0) + m->delay + chunk;
         m->last = own > last ? own : last;
         if (m->last > t)
@@ -395,7 +406,11 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
-        ct->times[i].hidden = r->delay / (flows > ct->channels ? flows : ct->channels);
+        cost_time_t *m = &ct->times[i];
+        m->flows = flows > ct->staggered ? flows : ct->staggered;
+        m->inv_flows = 1.0 / m->flows;
+        /* channels only where the strategy cuts its trees into them */
+        m->units = ct->channels > 1 ? ct->xfers[i].unit / ct->min_chunk : 0;
         if (ct->xfers[i].depth > depth)
             depth = ct->xfers[i].depth;
     }
@@ -440,7 +455,7 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
  * step for the ring broadcast; a send/recv is one message. */
 static int max_chunks(mc_cost_strategy_t s, double bytes)
 {
-    double step = s == MC_COST_MESHCAST ? 128.0 * 1024 : 512.0 * 1024;
+    double step = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : COST_NCCL_STEP;
     double c = s == MC_COST_P2P ? 1 : floor(bytes / step);
     return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
 }
@@ -465,8 +480,11 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
     reset(ct);
     /* meshcast staggers at least two trees on every bottleneck link (synth_meshcast_stagger.c),
      * as NCCL runs several channels per NIC: one's message overhead falls while another moves
-     * bytes */
-    ct->channels = s == MC_COST_MESHCAST ? 2 : 1;
+     * bytes; and its referee cuts trees into up to COST_CHANNELS_MAX channels where they carry
+     * enough bytes (mc_sched_channels) */
+    ct->channels = s == MC_COST_MESHCAST ? COST_CHANNELS_MAX : 1;
+    ct->staggered = s == MC_COST_MESHCAST ? 2 : 1;
+    ct->min_chunk = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : COST_NCCL_STEP;
     /* p2p sends a transfer as one ncclSend; alpa-bcast runs each chain as NCCL's two duplicated
      * ring channels (synth_alpa_bcast.c); meshcast emits a tree whose edges have a connection
      * limit as enough parallel copies to carry its planned rate (synth_meshcast.c, add_copies) */

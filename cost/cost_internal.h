@@ -5,12 +5,22 @@
 
 #include "cost/cost.h"
 
+/* What the strategies' schedules are cut into, as their synthesizers cut them: meshcast's smallest
+ * chunk (MC_MIN_CHUNK_BYTES, NCCL's network P2P chunk), NCCL's Simple step (alpa-bcast's chains),
+ * meshcast's most channels per tree (MC_CHANNELS_MAX) and the units it splits a piece into, whole
+ * ones per tree (MC_PIECE_UNITS), all in synth/meshcast/. */
+#define COST_MESHCAST_CHUNK (128.0 * 1024)
+#define COST_NCCL_STEP (512.0 * 1024)
+#define COST_CHANNELS_MAX 8
+#define COST_PIECE_UNITS 32
+
 /* One GPU-to-GPU transfer of the strategy's traffic. */
 typedef struct cost_xfer {
     int route;      /* index into the route pool */
     int after;      /* the transfer that brings the sender these bytes, -1 from a holder */
     int depth;      /* store-and-forward hops up to and including this one */
     double bytes;
+    double unit;    /* the fewest bytes a tree of the strategy's carrying them may have */
 } cost_xfer_t;
 
 /* How meshcast's trees fan a share out inside a host: straight from where it enters (on a
@@ -21,7 +31,11 @@ typedef enum { COST_FAN_STAR, COST_FAN_CHAIN, COST_FAN_TREE, COST_FAN__COUNT } c
 typedef struct cost_time {
     double pace;    /* its busiest link's seconds */
     double delay;   /* its route's message delay */
-    double hidden;  /* the part of that delay a chunk adds (the rest others hide) */
+    int flows;      /* connections on its busiest link whatever the chunks: its transfers or
+                     * the strategy's staggered trees, the more */
+    double inv_flows; /* 1 / flows */
+    double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
+                     * strategy without channels */
     double first, last; /* arrival of its first and last chunk */
 } cost_time_t;
 
@@ -66,7 +80,10 @@ struct mc_cost_topo {
     double *host_out;   /* bytes each host sends across (source-host choice) */
     double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
     cost_fan_t fan;     /* how a share fans out inside a host */
-    int channels;       /* parallel connections the strategy runs per link */
+    int channels;       /* the most channels the strategy cuts a tree into (1: none) */
+    int staggered;      /* connections on every link whatever the bytes (staggered trees) */
+    double min_chunk;   /* the smallest chunk a connection sends */
+    double unit;        /* the piece being laid out: its smallest tree (0: each transfer) */
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
 };

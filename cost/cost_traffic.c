@@ -264,6 +264,7 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
         int nsrc = holder_sources(ct, p, src), nhold = nsrc;
+        ct->unit = (double)p->bytes / COST_PIECE_UNITS;
         /* destinations grouped by host (GPUs are numbered host by host and both lists ascend, so
          * each host's are contiguous and hosts come in order): hosts holding the piece first,
          * then the others, which may relay to later ones */
@@ -298,6 +299,7 @@ mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_er
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
         int nhold = holder_sources(ct, p, src), turn = 0;
+        ct->unit = (double)p->bytes / COST_PIECE_UNITS;
         for (int k = 1; k < p->nholders; k++)
             if (ct->gpu_out[p->holders[k]] < ct->gpu_out[p->holders[turn]])
                 turn = k;
@@ -369,7 +371,7 @@ static double chain_best(const double *delay, const double *bw, int n, double by
         if (bw[i] < bw[slow])
             slow = i;
     }
-    double most = fmax(1, fmin(floor(bytes / (512.0 * 1024)), 4096));
+    double most = fmax(1, fmin(floor(bytes / COST_NCCL_STEP), 4096));
     double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
     c = fmin(fmax(c, 1), most);
     double best = fmin(chain_time(delay, bw, n, bytes, (int)floor(c)),

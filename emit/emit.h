@@ -29,8 +29,9 @@ typedef struct mc_emit_plans {
  * holds its piece nor is one of its destinations is refused (MC_ERR_UNSUPPORTED). */
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err);
 /* The same on topo (may be NULL), which tells the edges' speeds: when a lane per edge and per tree
- * both take more than MC_RT_MAX_LANES, edges of one speed share lanes rather than trees of one
- * pace (emit/lower.c, assign_lanes). Code generation, run, sim and bench lower on the topology. */
+ * both take more than MC_RT_MAX_LANES, trees of one speed to each parent's children take a lane
+ * each, a few sharing, or else edges of one speed share lanes rather than trees of one pace
+ * (emit/lower.c, assign_lanes). Code generation, run, sim and bench lower on the topology. */
 mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
                              mc_err_t *err);
 /* Makes rank `rank`'s plan only, the same as mc_emit_lower_on's for that rank (on topo, may be

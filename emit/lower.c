@@ -310,7 +310,11 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
         mc_tree_chunk(tr, c, &lo, &n);
         if (!n)
             break;
-        /* The root packs the chunk right before it sends it. */
+        /* The root packs the chunk as soon as its slot is free: in the step after the one that
+         * sent the chunk the slot held before (the first slots' chunks in the tree's first step).
+         * Packed in the step of its send, chunk c's pack would follow the root's first edge's
+         * send of chunk c-1 in that edge's lane (the nccl backend), and every other edge's send
+         * of chunk c would wait for it: a fast child for a slow one. */
         const place_t *rp = &pl[tr->root];
         to->got[tr->root * 3 + c % 3] = to->unpack[tr->root * 3 + c % 3] = -1;
         if (rp->box < 0) {
@@ -322,7 +326,8 @@ static mc_status_t lower_tree(lower_t *L, int ti, uint32_t base, int *depth, int
             op.src.box = intern_box(rrb, &sb);
             op.src.off = tr->offset + lo;
             /* in the lane of the root's first edge (edge 0: the root reaches it first) */
-            uint32_t id = add_op(rrb, base + c, STAGE_PRE, L->lane[L->gid0[ti]], &op);
+            uint32_t at = base + (c >= rp->nslots ? (uint32_t)(c - rp->nslots + 1) : 0);
+            uint32_t id = add_op(rrb, at, STAGE_PRE, L->lane[L->gid0[ti]], &op);
             wait_slot(rrb, id, tr, rp, to, tr->root, c);
             to->got[tr->root * 3 + c % 3] = id;
         }
@@ -621,15 +626,22 @@ static uint64_t tree_pace(const mc_tree_t *tr)
     return h ? h : 1;
 }
 
-/* The pace of an edge on topo: its tree's chunk size and planned rate, and the bandwidth of its
- * route's narrowest link, so that edges of one pace move at about one speed whatever their GPUs
- * (an NVLink edge and a NIC edge of one tree do not). Never 0. */
-static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
+/* The bandwidth of the narrowest link on an edge's route. */
+static double edge_bw(const mc_tree_edge_t *ed, const mc_topo_t *topo)
 {
     double bw = HUGE_VAL;
     for (int l = 0; l < ed->nlinks; l++)
         if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && topo->links[ed->links[l]].bw < bw)
             bw = topo->links[ed->links[l]].bw;
+    return bw;
+}
+
+/* The pace of an edge on topo: its tree's chunk size and planned rate, and the bandwidth of its
+ * route's narrowest link, so that edges of one pace move at about one speed whatever their GPUs
+ * (an NVLink edge and a NIC edge of one tree do not). Never 0. */
+static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
+{
+    double bw = edge_bw(ed, topo);
     uint64_t h = 1469598103934665603ull, v[3] = {slot_bytes(tr), 0, 0};
     memcpy(&v[1], &tr->rate, sizeof v[1]);
     memcpy(&v[2], &bw, sizeof v[2]);
@@ -638,47 +650,118 @@ static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const m
     return h ? h : 1;
 }
 
-/* Per GPU and lane, in the current phase: how many edges or trees use it and the pace of the first
- * (0: free). An entry whose stamp is not the phase's counts as free, so a phase costs its edges,
- * not the cluster's size. */
+/* The load of every link in phase ph: the bytes of the phase's trees that cross it over its
+ * bandwidth. */
+static void phase_load(const mc_sched_t *s, const mc_topo_t *topo, int ph, double *load)
+{
+    memset(load, 0, sizeof *load * ((size_t)topo->nlinks + 1));
+    for (int ti = 0; ti < s->ntrees; ti++)
+        for (int e = 0; s->trees[ti].phase == ph && e < s->trees[ti].nedges; e++)
+            for (int l = 0; l < s->trees[ti].edges[e].nlinks; l++) {
+                int k = s->trees[ti].edges[e].links[l];
+                if (k >= 0 && k < topo->nlinks)
+                    load[k] += (double)s->trees[ti].bytes / topo->links[k].bw;
+            }
+}
+
+/* The bottleneck key of a tree in LANES_PER_TREE_SPREAD: its chunk size and the most loaded link
+ * it crosses in its phase. Trees whose bottleneck is one link move at one max-min share of it, so
+ * two of them in one lane lose little to lockstep (two trees of one pace but different
+ * bottlenecks may not: one NVLink for one tree, another shared 65 ways). Never 0. */
+static uint64_t tree_bottleneck(const mc_tree_t *tr, const mc_topo_t *topo, const double *load)
+{
+    int best = -1;
+    for (int e = 0; e < tr->nedges; e++)
+        for (int l = 0; l < tr->edges[e].nlinks; l++) {
+            int k = tr->edges[e].links[l];
+            if (k >= 0 && k < topo->nlinks && (best < 0 || load[k] > load[best]))
+                best = k;
+        }
+    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), (uint64_t)(uint32_t)best};
+    for (int k = 0; k < 2; k++)
+        h = (h ^ v[k]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Whether a tree's edges can move in lockstep at no cost: every GPU of it sends to its children
+ * over routes of one narrowest bandwidth (a chain, or a broadcast over one kind of link). In one
+ * lane, a relay's receive of chunk c+1 and its send of chunk c are one group, and so are a
+ * parent's sends of chunk c to its children: with one speed per parent they take about as long
+ * each; a parent with an NVLink child and a NIC child would make the NVLink child wait for the
+ * NIC at every chunk. */
+static int tree_even(const mc_tree_t *tr, const mc_topo_t *topo)
+{
+    for (int e = 0; e < tr->nedges; e++)
+        for (int f = e + 1; f < tr->nedges; f++)
+            if (tr->edges[f].parent == tr->edges[e].parent &&
+                edge_bw(&tr->edges[f], topo) != edge_bw(&tr->edges[e], topo))
+                return 0;
+    return 1;
+}
+
+/* Per GPU and lane, in the current phase: how many edges or trees use it, and the pace and the
+ * bottleneck key of the first (0: free). An entry whose stamp is not the phase's counts as free,
+ * so a phase costs its edges, not the cluster's size. */
 typedef struct lane_use {
     int *use, *stamp, cur;
-    uint64_t *pace;
+    uint64_t *pace, *neck;
 } lane_use_t;
 
-/* The lowest lane that GPUs gpus[0..n) all have free for pace p: unused there, or used by trees
- * of that pace; with share and none free below MC_RT_MAX_LANES, the one least used by them; else
- * -1. */
-static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, int share)
+/* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
+enum {
+    LANES_PER_EDGE,       /* a lane per edge of a phase on each of its GPUs */
+    LANES_PER_TREE,       /* a lane per tree of a phase on each of its GPUs */
+    LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
+                           * sharing one (a few per GPU at most) */
+    LANES_PER_EDGE_PACE,  /* edges of one pace (edge_pace) share lanes */
+    LANES_PER_PACE        /* trees of one pace share lanes, else the least used lane */
+};
+
+/* The lane for GPUs gpus[0..n) and pace p: the lowest lane that they all have free for p (unused
+ * there, or used by trees of that pace). LANES_PER_TREE_SPREAD takes an unused lane first; only
+ * when none is left, a lane of pace p, first one whose users on those GPUs have bottleneck key q
+ * too, and among those the least used. LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES,
+ * takes the one least used by them. Else -1. *shared: whether one of the GPUs already uses the
+ * lane. */
+static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, uint64_t q, int how,
+                     int *shared)
 {
-    int least = 0, least_load = -1;
+    int least = 0, least_load = -1, same = -1, same_cost = 0;
     for (int l = 0; l < MC_RT_MAX_LANES; l++) {
-        int fits = 1, load = 0;
+        int fits = 1, load = 0, other = 0;
         for (int k = 0; k < n; k++) {
             size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
             int live = u->stamp[at] == u->cur;
             fits &= !live || u->pace[at] == p;
+            other |= live && u->neck[at] != q;
             load += live ? u->use[at] : 0;
         }
-        if (fits)
+        *shared = load > 0;
+        if (fits && (how != LANES_PER_TREE_SPREAD || !load))
             return l;
+        int cost = other * (INT_MAX / 2) + load;
+        if (fits && (same < 0 || cost < same_cost))
+            same = l, same_cost = cost;
         if (least_load < 0 || load < least_load)
             least = l, least_load = load;
     }
-    return share ? least : -1;
+    *shared = 1;
+    return same >= 0 ? same : how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? least : -1;
 }
 
-static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p)
+static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint64_t q)
 {
     for (int k = 0; k < n; k++) {
         size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
         if (u->stamp[at] != u->cur)
-            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p;
+            u->stamp[at] = u->cur, u->use[at] = 0, u->pace[at] = p, u->neck[at] = q;
         u->use[at]++;
     }
 }
 
-enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_EDGE_PACE, LANES_PER_PACE };
+/* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
+ * that does moves in lockstep with another tree of its pace. */
+#define LANES_SPREAD_SHARED (MC_RT_MAX_LANES / 8)
 
 /* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
  * stream and a lane's steps one after the other: two edges of one phase that share a GPU must not
@@ -686,30 +769,44 @@ enum { LANES_PER_EDGE, LANES_PER_TREE, LANES_PER_EDGE_PACE, LANES_PER_PACE };
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
  * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
- * moving in lockstep); beyond that, edges of the same pace on topo (edge_pace) share lanes, and
- * when that still takes more, trees of the same pace (tree_pace), a tree with no lane free then
- * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
- * Returns how many lanes there are, or -1 when there were not enough. */
+ * moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
+ * GPU sharing a lane, of their pace where one fits, else the least used (at most
+ * LANES_SPREAD_SHARED on any GPU);
+ * beyond that, edges of the same pace on topo (edge_pace) share lanes, and when that still takes
+ * more, trees of the same pace (tree_pace), a tree with no lane free then taking the one least
+ * used by its GPUs. lane[] is per edge, numbered tree by tree (gid0). Returns how many lanes
+ * there are, or -1 when there were not enough. */
 static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
                         int how, uint16_t *lane)
 {
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
-                    mc_xcalloc(n + 1, sizeof(uint64_t))};
-    int maxe = 0;
+                    mc_xcalloc(n + 1, sizeof(uint64_t)), mc_xcalloc(n + 1, sizeof(uint64_t))};
+    int maxe = 0, per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
     for (int ti = 0; ti < s->ntrees; ti++)
         maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
     int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
+    /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
+    int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
+    int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
+    double *load = how == LANES_PER_TREE_SPREAD ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load)
+                                                : NULL;
     for (int ph = 0; ph < s->nphases; ph++) {
         u.cur = ph + 1;
+        if (load)
+            phase_load(s, topo, ph, load);
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
+            if (how == LANES_PER_TREE_SPREAD && !tree_even(tr, topo)) {
+                nlanes = -1;
+                goto out;
+            }
             for (int e = 0; e < tr->nedges; e++) {
-                int per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
-                int l, ng = per_edge ? 2 : tr->nedges + 1;
-                uint64_t p = how == LANES_PER_PACE        ? tree_pace(tr)
+                int l, shared, ng = per_edge ? 2 : tr->nedges + 1;
+                uint64_t q = load ? tree_bottleneck(tr, topo, load) : 0;
+                uint64_t p = how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? tree_pace(tr)
                              : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
                              : how == LANES_PER_TREE      ? (uint64_t)ti + 1
                                                           : (uint64_t)gid0[ti] + e + 1;
@@ -718,11 +815,21 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     gpus[k] = tr->edges[per_edge ? e : k - 1].child;
                 if (!per_edge && e > 0)
                     l = lane[gid0[ti]];
-                else if ((l = first_fit(&u, gpus, ng, p, how == LANES_PER_PACE)) < 0) {
+                else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
-                } else
-                    take(&u, gpus, ng, l, p);
+                } else {
+                    take(&u, gpus, ng, l, p, q);
+                    for (int k = 0; how == LANES_PER_TREE_SPREAD && shared && k < ng; k++) {
+                        int g = gpus[k];
+                        nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
+                        shared_ph[g] = ph + 1;
+                        if (nshared[g] > LANES_SPREAD_SHARED) {
+                            nlanes = -1;
+                            goto out;
+                        }
+                    }
+                }
                 lane[gid0[ti] + e] = (uint16_t)l;
                 nlanes = l + 1 > nlanes ? l + 1 : nlanes;
             }
@@ -732,7 +839,11 @@ out:
     free(u.use);
     free(u.stamp);
     free(u.pace);
+    free(u.neck);
     free(gpus);
+    free(nshared);
+    free(shared_ph);
+    free(load);
     return nlanes;
 }
 

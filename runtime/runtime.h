@@ -180,7 +180,7 @@ enum {
 /* The lanes of plans that do not say how many they have (nlanes 0). */
 #define MC_RT_NCCL_LANES 8
 /* The most lanes a plan may have (emit shares lanes beyond it). */
-#define MC_RT_MAX_LANES 64
+#define MC_RT_MAX_LANES 128
 /* The plan's lanes: nlanes, or MC_RT_NCCL_LANES when it has none; 1 without a dependency table. */
 uint32_t mc_rt_plan_lanes(const mc_rt_plan_t *plan);
 /* The lane of every op for k lanes: the plan's lane modulo k when it has lanes, else a send or

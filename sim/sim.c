@@ -47,8 +47,7 @@ typedef struct sim {
     const mc_topo_t *topo;
     mc_sim_result_t *res;
     sim_link_t *links;
-    double *cap;
-    mc_sched_maxmin_t *mm;
+    sim_links_t lk;         /* capacities and the rate computation (sim_links.c) */
     sim_queue_t q;
     /* one phase */
     sim_edge_t *edges;
@@ -56,17 +55,6 @@ typedef struct sim {
     int *children, nchildren, children_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
-    /* rate recomputation scratch */
-    unsigned epoch;
-    unsigned *link_mark, *flow_mark;
-    int *touched, ntouched;
-    int *comp_links, *comp_flows, ncomp_links, ncomp_flows, comp_flow_cap;
-    int *off, off_cap, *clinks, clink_cap;
-    double *rates;
-    int rate_cap;
-    double *cap_left;       /* per link: capacity the connection-limited flows leave */
-    int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
-    double *free_rates;     /* the flows not held at their limit, their links and rates */
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
@@ -145,14 +133,6 @@ out:
     return st;
 }
 
-static void touch_link(sim_t *sm, int l)
-{
-    if (sm->link_mark[l] == sm->epoch)
-        return;
-    sm->link_mark[l] = sm->epoch;
-    sm->touched[sm->ntouched++] = l;
-}
-
 /* Starts the next chunk of edge i if the edge is free and its parent holds that chunk. */
 static void try_start(sim_t *sm, int i, double now)
 {
@@ -193,7 +173,7 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         f->m.t_upd = now;
         for (int j = 0; j < e->e->nlinks; j++) {
             link_add(&sm->links[e->e->links[j]], ev->flow);
-            touch_link(sm, e->e->links[j]);
+            sim_links_touch(&sm->lk, e->e->links[j]);
         }
         return 1;
     }
@@ -203,7 +183,7 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
     f->m.remaining = 0;
     for (int j = 0; j < e->e->nlinks; j++) {
         link_remove(&sm->links[e->e->links[j]], ev->flow);
-        touch_link(sm, e->e->links[j]);
+        sim_links_touch(&sm->lk, e->e->links[j]);
     }
     e->arrived++;
     e->busy = 0;
@@ -233,114 +213,44 @@ static void record(sim_t *sm, int l, double now, double rate)
     sl->since = now;
 }
 
-/* The flows connected through shared links to the touched links, and those links. */
-static void collect_component(sim_t *sm)
-{
-    sm->ncomp_links = sm->ncomp_flows = 0;
-    for (int i = 0; i < sm->ntouched; i++)
-        sm->comp_links[sm->ncomp_links++] = sm->touched[i];
-    for (int i = 0; i < sm->ncomp_links; i++) {
-        sim_link_t *l = &sm->links[sm->comp_links[i]];
-        for (int k = 0; k < l->n; k++) {
-            int f = l->flows[k];
-            if (sm->flow_mark[f] == sm->epoch)
-                continue;
-            sm->flow_mark[f] = sm->epoch;
-            MC_GROW(sm->comp_flows, sm->comp_flow_cap, sm->ncomp_flows + 1);
-            sm->comp_flows[sm->ncomp_flows++] = f;
-            const mc_tree_edge_t *e = sm->edges[sm->flows[f].edge].e;
-            for (int j = 0; j < e->nlinks; j++)
-                if (sm->link_mark[e->links[j]] != sm->epoch) {
-                    sm->link_mark[e->links[j]] = sm->epoch;
-                    sm->comp_links[sm->ncomp_links++] = e->links[j];
-                }
-        }
-    }
-}
-
-static double flow_cap(const sim_t *sm, int i)
-{
-    return sm->edges[sm->flows[sm->comp_flows[i]].edge].cap;
-}
-
-/* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
- * limits: a flow whose fair share is above its connection's limit is held at the limit and the
- * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
- * a flow back only raises the others' shares, so the set of held flows only grows. */
-static void solve_capped(sim_t *sm, int n)
-{
-    mc_sched_maxmin_solve(sm->mm, n, sm->off, sm->clinks, NULL, sm->cap, sm->rates);
-    int over = 0;
-    for (int i = 0; i < n && !over; i++)
-        over = flow_cap(sm, i) > 0 && sm->rates[i] > flow_cap(sm, i);
-    if (!over)
-        return;
-    MC_GROW(sm->free_idx, sm->idx_cap, n + 1);
-    MC_GROW(sm->free_off, sm->off_cap2, n + 1);
-    MC_GROW(sm->free_rates, sm->frate_cap, n + 1);
-    MC_GROW(sm->free_links, sm->links_cap2, sm->off[n] + 1);
-    for (int i = 0; i < sm->ncomp_links; i++)
-        sm->cap_left[sm->comp_links[i]] = sm->cap[sm->comp_links[i]];
-    int nfree = n;
-    for (int i = 0; i < n; i++)
-        sm->free_idx[i] = i;
-    while (over) {
-        int k = 0, at = 0;
-        over = 0;
-        sm->free_off[0] = 0;
-        for (int j = 0; j < nfree; j++) {
-            int i = sm->free_idx[j];
-            double c = flow_cap(sm, i);
-            if (c > 0 && sm->rates[i] > c) {
-                sm->rates[i] = c;
-                for (int x = sm->off[i]; x < sm->off[i + 1]; x++)
-                    sm->cap_left[sm->clinks[x]] -= c;
-                over = 1;
-                continue;
-            }
-            sm->free_idx[k++] = i;
-            for (int x = sm->off[i]; x < sm->off[i + 1]; x++)
-                sm->free_links[at++] = sm->clinks[x];
-            sm->free_off[k] = at;
-        }
-        nfree = k;
-        if (!over || !nfree)
-            break;
-        mc_sched_maxmin_solve(sm->mm, nfree, sm->free_off, sm->free_links, NULL, sm->cap_left,
-                              sm->free_rates);
-        for (int j = 0; j < nfree; j++)
-            sm->rates[sm->free_idx[j]] = sm->free_rates[j];
-    }
-}
-
-/* The links of the component's flow i. */
-static const int *comp_path(const void *ctx, int i, int *nlinks)
+static const int *on_link(const void *ctx, int l, int *n)
 {
     const sim_t *sm = ctx;
-    const mc_tree_edge_t *e = sm->edges[sm->flows[sm->comp_flows[i]].edge].e;
+    *n = sm->links[l].n;
+    return sm->links[l].flows;
+}
+
+static const int *flow_path(const void *ctx, int f, int *nlinks)
+{
+    const sim_t *sm = ctx;
+    const mc_tree_edge_t *e = sm->edges[sm->flows[f].edge].e;
     *nlinks = e->nlinks;
     return e->links;
+}
+
+static double flow_cap(const void *ctx, int f)
+{
+    const sim_t *sm = ctx;
+    return sm->edges[sm->flows[f].edge].cap;
 }
 
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
-    collect_component(sm);
-    int n = sm->ncomp_flows;
-    sm->work += n + sm->ncomp_links;
-    MC_GROW(sm->off, sm->off_cap, n + 1);
-    MC_GROW(sm->rates, sm->rate_cap, n + 1);
-    sim_motion_pack(n, comp_path, sm, sm->off, &sm->clinks, &sm->clink_cap);
-    solve_capped(sm, n);
+    sim_links_t *lk = &sm->lk;
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, flow_cap};
+    sim_links_rerate(lk, &fl);
+    int n = lk->ncomp_flows;
+    sm->work += n + lk->ncomp_links;
     for (int i = 0; i < n; i++)
-        sim_motion_rerate(&sm->flows[sm->comp_flows[i]].m, sm->rates[i], now, &sm->q,
-                          sm->comp_flows[i]);
-    for (int i = 0; i < sm->ncomp_links; i++) {
-        sim_link_t *l = &sm->links[sm->comp_links[i]];
+        sim_motion_rerate(&sm->flows[lk->comp_flows[i]].m, lk->rates[i], now, &sm->q,
+                          lk->comp_flows[i]);
+    for (int i = 0; i < lk->ncomp_links; i++) {
+        sim_link_t *l = &sm->links[lk->comp_links[i]];
         double total = 0;
         for (int k = 0; k < l->n; k++)
             total += sm->flows[l->flows[k]].m.rate;
-        record(sm, sm->comp_links[i], now, total);
+        record(sm, lk->comp_links[i], now, total);
     }
 }
 
@@ -352,8 +262,6 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
     sm->nedges = sm->nflows = sm->nchildren = 0;
     for (int i = 0; i < n; i++)
         MC_CHECK_GOTO(build_tree(sm, trees[i], edge_of, err), out, st);
-    sm->flow_mark = mc_xrealloc(sm->flow_mark, sizeof(unsigned) * (size_t)(sm->nflows + 1));
-    memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
     double now = t0, last = t0;
     for (int i = 0; i < sm->nedges; i++)
         if (sm->edges[i].in_edge < 0)
@@ -361,13 +269,8 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
     while (sm->q.n > 0) {
         sim_event_t ev = sim_queue_pop(&sm->q);
         now = ev.t;
-        sm->ntouched = 0;
         sm->work++;
-        if (++sm->epoch == 0) { /* wrapped: clear the marks */
-            memset(sm->link_mark, 0, sizeof(unsigned) * (size_t)sm->topo->nlinks);
-            memset(sm->flow_mark, 0, sizeof(unsigned) * (size_t)(sm->nflows + 1));
-            sm->epoch = 1;
-        }
+        sim_links_begin(&sm->lk);
         if (process(sm, &ev, now))
             last = now;
         /* events at the same instant (up to rounding) share one rate computation */
@@ -377,7 +280,7 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
             if (process(sm, &ev, now))
                 last = now;
         }
-        if (sm->ntouched)
+        if (sm->lk.ntouched)
             recompute(sm, now);
         if (sm->work_max && sm->work > sm->work_max) {
             sm->stopped_at = now;
@@ -498,25 +401,11 @@ static void sim_free(sim_t *sm)
         free(sm->links[l].iv);
     }
     free(sm->links);
-    free(sm->cap);
-    free(sm->cap_left);
-    free(sm->free_idx);
-    free(sm->free_off);
-    free(sm->free_links);
-    free(sm->free_rates);
-    mc_sched_maxmin_free(sm->mm);
+    sim_links_free(&sm->lk);
     sim_queue_free(&sm->q);
     free(sm->edges);
     free(sm->children);
     free(sm->flows);
-    free(sm->link_mark);
-    free(sm->flow_mark);
-    free(sm->touched);
-    free(sm->comp_links);
-    free(sm->comp_flows);
-    free(sm->off);
-    free(sm->clinks);
-    free(sm->rates);
 }
 
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
@@ -553,14 +442,7 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
                 .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0,
                 .horizon = horizon_s};
     sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
-    sm.cap = mc_xcalloc(nl, sizeof(double));
-    sm.cap_left = mc_xcalloc(nl, sizeof(double));
-    for (int l = 0; l < topo->nlinks; l++)
-        sm.cap[l] = topo->links[l].bw;
-    sm.mm = mc_sched_maxmin_new(topo->nlinks);
-    sm.link_mark = mc_xcalloc(nl, sizeof(unsigned));
-    sm.touched = mc_xcalloc(nl, sizeof(int));
-    sm.comp_links = mc_xcalloc(nl, sizeof(int));
+    sim_links_init(&sm.lk, topo);
     int *edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     for (int g = 0; g < topo->ngpus; g++)
         edge_of[g] = -1;

@@ -19,6 +19,7 @@ typedef struct xpath {
 
 typedef struct xflow {
     const xpath_t *e;
+    double cap;                /* its connection's limit (mc_topo_conn_cap), 0 for none */
     int rank, peer;            /* receiving rank and sending rank */
     uint32_t recv, send;       /* their ops */
     sim_motion_t m;
@@ -31,6 +32,7 @@ typedef struct xrank {
     uint32_t *pend;            /* posted sends and receives not matched yet, in posting order */
     uint32_t npend;
     xpath_t *path;             /* per op: a send's links */
+    double *cap;               /* per op: a send's connection limit (mc_topo_conn_cap), 0: none */
     mc_route_t *routes;        /* tokens' routes */
 } xrank_t;
 
@@ -43,16 +45,9 @@ typedef struct xsim {
     double *end;               /* per rank: its last completion */
     xflow_t *flows;
     int nflows, flow_cap;
-    /* active flows per link, and the rate computation's scratch: the component of the links an
-     * event touched (flows sharing links with them, transitively) is all that is re-rated */
-    int **lflows, *nlflows, *lcap;
-    unsigned epoch, *lmark, *fmark;
-    int fmark_cap;
-    int *touched, ntouched, *comp_links, *comp, ncomp, comp_cap;
+    int **lflows, *nlflows, *lcap; /* active flows per link */
+    sim_links_t lk;                /* capacities and the rate computation (sim_links.c) */
     sim_queue_t q;
-    mc_sched_maxmin_t *mm;
-    double *cap, *rates;
-    int *off, *links, rate_cap, link_cap;
 } xsim_t;
 
 /* The edge of tree `tree` from GPU parent to GPU child, or NULL. */
@@ -76,6 +71,7 @@ static mc_status_t rank_init(xsim_t *xs, int r, const int *gpus, int order, mc_e
     xr->pend = mc_xmalloc((p->nops + 1) * sizeof *xr->pend);
     xr->path = mc_xcalloc(p->nops + 1, sizeof *xr->path);
     xr->routes = mc_xcalloc(p->nops + 1, sizeof *xr->routes);
+    xr->cap = mc_xcalloc(p->nops + 1, sizeof *xr->cap);
     for (uint32_t i = 0; i < p->nops; i++) {
         const mc_rt_op_t *op = &p->ops[i];
         if (op->kind != MC_RT_OP_SEND)
@@ -93,6 +89,7 @@ static mc_status_t rank_init(xsim_t *xs, int r, const int *gpus, int order, mc_e
                                   "GPU %d -> GPU %d in tree %d",
                                   r, gpus[r], i, gpus[r], gpus[op->peer], op->tag);
             xr->path[i] = (xpath_t){e->links, e->nlinks, 0};
+            xr->cap[i] = mc_topo_conn_cap(xs->topo, e->parent, e->child, e->links, e->nlinks);
         }
         xr->path[i].delay = mc_topo_links_delay(xs->topo, xr->path[i].links, xr->path[i].nlinks);
     }
@@ -130,7 +127,8 @@ static void advance(xsim_t *xs, double now)
             }
             MC_GROW(xs->flows, xs->flow_cap, xs->nflows + 1);
             const xpath_t *e = &xq->path[xq->pend[j]];
-            xs->flows[xs->nflows] = (xflow_t){.e = e, .rank = r, .peer = op->peer,
+            xs->flows[xs->nflows] = (xflow_t){.e = e, .cap = xq->cap[xq->pend[j]], .rank = r,
+                                              .peer = op->peer,
                                               .recv = xr->pend[k], .send = xq->pend[j],
                                               .m = {.remaining = (double)op->bytes}, .delay = e->delay};
             sim_queue_push(&xs->q, now + xs->flows[xs->nflows].delay, SIM_EV_ACTIVATE,
@@ -144,67 +142,35 @@ static void advance(xsim_t *xs, double now)
     }
 }
 
-static void touch(xsim_t *xs, int l)
-{
-    if (xs->lmark[l] == xs->epoch)
-        return;
-    xs->lmark[l] = xs->epoch;
-    xs->touched[xs->ntouched++] = l;
-}
-
-/* The flows connected through shared links to the touched links (marks are per epoch). */
-static void component(xsim_t *xs)
-{
-    int nl = 0;
-    xs->ncomp = 0;
-    if (xs->fmark_cap < xs->nflows + 1) {
-        xs->fmark = mc_xrealloc(xs->fmark, sizeof(unsigned) * (size_t)(xs->nflows + 1));
-        memset(xs->fmark + xs->fmark_cap, 0,
-               sizeof(unsigned) * (size_t)(xs->nflows + 1 - xs->fmark_cap));
-        xs->fmark_cap = xs->nflows + 1;
-    }
-    for (int i = 0; i < xs->ntouched; i++)
-        xs->comp_links[nl++] = xs->touched[i];
-    for (int i = 0; i < nl; i++) {
-        int l = xs->comp_links[i];
-        for (int k = 0; k < xs->nlflows[l]; k++) {
-            int f = xs->lflows[l][k];
-            if (xs->fmark[f] == xs->epoch)
-                continue;
-            xs->fmark[f] = xs->epoch;
-            MC_GROW(xs->comp, xs->comp_cap, xs->ncomp + 1);
-            xs->comp[xs->ncomp++] = f;
-            const xpath_t *e = xs->flows[f].e;
-            for (int j = 0; j < e->nlinks; j++)
-                if (xs->lmark[e->links[j]] != xs->epoch) {
-                    xs->lmark[e->links[j]] = xs->epoch;
-                    xs->comp_links[nl++] = e->links[j];
-                }
-        }
-    }
-}
-
-/* The links of the component's flow i. */
-static const int *comp_path(const void *ctx, int i, int *nlinks)
+static const int *on_link(const void *ctx, int l, int *n)
 {
     const xsim_t *xs = ctx;
-    const xpath_t *e = xs->flows[xs->comp[i]].e;
-    *nlinks = e->nlinks;
-    return e->links;
+    *n = xs->nlflows[l];
+    return xs->lflows[l];
+}
+
+static const int *flow_path(const void *ctx, int f, int *nlinks)
+{
+    const xsim_t *xs = ctx;
+    *nlinks = xs->flows[f].e->nlinks;
+    return xs->flows[f].e->links;
+}
+
+static double flow_cap(const void *ctx, int f)
+{
+    const xsim_t *xs = ctx;
+    return xs->flows[f].cap;
 }
 
 /* New max-min rates for the flows around the touched links; a flow whose rate changed gets a
  * new finish event. */
 static void rerate(xsim_t *xs, double now)
 {
-    component(xs);
-    int n = xs->ncomp;
-    MC_GROW(xs->off, xs->rate_cap, n + 1);
-    xs->rates = mc_xrealloc(xs->rates, sizeof(double) * (size_t)(xs->rate_cap + 1));
-    sim_motion_pack(n, comp_path, xs, xs->off, &xs->links, &xs->link_cap);
-    mc_sched_maxmin_solve(xs->mm, n, xs->off, xs->links, NULL, xs->cap, xs->rates);
-    for (int i = 0; i < n; i++)
-        sim_motion_rerate(&xs->flows[xs->comp[i]].m, xs->rates[i], now, &xs->q, xs->comp[i]);
+    sim_flows_t fl = {xs, xs->nflows, on_link, flow_path, flow_cap};
+    sim_links_rerate(&xs->lk, &fl);
+    for (int i = 0; i < xs->lk.ncomp_flows; i++)
+        sim_motion_rerate(&xs->flows[xs->lk.comp_flows[i]].m, xs->lk.rates[i], now, &xs->q,
+                          xs->lk.comp_flows[i]);
 }
 
 /* Applies one event; returns whether the set of active flows changed. */
@@ -218,7 +184,7 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
             int l = f->e->links[j];
             MC_GROW(xs->lflows[l], xs->lcap[l], xs->nlflows[l] + 1);
             xs->lflows[l][xs->nlflows[l]++] = ev->flow;
-            touch(xs, l);
+            sim_links_touch(&xs->lk, l);
         }
         return 1;
     }
@@ -231,7 +197,7 @@ static int process(xsim_t *xs, const sim_event_t *ev, double now)
                 xs->lflows[l][k] = xs->lflows[l][--xs->nlflows[l]];
                 break;
             }
-        touch(xs, l);
+        sim_links_touch(&xs->lk, l);
     }
     f->m.remaining = 0;
     f->on_links = 0;
@@ -272,27 +238,16 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
     xs.end = mc_xcalloc((size_t)nranks + 1, sizeof *xs.end);
     size_t nl = (size_t)topo->nlinks + 1;
-    xs.cap = mc_xcalloc(nl, sizeof(double));
     xs.lflows = mc_xcalloc(nl, sizeof(int *));
     xs.nlflows = mc_xcalloc(nl, sizeof(int));
     xs.lcap = mc_xcalloc(nl, sizeof(int));
-    xs.lmark = mc_xcalloc(nl, sizeof(unsigned));
-    xs.touched = mc_xcalloc(nl, sizeof(int));
-    xs.comp_links = mc_xcalloc(nl, sizeof(int));
-    for (int l = 0; l < topo->nlinks; l++)
-        xs.cap[l] = topo->links[l].bw;
-    xs.mm = mc_sched_maxmin_new(topo->nlinks);
+    sim_links_init(&xs.lk, topo);
     for (int r = 0; r < nranks; r++)
         MC_CHECK_GOTO(rank_init(&xs, r, gpus, order, err), out, st);
     double now = 0, last = 0;
     advance(&xs, now);
     while (xs.q.n > 0) {
-        xs.ntouched = 0;
-        if (++xs.epoch == 0) { /* wrapped: clear the marks */
-            memset(xs.lmark, 0, sizeof(unsigned) * nl);
-            memset(xs.fmark, 0, sizeof(unsigned) * (size_t)xs.fmark_cap);
-            xs.epoch = 1;
-        }
+        sim_links_begin(&xs.lk);
         sim_event_t ev = sim_queue_pop(&xs.q);
         int changed = process(&xs, &ev, now = ev.t);
         /* events at the same instant (up to rounding) share one rate computation, as in sim.c */
@@ -304,7 +259,7 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
             continue;
         last = now;
         advance(&xs, now);
-        if (xs.ntouched)
+        if (xs.lk.ntouched)
             rerate(&xs, now);
     }
     MC_CHECK_GOTO(stalled(&xs, err), out, st);
@@ -320,6 +275,7 @@ out:
         free(xs.r[r].pend);
         free(xs.r[r].path);
         free(xs.r[r].routes);
+        free(xs.r[r].cap);
     }
     free(xs.r);
     free(xs.flows);
@@ -328,17 +284,8 @@ out:
     free(xs.lflows);
     free(xs.nlflows);
     free(xs.lcap);
-    free(xs.lmark);
-    free(xs.fmark);
-    free(xs.touched);
-    free(xs.comp_links);
-    free(xs.comp);
     sim_queue_free(&xs.q);
-    mc_sched_maxmin_free(xs.mm);
-    free(xs.cap);
-    free(xs.rates);
-    free(xs.off);
-    free(xs.links);
+    sim_links_free(&xs.lk);
     return st;
 }
 

@@ -46,6 +46,44 @@ void sim_motion_pack(int n, sim_path_fn path, const void *ctx, int *off, int **l
  * flow's new finish (flow is its index in the queue's events). */
 void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
 
+/* sim_links.c: the per-link state both simulators share, and their rate computation. The flows
+ * stay the simulator's: sim_flows_t says how many there are (numbered from 0), which are active
+ * on a link (on_link), what flow f crosses (path) and its connection's limit (cap, 0: none). */
+typedef struct sim_flows {
+    const void *ctx;
+    int nflows;
+    const int *(*on_link)(const void *ctx, int l, int *n);
+    const int *(*path)(const void *ctx, int f, int *nlinks);
+    double (*cap)(const void *ctx, int f);
+} sim_flows_t;
+
+typedef struct sim_links {
+    int nlinks;
+    double *cap;                /* per link: its bandwidth */
+    mc_sched_maxmin_t *mm;
+    unsigned epoch, *link_mark, *flow_mark;
+    int flow_mark_cap;
+    int *touched, ntouched;     /* the links an event touched, this epoch */
+    /* after sim_links_rerate: the flows re-rated, their new rates, and the links they cross */
+    int *comp_flows, ncomp_flows, comp_flow_cap;
+    double *rates;
+    int *comp_links, ncomp_links;
+    /* scratch */
+    int *off, off_cap, *clinks, clink_cap, rate_cap;
+    double *cap_left;
+    int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
+    double *free_rates;
+} sim_links_t;
+
+void sim_links_init(sim_links_t *lk, const mc_topo_t *topo);
+void sim_links_free(sim_links_t *lk);
+/* A new epoch: no link touched yet. */
+void sim_links_begin(sim_links_t *lk);
+void sim_links_touch(sim_links_t *lk, int l);
+/* Max-min fair rates, with connection limits, for the flows sharing links with the touched links,
+ * directly or through other flows (comp_flows, rates, comp_links). */
+void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
+
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {
     int ngroups, ndistinct;

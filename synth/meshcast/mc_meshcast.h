@@ -204,6 +204,13 @@ typedef struct mc_pcand {
     int piece;            /* plan-local piece index */
     int64_t unit_ps;      /* picoseconds per unit on its bottleneck link */
     int64_t fixed_ps;     /* per-use cost: hop overheads and pipeline fill */
+    /* its edges, for the estimate at shared pace (mc_plan_shared_ps; priced shares only, else
+     * nedges is 0): each edge's parent edge (-1 at the root), per-chunk overhead (alpha + route
+     * latency) and the plan-local links of its route, edge_links[edge_at[e] .. edge_at[e + 1]) */
+    int nedges;
+    int *edge_up;
+    int64_t *edge_hop_ps;
+    int *edge_at, *edge_links;
     int nlinks;
     int *links;           /* plan-local link ids */
     int64_t *link_ps;     /* picoseconds per unit on each of its links */
@@ -260,6 +267,22 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
  * exceed the busiest link by), while one does; est_ps is refilled. A solution of several phases
  * or an infeasible one is left as it is. */
 void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol);
+
+/* A one-phase tree's time when its links are shared, given load[] (ps, every link's load in the
+ * phase, all its trees together): a link's load is also how long the tree's bytes take to cross
+ * it, so each edge moves a chunk of n in its busiest link's load / n plus its overhead; the tree
+ * pipelines n chunks, the first down its slowest path, the others behind it at its slowest edge's
+ * pace, at the best n. Without edges: its busiest link's load plus its fixed cost. */
+int64_t mc_plan_shared_ps(const mc_pcand_t *pc, const int64_t *load);
+/* A one-phase solution's estimate with every tree at its shared pace (mc_plan_shared_ps): the
+ * slowest tree or the busiest link. */
+int64_t mc_plan_shared_est(const mc_plan_t *pl, const mc_plan_sol_t *sol);
+/* mc_plan_descend under mc_plan_shared_est: one unit at a time from the slowest tree to the
+ * candidate of its piece that lowers that estimate most, while one does and while *work_left
+ * lasts (trees re-timed, each counted as its links and edges; what it used is taken from it).
+ * Returns the estimate reached (-1 when sol is not one feasible phase, left as it is); est_ps
+ * is refilled. */
+int64_t mc_plan_descend_shared(const mc_plan_t *pl, mc_plan_sol_t *sol, int64_t *work_left);
 
 /* Greedy seed and fallback (water filling): unit by unit, largest pieces first, each unit on the
  * candidate and phase that grow the estimate least (among equals, with balance, where the
@@ -324,6 +347,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_OTHER3,
     MC_PLAN_OTHER4,
     MC_PLAN_REPAIRED,     /* the best rounded split repaired (mc_plan_descend), raced as decoded */
+    MC_PLAN_SHARED,       /* the best rounded split at shared pace (mc_plan_descend_shared) */
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
     MC_PLAN_KINDS

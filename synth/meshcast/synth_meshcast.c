@@ -115,20 +115,35 @@ static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *
     return mc_plan_check(pl, out);
 }
 
-/* The lowest estimate among the n rounded splits in split[], each repaired by mc_plan_descend,
- * into *out. Returns 1 when it is below the estimate of the split it came from. It joins the
- * splits rather than replacing them: the estimate does not charge what the simulator does (on
- * the MI250 broadcast of `direct` the repaired split was slower), the referee decides. */
-static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, mc_plan_sol_t *out)
+/* The work the descents at shared pace of one component may do together (mc_plan_descend_shared's
+ * units): the MI250 broadcast of `direct` takes 0.1 M, its all-gather 2.8 M; the all-gather over
+ * two MI300X boxes took 31 M (0.34 s here) for no gain. */
+#define MC_SHARED_WORK 4000000
+
+/* The n rounded splits in split[], each descended under the plan's estimate (mc_plan_descend)
+ * or, with shared, at shared pace (mc_plan_descend_shared); the lowest under that estimate into
+ * *out. Returns 1 when it is below the same estimate of the split it came from. They join the
+ * splits rather than replacing them: neither estimate charges all the simulator does (on the
+ * MI250 broadcast of `direct` the repaired split was slower), the referee decides. */
+static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int shared,
+                     mc_plan_sol_t *out)
 {
     int found = 0;
+    int64_t least = 0, work = MC_SHARED_WORK;
     for (int i = 0; i < n; i++) {
         mc_plan_sol_t d = {0};
         mc_plan_sol_copy(pl, &split[i], &d);
-        mc_plan_descend(pl, &d);
-        if (d.est_ps < split[i].est_ps && (!found || d.est_ps < out->est_ps)) {
+        int64_t before = shared ? mc_plan_shared_est(pl, &d) : split[i].est_ps, t;
+        if (shared) {
+            t = mc_plan_descend_shared(pl, &d, &work);
+        } else {
+            mc_plan_descend(pl, &d);
+            t = d.est_ps;
+        }
+        if (t >= 0 && t < before && (!found || t < least)) {
             mc_plan_sol_free(out);
             *out = d;
+            least = t;
             found = 1;
         } else {
             mc_plan_sol_free(&d);
@@ -177,8 +192,11 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         else
             mc_plan_sol_free(&from[nfrom]);
     }
-    cp->has[MC_PLAN_REPAIRED] =
-        r->price.added && descended(pl, &from[2], nfrom - 2, &cp->plans[MC_PLAN_REPAIRED]);
+    for (int shared = 0; shared <= 1; shared++) {
+        int kind = shared ? MC_PLAN_SHARED : MC_PLAN_REPAIRED;
+        cp->has[kind] =
+            r->price.added && descended(pl, &from[2], nfrom - 2, shared, &cp->plans[kind]);
+    }
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
             best = i;
@@ -460,8 +478,8 @@ out:
 #define VARIANT_FASTEST (-1)
 #define VARIANT_SECOND (-2)
 /* The most variants the referee has: every kind in 1 + MC_STAGGER_MAX staggers, every form of
- * the two fastest. */
-#define MC_VARIANTS_MAX (MC_PLAN_KINDS * (MC_STAGGER_MAX + 1) * FORM_COUNT * 2)
+ * the two fastest and of the plan descended at shared pace. */
+#define MC_VARIANTS_MAX (MC_PLAN_KINDS * (MC_STAGGER_MAX + 1) * FORM_COUNT * 3)
 
 /* Whether the referee races this kind: the solved plan and its whole form always; the others
  * when every component was given one. A component that copies another's plan was given none of
@@ -481,23 +499,28 @@ static int every_comp_has(const run_t *r, int kind)
 /* The referee's table, in the order it is raced: the plans as decoded, cheapest to simulate
  * first, then their staggered forms (the solved plan as decoded is already timed); then the
  * fastest kind re-chunked and, where pricing added trees, evened out and both, each as it is and
- * staggered; then the same for the second fastest kind. A caller's fixed chunk leaves out what
- * changes chunk counts. */
+ * staggered; then the same for the second fastest kind, and for the plan descended at shared
+ * pace. A caller's fixed chunk leaves out what changes chunk counts. */
 static int variants(const run_t *r, variant_t *out)
 {
     static const int order[] = {MC_PLAN_DIRECT, MC_PLAN_WHOLE,  MC_PLAN_OTHER0, MC_PLAN_OTHER1,
                                 MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_OTHER4, MC_PLAN_REPAIRED,
-                                MC_PLAN_SOLVED};
+                                MC_PLAN_SHARED, MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
             if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]))
                 out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
-    for (int rank = VARIANT_FASTEST; rank >= VARIANT_SECOND; rank--)
+    /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
+     * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
+     * 1.217 -> 1.228 of the bound) */
+    int kinds[] = {VARIANT_FASTEST, VARIANT_SECOND, MC_PLAN_SHARED};
+    int nkinds = every_comp_has(r, MC_PLAN_SHARED) ? 3 : 2;
+    for (int i = 0; i < nkinds; i++)
         for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN) && !r->chunk;
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
-                out[n++] = (variant_t){rank, form, stagger, 0, 0, 0, 0};
+                out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0};
     return n;
 }
 
@@ -509,7 +532,7 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
                          mc_err_t *err)
 {
     static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1", "other2",
-                                               "other3", "other4", "repaired", "direct",
+                                               "other3", "other4", "repaired", "shared", "direct",
                                                "whole"};
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
@@ -586,6 +609,41 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
     return MC_OK;
 }
 
+/* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
+ * three steps gained 2.2% on the DGX-1 broadcast from GPU 5 (below), about 1% elsewhere; a
+ * runner further behind is left out (on `intra`'s 32-GPU cases, 2.7-49% behind, its steps were
+ * up to 14% more CPU time for no gain). */
+#define MC_STEP_REACH 1.02
+
+/* Steps variant x, timed x_t, to 3/4 of its chunks while that is faster, or else to 4/3 while
+ * that is, at most MC_COARSE_STEPS times; a step faster than the fastest so far (*v) replaces it
+ * (*replaced, *kept). */
+static mc_status_t step_chunks(run_t *r, variant_t x, double x_t, verdict_t *v, int *replaced,
+                               variant_t *kept, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    for (int dir = 1, better = 1; better && abs(x.coarse) < MC_COARSE_STEPS;) {
+        verdict_t dv;
+        x.coarse += dir;
+        MC_CHECK_GOTO(race(r, x, v->simulated ? x_t : 0, &dv, err), out, st);
+        better = dv.simulated && dv.t < x_t;
+        if (better)
+            x_t = dv.t;
+        if (better && dv.t < v->t) {
+            *kept = x;
+            *v = dv;
+            *replaced = 1;
+        }
+        if (!better && x.coarse == 1) { /* fewer chunks were slower: try more */
+            dir = -1;
+            x.coarse = 0;
+            better = 1;
+        }
+    }
+out:
+    return st;
+}
+
 /* The simulator referees: the plan's cost model does not charge everything the simulator does,
  * so the solved plan (timed *v) is raced against the variants built from the same candidates
  * (variants), and the fastest simulated one is kept in r->kept, *v; *replaced says whether it is
@@ -597,24 +655,32 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
     int n = variants(r, table), fastest = MC_PLAN_SOLVED, second = -1;
     double fastest_t = v->t, second_t = HUGE_VAL;
     variant_t winner = {MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0};
+    variant_t best_x[MC_PLAN_KINDS]; /* per kind, its fastest variant, timed best_t */
+    double best_t[MC_PLAN_KINDS], solved_t = v->simulated ? v->t : HUGE_VAL;
     mc_status_t st = MC_OK;
     *replaced = 0;
+    for (int k = 0; k < MC_PLAN_KINDS; k++) {
+        best_t[k] = HUGE_VAL;
+        best_x[k] = (variant_t){k, FORM_DECODED, 0, 0, 0, 0, 0};
+    }
     for (int i = 0; i < n && r->sim_work_left > 0; i++) {
         variant_t x = table[i];
         verdict_t dv;
         if (x.kind == VARIANT_SECOND && second < 0)
-            break;
+            continue;
         if (x.kind < 0)
             x.kind = x.kind == VARIANT_FASTEST ? fastest : second;
         /* a form counts only if it beats the fastest, so its simulation stops at that time; the
          * plans as decoded are timed in full, since they rank the kinds whose forms are raced */
-        double horizon = table[i].kind < 0 && v->simulated ? v->t : 0;
+        double horizon = table[i].form != FORM_DECODED && v->simulated ? v->t : 0;
         MC_CHECK_GOTO(race(r, x, horizon, &dv, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250
-         * broadcast in `direct`: 1.31 -> 1.33 of the bound) */
-        int ranked = table[i].kind >= 0 && x.kind != MC_PLAN_REPAIRED;
+         * broadcast in `direct`: 1.31 -> 1.33 of the bound); the plan at shared pace has forms
+         * of its own (variants) and is not ranked either */
+        int ranked = table[i].form == FORM_DECODED && x.kind != MC_PLAN_REPAIRED &&
+                     x.kind != MC_PLAN_SHARED;
         if (ranked && t < fastest_t) {
             if (x.kind != fastest) {
                 second = fastest;
@@ -626,35 +692,42 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
             second = x.kind;
             second_t = t;
         }
+        if (t < best_t[x.kind]) {
+            best_t[x.kind] = t;
+            best_x[x.kind] = x;
+        }
         if (t < v->t) {
             *v = dv;
             *replaced = 1;
             winner = x;
         }
     }
+    best_t[MC_PLAN_SOLVED] = best_t[MC_PLAN_SOLVED] < solved_t ? best_t[MC_PLAN_SOLVED] : solved_t;
+    variant_t runner = winner;
+    double runner_t = HUGE_VAL;
+    for (int k = 0; k < MC_PLAN_KINDS; k++)
+        if (k != winner.kind && best_t[k] < runner_t) {
+            runner = best_x[k];
+            runner_t = best_t[k];
+        }
     /* The chunk counts are each tree's best alone or at its planned share; trees that share links
      * do not progress as modelled (staggered, or one finishing early and leaving the link to
      * the others), where larger chunks can pay less per-message overhead than they add fill
      * (h100-single-3x8 in `modern`: 3.34 -> 3.31 ms with 3/4 of the chunks). So the winner is
      * timed again with 3/4 of its chunks while that is faster, or else with 4/3 while that is
-     * (none below MC_MIN_CHUNK_BYTES). */
+     * (none below MC_MIN_CHUNK_BYTES); then, within an allowance of its own, the fastest variant
+     * of another kind when it is close (MC_STEP_REACH), since the steps gain more on some plans
+     * than on others (DGX-1, 96 MiB from GPU 5: the plan descended at shared pace, evened out
+     * and staggered, 992.8 us, 985.4 us after its steps; the solved plan 998.0 us, 976.1 us). */
     r->sim_work_left += r->chunk ? 0 : MC_SIM_COARSE_WORK;
     variant_t kept = winner;
-    for (int dir = 1, better = !r->chunk; better && abs(winner.coarse) < MC_COARSE_STEPS;) {
-        verdict_t dv;
-        winner.coarse += dir;
-        MC_CHECK_GOTO(race(r, winner, v->simulated ? v->t : 0, &dv, err), out, st);
-        better = dv.simulated && dv.t < v->t;
-        if (better) {
-            kept = winner;
-            *v = dv;
-            *replaced = 1;
-        }
-        if (!better && winner.coarse == 1) { /* fewer chunks were slower: try more */
-            dir = -1;
-            winner.coarse = 0;
-            better = 1;
-        }
+    if (!r->chunk) {
+        MC_CHECK_GOTO(step_chunks(r, winner, v->t, v, replaced, &kept, err), out, st);
+        int64_t left = r->sim_work_left;
+        r->sim_work_left = MC_SIM_COARSE_WORK;
+        if (runner_t <= MC_STEP_REACH * v->t)
+            MC_CHECK_GOTO(step_chunks(r, runner, runner_t, v, replaced, &kept, err), out, st);
+        r->sim_work_left = left;
     }
     r->kept = kept;
 out:

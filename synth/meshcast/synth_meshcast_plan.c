@@ -11,6 +11,10 @@ void mc_plan_free(mc_plan_t *pl)
     for (int c = 0; c < pl->ncands; c++) {
         free(pl->cands[c].links);
         free(pl->cands[c].link_ps);
+        free(pl->cands[c].edge_up);
+        free(pl->cands[c].edge_hop_ps);
+        free(pl->cands[c].edge_at);
+        free(pl->cands[c].edge_links);
     }
     free(pl->cands);
     free(pl->units);

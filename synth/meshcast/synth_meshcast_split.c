@@ -50,6 +50,31 @@ static uint64_t typical_bytes(const mc_shares_t *sh, int s, uint64_t bytes, cons
     return used > 1 ? bytes / (uint64_t)used : bytes;
 }
 
+/* The edges of candidate c into q (its links already numbered in local[]), and into the key. */
+static void plan_edges(mc_pcand_t *q, const mc_cand_t *c, const mc_topo_t *topo, const int *local,
+                       mc_buf_t *key)
+{
+    q->nedges = c->nedges;
+    q->edge_up = mc_xmalloc(sizeof(int) * (size_t)c->nedges);
+    q->edge_hop_ps = mc_xmalloc(sizeof(int64_t) * (size_t)c->nedges);
+    q->edge_at = mc_xcalloc((size_t)c->nedges + 1, sizeof(int));
+    q->edge_links = mc_xmalloc(sizeof(int) * (size_t)c->nedges * MC_ROUTE_MAX_LINKS);
+    for (int e = 0; e < c->nedges; e++) {
+        mc_route_t r;
+        mc_err_t err = {0};
+        q->edge_up[e] = c->edge_up[e];
+        q->edge_hop_ps[e] = to_ps(c->edge_hop[e]);
+        q->edge_at[e + 1] = q->edge_at[e];
+        /* the route was found when the candidate was built; it is cached */
+        if (mc_topo_route(topo, c->parent[e], c->child[e], &r, &err) == MC_OK)
+            for (int i = 0; i < r.nlinks; i++)
+                q->edge_links[q->edge_at[e + 1]++] = local[r.links[i]];
+        mc_buf_printf(key, "E%d:%lld", q->edge_up[e], (long long)q->edge_hop_ps[e]);
+        for (int i = q->edge_at[e]; i < q->edge_at[e + 1]; i++)
+            mc_buf_printf(key, ",%d", q->edge_links[i]);
+    }
+}
+
 /* Fills comp's plan from its pieces' candidates; link ids become plan-local in order of first
  * use, which is what makes the key independent of where in the cluster the component sits. */
 static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *topo,
@@ -105,6 +130,8 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
                     q->unit_ps = q->link_ps[k];
                 mc_buf_printf(&key, ",%d:%lld", q->links[k], (long long)q->link_ps[k]);
             }
+            if (frac && sh->s[cp->pieces[i]].fine)
+                plan_edges(q, c, topo, local, &key);
             mc_buf_printf(&key, ";");
         }
     }

@@ -20,13 +20,17 @@ printf 'topology %s/topologies/dgx-h100-x1.xml\ncase off\nmesh A={x:1}@[0]\nmesh
 expect_exit 1 "figure off by more than 10%" -- "$MESHCAST" bench --suite "$TMP/off.cases"
 expect_grep "$TMP/err" '1 bandwidth-bound calibration row' "the miss is reported"
 
-printf 'topology %s/topologies/dgx-h100-x1.xml\ncase x\nmesh A={x:1}@[0]\nmeasured scatter 10 p2p src\n' "$ROOT" > "$TMP/bad.cases"
-expect_exit 1 "unknown operation" -- "$MESHCAST" bench --suite "$TMP/bad.cases"
-expect_grep "$TMP/err" "bad\.cases:4: unknown operation 'scatter'" "error names file, line and operation"
-printf 'topology %s/topologies/dgx-h100-x1.xml\ncase x\nmesh A={x:1}@[0]\nmeasured sendrecv fast p2p src\n' "$ROOT" > "$TMP/bad2.cases"
-expect_exit 1 "bad figure" -- "$MESHCAST" bench --suite "$TMP/bad2.cases"
-expect_grep "$TMP/err" "bad2\.cases:4: expected 'measured OP GBPS STRATEGY SOURCE'" "expected form"
-printf 'topology %s/topologies/dgx-h100-x1.xml\nmeasured sendrecv 1 p2p src\n' "$ROOT" > "$TMP/bad3.cases"
-expect_exit 1 "measured outside a case" -- "$MESHCAST" bench --suite "$TMP/bad3.cases"
-expect_grep "$TMP/err" "bad3\.cases:2: 'measured' belongs inside a case" "outside a case"
+# bad_case NAME BODY WHAT MESSAGE: a case file NAME.cases on the one-host topology with BODY
+# fails the run (exit 1) with MESSAGE (a grep pattern) on stderr.
+bad_case() {
+    printf 'topology %s/topologies/dgx-h100-x1.xml\n%b' "$ROOT" "$2" > "$TMP/$1.cases"
+    expect_exit 1 "$3" -- "$MESHCAST" bench --suite "$TMP/$1.cases"
+    expect_grep "$TMP/err" "$1\.cases:$4" "$3: error names file, line and what was expected"
+}
+bad_case bad 'case x\nmesh A={x:1}@[0]\nmeasured scatter 10 p2p src\n' "unknown operation" \
+    "4: unknown operation 'scatter'"
+bad_case bad2 'case x\nmesh A={x:1}@[0]\nmeasured sendrecv fast p2p src\n' "bad figure" \
+    "4: expected 'measured OP GBPS STRATEGY SOURCE'"
+bad_case bad3 'measured sendrecv 1 p2p src\n' "measured outside a case" \
+    "2: 'measured' belongs inside a case"
 finish

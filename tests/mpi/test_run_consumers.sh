@@ -18,14 +18,26 @@ three;p2p p2p-lb alpa-bcast meshcast;A={x:2}@[0,4]|B={x:2}@[8,9]|C={x:1}@12|D={x
 CASES
 }
 
-while IFS=";" read -r -u 3 name want meshes move; do
-  IFS="|" read -r -a ms <<<"$meshes"
-  synth_all "$name" "${ms[@]}" -- "$move"
-  for s in $want; do
-    expect_true "$name: $s synthesizes it" -- test -f "$TMP/$name.$s.xml"
+# synth_case NAME WANT MESHES MOVE: every strategy's schedule for MOVE between MESHES (split
+# by |) into SCHEDS; each strategy in WANT must make one.
+synth_case() {
+  local ms s
+  IFS="|" read -r -a ms <<<"$3"
+  synth_all "$1" "${ms[@]}" -- "$4"
+  for s in $2; do
+    expect_true "$1 ($4): $s synthesizes it" -- test -f "$TMP/$1.$s.xml"
   done
+}
+
+# loopback NAME SCHEDULE [LABEL]: the schedule runs under the loopback backend.
+loopback() {
+  expect_exit 0 "$1 $(basename "$2")${3:-}: loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$2"
+}
+
+while IFS=";" read -r -u 3 name want meshes move; do
+  synth_case "$name" "$want" "$meshes" "$move"
   for f in "${SCHEDS[@]}"; do
-    expect_exit 0 "$name $(basename "$f"): loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$f"
+    loopback "$name" "$f"
     expect_grep "$TMP/out" "loopback: [0-9]+ ranks, .* every destination byte correct" \
       "$name $(basename "$f"): loopback bytes"
     n=$(ranks_of "$f")
@@ -65,13 +77,9 @@ for i in range(int(sys.argv[1])):
 PY
 }
 while IFS=";" read -r -u 3 name want meshes move; do
-  IFS="|" read -r -a ms <<<"$meshes"
-  synth_all "$name" "${ms[@]}" -- "$move"
-  for s in $want; do
-    expect_true "$name ($move): $s synthesizes it" -- test -f "$TMP/$name.$s.xml"
-  done
+  synth_case "$name" "$want" "$meshes" "$move"
   for f in "${SCHEDS[@]}"; do
-    expect_exit 0 "$name $(basename "$f") ($move): loopback" -- "$MESHCAST" run -q --topo "$TOPO" "$f"
+    loopback "$name" "$f" " ($move)"
   done
 done 3< <(random_fans 8 5)
 

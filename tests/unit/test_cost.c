@@ -1,8 +1,9 @@
 /* The cost model (cost/cost.h) against closed forms and the simulator: a single transfer is
  * exact, over the network and over NVLink where its connections' limit holds it back, p2p's
  * traffic on random tasks stays close to the simulated p2p schedule, nothing to move costs
- * nothing, a wrapped topology gives the same answer on every call, and bad input is an error,
- * never a crash. */
+ * nothing, a relay's chunks pay the message delay its connections leave uncovered (channels
+ * on large pieces, not on small ones), a wrapped topology gives the same answer on every call,
+ * and bad input is an error, never a crash. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -267,6 +268,76 @@ static void test_route_floor(void **state)
     }
 }
 
+/* Route a -> b's message delay and its slowest link's bandwidth. */
+static void route_of(const mc_topo_t *topo, int a, int b, double *delay, double *bw)
+{
+    mc_route_t r;
+    mc_err_t err = {0};
+    if (mc_topo_route(topo, a, b, &r, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    *delay = mc_topo_links_delay(topo, r.links, r.nlinks);
+    *bw = r.bw;
+}
+
+/* The closed form of a two-hop relay in c chunks, each hop alone on its links (docs/cost-model.md,
+ * Time): the first chunk crosses both hops; each later chunk adds its share of its hop's time
+ * and the part of its message delay that k connections on the link leave, delay / k. */
+static double relay_time(const double *delay, const double *pace, int c, int k)
+{
+    double first = 0, last = 0;
+    for (int h = 0; h < 2; h++) {
+        double chunk = pace[h] / c;
+        double own = first + delay[h] + chunk + (c - 1) * (chunk + delay[h] / k);
+        first += delay[h] + chunk;
+        last = fmax(own, last + delay[h] + chunk);
+    }
+    return last;
+}
+
+/* One GPU to two GPUs of another PCIe box: meshcast's traffic crosses the 56 Gb/s network once
+ * (7 GB/s), into GPU 8, which passes it to GPU 9 over their PCIe switch (depth 2). A piece of
+ * 1 GiB is cut into trees of 32 MiB or more, which the referee cuts into up to 8 channels of c
+ * chunks of 128 KiB or more each (mc_sched_channels): that many connections share each hop's
+ * link and hide the chunks' message delay; a piece of 2 MiB has trees of 64 KiB, too small for
+ * channels, and only meshcast's two staggered trees hide it. Before the channels were counted,
+ * every meshcast link had two connections whatever the bytes. */
+static void test_relay_channels(void **state)
+{
+    mc_topo_t *topo = load("topologies/pcie-8gpu-1nic.xml");
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    static const struct {
+        const char *move;
+        double bytes;
+    } cases[] = {{"move u8[1073741824] A[_] -> B[_]\n", 1073741824.0},
+                 {"move u8[2097152] A[_] -> B[_]\n", 2097152.0}};
+    double delay[2], bw[2];
+    route_of(topo, 0, 8, &delay[0], &bw[0]);
+    route_of(topo, 8, 9, &delay[1], &bw[1]);
+    assert_true(bw[0] == 7e9 && bw[1] == 24e9);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "mesh A={x:1}@[0]\nmesh B={x:2}@8..9\n%s", cases[i].move);
+        mc_task_t *t = task_of(text);
+        mc_cost_opts_t o = {.strategy = MC_COST_MESHCAST, .fast = 1};
+        mc_cost_t c;
+        mc_err_t err = {0};
+        if (mc_cost_estimate(ct, t, &o, &c, &err) != MC_OK)
+            fail_msg("%s", err.msg);
+        double pace[2] = {cases[i].bytes / bw[0], cases[i].bytes / bw[1]};
+        /* channels of c chunks of 128 KiB or more, cut from a tree of 1/32 of the piece */
+        int k = (int)fmax(2, fmin(8, floor(cases[i].bytes / 32 / c.chunks / 131072)));
+        double want = relay_time(delay, pace, c.chunks, k);
+        if (c.depth != 2 || c.chunks < 2 || fabs(c.seconds - want) > 1e-12 * want ||
+            (k > 2) != (i == 0))
+            fail_msg("%s: depth %d, %d chunks, %d connections, estimate %.9g s, closed form "
+                     "%.9g s",
+                     cases[i].move, c.depth, c.chunks, k, c.seconds, want);
+        mc_task_free(t);
+    }
+    mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
 static void test_nothing_and_errors(void **state)
 {
     mc_topo_t *topo = load("topologies/dgx-h100-x1.xml");
@@ -302,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_relay_as_entered),
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_route_floor),
+        cmocka_unit_test(test_relay_channels),
         cmocka_unit_test(test_nothing_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

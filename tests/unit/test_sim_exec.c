@@ -1,8 +1,10 @@
 /* Tests for sim/sim_exec.c, the simulation of the plans the runtime executes, on the paper's
  * cluster: the dependency graph keeps two trees that share a root but no link independent (the
  * lockstep steps make the fast one wait for the slow one), and so do the nccl backend's lanes with
- * more trees on a GPU than the 8 lanes it used to have; a relayed chain and phases that share a
- * NIC take what the schedule's simulation says; and the loopback delivers those plans' bytes. */
+ * more trees on a GPU than the 8 lanes it used to have, with more than MC_RT_MAX_LANES (a few
+ * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC
+ * take what the schedule's simulation says, and so does one H100 NVLink send at its connection
+ * limit; and the loopback delivers those plans' bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,13 +106,14 @@ static void test_independent_trees(void **state)
     mc_task_free(task);
 }
 
-/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the others through its
- * host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10 trees) every tree
- * gets a lane of its own, more than the 8 lanes there used to be; with 8 trees per slow GPU (73
- * trees, more than MC_RT_MAX_LANES) the slow trees, all of one pace (chunk size and rate), share
- * one lane and the fast tree has the other. Either way the fast tree ends when it would alone and
- * the whole takes what the dependency graph takes; with the 10 lanes taken modulo 8, the fast
- * tree moves in lockstep with a slow one. */
+/* GPU 0 roots trees of a 4 MiB tensor in one phase, 16 chunks each: one to GPU 1 over NVLink, the
+ * others through its host's NIC to nine GPUs at their fair share of it. With one tree per GPU (10
+ * trees) every tree gets a lane of its own, more than the 8 lanes there used to be; with 16 trees
+ * per slow GPU (145 trees, more than MC_RT_MAX_LANES, and too many left over to share a few lanes)
+ * the slow trees, all of one pace (chunk size and rate), share one lane and the fast tree has the
+ * other. Either way the fast tree ends when it would alone and the whole takes what the dependency
+ * graph takes; with the 10 lanes taken modulo 8, the fast tree moves in lockstep with a slow
+ * one. */
 static void test_lanes(void **state)
 {
     static const int dests[10] = {1, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -127,7 +130,7 @@ static void test_lanes(void **state)
     edge(s1, mc_sched_add_tree(s1, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
     s1->nphases = 1;
     exec_time(s1, MC_RT_ORDER_DEPS, 1, &end1_alone);
-    for (int per = 1; per <= 8; per += 7) {
+    for (int per = 1; per <= 16; per += 15) {
         mc_sched_t *s = mc_sched_new(task, topo, "hand");
         edge(s, mc_sched_add_tree(s, 0, 0, 4 << 20, 0, 0, 16), 0, 1);
         for (int k = 1; k < 10; k++)
@@ -170,11 +173,12 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
     return n;
 }
 
-/* 70 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
- * (through the NICs): 140 edges and 70 trees at GPU 0, beyond 64 lanes either way, and all trees
- * of one pace. Without the topology they share one lane, so GPU 1 receives in lockstep with GPU
- * 4; on it, the NVLink edges and the NIC edges are of two speeds and take two lanes, and GPU 1
- * ends as the dependency graph lets it. */
+/* 130 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
+ * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and all
+ * trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the
+ * topology they share one lane, so GPU 1 receives in lockstep with GPU 4; on it, the NVLink edges
+ * and the NIC edges are of two speeds and take two lanes, and GPU 1 ends as the dependency graph
+ * lets it. */
 static void test_lanes_by_speed(void **state)
 {
     mc_err_t err = {0};
@@ -186,8 +190,8 @@ static void test_lanes_by_speed(void **state)
                      MC_OK);
     assert_int_equal(mc_task_split(task, &err), MC_OK);
     mc_sched_t *s = mc_sched_new(task, topo, "hand");
-    for (int j = 0; j < 70; j++) {
-        uint64_t lo = (uint64_t)j * (4 << 20) / 70, hi = (uint64_t)(j + 1) * (4 << 20) / 70;
+    for (int j = 0; j < 130; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / 130, hi = (uint64_t)(j + 1) * (4 << 20) / 130;
         int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
         edge(s, t, 0, 1);
         edge(s, t, 0, 4);
@@ -204,6 +208,103 @@ static void test_lanes_by_speed(void **state)
     assert_true(end4 > 5 * end1);
     mc_sched_free(s);
     mc_task_free(task);
+}
+
+/* GPU `fast` of s (one phase) is held back by nothing: the dependency graph lets it end long
+ * before GPU `slow`, and the nccl lanes end it then too, the whole within 1% of the graph's time.
+ * Frees s and task. */
+static void assert_fast_free(mc_sched_t *s, mc_task_t *task, int fast, int slow)
+{
+    double end_fast, end_deps, end_slow;
+    double t_deps = exec_time(s, MC_RT_ORDER_DEPS, fast, &end_deps);
+    exec_time(s, MC_RT_ORDER_DEPS, slow, &end_slow);
+    assert_true(end_slow > 5 * end_deps);
+    double t = exec_time(s, MC_RT_ORDER_NCCL, fast, &end_fast);
+    assert_close(end_fast, end_deps);
+    assert_true(t < 1.01 * t_deps);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
+/* GPU 0 roots 130 trees in one phase, 16 chunks of 16 KiB each: one to GPU 1, 129 to GPU 2, all
+ * over one NVLink of the same bandwidth at one planned rate, so every edge is of one pace (chunk
+ * size, rate, narrowest link). 130 edges and 130 trees at GPU 0 do not fit in MC_RT_MAX_LANES
+ * (128) either way; sharing lanes by pace put the tree to GPU 1 in lockstep with trees that share
+ * their link 129 ways, so GPU 1 ended with them. The trees are even (one child each), so each
+ * takes a lane of its own and the two left over share one with a tree of their pace: GPU 1 ends as
+ * the dependency graph lets it. */
+static void test_lanes_spread(void **state)
+{
+    mc_task_t *task;
+    mc_sched_t *s = sched_for("mesh A={host:1,gpu:1}@[0]\nmesh B={x:1}@[1]\nmesh C={x:1}@[2]\n"
+                              "move f32[65536] A[_] -> B[_]\nmove f32[8454144] A[_] -> C[_]\n",
+                              &task);
+    assert_int_equal(task->npieces, 2);
+    int small = task->pieces[0].bytes == 256 << 10 ? 0 : 1; /* the piece for GPU 1 */
+    edge(s, mc_sched_add_tree(s, small, 0, 256 << 10, 0, 0, 16), 0, 1);
+    for (int j = 0; j < 129; j++)
+        edge(s, mc_sched_add_tree(s, 1 - small, (uint64_t)j << 18, 256 << 10, 0, 0, 16), 0, 2);
+    s->nphases = 1;
+    /* one planned rate for all: GPU 0 -> 2's NVLink shared 129 ways */
+    const mc_tree_edge_t *e2 = &s->trees[1].edges[0];
+    assert_int_equal(e2->nlinks, 1);
+    for (int t = 0; t < s->ntrees; t++)
+        s->trees[t].rate = topo->links[e2->links[0]].bw / 129;
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
+    assert_fast_free(s, task, 1, 2);
+}
+
+/* A root that packs: GPU 0 holds a 1024 x 1024 tensor whole, and each column half goes to two
+ * GPUs (mesh B's rows replicate it), so the root stages the strided half chunk by chunk. The tree
+ * of half 0 sends first to GPU 5 through the NICs (its edge 0, slow), then to GPU 1 over NVLink,
+ * in 2 chunks; half 1 goes to GPUs 4 and 6 through the NICs. The pack of chunk 1 has a slot free
+ * from the start: packed in the step of its sends, it followed the slow edge's send of chunk 0 in
+ * that edge's lane, and GPU 1 waited for the NIC. It ends as the dependency graph lets it. */
+static void test_pack_early(void **state)
+{
+    mc_task_t *task;
+    mc_sched_t *s = sched_for("mesh A={x:1}@[0]\nmesh B={r:2,c:2}@[1,4,5,6]\n"
+                              "move f32[1024,1024] A[_,_] -> B[_,c]\n",
+                              &task);
+    assert_int_equal(task->npieces, 2);
+    for (int p = 0; p < 2; p++) {
+        int t = mc_sched_add_tree(s, p, 0, task->pieces[p].bytes, 0, 0, 2);
+        int to1 = task->pieces[p].dests[0] == 1 || task->pieces[p].dests[1] == 1;
+        edge(s, t, 0, to1 ? 5 : 4);
+        edge(s, t, 0, to1 ? 1 : 6);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_fast_free(s, task, 1, 5);
+}
+
+/* On H100 a tree edge over NVLink moves at most 180 GB/s, its connection's limit: the plans'
+ * simulation applies it as the schedule's does (sim_links.c), so 64 MiB from GPU 0 to GPU 1 of
+ * one DGX H100 take alpha + latency + 64 MiB / 180 GB/s both ways (before, the plans moved at the
+ * NVLink's full rate). */
+static void test_connection_limit(void **state)
+{
+    mc_topo_t *paper = topo;
+    mc_err_t err = {0};
+    mc_task_t *task;
+    double unused;
+    assert_int_equal(mc_topo_load("topologies/dgx-h100-x1.xml", &topo, &err), MC_OK);
+    mc_sched_t *s = sched_for("mesh A={x:1}@[0]\nmesh B={x:1}@[1]\n"
+                              "move f32[16777216] A[_] -> B[_]\n",
+                              &task);
+    int t = mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 1);
+    edge(s, t, 0, 1);
+    s->nphases = 1;
+    const mc_tree_edge_t *e = &s->trees[t].edges[0];
+    double want = mc_topo_links_delay(topo, e->links, e->nlinks) + (64 << 20) / 180e9;
+    assert_close(sim_time(s), want);
+    assert_close(exec_time(s, MC_RT_ORDER_DEPS, 1, &unused), want);
+    mc_sched_free(s);
+    mc_task_free(task);
+    mc_topo_free(topo);
+    topo = paper;
 }
 
 /* GPU 0 -> 4 -> 5 (a relay on the next host), 8 chunks: store and forward per chunk, as the
@@ -264,6 +365,9 @@ int main(void)
         cmocka_unit_test(test_independent_trees),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_by_speed),
+        cmocka_unit_test(test_lanes_spread),
+        cmocka_unit_test(test_pack_early),
+        cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
     };

@@ -27,6 +27,7 @@ static void plan_cand(mc_plan_t *pl, int p, int64_t fixed_ps, int n, const int *
 {
     pl->cands = mc_xrealloc(pl->cands, sizeof(mc_pcand_t) * (size_t)(pl->ncands + 1));
     mc_pcand_t *c = &pl->cands[pl->ncands++];
+    memset(c, 0, sizeof(*c));
     c->piece = p;
     c->fixed_ps = fixed_ps;
     c->nlinks = n;

@@ -1,0 +1,172 @@
+/* The per-link state both simulators share (sim.c, the schedule's; sim_exec.c, the runtime's
+ * plans'): the links' capacities, the max-min solver, the marks that find the flows sharing links
+ * with the links an event touched, and the max-min solve with connection limits. So the two time
+ * the same link model by construction; each keeps its own flows and says, through sim_flows_t,
+ * which flows are on a link, what a flow crosses and how fast its connection may go. */
+#include <string.h>
+
+#include "sim/sim_internal.h"
+#include "util/util.h"
+
+void sim_links_init(sim_links_t *lk, const mc_topo_t *topo)
+{
+    size_t nl = (size_t)topo->nlinks + 1;
+    memset(lk, 0, sizeof *lk);
+    lk->nlinks = topo->nlinks;
+    lk->cap = mc_xcalloc(nl, sizeof(double));
+    lk->cap_left = mc_xcalloc(nl, sizeof(double));
+    for (int l = 0; l < topo->nlinks; l++)
+        lk->cap[l] = topo->links[l].bw;
+    lk->mm = mc_sched_maxmin_new(topo->nlinks);
+    lk->link_mark = mc_xcalloc(nl, sizeof(unsigned));
+    lk->touched = mc_xcalloc(nl, sizeof(int));
+    lk->comp_links = mc_xcalloc(nl, sizeof(int));
+}
+
+void sim_links_free(sim_links_t *lk)
+{
+    free(lk->cap);
+    free(lk->cap_left);
+    mc_sched_maxmin_free(lk->mm);
+    free(lk->link_mark);
+    free(lk->flow_mark);
+    free(lk->touched);
+    free(lk->comp_links);
+    free(lk->comp_flows);
+    free(lk->off);
+    free(lk->clinks);
+    free(lk->rates);
+    free(lk->free_idx);
+    free(lk->free_off);
+    free(lk->free_links);
+    free(lk->free_rates);
+    memset(lk, 0, sizeof *lk);
+}
+
+void sim_links_begin(sim_links_t *lk)
+{
+    lk->ntouched = 0;
+    if (++lk->epoch == 0) { /* wrapped: clear the marks */
+        memset(lk->link_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
+        memset(lk->flow_mark, 0, sizeof(unsigned) * (size_t)lk->flow_mark_cap);
+        lk->epoch = 1;
+    }
+}
+
+void sim_links_touch(sim_links_t *lk, int l)
+{
+    if (lk->link_mark[l] == lk->epoch)
+        return;
+    lk->link_mark[l] = lk->epoch;
+    lk->touched[lk->ntouched++] = l;
+}
+
+/* The flows connected through shared links to the touched links, and those links. */
+static void component(sim_links_t *lk, const sim_flows_t *fl)
+{
+    if (lk->flow_mark_cap < fl->nflows + 1) { /* new marks: of no epoch */
+        lk->flow_mark = mc_xrealloc(lk->flow_mark, sizeof(unsigned) * (size_t)(fl->nflows + 1));
+        memset(lk->flow_mark + lk->flow_mark_cap, 0,
+               sizeof(unsigned) * (size_t)(fl->nflows + 1 - lk->flow_mark_cap));
+        lk->flow_mark_cap = fl->nflows + 1;
+    }
+    lk->ncomp_links = lk->ncomp_flows = 0;
+    for (int i = 0; i < lk->ntouched; i++)
+        lk->comp_links[lk->ncomp_links++] = lk->touched[i];
+    for (int i = 0; i < lk->ncomp_links; i++) {
+        int n;
+        const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &n);
+        for (int k = 0; k < n; k++) {
+            int f = on[k], nl;
+            if (lk->flow_mark[f] == lk->epoch)
+                continue;
+            lk->flow_mark[f] = lk->epoch;
+            MC_GROW(lk->comp_flows, lk->comp_flow_cap, lk->ncomp_flows + 1);
+            lk->comp_flows[lk->ncomp_flows++] = f;
+            const int *links = fl->path(fl->ctx, f, &nl);
+            for (int j = 0; j < nl; j++)
+                if (lk->link_mark[links[j]] != lk->epoch) {
+                    lk->link_mark[links[j]] = lk->epoch;
+                    lk->comp_links[lk->ncomp_links++] = links[j];
+                }
+        }
+    }
+}
+
+typedef struct comp_ctx {
+    const sim_links_t *lk;
+    const sim_flows_t *fl;
+} comp_ctx_t;
+
+/* The links of the component's flow i. */
+static const int *comp_path(const void *ctx, int i, int *nlinks)
+{
+    const comp_ctx_t *c = ctx;
+    return c->fl->path(c->fl->ctx, c->lk->comp_flows[i], nlinks);
+}
+
+static double comp_cap(const sim_links_t *lk, const sim_flows_t *fl, int i)
+{
+    return fl->cap(fl->ctx, lk->comp_flows[i]);
+}
+
+/* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
+ * limits: a flow whose fair share is above its connection's limit is held at the limit and the
+ * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
+ * a flow back only raises the others' shares, so the set of held flows only grows. */
+static void solve_capped(sim_links_t *lk, const sim_flows_t *fl, int n)
+{
+    mc_sched_maxmin_solve(lk->mm, n, lk->off, lk->clinks, NULL, lk->cap, lk->rates);
+    int over = 0;
+    for (int i = 0; i < n && !over; i++)
+        over = comp_cap(lk, fl, i) > 0 && lk->rates[i] > comp_cap(lk, fl, i);
+    if (!over)
+        return;
+    MC_GROW(lk->free_idx, lk->idx_cap, n + 1);
+    MC_GROW(lk->free_off, lk->off_cap2, n + 1);
+    MC_GROW(lk->free_rates, lk->frate_cap, n + 1);
+    MC_GROW(lk->free_links, lk->links_cap2, lk->off[n] + 1);
+    for (int i = 0; i < lk->ncomp_links; i++)
+        lk->cap_left[lk->comp_links[i]] = lk->cap[lk->comp_links[i]];
+    int nfree = n;
+    for (int i = 0; i < n; i++)
+        lk->free_idx[i] = i;
+    while (over) {
+        int k = 0, at = 0;
+        over = 0;
+        lk->free_off[0] = 0;
+        for (int j = 0; j < nfree; j++) {
+            int i = lk->free_idx[j];
+            double c = comp_cap(lk, fl, i);
+            if (c > 0 && lk->rates[i] > c) {
+                lk->rates[i] = c;
+                for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
+                    lk->cap_left[lk->clinks[x]] -= c;
+                over = 1;
+                continue;
+            }
+            lk->free_idx[k++] = i;
+            for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
+                lk->free_links[at++] = lk->clinks[x];
+            lk->free_off[k] = at;
+        }
+        nfree = k;
+        if (!over || !nfree)
+            break;
+        mc_sched_maxmin_solve(lk->mm, nfree, lk->free_off, lk->free_links, NULL, lk->cap_left,
+                              lk->free_rates);
+        for (int j = 0; j < nfree; j++)
+            lk->rates[lk->free_idx[j]] = lk->free_rates[j];
+    }
+}
+
+void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl)
+{
+    component(lk, fl);
+    int n = lk->ncomp_flows;
+    comp_ctx_t c = {lk, fl};
+    MC_GROW(lk->off, lk->off_cap, n + 1);
+    MC_GROW(lk->rates, lk->rate_cap, n + 1);
+    sim_motion_pack(n, comp_path, &c, lk->off, &lk->clinks, &lk->clink_cap);
+    solve_capped(lk, fl, n);
+}
