@@ -4,7 +4,8 @@
  * more trees on a GPU than the 8 lanes it used to have, with more than MC_RT_MAX_LANES (a few
  * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC
  * take what the schedule's simulation says, and so does one H100 NVLink send at its connection
- * limit; and the loopback delivers those plans' bytes. */
+ * limit; and the loopback delivers those plans' bytes; within a work allowance the same time, past
+ * it none. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "emit/emit.h"
 #include "sim/sim.h"
@@ -359,6 +361,38 @@ static void test_phases_share_a_link(void **state)
     }
 }
 
+/* Within an allowance: the same time as unbounded, with the work it took off the allowance; with
+ * less work than that, MC_ERR_TIMEOUT and no time (bench leaves such a row's exec column empty). */
+static void test_work_bound(void **state)
+{
+    (void)state;
+    mc_task_t *task;
+    mc_sched_t *s = two_dests(&task, 1, 4);
+    edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16), 0, 1);
+    edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16), 0, 4);
+    s->nphases = 1;
+    mc_emit_plans_t *P = NULL;
+    mc_sim_exec_result_t x;
+    mc_err_t err = {0};
+    assert_int_equal(mc_emit_lower_on(s, topo, &P, &err), MC_OK);
+    double unbounded = exec_time(s, MC_RT_ORDER_DEPS, 1, &(double){0});
+    int64_t work = 1000000;
+    assert_int_equal(mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS,
+                                         &work, &x, &err), MC_OK);
+    assert_close(x.makespan_s, unbounded);
+    int64_t used = 1000000 - work;
+    assert_true(used >= 32); /* at least one event per chunk of each tree */
+    mc_sim_exec_result_free(&x);
+    work = used - 1;
+    assert_int_equal(mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS,
+                                         &work, &x, &err), MC_ERR_TIMEOUT);
+    assert_non_null(strstr(err.msg, "work limit"));
+    mc_sim_exec_result_free(&x);
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
+        cmocka_unit_test(test_work_bound),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
