@@ -256,9 +256,11 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
 
 /* Whole units from fractional ones (x[c]: units of candidate c), in one phase: each candidate
- * keeps its whole part and the units left over go to the largest fractions (lowest index on
- * ties). */
-void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol);
+ * keeps its whole part and the units left over go, one at a time, to the largest fractions
+ * (lowest index on ties) or, by_load, to the candidate with a fraction left whose busiest link
+ * stays least loaded (then the largest fraction): a piece's last units then spread over links
+ * instead of piling where several pieces' fractions happen to be largest. */
+void mc_plan_round(const mc_plan_t *pl, const double *x, int by_load, mc_plan_sol_t *sol);
 
 /* Local descent on a one-phase solution (a rounded fractional split leaves whole units on slow
  * deep trees: their units and pipeline fill, which the fractional model does not count, can

@@ -103,13 +103,13 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 
 /* Split k of the fractional model over the component's shares, rounded to whole units in one
  * phase. Returns 0 when it is a feasible plan. */
-static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, mc_plan_sol_t *out)
+static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, int by_load, mc_plan_sol_t *out)
 {
     const mc_plan_t *pl = &cp->plan;
     double *x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
     for (int c = 0; c < pl->ncands; c++)
         x[c] = r->frac[k][cp->cand_ids[c]] * pl->units[pl->cands[c].piece];
-    mc_plan_round(pl, x, out);
+    mc_plan_round(pl, x, by_load, out);
     free(x);
     mc_plan_sol_compact(pl, out);
     return mc_plan_check(pl, out);
@@ -153,10 +153,10 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
 }
 
 /* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
- * pricing added trees, the fractional model's split rounded; the integer model refines the best
- * (the solved plan) and, since the estimate does not see everything the simulator charges, the
- * others as well (MC_PLAN_OTHER*, raced by the referee). The rlimit is split: half to the
- * relaxation, a sixth to each refinement. */
+ * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
+ * integer model refines the best (the solved plan) and, since the estimate does not see
+ * everything the simulator charges, the others as well (MC_PLAN_OTHER*, raced by the referee).
+ * The rlimit is split: half to the relaxation, a sixth to each refinement. */
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
@@ -186,8 +186,14 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         nfrom++;
     else
         mc_plan_sol_free(&from[nfrom]);
-    for (int k = 0; k < MC_SPLITS && r->price.added; k++) {
-        if (frac_plan(r, cp, k, &from[nfrom]) == 0)
+    /* Where the relaxation gave no plan (too many candidates, or stopped), the fractional
+     * model's load split stands in for it, rounded by load: the greedy seeds fill units up to
+     * the slowest tree's time, fixed cost included, and so leave links loaded unevenly where the
+     * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). */
+    int splits = r->price.added ? MC_SPLITS
+                 : zs.status != MC_Z3_OPTIMAL && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
+    for (int k = 0; k < splits; k++) {
+        if (frac_plan(r, cp, k, !r->price.added, &from[nfrom]) == 0)
             nfrom++;
         else
             mc_plan_sol_free(&from[nfrom]);

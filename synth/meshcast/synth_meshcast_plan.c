@@ -309,26 +309,53 @@ void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t 
     mc_plan_check(pl, out);
 }
 
-void mc_plan_round(const mc_plan_t *pl, const double *x, mc_plan_sol_t *sol)
+/* The busiest of candidate c's links if it took one more unit (load: the links' loads). */
+static int64_t busiest_with_unit(const mc_plan_t *pl, const int64_t *load, int c)
+{
+    const mc_pcand_t *pc = &pl->cands[c];
+    int64_t t = 0;
+    for (int i = 0; i < pc->nlinks; i++)
+        if (load[pc->links[i]] + pc->link_ps[i] > t)
+            t = load[pc->links[i]] + pc->link_ps[i];
+    return t;
+}
+
+void mc_plan_round(const mc_plan_t *pl, const double *x, int by_load, mc_plan_sol_t *sol)
 {
     sol->nphases = 1;
     sol->units = mc_xcalloc((size_t)pl->ncands + 1, sizeof(int));
+    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
+    for (int c = 0; c < pl->ncands; c++) {
+        sol->units[c] = x[c] < 0 ? 0 : (int)x[c];
+        for (int i = 0; i < pl->cands[c].nlinks; i++)
+            load[pl->cands[c].links[i]] += sol->units[c] * pl->cands[c].link_ps[i];
+    }
     for (int c = 0, p = 0; p < pl->npieces; p++) {
         int first = c, left = pl->units[p];
-        for (; c < pl->ncands && pl->cands[c].piece == p; c++) {
-            double f = x[c] < 0 ? 0 : x[c];
-            sol->units[c] = (int)f;
+        for (; c < pl->ncands && pl->cands[c].piece == p; c++)
             left -= sol->units[c];
-        }
-        while (left > 0 && c > first) {
+        for (; left > 0 && c > first; left--) {
             int best = first;
-            for (int d = first; d < c; d++)
-                if (x[d] - sol->units[d] > x[best] - sol->units[best])
+            int64_t best_busy = busiest_with_unit(pl, load, first);
+            for (int d = first + 1; d < c; d++) {
+                double rd = x[d] - sol->units[d], rb = x[best] - sol->units[best];
+                int64_t busy = busiest_with_unit(pl, load, d);
+                /* by load: among the candidates the split rounds up, the one whose busiest
+                 * link stays least loaded */
+                int better = by_load && (rd > 0) != (rb > 0) ? rd > 0
+                             : by_load && busy != best_busy ? busy < best_busy
+                                                            : rd > rb;
+                if (better) {
                     best = d;
+                    best_busy = busy;
+                }
+            }
             sol->units[best]++;
-            left--;
+            for (int i = 0; i < pl->cands[best].nlinks; i++)
+                load[pl->cands[best].links[i]] += pl->cands[best].link_ps[i];
         }
     }
+    free(load);
 }
 
 /* The slowest tree of a one-phase solution (-1 for none) and how far the trees' times exceed the

@@ -429,7 +429,7 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
     Z3_model_dec_ref(m.ctx, mdl);
     if (bad || Z3_get_error_code(m.ctx) != Z3_OK)
         goto out;
-    mc_plan_round(pl, x, out);
+    mc_plan_round(pl, x, 0, out);
     mc_plan_sol_compact(pl, out);
     if (mc_plan_check(pl, out) == 0)
         stats->status = MC_Z3_OPTIMAL;

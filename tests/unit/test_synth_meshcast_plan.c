@@ -282,13 +282,39 @@ static void test_descend_leaves_slow_trees(void **state)
     plan_cand(&pl, 0, 1000, 1, &link[1], &ps);
     plan_cand(&pl, 0, 0, 1, &link[2], &ps);
     mc_plan_sol_t s = {0};
-    mc_plan_round(&pl, (double[]){1.0, 1.0, 2.0}, &s);
+    mc_plan_round(&pl, (double[]){1.0, 1.0, 2.0}, 0, &s);
     assert_int_equal(mc_plan_check(&pl, &s), 0);
     assert_int_equal(s.est_ps, 1100);
     mc_plan_descend(&pl, &s);
     assert_memory_equal(s.units, ((int[]){0, 0, 4}), 3 * sizeof(int));
     assert_int_equal(s.est_ps, 400);
     mc_plan_sol_free(&s);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
+/* Three pieces of 1 unit, each split a third on each of three links (100 ps per unit): every
+ * link's fractional load is 100. By the largest fraction (lowest index on ties) every piece's
+ * unit goes to its first candidate, link 0: 300 there. By load, each unit goes where the busiest
+ * link stays least loaded: one per link, 100 each, the fractional loads. */
+static void test_round_by_load(void **state)
+{
+    int units[3] = {1, 1, 1}, link[3] = {0, 1, 2};
+    int64_t ps = 100;
+    double x[9];
+    mc_plan_t pl;
+    plan_init(&pl, 3, units, 3);
+    for (int c = 0; c < 9; c++) {
+        plan_cand(&pl, c / 3, 0, 1, &link[c % 3], &ps);
+        x[c] = 1.0 / 3;
+    }
+    for (int by_load = 0; by_load <= 1; by_load++) {
+        mc_plan_sol_t s = {0};
+        mc_plan_round(&pl, x, by_load, &s);
+        assert_int_equal(mc_plan_check(&pl, &s), 0);
+        assert_int_equal(s.est_ps, by_load ? 100 : 300);
+        mc_plan_sol_free(&s);
+    }
     mc_plan_free(&pl);
     (void)state;
 }
@@ -320,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_greedy_balance_tie_break),
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_descend_leaves_slow_trees),
+        cmocka_unit_test(test_round_by_load),
         cmocka_unit_test(test_descend_keeps_optimum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
