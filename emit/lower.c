@@ -710,6 +710,7 @@ typedef struct lane_use {
 /* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
 enum {
     LANES_PER_EDGE,       /* a lane per edge of a phase on each of its GPUs */
+    LANES_PER_TREE_BW,    /* a lane per tree, parent and narrowest bandwidth (edge_groups) */
     LANES_PER_TREE,       /* a lane per tree of a phase on each of its GPUs */
     LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
                            * sharing one (a few per GPU at most) */
@@ -759,6 +760,32 @@ static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint6
     }
 }
 
+/* The edges of tree tr that move in one lane in mode `how`, as groups: lead[e] is the first edge
+ * of e's group, nxt[] chains a group's edges in order (-1 ends it). LANES_PER_EDGE and
+ * LANES_PER_EDGE_PACE: e alone; LANES_PER_TREE_BW: the edges of e's parent in tr whose routes
+ * have e's narrowest bandwidth, so that a parent's children over links of different widths do not
+ * move in lockstep (the wide link's child waiting for the narrow one's at every chunk) and a
+ * relay's receive and sends are in different lanes; else the whole tree. tail[] and alt[] are
+ * scratch per edge (a group's last edge; the group of the same parent opened before), top[] and
+ * top_st[] per GPU (the last group opened for it as a parent, in tree `stamp`). */
+static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int stamp, int *lead,
+                        int *nxt, int *tail, int *alt, int *top, int *top_st)
+{
+    for (int e = 0; e < tr->nedges; e++) {
+        int p = tr->edges[e].parent, g = -1;
+        nxt[e] = -1, lead[e] = tail[e] = e;
+        if (how == LANES_PER_TREE_BW && top_st[p] == stamp)
+            for (g = top[p]; g >= 0 && edge_bw(&tr->edges[g], topo) != edge_bw(&tr->edges[e], topo);)
+                g = alt[g];
+        else if (how != LANES_PER_TREE_BW && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
+            g = e > 0 ? 0 : -1;
+        if (g >= 0)
+            lead[e] = g, nxt[tail[g]] = e, tail[g] = e;
+        else if (how == LANES_PER_TREE_BW)
+            alt[e] = top_st[p] == stamp ? top[p] : -1, top[p] = e, top_st[p] = stamp;
+    }
+}
+
 /* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
  * that does moves in lockstep with another tree of its pace. */
 #define LANES_SPREAD_SHARED (MC_RT_MAX_LANES / 8)
@@ -768,8 +795,9 @@ static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint6
  * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
- * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
- * moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree, parent and
+ * narrowest bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane
+ * per tree (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
  * GPU sharing a lane, of their pace where one fits, else the least used (at most
  * LANES_SPREAD_SHARED on any GPU);
  * beyond that, edges of the same pace on topo (edge_pace) share lanes, and when that still takes
@@ -782,10 +810,16 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
                     mc_xcalloc(n + 1, sizeof(uint64_t)), mc_xcalloc(n + 1, sizeof(uint64_t))};
-    int maxe = 0, per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
+    int maxe = 0;
     for (int ti = 0; ti < s->ntrees; ti++)
         maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
     int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
+    /* per edge of a tree, its group (edge_groups); per GPU, edge_groups' and the group (gid0[ti]
+     * + its first edge + 1) that last listed it in gpus[] */
+    int *grp = mc_xcalloc(4 * ((size_t)maxe + 1), sizeof *grp);
+    int *lead = grp, *nxt = grp + maxe + 1, *tail = nxt + maxe + 1, *alt = tail + maxe + 1;
+    int *top = mc_xcalloc(3 * ((size_t)ngpus + 1), sizeof *top);
+    int *top_st = top + ngpus + 1, *mark = top_st + ngpus + 1;
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
@@ -803,18 +837,22 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                 nlanes = -1;
                 goto out;
             }
+            edge_groups(tr, topo, how, gid0[ti] + 1, lead, nxt, tail, alt, top, top_st);
             for (int e = 0; e < tr->nedges; e++) {
-                int l, shared, ng = per_edge ? 2 : tr->nedges + 1;
+                int l, shared, ng = 0;
                 uint64_t q = load ? tree_bottleneck(tr, topo, load) : 0;
                 uint64_t p = how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? tree_pace(tr)
                              : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
-                             : how == LANES_PER_TREE      ? (uint64_t)ti + 1
-                                                          : (uint64_t)gid0[ti] + e + 1;
-                gpus[0] = per_edge ? tr->edges[e].parent : tr->root;
-                for (int k = 1; k < ng; k++)
-                    gpus[k] = tr->edges[per_edge ? e : k - 1].child;
-                if (!per_edge && e > 0)
-                    l = lane[gid0[ti]];
+                                                          : (uint64_t)gid0[ti] + lead[e] + 1;
+                /* the group's GPUs, each once: its edges' children, and parents not among them */
+                for (int f = lead[e] == e ? e : -1; f >= 0; f = nxt[f])
+                    for (int k = 0; k < 2; k++) {
+                        int g = k ? tr->edges[f].child : tr->edges[f].parent;
+                        if (mark[g] != gid0[ti] + e + 1)
+                            mark[g] = gid0[ti] + e + 1, gpus[ng++] = g;
+                    }
+                if (lead[e] != e)
+                    l = lane[gid0[ti] + lead[e]];
                 else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
@@ -841,6 +879,8 @@ out:
     free(u.pace);
     free(u.neck);
     free(gpus);
+    free(grp);
+    free(top);
     free(nshared);
     free(shared_ph);
     free(load);
@@ -880,7 +920,8 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int r
     L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
     for (int how = LANES_PER_EDGE;
          (L.nlanes = assign_lanes(s, topo, ngpus, L.gid0, how, L.lane)) < 0;)
-        how = how == LANES_PER_TREE && !topo ? LANES_PER_PACE : how + 1;
+        how = topo ? how + 1 : how == LANES_PER_EDGE ? LANES_PER_TREE
+                             : how == LANES_PER_TREE ? LANES_PER_PACE : how + 1;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;

@@ -175,6 +175,32 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
     return n;
 }
 
+/* GPU 0 sends a 4 MiB tensor to the n GPUs kids[] (n <= 3) in `ntrees` trees of one phase, slices
+ * of it in 4 chunks, each tree with an edge from GPU 0 to every one of them, at planned rates. */
+static mc_sched_t *sliced(int ntrees, const int *kids, int n, mc_task_t **task)
+{
+    mc_err_t err = {0};
+    char text[128];
+    int at = snprintf(text, sizeof text, "mesh A={host:1,gpu:1}@[0]\nmesh B={x:%d}@[", n);
+    for (int k = 0; k < n; k++)
+        at += snprintf(text + at, sizeof text - at, "%s%d", k ? "," : "", kids[k]);
+    snprintf(text + at, sizeof text - at, "]\nmove f32[1048576] A[_] -> B[_]\n");
+    assert_int_equal(mc_task_parse_text(text, "test", task, &err), MC_OK);
+    assert_int_equal(mc_task_split(*task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(*task, topo, "hand");
+    for (int j = 0; j < ntrees; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / ntrees;
+        uint64_t hi = (uint64_t)(j + 1) * (4 << 20) / ntrees;
+        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
+        for (int k = 0; k < n; k++)
+            edge(s, t, 0, kids[k]);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    return s;
+}
+
 /* 130 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
  * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and all
  * trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the
@@ -183,24 +209,10 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
  * lets it. */
 static void test_lanes_by_speed(void **state)
 {
-    mc_err_t err = {0};
+    static const int kids[2] = {1, 4};
     mc_task_t *task;
     double end1, end1_deps, end4;
-    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[1,4]\n"
-                                        "move f32[1048576] A[_] -> B[_]\n",
-                                        "test", &task, &err),
-                     MC_OK);
-    assert_int_equal(mc_task_split(task, &err), MC_OK);
-    mc_sched_t *s = mc_sched_new(task, topo, "hand");
-    for (int j = 0; j < 130; j++) {
-        uint64_t lo = (uint64_t)j * (4 << 20) / 130, hi = (uint64_t)(j + 1) * (4 << 20) / 130;
-        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
-        edge(s, t, 0, 1);
-        edge(s, t, 0, 4);
-    }
-    s->nphases = 1;
-    mc_sched_plan_rates(s, topo);
-    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    mc_sched_t *s = sliced(130, kids, 2, &task);
     assert_int_equal(plan_lanes(s, NULL), 1);
     assert_int_equal(plan_lanes(s, topo), 2);
     double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
@@ -255,6 +267,20 @@ static void test_lanes_spread(void **state)
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
     assert_fast_free(s, task, 1, 2);
+}
+
+/* 50 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPUs 4
+ * and 5 (through the NICs): 150 edges at GPU 0, beyond MC_RT_MAX_LANES, in 50 trees that are not
+ * even. A lane per tree fits, and put GPU 1's receives in lockstep with the NIC sends, so GPU 1
+ * ended with GPUs 4 and 5. A lane per tree, parent and narrowest bandwidth fits too (100 lanes:
+ * the two NIC children of a tree share theirs): GPU 1 ends as the dependency graph lets it. */
+static void test_lanes_by_width(void **state)
+{
+    static const int kids[3] = {4, 1, 5};
+    mc_task_t *task;
+    mc_sched_t *s = sliced(50, kids, 3, &task);
+    assert_int_equal(plan_lanes(s, topo), 100);
+    assert_fast_free(s, task, 1, 4);
 }
 
 /* A root that packs: GPU 0 holds a 1024 x 1024 tensor whole, and each column half goes to two
@@ -400,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_lanes_spread),
+        cmocka_unit_test(test_lanes_by_width),
         cmocka_unit_test(test_pack_early),
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_relay_chain),
