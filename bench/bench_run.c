@@ -11,9 +11,11 @@
 #include "sim/sim_exec.h"
 
 /* Times the plans the runtime executes for s: with their dependency graph (mpi, loopback), in
- * lockstep steps (code emitted without dependency tables) and on the nccl backend's lanes. A
- * schedule the lowering refuses (a tree rooted where no data is) keeps 0: its row says so. */
-static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, mc_bench_row_t *row)
+ * lockstep steps (code emitted without dependency tables) and on the nccl backend's lanes, each
+ * within the schedule simulation's allowance work_max (0: none). A schedule the lowering refuses
+ * (a tree rooted where no data is), or plans past the allowance, keep 0: the row says so. */
+static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_max,
+                      mc_bench_row_t *row)
 {
     static const int orders[3] = {MC_RT_ORDER_DEPS, MC_RT_ORDER_STEPS, MC_RT_ORDER_NCCL};
     double *out[3] = {&row->exec_s, &row->exec_steps_s, &row->exec_nccl_s};
@@ -23,7 +25,9 @@ static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, mc_bench_row_t
         return;
     for (int k = 0; k < 3; k++) {
         mc_sim_exec_result_t x;
-        if (mc_sim_exec(s, topo, P->nranks, P->plans, P->gpus, orders[k], &x, &err) == MC_OK)
+        int64_t work = work_max;
+        if (mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, orders[k],
+                                work_max ? &work : NULL, &x, &err) == MC_OK)
             *out[k] = x.makespan_s;
         mc_sim_exec_result_free(&x);
     }
@@ -58,7 +62,7 @@ static void run_strategy(const mc_strategy_t *strat, mc_task_t *task, const mc_t
     }
     row->sim_s = sim.makespan_s;
     if (!row->estimated) /* past the allowance, the plans (larger still) are not timed either */
-        exec_time(s, topo, row);
+        exec_time(s, topo, opts->synth.sim_work, row);
     row->ratio = row->lower_bound_s > 0 ? sim.makespan_s / row->lower_bound_s : 1.0;
     row->algbw_gbps = sim.makespan_s > 0 ? (double)row->bytes / sim.makespan_s / 1e9 : 0;
     uint64_t *moved = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));

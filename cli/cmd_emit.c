@@ -150,8 +150,8 @@ int cmd_emit(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a.sched, a.force, &err), out, st);
     MC_CHECK_GOTO(mc_emit_check_size(s, a.sched, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_files(s, topo, name, MC_VERSION, a.standalone, a.rank, &files, &nfiles,
-                                &err), out, st);
+    MC_CHECK_GOTO(mc_emit_files(s, topo, name, MC_VERSION, a.standalone, a.rank, a.out, &files,
+                                &nfiles, &err), out, st);
     if (a.check) {
         int stale = mc_emit_stale(a.check, files, nfiles, &report);
         if (stale) {
@@ -166,7 +166,7 @@ int cmd_emit(int argc, char **argv)
     }
     MC_CHECK_GOTO(mc_emit_write(a.out, files, nfiles, &err), out, st);
     for (int i = 0; i < nfiles; i++)
-        printf("wrote %s/%s (%zu bytes)\n", a.out, files[i].name, files[i].data.len);
+        printf("wrote %s/%s (%zu bytes)\n", a.out, files[i].name, files[i].size);
     rc = MC_EXIT_OK;
 out:
     mc_emit_files_free(files, nfiles);

@@ -251,7 +251,18 @@ static int run_one(const run_args_t *a, const mc_topo_t *topo)
     MC_CHECK_GOTO(mc_sched_load(a->sched, topo, a->force, &s, &err), out, st);
     MC_CHECK_GOTO(mc_task_split(s->task, &err), out, st);
     MC_CHECK_GOTO(cli_check_sched(s, topo, a->sched, a->force, &err), out, st);
-    MC_CHECK_GOTO(mc_emit_lower_on(s, topo, &P, &err), out, st);
+    /* One rank per process (mpi, nccl): only this process's plan is made (mc_emit_lower_rank),
+     * which costs the trees that touch its GPU rather than every rank's plan; a process mpirun
+     * started beyond the schedule's ranks makes them all, for the driver to say how many it
+     * needs. */
+    int me = -1;
+    if (a->backend->run_rank)
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    st = me >= 0 ? mc_emit_lower_rank(s, topo, me, &P, &err) : MC_ERR_USAGE;
+    if (st == MC_ERR_USAGE)
+        st = mc_emit_lower_on(s, topo, &P, &err);
+    if (st != MC_OK)
+        goto out;
     if (a->print_ranks) {
         printf("%d\n", P->nranks);
         goto out;

@@ -152,8 +152,9 @@ static void print_text(const sim_report_t *p, const char *path)
 {
     char b1[32], b2[32], b3[32];
     const mc_sim_result_t *r = p->r;
+    int ntrees = p->s->ntrees + p->s->inst_trees;
     printf("schedule   %s (%s, %d tree%s, %d phase%s, %ld flows)\n", path, p->s->strategy,
-           p->s->ntrees, p->s->ntrees == 1 ? "" : "s", p->s->nphases, p->s->nphases == 1 ? "" : "s",
+           ntrees, ntrees == 1 ? "" : "s", p->s->nphases, p->s->nphases == 1 ? "" : "s",
            r->nflows);
     printf("makespan   %s\n", mc_fmt_seconds(r->makespan_s, b1, sizeof b1));
     printf("bound      %s (%s)\n", mc_fmt_seconds(p->bound.seconds, b2, sizeof b2),
@@ -186,7 +187,7 @@ static void print_json(const sim_report_t *p, const char *path)
     json_t *o = json_object(), *links = json_array();
     json_object_set_new(o, "schedule", json_string(path));
     json_object_set_new(o, "strategy", json_string(p->s->strategy));
-    json_object_set_new(o, "trees", json_integer(p->s->ntrees));
+    json_object_set_new(o, "trees", json_integer(p->s->ntrees + p->s->inst_trees));
     json_object_set_new(o, "phases", json_integer(p->s->nphases));
     json_object_set_new(o, "flows", json_integer(r->nflows));
     json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
@@ -221,7 +222,7 @@ int cmd_sim(int argc, char **argv)
     if (rc >= 0)
         return rc;
     mc_topo_t *topo = NULL;
-    mc_sched_t *s = NULL;
+    mc_sched_t *s = NULL, *full = NULL; /* full: s expanded, for the executed plans */
     mc_sim_result_t res = {0};
     sim_report_t rep = {0};
     mc_err_t err = {0};
@@ -231,21 +232,24 @@ int cmd_sim(int argc, char **argv)
     mc_sim_exec_result_t xres = {0};
     char order_name[32];
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
-    MC_CHECK_GOTO(mc_sched_load(a.path, topo, a.force, &s, &err), out, st);
+    /* instances stay compact: validated and timed as their templates (the executed plans need
+     * every tree) */
+    MC_CHECK_GOTO(mc_sched_load_compact(a.path, topo, a.force, &s, &err), out, st);
     rep = (sim_report_t){.s = s, .topo = topo, .r = &res, .bytes = mc_task_total_bytes(s->task)};
     rep.violations = mc_sched_validate(s, topo, NULL);
     if (rep.violations)
         fprintf(stderr, "meshcast: warning: %s has %d violation%s (see meshcast validate); timing "
                         "it anyway\n", a.path, rep.violations, rep.violations == 1 ? "" : "s");
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
-    MC_CHECK_GOTO((a.timeline ? mc_sim_run : mc_sim_run_totals)(s, topo, &res, &err), out, st);
+    MC_CHECK_GOTO(mc_sim_run_compact(s, topo, a.timeline != NULL, &res, &err), out, st);
     if (a.executed) {
-        MC_CHECK_GOTO(mc_emit_lower_on(s, topo, &plans, &err), out, st);
+        full = s->ninst ? mc_sched_sym_expanded(s, topo) : NULL;
+        MC_CHECK_GOTO(mc_emit_lower_on(full ? full : s, topo, &plans, &err), out, st);
         int order = a.steps ? MC_RT_ORDER_STEPS
                     : a.nccl  ? MC_RT_ORDER_NCCL
                     : a.lanes ? MC_RT_ORDER_LANES(a.lanes) : MC_RT_ORDER_DEPS;
-        MC_CHECK_GOTO(mc_sim_exec(s, topo, plans->nranks, plans->plans, plans->gpus, order, &xres,
-                                  &err),
+        MC_CHECK_GOTO(mc_sim_exec(full ? full : s, topo, plans->nranks, plans->plans,
+                                  plans->gpus, order, &xres, &err),
                       out, st);
         rep.x = &xres;
         int lanes = a.lanes ? a.lanes
@@ -274,6 +278,7 @@ out:
     free(svg);
     free(rep.busy);
     mc_sim_result_free(&res);
+    mc_sched_free(full);
     mc_sched_free(s);
     mc_topo_free(topo);
     return st == MC_OK ? MC_EXIT_OK : cli_fail(&err);

@@ -41,6 +41,11 @@ mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit
  * MC_ERR_USAGE. */
 mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
                                mc_emit_plans_t **out, mc_err_t *err);
+/* Makes the plans of ranks lo .. hi-1 only (hi past the last rank: to the end), each the same as
+ * mc_emit_lower_on's for that rank, the others left empty (only is -1): lowering a large schedule
+ * in batches holds one batch's plans at a time. */
+mc_status_t mc_emit_lower_ranks(const mc_sched_t *s, const mc_topo_t *topo, int lo, int hi,
+                                mc_emit_plans_t **out, mc_err_t *err);
 void mc_emit_plans_free(mc_emit_plans_t *p);
 
 /* What the generated files say about where they come from. */
@@ -56,10 +61,28 @@ typedef struct mc_emit_meta {
 int mc_emit_name_ok(const char *name);
 /* The generated header and CUDA source for plans; the same input gives the same bytes. */
 void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu);
+/* The same, handing the source to flush(ctx, cu) whenever `every` bytes of rank tables have
+ * gathered in cu (flush takes cu's bytes and empties it; the caller flushes what is left at the
+ * end): the source of every rank of the 8192-GPU schedule is 2.9 GB. mc_emit_files flushes every
+ * MC_EMIT_FLUSH_BYTES. */
+#define MC_EMIT_FLUSH_BYTES (16u << 20)
+typedef void (*mc_emit_flush_fn)(void *ctx, mc_buf_t *cu);
+void mc_emit_gen_flushed(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
+                         mc_buf_t *cu, size_t every, mc_emit_flush_fn flush, void *ctx);
+/* mc_emit_gen_flushed of every rank of s on topo without every plan at once: the ranks are
+ * lowered (mc_emit_lower_ranks) and generated `batch` at a time, the same bytes. Each batch walks
+ * every tree again (a rank's plan depends on the whole schedule), so it costs a pass over the
+ * schedule per batch; it holds one batch's plans. */
+#define MC_EMIT_BATCH_RANKS 1024
+mc_status_t mc_emit_gen_batched(const mc_emit_meta_t *m, const mc_sched_t *s,
+                                const mc_topo_t *topo, int batch, mc_buf_t *h, mc_buf_t *cu,
+                                size_t every, mc_emit_flush_fn flush, void *ctx, mc_err_t *err);
 
 typedef struct mc_emit_file {
     char *name;                /* file name inside the output folder */
-    mc_buf_t data;
+    mc_buf_t data;             /* empty when written already */
+    size_t size;               /* its bytes */
+    int written;               /* written into the folder as it was generated */
 } mc_emit_file_t;
 
 /* Refuses (MC_ERR_INVALID, naming the schedule file name) a schedule whose chunk transfers
@@ -70,12 +93,15 @@ mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *
 /* Lowers s on topo (mc_emit_lower_on) and generates NAME.h and NAME.cu, plus with standalone the
  * runtime sources the code needs (runtime.h, rt_internal.h, copy_kernel.cuh, plan.c, graph.c,
  * cuda_exec.cu). With rank >= 0 only that rank is lowered (mc_emit_lower_rank) and the code holds
- * its tables only. */
+ * its tables only; else the ranks are lowered in batches (mc_emit_gen_batched). With dir (may be
+ * NULL), NAME.cu is written into dir (created if missing, atomically) as it is generated rather
+ * than held (`written`); mc_emit_write writes the rest. */
 mc_status_t mc_emit_files(const mc_sched_t *s, const mc_topo_t *topo, const char *name,
-                          const char *version, int standalone, int rank, mc_emit_file_t **files,
-                          int *nfiles, mc_err_t *err);
+                          const char *version, int standalone, int rank, const char *dir,
+                          mc_emit_file_t **files, int *nfiles, mc_err_t *err);
 void mc_emit_files_free(mc_emit_file_t *files, int nfiles);
-/* Writes the files into dir (created if missing), each atomically. */
+/* Writes the files into dir (created if missing), each atomically; those written already are
+ * left. */
 mc_status_t mc_emit_write(const char *dir, const mc_emit_file_t *files, int nfiles, mc_err_t *err);
 /* Compares the files with those in dir; returns how many are missing or differ, naming each in
  * report. */

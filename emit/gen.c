@@ -236,16 +236,37 @@ static int has_plan(const mc_emit_plans_t *P, int r)
     return P->only < 0 || P->only == r;
 }
 
-/* The plans array: every rank's, or with emit --rank the one made. */
-static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
+/* What the plans array says of a rank's plan: its sizes (p, its tables left out) and which tables
+ * it has; kept per rank while the plans themselves are generated and freed batch by batch. */
+typedef struct plan_row {
+    int made;
+    mc_rt_plan_t p;
+    int dep_first, deps, lane;
+} plan_row_t;
+
+static plan_row_t row_of(const mc_rt_plan_t *p)
+{
+    int dep = p->nops && p->dep_first;
+    plan_row_t w = {1, *p, dep, dep && p->dep_first[p->nops], dep && p->lane};
+    w.p.boxes = NULL;
+    w.p.ops = NULL;
+    w.p.steps = NULL;
+    w.p.dep_first = w.p.deps = NULL;
+    w.p.lane = NULL;
+    return w;
+}
+
+/* The plans array: every rank's, or with emit --rank (only >= 0) the one made. */
+static void gen_plans(const char *name, const plan_row_t *rows, int nranks, int only,
+                      mc_buf_t *cu)
 {
     mc_buf_printf(cu, "static const mc_rt_plan_t %s_plans[%d] = {\n", name,
-                  P->only < 0 ? P->nranks : 1);
-    for (int r = 0; r < P->nranks; r++) {
-        if (!has_plan(P, r))
+                  only < 0 ? nranks : 1);
+    for (int r = 0; r < nranks; r++) {
+        if (!rows[r].made)
             continue;
-        const mc_rt_plan_t *p = &P->plans[r];
-        mc_buf_printf(cu, "    {%d, %d, %lluull, %lluull, %lluull, %u, %u, %u, ", r, P->nranks,
+        const mc_rt_plan_t *p = &rows[r].p;
+        mc_buf_printf(cu, "    {%d, %d, %lluull, %lluull, %lluull, %u, %u, %u, ", r, nranks,
                       (unsigned long long)p->src_bytes, (unsigned long long)p->dst_bytes,
                       (unsigned long long)p->ws_bytes, p->nboxes, p->nops, p->nsteps);
         if (p->nboxes)
@@ -256,33 +277,32 @@ static void gen_plans(const char *name, const mc_emit_plans_t *P, mc_buf_t *cu)
             mc_buf_printf(cu, "%s_ops_%d, %s_steps_%d, ", name, r, name, r);
         else
             mc_buf_printf(cu, "NULL, NULL, ");
-        if (p->nops && p->dep_first)
+        if (rows[r].dep_first)
             mc_buf_printf(cu, "%s_dep_first_%d, ", name, r);
         else
             mc_buf_printf(cu, "NULL, ");
-        if (p->nops && p->dep_first && p->dep_first[p->nops])
+        if (rows[r].deps)
             mc_buf_printf(cu, "%s_deps_%d, ", name, r);
         else
             mc_buf_printf(cu, "NULL, ");
-        if (p->nops && p->dep_first && p->lane)
+        if (rows[r].lane)
             mc_buf_printf(cu, "%s_lane_%d, %u},\n", name, r, p->nlanes);
         else
             mc_buf_printf(cu, "NULL, %u},\n", p->nlanes);
     }
     mc_buf_printf(cu, "};\n\nstatic const unsigned char *const %s_kinds[%d] = {\n", name,
-                  P->only < 0 ? P->nranks : 1);
-    for (int r = 0; r < P->nranks; r++)
-        if (!has_plan(P, r))
+                  only < 0 ? nranks : 1);
+    for (int r = 0; r < nranks; r++)
+        if (!rows[r].made)
             continue;
-        else if (P->plans[r].nops)
+        else if (rows[r].p.nops)
             mc_buf_printf(cu, "    %s_kinds_%d,\n", name, r);
         else
             mc_buf_printf(cu, "    NULL,\n");
     mc_buf_printf(cu, "};\n\n");
 }
 
-static void gen_copy_fn(const char *name, const mc_emit_plans_t *P, const variant_t *vs, int nv,
-                        mc_buf_t *cu)
+static void gen_copy_fn(const char *name, int only, const variant_t *vs, int nv, mc_buf_t *cu)
 {
     mc_buf_printf(cu,
                   "/* Runs copy op i of plan with the kernel specialized to its boxes; the generic\n"
@@ -301,7 +321,7 @@ static void gen_copy_fn(const char *name, const mc_emit_plans_t *P, const varian
                   "    if (kind == 0 || mc_rt_copy_word(plan, o, bufs) < words[kind])\n"
                   "        return mc_rt_copy_cuda(plan, i, bufs, stream, err);\n"
                   "    switch (kind) {\n",
-                  name, P->only < 0 ? "plan->rank" : "0");
+                  name, only < 0 ? "plan->rank" : "0");
     for (int k = 0; k < nv; k++)
         mc_buf_printf(cu, "    case %d: mc_rt_launch_copy<%s, %d, %d>(plan, o, bufs, stream); break;\n",
                       k + 1, word_type(vs[k].word), vs[k].sd, vs[k].dd);
@@ -400,17 +420,9 @@ static void gen_entry(const char *name, int only, mc_buf_t *cu)
             "}\n");
 }
 
-void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu)
+/* The source up to the rank tables: its comment, includes and the pack kernel. */
+static void gen_preamble(const mc_emit_meta_t *m, mc_buf_t *cu)
 {
-    int nops = 0, nv = 0;
-    for (int r = 0; r < P->nranks; r++)
-        nops += (int)P->plans[r].nops;
-    variant_t *vs = mc_xcalloc(nops + 1, sizeof *vs);
-    mc_buf_t tables = {0};
-    gen_header(m, P, h);
-    for (int r = 0; r < P->nranks; r++)
-        if (has_plan(P, r))
-            gen_rank(m->name, &P->plans[r], &tables, vs, &nv);
     const struct mc_emit_rt_file *kern = mc_emit_rt_file("copy_kernel.cuh");
     mc_buf_printf(cu,
                   "/* %s.cu: generated by meshcast %s (meshcast emit); do not edit, regenerate.\n"
@@ -422,10 +434,80 @@ void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
                   m->name, m->version, m->name, m->name);
     mc_buf_append(cu, kern->data, kern->size);
     mc_buf_printf(cu, "/* ---- end of the pack kernel ---- */\n\n");
-    mc_buf_append(cu, tables.data, tables.len);
-    gen_plans(m->name, P, cu);
-    gen_copy_fn(m->name, P, vs, nv, cu);
+}
+
+/* The rank tables of ranks r0 .. r1-1 of P (those made), each one's row in rows; the copy kinds
+ * found are added to *vs (grown as needed, *vcap), *nv of them. */
+static void gen_ranks(const char *name, const mc_emit_plans_t *P, int r0, int r1, plan_row_t *rows,
+                      variant_t **vs, int *nv, int *vcap, mc_buf_t *cu, size_t every,
+                      mc_emit_flush_fn flush, void *ctx)
+{
+    int nops = 0;
+    for (int r = r0; r < r1; r++)
+        nops += has_plan(P, r) ? (int)P->plans[r].nops : 0;
+    if (*nv + nops + 1 > *vcap) {
+        *vcap = *nv + nops + 1;
+        *vs = mc_xrealloc(*vs, sizeof **vs * (size_t)*vcap);
+    }
+    for (int r = r0; r < r1; r++) {
+        if (has_plan(P, r)) {
+            gen_rank(name, &P->plans[r], cu, *vs, nv);
+            rows[r] = row_of(&P->plans[r]);
+        }
+        if (flush && cu->len >= every)
+            flush(ctx, cu);
+    }
+}
+
+void mc_emit_gen(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h, mc_buf_t *cu)
+{
+    mc_emit_gen_flushed(m, P, h, cu, 0, NULL, NULL);
+}
+
+void mc_emit_gen_flushed(const mc_emit_meta_t *m, const mc_emit_plans_t *P, mc_buf_t *h,
+                         mc_buf_t *cu, size_t every, mc_emit_flush_fn flush, void *ctx)
+{
+    int nv = 0, vcap = 0;
+    variant_t *vs = NULL;
+    plan_row_t *rows = mc_xcalloc((size_t)P->nranks + 1, sizeof *rows);
+    gen_header(m, P, h);
+    gen_preamble(m, cu);
+    gen_ranks(m->name, P, 0, P->nranks, rows, &vs, &nv, &vcap, cu, every, flush, ctx);
+    gen_plans(m->name, rows, P->nranks, P->only, cu);
+    gen_copy_fn(m->name, P->only, vs, nv, cu);
     gen_entry(m->name, P->only, cu);
-    mc_buf_free(&tables);
+    free(rows);
     free(vs);
+}
+
+mc_status_t mc_emit_gen_batched(const mc_emit_meta_t *m, const mc_sched_t *s,
+                                const mc_topo_t *topo, int batch, mc_buf_t *h, mc_buf_t *cu,
+                                size_t every, mc_emit_flush_fn flush, void *ctx, mc_err_t *err)
+{
+    int nv = 0, vcap = 0, nranks = 0;
+    variant_t *vs = NULL;
+    plan_row_t *rows = NULL;
+    mc_emit_plans_t *P = NULL;
+    mc_status_t st = MC_OK;
+    for (int r0 = 0; r0 == 0 || r0 < nranks; r0 += batch) {
+        MC_CHECK_GOTO(mc_emit_lower_ranks(s, topo, r0, r0 + batch, &P, err), out, st);
+        if (r0 == 0) { /* the header names every rank and the lanes, the same in every plan */
+            nranks = P->nranks;
+            rows = mc_xcalloc((size_t)nranks + 1, sizeof *rows);
+            gen_header(m, P, h);
+            gen_preamble(m, cu);
+        }
+        gen_ranks(m->name, P, r0, r0 + batch < nranks ? r0 + batch : nranks, rows, &vs, &nv,
+                  &vcap, cu, every, flush, ctx);
+        mc_emit_plans_free(P);
+        P = NULL;
+    }
+    gen_plans(m->name, rows, nranks, -1, cu);
+    gen_copy_fn(m->name, -1, vs, nv, cu);
+    gen_entry(m->name, -1, cu);
+out:
+    mc_emit_plans_free(P);
+    free(rows);
+    free(vs);
+    return st;
 }

@@ -70,7 +70,7 @@ typedef struct lower {
     int *gid0;          /* per tree: the number of its first edge */
     uint16_t *lane;     /* per edge, numbered as ends: its lane (assign_lanes) */
     int nlanes;
-    int only;           /* the one GPU whose plan is made, or -1 for all */
+    int some;           /* only the plans of the GPUs not `counted` are made */
 } lower_t;
 
 static int box_equal(const mc_rt_box_t *a, const mc_rt_box_t *b)
@@ -394,12 +394,13 @@ static mc_status_t count_tree(lower_t *L, int ti, int *depth, int *nkids, uint32
     return MC_OK;
 }
 
-static int tree_touches(const mc_tree_t *tr, int gpu)
+/* Whether the tree touches a GPU whose plan is made. */
+static int tree_touches(const lower_t *L, const mc_tree_t *tr)
 {
-    if (tr->root == gpu)
+    if (!L->rb[tr->root].counted)
         return 1;
-    for (int e = 0; e < tr->nedges; e++)
-        if (tr->edges[e].child == gpu)
+    for (int e = 0; e < tr->nedges; e++) /* GPU ids are below mc_emit_ngpus, not above -1 */
+        if (tr->edges[e].child >= 0 && !L->rb[tr->edges[e].child].counted)
             return 1;
     return 0;
 }
@@ -709,6 +710,7 @@ typedef struct lane_use {
 /* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
 enum {
     LANES_PER_EDGE,       /* a lane per edge of a phase on each of its GPUs */
+    LANES_PER_TREE_BW,    /* a lane per tree, parent and narrowest bandwidth (edge_groups) */
     LANES_PER_TREE,       /* a lane per tree of a phase on each of its GPUs */
     LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
                            * sharing one (a few per GPU at most) */
@@ -758,6 +760,32 @@ static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint6
     }
 }
 
+/* The edges of tree tr that move in one lane in mode `how`, as groups: lead[e] is the first edge
+ * of e's group, nxt[] chains a group's edges in order (-1 ends it). LANES_PER_EDGE and
+ * LANES_PER_EDGE_PACE: e alone; LANES_PER_TREE_BW: the edges of e's parent in tr whose routes
+ * have e's narrowest bandwidth, so that a parent's children over links of different widths do not
+ * move in lockstep (the wide link's child waiting for the narrow one's at every chunk) and a
+ * relay's receive and sends are in different lanes; else the whole tree. tail[] and alt[] are
+ * scratch per edge (a group's last edge; the group of the same parent opened before), top[] and
+ * top_st[] per GPU (the last group opened for it as a parent, in tree `stamp`). */
+static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int stamp, int *lead,
+                        int *nxt, int *tail, int *alt, int *top, int *top_st)
+{
+    for (int e = 0; e < tr->nedges; e++) {
+        int p = tr->edges[e].parent, g = -1;
+        nxt[e] = -1, lead[e] = tail[e] = e;
+        if (how == LANES_PER_TREE_BW && top_st[p] == stamp)
+            for (g = top[p]; g >= 0 && edge_bw(&tr->edges[g], topo) != edge_bw(&tr->edges[e], topo);)
+                g = alt[g];
+        else if (how != LANES_PER_TREE_BW && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
+            g = e > 0 ? 0 : -1;
+        if (g >= 0)
+            lead[e] = g, nxt[tail[g]] = e, tail[g] = e;
+        else if (how == LANES_PER_TREE_BW)
+            alt[e] = top_st[p] == stamp ? top[p] : -1, top[p] = e, top_st[p] = stamp;
+    }
+}
+
 /* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
  * that does moves in lockstep with another tree of its pace. */
 #define LANES_SPREAD_SHARED (MC_RT_MAX_LANES / 8)
@@ -767,8 +795,9 @@ static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint6
  * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
- * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree (its edges
- * moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree, parent and
+ * narrowest bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane
+ * per tree (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
  * GPU sharing a lane, of their pace where one fits, else the least used (at most
  * LANES_SPREAD_SHARED on any GPU);
  * beyond that, edges of the same pace on topo (edge_pace) share lanes, and when that still takes
@@ -781,10 +810,16 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     size_t n = (size_t)ngpus * MC_RT_MAX_LANES;
     lane_use_t u = {mc_xcalloc(n + 1, sizeof(int)), mc_xcalloc(n + 1, sizeof(int)), 0,
                     mc_xcalloc(n + 1, sizeof(uint64_t)), mc_xcalloc(n + 1, sizeof(uint64_t))};
-    int maxe = 0, per_edge = how == LANES_PER_EDGE || how == LANES_PER_EDGE_PACE;
+    int maxe = 0;
     for (int ti = 0; ti < s->ntrees; ti++)
         maxe = s->trees[ti].nedges > maxe ? s->trees[ti].nedges : maxe;
     int *gpus = mc_xcalloc((size_t)maxe + 2, sizeof *gpus), nlanes = 1;
+    /* per edge of a tree, its group (edge_groups); per GPU, edge_groups' and the group (gid0[ti]
+     * + its first edge + 1) that last listed it in gpus[] */
+    int *grp = mc_xcalloc(4 * ((size_t)maxe + 1), sizeof *grp);
+    int *lead = grp, *nxt = grp + maxe + 1, *tail = nxt + maxe + 1, *alt = tail + maxe + 1;
+    int *top = mc_xcalloc(3 * ((size_t)ngpus + 1), sizeof *top);
+    int *top_st = top + ngpus + 1, *mark = top_st + ngpus + 1;
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
@@ -802,18 +837,22 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                 nlanes = -1;
                 goto out;
             }
+            edge_groups(tr, topo, how, gid0[ti] + 1, lead, nxt, tail, alt, top, top_st);
             for (int e = 0; e < tr->nedges; e++) {
-                int l, shared, ng = per_edge ? 2 : tr->nedges + 1;
+                int l, shared, ng = 0;
                 uint64_t q = load ? tree_bottleneck(tr, topo, load) : 0;
                 uint64_t p = how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? tree_pace(tr)
                              : how == LANES_PER_EDGE_PACE ? edge_pace(tr, &tr->edges[e], topo)
-                             : how == LANES_PER_TREE      ? (uint64_t)ti + 1
-                                                          : (uint64_t)gid0[ti] + e + 1;
-                gpus[0] = per_edge ? tr->edges[e].parent : tr->root;
-                for (int k = 1; k < ng; k++)
-                    gpus[k] = tr->edges[per_edge ? e : k - 1].child;
-                if (!per_edge && e > 0)
-                    l = lane[gid0[ti]];
+                                                          : (uint64_t)gid0[ti] + lead[e] + 1;
+                /* the group's GPUs, each once: its edges' children, and parents not among them */
+                for (int f = lead[e] == e ? e : -1; f >= 0; f = nxt[f])
+                    for (int k = 0; k < 2; k++) {
+                        int g = k ? tr->edges[f].child : tr->edges[f].parent;
+                        if (mark[g] != gid0[ti] + e + 1)
+                            mark[g] = gid0[ti] + e + 1, gpus[ng++] = g;
+                    }
+                if (lead[e] != e)
+                    l = lane[gid0[ti] + lead[e]];
                 else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
@@ -840,20 +879,23 @@ out:
     free(u.pace);
     free(u.neck);
     free(gpus);
+    free(grp);
+    free(top);
     free(nshared);
     free(shared_ph);
     free(load);
     return nlanes;
 }
 
-/* Lowers every rank (only < 0) or only rank `only`: the other ranks' ops are then counted, not
- * made, and the trees that do not touch its GPU are only measured (count_tree). The lanes are
- * chosen over every tree either way, so that one rank's plan is the full lowering's. */
-static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int only,
-                               mc_emit_plans_t **out, mc_err_t *err)
+/* Lowers ranks r0 .. r1-1 (every rank when they are all): the other ranks' ops are then counted,
+ * not made, and the trees that touch none of their GPUs are only measured (count_tree). The lanes
+ * are chosen over every tree either way, so that a rank's plan is the full lowering's. only: the
+ * plans say they are rank r0's alone (emit --rank). */
+static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int r0, int r1,
+                               int only, mc_emit_plans_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, -1};
+    lower_t L = {s, s->task, {0}, NULL, NULL, NULL, NULL, 0, 0};
     int ngpus = mc_emit_ngpus(s);
     int *rank_of = mc_xcalloc(ngpus, sizeof *rank_of);
     int *depth = mc_xcalloc(ngpus, sizeof *depth), *nkids = mc_xcalloc(ngpus, sizeof *nkids);
@@ -862,7 +904,7 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
     *out = NULL;
     L.rb = mc_xcalloc(ngpus, sizeof *L.rb);
     P->nranks = mc_emit_ranks(s, ngpus, rank_of);
-    P->only = only;
+    P->only = only ? r0 : -1;
     P->gpus = mc_xcalloc(P->nranks, sizeof *P->gpus);
     for (int g = 0; g < ngpus; g++)
         if (rank_of[g] >= 0)
@@ -878,7 +920,8 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
     L.lane = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.lane);
     for (int how = LANES_PER_EDGE;
          (L.nlanes = assign_lanes(s, topo, ngpus, L.gid0, how, L.lane)) < 0;)
-        how = how == LANES_PER_TREE && !topo ? LANES_PER_PACE : how + 1;
+        how = topo ? how + 1 : how == LANES_PER_EDGE ? LANES_PER_TREE
+                             : how == LANES_PER_TREE ? LANES_PER_PACE : how + 1;
     L.ends = mc_xcalloc((size_t)L.gid0[s->ntrees] + 1, sizeof *L.ends);
     for (int i = 0; i < L.gid0[s->ntrees]; i++)
         L.ends[i].first_send = L.ends[i].last_send = L.ends[i].last_recv = -1;
@@ -895,15 +938,15 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
         lo.uphase[l] = -1;
     for (int g = 0; g < ngpus; g++)
         lo.tphase[g] = -1;
-    if (only >= P->nranks) {
-        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", only,
+    if (r0 >= P->nranks) {
+        st = mc_err_set(err, MC_ERR_USAGE, "rank %d: the schedule has %d ranks (0 to %d)", r0,
                         P->nranks, P->nranks - 1);
         goto out;
     }
-    if (only >= 0) {
-        L.only = P->gpus[only];
+    if (r0 > 0 || r1 < P->nranks) {
+        L.some = 1;
         for (int g = 0; g < ngpus; g++)
-            L.rb[g].counted = g != L.only;
+            L.rb[g].counted = rank_of[g] < r0 || rank_of[g] >= r1;
     }
     lower_copies(&L);
     for (int g = 0; g < ngpus; g++)
@@ -921,7 +964,7 @@ static mc_status_t lower_plans(const mc_sched_t *s, const mc_topo_t *topo, int o
                                 ti, s->trees[ti].root, s->trees[ti].nchunks);
                 goto out;
             }
-            if (L.only < 0 || tree_touches(&s->trees[ti], L.only))
+            if (!L.some || tree_touches(&L, &s->trees[ti]))
                 MC_CHECK_GOTO(lower_tree(&L, ti, base, depth, nkids, pl, &to, &n, err), out, st);
             else
                 MC_CHECK_GOTO(count_tree(&L, ti, depth, nkids, &n, err), out, st);
@@ -975,13 +1018,13 @@ out:
 
 mc_status_t mc_emit_lower(const mc_sched_t *s, mc_emit_plans_t **out, mc_err_t *err)
 {
-    return lower_plans(s, NULL, -1, out, err);
+    return lower_plans(s, NULL, 0, INT_MAX, 0, out, err);
 }
 
 mc_status_t mc_emit_lower_on(const mc_sched_t *s, const mc_topo_t *topo, mc_emit_plans_t **out,
                              mc_err_t *err)
 {
-    return lower_plans(s, topo, -1, out, err);
+    return lower_plans(s, topo, 0, INT_MAX, 0, out, err);
 }
 
 mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int rank,
@@ -989,7 +1032,16 @@ mc_status_t mc_emit_lower_rank(const mc_sched_t *s, const mc_topo_t *topo, int r
 {
     if (rank < 0)
         return mc_err_set(err, MC_ERR_USAGE, "rank %d: expected 0 or more", rank);
-    return lower_plans(s, topo, rank, out, err);
+    return lower_plans(s, topo, rank, rank + 1, 1, out, err);
+}
+
+mc_status_t mc_emit_lower_ranks(const mc_sched_t *s, const mc_topo_t *topo, int lo, int hi,
+                                mc_emit_plans_t **out, mc_err_t *err)
+{
+    if (lo < 0 || hi <= lo)
+        return mc_err_set(err, MC_ERR_USAGE, "ranks %d to %d: expected 0 <= first <= last", lo,
+                          hi - 1);
+    return lower_plans(s, topo, lo, hi, 0, out, err);
 }
 
 void mc_emit_plans_free(mc_emit_plans_t *p)

@@ -129,12 +129,21 @@ mc_status_t mc_sched_parse_memory(const char *buf, size_t len, const char *name,
                                   mc_err_t *err);
 /* As mc_sched_load, but instances stay compact (ninst) instead of being expanded into trees, after
  * the same checks (an instance that the expansion would refuse is refused with its message). Only
- * mc_sched_validate and mc_sched_free take such a schedule; it is for checking large files. */
+ * mc_sched_validate, mc_sim_run_compact, mc_sched_sym_* and mc_sched_free take such a schedule;
+ * it is for checking and timing large files. */
 mc_status_t mc_sched_load_compact(const char *path, const mc_topo_t *topo, int force,
                                   mc_sched_t **out, mc_err_t *err);
 mc_status_t mc_sched_parse_memory_compact(const char *buf, size_t len, const char *name,
                                           const mc_topo_t *topo, int force, mc_sched_t **out,
                                           mc_err_t *err);
+
+/* A compact schedule: 1 when every instance is a relabeling that keeps the template's checks:
+ * its nodes distinct, its links with the template's bandwidths, used by no other tree or
+ * instance, and each template's links used only by its trees. */
+int mc_sched_sym_relabels(const mc_sched_t *s, const mc_topo_t *topo);
+/* A compact schedule with its instances expanded into trees, as mc_sched_load reads the file
+ * (borrows s's task): for what needs every tree. */
+mc_sched_t *mc_sched_sym_expanded(const mc_sched_t *s, const mc_topo_t *topo);
 
 /* Peak bytes a GPU holds while the schedule runs: its source and destination shards (minus what
  * they share) plus received data it only relays plus the workspace. */

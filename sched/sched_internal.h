@@ -55,12 +55,6 @@ mc_status_t mc_sched_sym_keep(mc_sched_t *s, const mc_topo_t *topo, int k, const
  * checks that need only GPUs. */
 void mc_sched_inst_tree(const mc_sched_t *s, const mc_topo_t *topo, int i, int j, mc_tree_t *out,
                         mc_tree_edge_t *edges);
-/* 1 when every instance is a relabeling that keeps the template's checks: its nodes distinct,
- * its links with the template's bandwidths, used by no other tree or instance, and each template's
- * links used only by its trees. */
-int mc_sched_sym_relabels(const mc_sched_t *s, const mc_topo_t *topo);
-/* The schedule with its instances expanded into trees (borrows s's task). */
-mc_sched_t *mc_sched_sym_expanded(const mc_sched_t *s, const mc_topo_t *topo);
 void mc_sched_sym_compact_free(mc_sched_t *s);
 
 #endif

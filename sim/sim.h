@@ -46,6 +46,13 @@ mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
 
+/* mc_sim_run (timeline) or mc_sim_run_totals of a schedule whose instances may be compact
+ * (mc_sched_load_compact): the expanded schedule's result, with each instance that renames its
+ * template onto links and GPUs of the same figures timed as its template rather than simulated
+ * (sim_compact.c); otherwise on the schedule expanded. */
+mc_status_t mc_sim_run_compact(const mc_sched_t *s, const mc_topo_t *topo, int timeline,
+                               mc_sim_result_t *res, mc_err_t *err);
+
 /* The allowance (mc_sim_run_bounded's units) that the commands reporting a simulated time give
  * the simulation by default (synth's summary line, bench's rows; --sim-work): far above what the
  * scale suite's schedules need, since identical groups are simulated once; a bound on runaway

@@ -232,7 +232,15 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
                         const mc_rt_plan_t *plans, const int *gpus, int order,
                         mc_sim_exec_result_t *res, mc_err_t *err)
 {
+    return mc_sim_exec_bounded(s, topo, nranks, plans, gpus, order, NULL, res, err);
+}
+
+mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
+                                const mc_rt_plan_t *plans, const int *gpus, int order,
+                                int64_t *work_left, mc_sim_exec_result_t *res, mc_err_t *err)
+{
     mc_status_t st = MC_OK;
+    int64_t work = 0;
     xsim_t xs = {.s = s, .topo = topo, .nranks = nranks, .plans = plans};
     memset(res, 0, sizeof *res);
     xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
@@ -250,18 +258,29 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
         sim_links_begin(&xs.lk);
         sim_event_t ev = sim_queue_pop(&xs.q);
         int changed = process(&xs, &ev, now = ev.t);
+        work++;
         /* events at the same instant (up to rounding) share one rate computation, as in sim.c */
         while (xs.q.n > 0 && xs.q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
             ev = sim_queue_pop(&xs.q);
             changed |= process(&xs, &ev, now);
+            work++;
         }
         if (!changed)
             continue;
         last = now;
         advance(&xs, now);
-        if (xs.lk.ntouched)
+        if (xs.lk.ntouched) {
             rerate(&xs, now);
+            work += xs.lk.ncomp_flows + xs.lk.ncomp_links;
+        }
+        if (work_left && work > *work_left) {
+            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim --executed: stopped at its work limit "
+                            "(%lld events, flows and links re-rated)", (long long)*work_left);
+            goto out;
+        }
     }
+    if (work_left)
+        *work_left -= work;
     MC_CHECK_GOTO(stalled(&xs, err), out, st);
     res->makespan_s = last;
     res->nflows = xs.nflows;

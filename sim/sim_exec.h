@@ -26,6 +26,12 @@ typedef struct mc_sim_exec_result {
 mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
                         const mc_rt_plan_t *plans, const int *gpus, int order,
                         mc_sim_exec_result_t *res, mc_err_t *err);
+/* mc_sim_exec within an allowance of work (events, plus the flows and links each re-rating
+ * touches: mc_sim_run_bounded's units), taken from *work_left (NULL: none); past it, MC_ERR_TIMEOUT
+ * and no time. bench gives the executed plans the allowance it gives the schedule's simulation. */
+mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
+                                const mc_rt_plan_t *plans, const int *gpus, int order,
+                                int64_t *work_left, mc_sim_exec_result_t *res, mc_err_t *err);
 void mc_sim_exec_result_free(mc_sim_exec_result_t *res);
 
 #endif

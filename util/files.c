@@ -96,9 +96,11 @@ static int write_all(int fd, const char *p, size_t left)
     return 0;
 }
 
-mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err)
+mc_status_t mc_atomic_open(const char *path, mc_atomic_file_t *f, mc_err_t *err)
 {
     target_t tg = {.mode = 0600};
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
     mc_status_t st = check_target(path, &tg, err);
     if (st != MC_OK)
         return st;
@@ -116,27 +118,73 @@ mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len,
     }
     /* Past a file-size limit write() should fail with EFBIG rather than kill the process with
      * the temporary file in place. */
-    struct sigaction xfsz_ign = {.sa_handler = SIG_IGN}, xfsz_old;
-    sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old);
-    int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0 ||
-              (tg.chown && fchown(fd, tg.uid, tg.gid) != 0) || fchmod(fd, tg.mode) != 0;
-    sigaction(SIGXFSZ, &xfsz_old, NULL);
-    if (bad)
-        goto fail;
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0 || rename(tmp, path) != 0)
-        goto fail;
-    mc_tmp_untrack(slot);
-    free(tmp);
+    struct sigaction xfsz_ign = {.sa_handler = SIG_IGN};
+    sigaction(SIGXFSZ, &xfsz_ign, &f->xfsz_old);
+    f->path = mc_xstrdup(path);
+    f->tmp = tmp;
+    f->fd = fd;
+    f->slot = slot;
+    f->mode = tg.mode;
+    f->chown = tg.chown;
+    f->uid = tg.uid;
+    f->gid = tg.gid;
     return MC_OK;
-fail:
-    st = mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    mc_tmp_untrack(slot);
-    free(tmp);
+}
+
+/* Ends f: the temporary file removed unless it was renamed. */
+static void atomic_end(mc_atomic_file_t *f, int renamed)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    if (!renamed)
+        unlink(f->tmp);
+    sigaction(SIGXFSZ, &f->xfsz_old, NULL);
+    mc_tmp_untrack(f->slot);
+    free(f->tmp);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+}
+
+static mc_status_t atomic_fail(mc_atomic_file_t *f, mc_err_t *err)
+{
+    mc_status_t st = mc_err_set(err, MC_ERR_IO, "%s: cannot write: %s", f->path, strerror(errno));
+    atomic_end(f, 0);
+    return st;
+}
+
+mc_status_t mc_atomic_write(mc_atomic_file_t *f, const void *data, size_t len, mc_err_t *err)
+{
+    return write_all(f->fd, data, len) != 0 ? atomic_fail(f, err) : MC_OK;
+}
+
+mc_status_t mc_atomic_commit(mc_atomic_file_t *f, mc_err_t *err)
+{
+    if (fsync(f->fd) != 0 || (f->chown && fchown(f->fd, f->uid, f->gid) != 0) ||
+        fchmod(f->fd, f->mode) != 0)
+        return atomic_fail(f, err);
+    int rc = close(f->fd);
+    f->fd = -1;
+    if (rc != 0 || rename(f->tmp, f->path) != 0)
+        return atomic_fail(f, err);
+    atomic_end(f, 1);
+    return MC_OK;
+}
+
+void mc_atomic_abort(mc_atomic_file_t *f)
+{
+    if (f->tmp)
+        atomic_end(f, 0);
+}
+
+mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err)
+{
+    mc_atomic_file_t f;
+    mc_status_t st = mc_atomic_open(path, &f, err);
+    if (st == MC_OK)
+        st = mc_atomic_write(&f, data, len, err);
+    if (st == MC_OK)
+        st = mc_atomic_commit(&f, err);
     return st;
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* One status enum for the whole project: 0 is success, errors are negative. */
 #define MC_STATUS_MAP(X)                                              \
@@ -92,6 +93,24 @@ void mc_buf_free(mc_buf_t *b);
  * owner and group). An empty path is MC_ERR_USAGE. The temporary file is removed on every error
  * and on SIGINT, SIGTERM, SIGHUP. */
 mc_status_t mc_write_file_atomic(const char *path, const void *data, size_t len, mc_err_t *err);
+
+/* The same written in parts, for output too large to hold whole (the 8192-GPU schedule's
+ * generated code): mc_atomic_open checks path as above and creates the temporary file; each
+ * mc_atomic_write appends; mc_atomic_commit renames it into place. On an error the temporary file
+ * is removed and f ended; mc_atomic_abort removes it otherwise (harmless on an ended f). */
+typedef struct mc_atomic_file {
+    char *path, *tmp;
+    int fd, slot;
+    mode_t mode;
+    int chown;
+    uid_t uid;
+    gid_t gid;
+    struct sigaction xfsz_old;
+} mc_atomic_file_t;
+mc_status_t mc_atomic_open(const char *path, mc_atomic_file_t *f, mc_err_t *err);
+mc_status_t mc_atomic_write(mc_atomic_file_t *f, const void *data, size_t len, mc_err_t *err);
+mc_status_t mc_atomic_commit(mc_atomic_file_t *f, mc_err_t *err);
+void mc_atomic_abort(mc_atomic_file_t *f);
 
 /* Temporary paths unlinked when SIGINT, SIGTERM or SIGHUP ends the process (util/tmpfiles.c).
  * mc_tmp_track returns a slot for mc_tmp_untrack, or -1 when the table is full. Creating a file

@@ -418,6 +418,7 @@ out:
 
 /* What a schedule was timed at. */
 typedef struct verdict {
+    char params[sizeof(((mc_sched_t *)0)->params)]; /* what certify states in its params */
     double t;             /* simulated, or the solved plans' estimate when not simulated */
     int simulated;
     double reached;       /* not simulated: the time the stopped simulation had reached (a lower
@@ -426,10 +427,10 @@ typedef struct verdict {
 } verdict_t;
 
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
- * horizon (0: none; past it, not simulated), and returns the verdict in *v; records in its params
- * the plan's name, its time, the bound and the gap. */
-static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int64_t *work_left,
-                           double horizon, verdict_t *v, mc_err_t *err)
+ * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
+ * schedule states: the plan's name, its time, the bound and the gap. */
+static mc_status_t certify(const run_t *r, const mc_sched_t *s, const char *plan,
+                           int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
@@ -463,7 +464,7 @@ static mc_status_t certify(const run_t *r, mc_sched_t *s, const char *plan, int6
         }
     }
     double gap = b->seconds > 0 ? (v->t / b->seconds - 1) * 100 : 0;
-    snprintf(s->params, sizeof s->params,
+    snprintf(v->params, sizeof v->params,
              "plan=%s %s=%.6g bound_s=%.6g gap=%.2f%% optimal=%d/%d components=%d "
              "rlimit_used=%llu priced=%d frac_s=%.6g",
              plan, v->simulated ? "sim_s" : "est_s", v->t, b->seconds, gap, r->nz3_optimal,
@@ -529,10 +530,12 @@ static int variants(const run_t *r, variant_t *out)
     return n;
 }
 
-/* Builds variant x (its kind resolved) and times it within the allowance, up to the simulated
- * time horizon (0: none): *out gets the schedule, *v its verdict. */
-static mc_status_t race(run_t *r, variant_t x, double horizon, mc_sched_t **out, verdict_t *v,
-                        mc_err_t *err)
+/* Builds variant x (its kind resolved) into *out, named in name[size]. The same variant gives
+ * the same schedule, so the referee keeps its winner's variant and verdict rather than the
+ * schedule, and builds the winner again at the end: one schedule is held at a time (two were
+ * 186 MB of the 8192-GPU case's 986 MB peak: heaptrack). */
+static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, size_t size,
+                         mc_err_t *err)
 {
     static const char *names[MC_PLAN_KINDS] = {"z3",     "other0", "other1", "other2",
                                                "other3", "other4", "repaired", "shared", "direct",
@@ -540,9 +543,9 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, mc_sched_t **out,
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
-    mc_status_t st;
-    char name[64];
-    MC_CHECK_GOTO(assemble(r, x.kind, x.form, &d, err), out, st);
+    mc_status_t st = assemble(r, x.kind, x.form, &d, err);
+    if (st != MC_OK)
+        return st;
     if (x.stagger)
         mc_sched_stagger(d, r->topo, x.stagger, MC_MIN_CHUNK_BYTES);
     for (int k = 0; k < abs(x.coarse); k++)
@@ -559,15 +562,24 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, mc_sched_t **out,
     if (x.channels > 1)
         mc_sched_channels(d, r->topo, x.channels, x.channel_spread, MC_MIN_CHUNK_BYTES,
                           x.channel_big ? largest / 2 : 0);
-    snprintf(name, sizeof name, "%s%s%s%s%.*d%s%.*d%s%.*d%s", names[x.kind], forms[x.form],
+    snprintf(name, size, "%s%s%s%s%.*d%s%.*d%s%.*d%s", names[x.kind], forms[x.form],
              staggers[x.stagger], x.coarse > 0 ? "+coarse" : x.coarse < 0 ? "+fine" : "",
              x.coarse ? 1 : 0, abs(x.coarse), x.channels > 1 ? "+ch" : "", x.channels > 1 ? 1 : 0,
              x.channels, x.channels > 1 ? "s" : "", x.channels > 1 ? 1 : 0, x.channel_spread,
              x.channel_big ? "big" : "");
-    MC_CHECK_GOTO(certify(r, d, name, &r->sim_work_left, horizon, v, err), out, st);
     *out = d;
-    d = NULL;
-out:
+    return MC_OK;
+}
+
+/* Builds variant x (its kind resolved) and times it within the allowance, up to the simulated
+ * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
+static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
+{
+    mc_sched_t *d = NULL;
+    char name[64];
+    mc_status_t st = build(r, x, &d, name, sizeof name, err);
+    if (st == MC_OK)
+        st = certify(r, d, name, &r->sim_work_left, horizon, v, err);
     mc_sched_free(d);
     return st;
 }
@@ -575,36 +587,32 @@ out:
 /* A tree alone on its links idles them for the message overhead between its chunks, which holds
  * its chunk count down and its pipeline fill up; cut into channels (mc_sched_channels), one
  * channel's overhead overlaps another's bytes (mi300x2-bcast in `direct`: 1.34 -> 1.08 of the
- * bound). The referee's winner x (timed *v, in *s) is timed with its largest trees (half the
+ * bound). The referee's winner r->kept (timed *v) is timed with its largest trees (half the
  * largest tree's bytes or more) cut into 2 channels (dgx1-half-replicate: 1.32 -> 1.23), then
  * with every tree cut into 4 (spread 1) and 8 (spreads 1 and 2), each within an allowance of its
- * own; the fastest is kept. */
-static mc_status_t race_channels(run_t *r, variant_t x, mc_sched_t **s, verdict_t *v,
-                                 mc_err_t *err)
+ * own; the fastest is kept in r->kept, *v. */
+static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
 {
     /* channels, spread, only the trees of at least half the largest's bytes */
     static const int tries[][3] = {{2, 1, 1}, {4, 1, 0}, {8, 1, 0}, {8, 2, 0}};
-    mc_status_t st = MC_OK;
+    variant_t x = r->kept;
     verdict_t dv = {.simulated = 1};
     /* a try the allowance did not cover stops the rest: they have as many channels or more; one
      * stopped once it was slower than the fastest does not */
     for (size_t i = 0; i < sizeof tries / sizeof tries[0] && (dv.simulated || dv.beaten); i++) {
-        mc_sched_t *d = NULL;
         x.channels = tries[i][0];
         x.channel_spread = tries[i][1];
         x.channel_big = tries[i][2];
         r->sim_work_left += MC_SIM_CHANNEL_WORK;
-        MC_CHECK_GOTO(race(r, x, v->t, &d, &dv, err), out, st);
+        mc_status_t st = race(r, x, v->t, &dv, err);
+        if (st != MC_OK)
+            return st;
         if (dv.simulated && dv.t < v->t) {
-            mc_sched_free(*s);
-            *s = d;
+            r->kept = x;
             *v = dv;
-        } else {
-            mc_sched_free(d);
         }
     }
-out:
-    return st;
+    return MC_OK;
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -614,28 +622,23 @@ out:
 #define MC_STEP_REACH 1.02
 
 /* Steps variant x, timed x_t, to 3/4 of its chunks while that is faster, or else to 4/3 while
- * that is, at most MC_COARSE_STEPS times; a step faster than the fastest so far (*s, *v)
- * replaces it (*replaced, *kept). */
-static mc_status_t step_chunks(run_t *r, variant_t x, double x_t, mc_sched_t **s, verdict_t *v,
-                               int *replaced, variant_t *kept, mc_err_t *err)
+ * that is, at most MC_COARSE_STEPS times; a step faster than the fastest so far (*v) replaces it
+ * (*replaced, *kept). */
+static mc_status_t step_chunks(run_t *r, variant_t x, double x_t, verdict_t *v, int *replaced,
+                               variant_t *kept, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     for (int dir = 1, better = 1; better && abs(x.coarse) < MC_COARSE_STEPS;) {
-        mc_sched_t *d = NULL;
         verdict_t dv;
         x.coarse += dir;
-        MC_CHECK_GOTO(race(r, x, v->simulated ? x_t : 0, &d, &dv, err), out, st);
+        MC_CHECK_GOTO(race(r, x, v->simulated ? x_t : 0, &dv, err), out, st);
         better = dv.simulated && dv.t < x_t;
         if (better)
             x_t = dv.t;
         if (better && dv.t < v->t) {
             *kept = x;
-            mc_sched_free(*s);
-            *s = d;
             *v = dv;
             *replaced = 1;
-        } else {
-            mc_sched_free(d);
         }
         if (!better && x.coarse == 1) { /* fewer chunks were slower: try more */
             dir = -1;
@@ -648,11 +651,11 @@ out:
 }
 
 /* The simulator referees: the plan's cost model does not charge everything the simulator does,
- * so the solved plan (*s, timed *v) is raced against the variants built from the same
- * candidates (variants), and the fastest simulated one is kept in *s, *v; *replaced says whether
- * it is not the solved plan. The simulations share one allowance of work
- * (mc_sim_run_bounded); the variants it does not cover are dropped. */
-static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced, mc_err_t *err)
+ * so the solved plan (timed *v) is raced against the variants built from the same candidates
+ * (variants), and the fastest simulated one is kept in r->kept, *v; *replaced says whether it is
+ * not the solved plan. The simulations share one allowance of work (mc_sim_run_bounded); the
+ * variants it does not cover are dropped. */
+static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
 {
     variant_t table[MC_VARIANTS_MAX];
     int n = variants(r, table), fastest = MC_PLAN_SOLVED, second = -1;
@@ -668,7 +671,6 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
     }
     for (int i = 0; i < n && r->sim_work_left > 0; i++) {
         variant_t x = table[i];
-        mc_sched_t *d = NULL;
         verdict_t dv;
         if (x.kind == VARIANT_SECOND && second < 0)
             continue;
@@ -677,7 +679,7 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
         /* a form counts only if it beats the fastest, so its simulation stops at that time; the
          * plans as decoded are timed in full, since they rank the kinds whose forms are raced */
         double horizon = table[i].form != FORM_DECODED && v->simulated ? v->t : 0;
-        MC_CHECK_GOTO(race(r, x, horizon, &d, &dv, err), out, st);
+        MC_CHECK_GOTO(race(r, x, horizon, &dv, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250
@@ -701,13 +703,9 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
             best_x[x.kind] = x;
         }
         if (t < v->t) {
-            mc_sched_free(*s);
-            *s = d;
             *v = dv;
             *replaced = 1;
             winner = x;
-        } else {
-            mc_sched_free(d);
         }
     }
     best_t[MC_PLAN_SOLVED] = best_t[MC_PLAN_SOLVED] < solved_t ? best_t[MC_PLAN_SOLVED] : solved_t;
@@ -730,11 +728,11 @@ static mc_status_t referee(run_t *r, mc_sched_t **s, verdict_t *v, int *replaced
     r->sim_work_left += r->chunk ? 0 : MC_SIM_COARSE_WORK;
     variant_t kept = winner;
     if (!r->chunk) {
-        MC_CHECK_GOTO(step_chunks(r, winner, v->t, s, v, replaced, &kept, err), out, st);
+        MC_CHECK_GOTO(step_chunks(r, winner, v->t, v, replaced, &kept, err), out, st);
         int64_t left = r->sim_work_left;
         r->sim_work_left = MC_SIM_COARSE_WORK;
         if (runner_t <= MC_STEP_REACH * v->t)
-            MC_CHECK_GOTO(step_chunks(r, runner, runner_t, s, v, replaced, &kept, err), out, st);
+            MC_CHECK_GOTO(step_chunks(r, runner, runner_t, v, replaced, &kept, err), out, st);
         r->sim_work_left = left;
     }
     r->kept = kept;
@@ -754,22 +752,22 @@ static void run_free(run_t *r)
 }
 
 /* One synthesis from the candidates: components solved, the solved plan certified and raced by
- * the referee. *s gets the schedule, *v its verdict. */
-static mc_status_t synth_once(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+ * the referee. r->kept gets the variant that won, *v its verdict. */
+static mc_status_t synth_once(run_t *r, verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int replaced;
     mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
                    r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
     MC_CHECK_GOTO(solve(r, err), out, st);
-    MC_CHECK_GOTO(assemble(r, MC_PLAN_SOLVED, FORM_DECODED, s, err), out, st);
-    MC_CHECK_GOTO(certify(r, *s, "z3", &r->sim_work_left, 0, v, err), out, st);
+    r->kept = (variant_t){MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0};
+    MC_CHECK_GOTO(race(r, r->kept, 0, v, err), out, st);
     /* A plan too large to simulate states its estimate; a variant is faster when its simulated
      * time beats the time the simulation of the plan had reached when it stopped. */
     verdict_t solved = *v;
     if (!v->simulated)
         v->t = v->reached;
-    MC_CHECK_GOTO(referee(r, s, v, &replaced, err), out, st);
+    MC_CHECK_GOTO(referee(r, v, &replaced, err), out, st);
     if (!replaced)
         *v = solved;
 out:
@@ -784,9 +782,10 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
                .sim_work_left = MC_SIM_WORK};
     r.chunk = r.opts->chunk_bytes;
     run_t plain = r;
-    mc_sched_t *s = NULL, *s2 = NULL;
+    mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
-    verdict_t v, v2;
+    verdict_t v, v2 = {0};
+    char name[64];
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
@@ -800,21 +799,20 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
      * allowance more, so that pricing never makes a schedule slower. */
     if (r.price.added) {
         MC_CHECK_GOTO(gen_cands(&plain, 0, err), out, st);
-        MC_CHECK_GOTO(synth_once(&plain, &s2, &v2, err), out, st);
+        MC_CHECK_GOTO(synth_once(&plain, &v2, err), out, st);
         r.sim_work_left = MC_SIM_WORK / 2 + plain.sim_work_left;
     }
-    MC_CHECK_GOTO(synth_once(&r, &s, &v, err), out, st);
+    MC_CHECK_GOTO(synth_once(&r, &v, err), out, st);
     run_t *won = &r;
-    if (s2 && (v2.t <= v.t || !v.simulated)) {
-        mc_sched_free(s);
-        s = s2;
-        s2 = NULL;
+    if (r.price.added && (v2.t <= v.t || !v.simulated)) {
         v = v2;
         won = &plain;
     }
     /* last, the synthesis that won, cut into channels */
     if (!r.chunk && v.simulated)
-        MC_CHECK_GOTO(race_channels(won, won->kept, &s, &v, err), out, st);
+        MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
+    MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
+    memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);
     if (r.opts->progress) {
@@ -826,7 +824,6 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     s = NULL;
 out:
     mc_sched_free(s);
-    mc_sched_free(s2);
     run_free(&r);
     run_free(&plain);
     return st;

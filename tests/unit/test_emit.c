@@ -113,6 +113,43 @@ static void test_tables(void **state)
     mc_buf_free(&cu2);
 }
 
+/* Flushed after every rank's tables (mc_emit_gen_flushed, as emit -o streams the source into its
+ * file), the pieces make the same source as generated whole, and more than one flush came before
+ * the end. */
+typedef struct pieces {
+    mc_buf_t all;
+    int n;
+} pieces_t;
+
+static void take(void *ctx, mc_buf_t *cu)
+{
+    pieces_t *pc = ctx;
+    mc_buf_append(&pc->all, cu->data, cu->len);
+    pc->n++;
+    cu->len = 0;
+}
+
+static void test_flushed(void **state)
+{
+    mc_emit_plans_t P;
+    mc_rt_plan_t p[2];
+    mc_buf_t h, cu, h2 = {0}, cu2 = {0};
+    pieces_t pc = {{0}, 0};
+    gen(&h, &cu);
+    plans(&P, p);
+    mc_emit_gen_flushed(&meta, &P, &h2, &cu2, 1, take, &pc);
+    assert_int_equal(pc.n, 2);
+    take(&pc, &cu2);
+    assert_int_equal(pc.all.len, cu.len);
+    assert_memory_equal(pc.all.data, cu.data, cu.len);
+    assert_int_equal(h2.len, h.len);
+    mc_buf_free(&h);
+    mc_buf_free(&cu);
+    mc_buf_free(&h2);
+    mc_buf_free(&cu2);
+    mc_buf_free(&pc.all);
+}
+
 /* Rank 1 alone (emit --rank 1): only its tables, a plans array of one, its copy kinds numbered
  * from 1 again, and entry points that refuse rank 0. */
 static void test_one_rank(void **state)
@@ -250,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_flushed),
         cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_name),
         cmocka_unit_test(test_nvcc),

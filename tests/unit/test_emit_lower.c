@@ -195,8 +195,29 @@ static void same_plan(const mc_rt_plan_t *a, const mc_rt_plan_t *b)
     same_table(a->lane, b->lane, a->nops * sizeof *a->lane);
 }
 
-/* Every rank of s lowered alone against the full lowering; returns the number of zero-byte
- * receives (tokens) the ranks made alone hold. */
+/* The code of every rank generated from ranks lowered `batch` at a time (mc_emit_gen_batched,
+ * what `meshcast emit` runs) is that generated from the full lowering all, byte for byte. */
+static void same_code_batched(const mc_sched_t *s, const mc_emit_plans_t *all, int batch)
+{
+    static const mc_emit_meta_t meta = {"x", "1.0.0", "task", "hand", 0};
+    mc_buf_t h = {0}, cu = {0}, h2 = {0}, cu2 = {0};
+    mc_err_t err = {0};
+    mc_emit_gen(&meta, all, &h, &cu);
+    assert_int_equal(mc_emit_gen_batched(&meta, s, NULL, batch, &h2, &cu2, 0, NULL, NULL, &err),
+                     MC_OK);
+    assert_int_equal(h.len, h2.len);
+    assert_memory_equal(h.data, h2.data, h.len);
+    assert_int_equal(cu.len, cu2.len);
+    assert_memory_equal(cu.data, cu2.data, cu.len);
+    mc_buf_free(&h);
+    mc_buf_free(&cu);
+    mc_buf_free(&h2);
+    mc_buf_free(&cu2);
+}
+
+/* Every rank of s lowered alone against the full lowering, and the code of ranks lowered one and
+ * three at a time against the full lowering's; returns the number of zero-byte receives (tokens)
+ * the ranks made alone hold. */
 static int check_every_rank(const mc_sched_t *s)
 {
     mc_emit_plans_t *all = NULL;
@@ -204,6 +225,8 @@ static int check_every_rank(const mc_sched_t *s)
     int tokens = 0;
     assert_int_equal(mc_emit_lower(s, &all, &err), MC_OK);
     assert_int_equal(all->only, -1);
+    same_code_batched(s, all, 1);
+    same_code_batched(s, all, 3);
     for (int r = 0; r < all->nranks; r++) {
         mc_emit_plans_t *one = NULL;
         assert_int_equal(mc_emit_lower_rank(s, NULL, r, &one, &err), MC_OK);

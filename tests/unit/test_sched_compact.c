@@ -12,7 +12,6 @@
 #include <stdlib.h>
 
 #include "sched/sched_internal.h"
-#include "synth/synth.h"
 #include "tests/unit/test_sched_fixture.h"
 
 /* xml with the first occurrence of from replaced by to. */
@@ -55,26 +54,10 @@ static int agree(const char *xml, const mc_topo_t *topo, int *ninst, char **repo
     return n1;
 }
 
-/* The fixture's two link-disjoint groups of 16 trees (GPU0 -> sw0 -> GPU2 and GPU1 -> sw0 ->
- * GPU3): the file holds the first and one instance line for the second. */
-static char *two_groups(const fixture_t *fx)
-{
-    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
-    for (int g = 0; g < 2; g++)
-        for (int k = 0; k < 16; k++)
-            fx_edge(s, fx->topo, mc_sched_add_tree(s, fx->piece_of[2 + g], 128 * k, 128, g, 0, 1),
-                    3, (int[]){g, FX_SW, 2 + g});
-    mc_sched_plan_rates(s, fx->topo);
-    char *xml = mc_sched_to_xml(s, fx->topo);
-    mc_sched_free(s);
-    assert_non_null(strstr(xml, "<instance template=\"0\" nodes=\"h0/GPU1 h0/GPU3 sw0\""));
-    return xml;
-}
-
 static void test_broken_instances(void **state)
 {
     fixture_t *fx = *state;
-    char *xml = two_groups(fx), *report, *inst_end = strstr(xml, "/>\n  </symmetry>");
+    char *xml = fx_two_groups(fx), *report, *inst_end = strstr(xml, "/>\n  </symmetry>");
     int ninst;
     assert_int_equal(agree(xml, fx->topo, &ninst, &report), 0);
     assert_int_equal(ninst, 1);
@@ -128,21 +111,7 @@ static void test_synthesized(void **state)
     (void)state;
     mc_topo_t *topo = NULL;
     mc_task_t *task = NULL;
-    mc_sched_t *s = NULL;
-    mc_err_t err = {0};
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    opts.rlimit = 2000000;
-    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &topo, &err), MC_OK);
-    assert_int_equal(mc_task_parse_text(
-                         "mesh train={dp:2,tp:8}@0..15\nmesh gen={dp:4,tp:4}@16..31\n"
-                         "move q: bf16[80,8192,8192] train[_,tp,_] -> gen[_,tp,_]\n"
-                         "move o: bf16[80,8192,8192] train[_,_,tp] -> gen[_,_,tp]\n"
-                         "move embed: bf16[32000,8192] train[tp,_] -> gen[tp,_]\n",
-                         "llama", &task, &err),
-                     MC_OK);
-    assert_int_equal(mc_task_split(task, &err), MC_OK);
-    if (mc_synth("meshcast", task, topo, &opts, &s, &err) != MC_OK)
-        fail_msg("%s", err.msg);
+    mc_sched_t *s = fx_synth_llama(&topo, &task);
     char *xml = mc_sched_to_xml(s, topo), *report;
     int ninst;
     assert_int_equal(agree(xml, topo, &ninst, &report), 0);

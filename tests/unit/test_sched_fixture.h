@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "synth/synth.h"
 
 #define FX_BW 100e9
 #define FX_SW 4 /* node id of sw0 */
@@ -91,6 +92,46 @@ static inline mc_sched_t *fx_valid(const fixture_t *fx, int nchunks)
     fx_edge(s, fx->topo, a, 3, (int[]){0, FX_SW, 2});
     int b = mc_sched_add_tree(s, fx->piece_of[3], 0, 2048, 1, 0, nchunks);
     fx_edge(s, fx->topo, b, 3, (int[]){1, FX_SW, 3});
+    return s;
+}
+
+/* The fixture's two link-disjoint groups of 16 trees (GPU0 -> sw0 -> GPU2 and GPU1 -> sw0 ->
+ * GPU3) as XML: the file holds the first and one instance line for the second. */
+static inline char *fx_two_groups(const fixture_t *fx)
+{
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    for (int g = 0; g < 2; g++)
+        for (int k = 0; k < 16; k++)
+            fx_edge(s, fx->topo, mc_sched_add_tree(s, fx->piece_of[2 + g], 128 * k, 128, g, 0, 1),
+                    3, (int[]){g, FX_SW, 2 + g});
+    mc_sched_plan_rates(s, fx->topo);
+    char *xml = mc_sched_to_xml(s, fx->topo);
+    mc_sched_free(s);
+    if (!strstr(xml, "<instance template=\"0\" nodes=\"h0/GPU1 h0/GPU3 sw0\""))
+        abort();
+    return xml;
+}
+
+/* The meshcast strategy's schedule of three LLaMA-2-70B weights from DP2 x TP8 to DP4 x TP4 on
+ * four DGX H100 (*topo, *task: the caller frees): two components, one an instance of the other
+ * in the file. */
+static inline mc_sched_t *fx_synth_llama(mc_topo_t **topo, mc_task_t **task)
+{
+    mc_sched_t *s = NULL;
+    mc_err_t err = {0};
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    opts.rlimit = 2000000;
+    if (mc_topo_load("topologies/dgx-h100-x4.xml", topo, &err) != MC_OK ||
+        mc_task_parse_text("mesh train={dp:2,tp:8}@0..15\nmesh gen={dp:4,tp:4}@16..31\n"
+                           "move q: bf16[80,8192,8192] train[_,tp,_] -> gen[_,tp,_]\n"
+                           "move o: bf16[80,8192,8192] train[_,_,tp] -> gen[_,_,tp]\n"
+                           "move embed: bf16[32000,8192] train[tp,_] -> gen[tp,_]\n",
+                           "llama", task, &err) != MC_OK ||
+        mc_task_split(*task, &err) != MC_OK ||
+        mc_synth("meshcast", *task, *topo, &opts, &s, &err) != MC_OK) {
+        fprintf(stderr, "fixture: %s\n", err.msg);
+        abort();
+    }
     return s;
 }
 

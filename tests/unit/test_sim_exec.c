@@ -4,7 +4,8 @@
  * more trees on a GPU than the 8 lanes it used to have, with more than MC_RT_MAX_LANES (a few
  * trees sharing lanes), and with a root that packs; a relayed chain and phases that share a NIC
  * take what the schedule's simulation says, and so does one H100 NVLink send at its connection
- * limit; and the loopback delivers those plans' bytes. */
+ * limit; and the loopback delivers those plans' bytes; within a work allowance the same time, past
+ * it none. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "emit/emit.h"
 #include "sim/sim.h"
@@ -173,6 +175,32 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
     return n;
 }
 
+/* GPU 0 sends a 4 MiB tensor to the n GPUs kids[] (n <= 3) in `ntrees` trees of one phase, slices
+ * of it in 4 chunks, each tree with an edge from GPU 0 to every one of them, at planned rates. */
+static mc_sched_t *sliced(int ntrees, const int *kids, int n, mc_task_t **task)
+{
+    mc_err_t err = {0};
+    char text[128];
+    int at = snprintf(text, sizeof text, "mesh A={host:1,gpu:1}@[0]\nmesh B={x:%d}@[", n);
+    for (int k = 0; k < n; k++)
+        at += snprintf(text + at, sizeof text - at, "%s%d", k ? "," : "", kids[k]);
+    snprintf(text + at, sizeof text - at, "]\nmove f32[1048576] A[_] -> B[_]\n");
+    assert_int_equal(mc_task_parse_text(text, "test", task, &err), MC_OK);
+    assert_int_equal(mc_task_split(*task, &err), MC_OK);
+    mc_sched_t *s = mc_sched_new(*task, topo, "hand");
+    for (int j = 0; j < ntrees; j++) {
+        uint64_t lo = (uint64_t)j * (4 << 20) / ntrees;
+        uint64_t hi = (uint64_t)(j + 1) * (4 << 20) / ntrees;
+        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
+        for (int k = 0; k < n; k++)
+            edge(s, t, 0, kids[k]);
+    }
+    s->nphases = 1;
+    mc_sched_plan_rates(s, topo);
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    return s;
+}
+
 /* 130 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPU 4
  * (through the NICs): 260 edges and 130 trees at GPU 0, beyond MC_RT_MAX_LANES either way, and all
  * trees of one pace; they are not even (an NVLink and a NIC child), so none may share. Without the
@@ -181,24 +209,10 @@ static uint32_t plan_lanes(const mc_sched_t *s, const mc_topo_t *on)
  * lets it. */
 static void test_lanes_by_speed(void **state)
 {
-    mc_err_t err = {0};
+    static const int kids[2] = {1, 4};
     mc_task_t *task;
     double end1, end1_deps, end4;
-    assert_int_equal(mc_task_parse_text("mesh A={host:1,gpu:1}@[0]\nmesh B={x:2}@[1,4]\n"
-                                        "move f32[1048576] A[_] -> B[_]\n",
-                                        "test", &task, &err),
-                     MC_OK);
-    assert_int_equal(mc_task_split(task, &err), MC_OK);
-    mc_sched_t *s = mc_sched_new(task, topo, "hand");
-    for (int j = 0; j < 130; j++) {
-        uint64_t lo = (uint64_t)j * (4 << 20) / 130, hi = (uint64_t)(j + 1) * (4 << 20) / 130;
-        int t = mc_sched_add_tree(s, 0, lo, hi - lo, 0, 0, 4);
-        edge(s, t, 0, 1);
-        edge(s, t, 0, 4);
-    }
-    s->nphases = 1;
-    mc_sched_plan_rates(s, topo);
-    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    mc_sched_t *s = sliced(130, kids, 2, &task);
     assert_int_equal(plan_lanes(s, NULL), 1);
     assert_int_equal(plan_lanes(s, topo), 2);
     double t_deps = exec_time(s, MC_RT_ORDER_DEPS, 1, &end1_deps);
@@ -253,6 +267,20 @@ static void test_lanes_spread(void **state)
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(plan_lanes(s, topo), MC_RT_MAX_LANES);
     assert_fast_free(s, task, 1, 2);
+}
+
+/* 50 trees from GPU 0 in one phase, each a slice of a 4 MiB tensor to GPU 1 (NVLink) and GPUs 4
+ * and 5 (through the NICs): 150 edges at GPU 0, beyond MC_RT_MAX_LANES, in 50 trees that are not
+ * even. A lane per tree fits, and put GPU 1's receives in lockstep with the NIC sends, so GPU 1
+ * ended with GPUs 4 and 5. A lane per tree, parent and narrowest bandwidth fits too (100 lanes:
+ * the two NIC children of a tree share theirs): GPU 1 ends as the dependency graph lets it. */
+static void test_lanes_by_width(void **state)
+{
+    static const int kids[3] = {4, 1, 5};
+    mc_task_t *task;
+    mc_sched_t *s = sliced(50, kids, 3, &task);
+    assert_int_equal(plan_lanes(s, topo), 100);
+    assert_fast_free(s, task, 1, 4);
 }
 
 /* A root that packs: GPU 0 holds a 1024 x 1024 tensor whole, and each column half goes to two
@@ -359,6 +387,38 @@ static void test_phases_share_a_link(void **state)
     }
 }
 
+/* Within an allowance: the same time as unbounded, with the work it took off the allowance; with
+ * less work than that, MC_ERR_TIMEOUT and no time (bench leaves such a row's exec column empty). */
+static void test_work_bound(void **state)
+{
+    (void)state;
+    mc_task_t *task;
+    mc_sched_t *s = two_dests(&task, 1, 4);
+    edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16), 0, 1);
+    edge(s, mc_sched_add_tree(s, 0, 0, 64 << 20, 0, 0, 16), 0, 4);
+    s->nphases = 1;
+    mc_emit_plans_t *P = NULL;
+    mc_sim_exec_result_t x;
+    mc_err_t err = {0};
+    assert_int_equal(mc_emit_lower_on(s, topo, &P, &err), MC_OK);
+    double unbounded = exec_time(s, MC_RT_ORDER_DEPS, 1, &(double){0});
+    int64_t work = 1000000;
+    assert_int_equal(mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS,
+                                         &work, &x, &err), MC_OK);
+    assert_close(x.makespan_s, unbounded);
+    int64_t used = 1000000 - work;
+    assert_true(used >= 32); /* at least one event per chunk of each tree */
+    mc_sim_exec_result_free(&x);
+    work = used - 1;
+    assert_int_equal(mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS,
+                                         &work, &x, &err), MC_ERR_TIMEOUT);
+    assert_non_null(strstr(err.msg, "work limit"));
+    mc_sim_exec_result_free(&x);
+    mc_emit_plans_free(P);
+    mc_sched_free(s);
+    mc_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,10 +426,12 @@ int main(void)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_by_speed),
         cmocka_unit_test(test_lanes_spread),
+        cmocka_unit_test(test_lanes_by_width),
         cmocka_unit_test(test_pack_early),
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_relay_chain),
         cmocka_unit_test(test_phases_share_a_link),
+        cmocka_unit_test(test_work_bound),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
-/* Tests for util/: status text, strict number parsing, atomic writes, text files, line-oriented
- * reading, growable buffers. */
+/* Tests for util/: status text, strict number parsing, atomic writes (whole and in parts), text
+ * files, line-oriented reading, growable buffers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,8 +57,27 @@ static void test_atomic_write(void **state)
     char *bad = mc_xasprintf("%s/missing/out.txt", dir);
     assert_int_equal(mc_write_file_atomic(bad, "x", 1, &err), MC_ERR_IO);
     assert_non_null(strstr(err.msg, "missing/out.txt"));
+    /* in parts: nothing at path until the commit; an abort leaves the old file and no other */
+    mc_atomic_file_t f;
+    assert_int_equal(mc_atomic_open(path, &f, &err), MC_OK);
+    assert_int_equal(mc_atomic_write(&f, "par", 3, &err), MC_OK);
+    assert_int_equal(mc_atomic_write(&f, "ts", 2, &err), MC_OK);
+    assert_int_equal(mc_read_file(path, &data, &len, &err), MC_OK);
+    assert_string_equal(data, "hello");
+    free(data);
+    assert_int_equal(mc_atomic_commit(&f, &err), MC_OK);
+    assert_int_equal(mc_read_file(path, &data, &len, &err), MC_OK);
+    assert_string_equal(data, "parts");
+    free(data);
+    assert_int_equal(mc_atomic_open(path, &f, &err), MC_OK);
+    assert_int_equal(mc_atomic_write(&f, "x", 1, &err), MC_OK);
+    mc_atomic_abort(&f);
+    mc_atomic_abort(&f);
+    assert_int_equal(mc_read_file(path, &data, &len, &err), MC_OK);
+    assert_string_equal(data, "parts");
+    free(data);
     unlink(path);
-    rmdir(dir);
+    assert_int_equal(rmdir(dir), 0); /* no temporary file left */
     free(path);
     free(bad);
 }
