@@ -21,7 +21,7 @@ static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_m
     double *out[3] = {&row->exec_s, &row->exec_steps_s, &row->exec_nccl_s};
     mc_emit_plans_t *P = NULL;
     mc_err_t err = {0};
-    if (mc_emit_lower_on(s, topo, &P, &err) != MC_OK)
+    if (!mc_sim_exec_fits(s, work_max) || mc_emit_lower_on(s, topo, &P, &err) != MC_OK)
         return;
     for (int k = 0; k < 3; k++) {
         mc_sim_exec_result_t x;

@@ -97,9 +97,12 @@ static mc_status_t rank_init(xsim_t *xs, int r, const int *gpus, int order, mc_e
 }
 
 /* Starts what is ready on every rank (copies finish at once) and turns each posted receive whose
- * send is posted too into a flow that starts after the edge's overhead. */
-static void advance(xsim_t *xs, double now)
+ * send is posted too into a flow that starts after the edge's overhead. Returns its work: the
+ * ranks and posted operations it looked at (the allowance counts them: on thousands of ranks they
+ * outweigh the events). */
+static int64_t advance(xsim_t *xs, double now)
 {
+    int64_t work = 2 * (int64_t)xs->nranks;
     for (int r = 0; r < xs->nranks; r++) {
         int64_t i;
         while ((i = mc_rt_exec_next(&xs->r[r].x, 0)) >= 0) {
@@ -116,6 +119,7 @@ static void advance(xsim_t *xs, double now)
             xrank_t *xq = &xs->r[op->peer];
             uint32_t j = 0;
             while (op->kind == MC_RT_OP_RECV && j < xq->npend) {
+                work++;
                 const mc_rt_op_t *o = &xs->plans[op->peer].ops[xq->pend[j]];
                 if (o->kind == MC_RT_OP_SEND && o->peer == r && o->tag == op->tag)
                     break;
@@ -140,6 +144,7 @@ static void advance(xsim_t *xs, double now)
             xr->npend--;
         }
     }
+    return work;
 }
 
 static const int *on_link(const void *ctx, int l, int *n)
@@ -235,14 +240,26 @@ mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
     return mc_sim_exec_bounded(s, topo, nranks, plans, gpus, order, NULL, res, err);
 }
 
+int mc_sim_exec_fits(const mc_sched_t *s, int64_t work_max)
+{
+    if (!work_max)
+        return 1;
+    int64_t sends = 0;
+    for (int t = 0; t < s->ntrees; t++)
+        sends += (int64_t)s->trees[t].nedges * s->trees[t].nchunks;
+    return 4 * sends <= work_max;
+}
+
 mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
                                 const mc_rt_plan_t *plans, const int *gpus, int order,
                                 int64_t *work_left, mc_sim_exec_result_t *res, mc_err_t *err)
 {
-    mc_status_t st = MC_OK;
-    int64_t work = 0;
-    xsim_t xs = {.s = s, .topo = topo, .nranks = nranks, .plans = plans};
     memset(res, 0, sizeof *res);
+    if (work_left && !mc_sim_exec_fits(s, *work_left > 0 ? *work_left : 1))
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim --executed: more sends than its work limit "
+                          "allows (%lld)", (long long)*work_left);
+    mc_status_t st = MC_OK;
+    xsim_t xs = {.s = s, .topo = topo, .nranks = nranks, .plans = plans};
     xs.r = mc_xcalloc((size_t)nranks + 1, sizeof *xs.r);
     xs.end = mc_xcalloc((size_t)nranks + 1, sizeof *xs.end);
     size_t nl = (size_t)topo->nlinks + 1;
@@ -253,7 +270,7 @@ mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int 
     for (int r = 0; r < nranks; r++)
         MC_CHECK_GOTO(rank_init(&xs, r, gpus, order, err), out, st);
     double now = 0, last = 0;
-    advance(&xs, now);
+    int64_t work = advance(&xs, now);
     while (xs.q.n > 0) {
         sim_links_begin(&xs.lk);
         sim_event_t ev = sim_queue_pop(&xs.q);
@@ -268,7 +285,7 @@ mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int 
         if (!changed)
             continue;
         last = now;
-        advance(&xs, now);
+        work += advance(&xs, now);
         if (xs.lk.ntouched) {
             rerate(&xs, now);
             work += xs.lk.ncomp_flows + xs.lk.ncomp_links;

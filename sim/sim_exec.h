@@ -26,7 +26,13 @@ typedef struct mc_sim_exec_result {
 mc_status_t mc_sim_exec(const mc_sched_t *s, const mc_topo_t *topo, int nranks,
                         const mc_rt_plan_t *plans, const int *gpus, int order,
                         mc_sim_exec_result_t *res, mc_err_t *err);
-/* mc_sim_exec within an allowance of work (events, plus the flows and links each re-rating
+/* Whether the plans of s may be timed within an allowance of work_max (0: any allowance): every
+ * send is a flow, which costs two events and two re-ratings at least, so plans with more sends
+ * than a quarter of the allowance are not started (as mc_sim_run_bounded does), nor lowered. */
+int mc_sim_exec_fits(const mc_sched_t *s, int64_t work_max);
+
+/* mc_sim_exec within an allowance of work (events, the ranks and posted operations each step
+ * looks at, plus the flows and links each re-rating
  * touches: mc_sim_run_bounded's units), taken from *work_left (NULL: none); past it, MC_ERR_TIMEOUT
  * and no time. bench gives the executed plans the allowance it gives the schedule's simulation. */
 mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int nranks,

@@ -388,7 +388,8 @@ static void test_phases_share_a_link(void **state)
 }
 
 /* Within an allowance: the same time as unbounded, with the work it took off the allowance; with
- * less work than that, MC_ERR_TIMEOUT and no time (bench leaves such a row's exec column empty). */
+ * less work than that, MC_ERR_TIMEOUT and no time (bench leaves such a row's exec column empty);
+ * plans with more sends than a quarter of the allowance are not started. */
 static void test_work_bound(void **state)
 {
     (void)state;
@@ -408,6 +409,10 @@ static void test_work_bound(void **state)
     assert_close(x.makespan_s, unbounded);
     int64_t used = 1000000 - work;
     assert_true(used >= 32); /* at least one event per chunk of each tree */
+    /* 2 edges of 16 chunks: 32 sends, started only within 4 x 32 */
+    assert_true(mc_sim_exec_fits(s, 128));
+    assert_false(mc_sim_exec_fits(s, 127));
+    assert_true(mc_sim_exec_fits(s, 0));
     mc_sim_exec_result_free(&x);
     work = used - 1;
     assert_int_equal(mc_sim_exec_bounded(s, topo, P->nranks, P->plans, P->gpus, MC_RT_ORDER_DEPS,
