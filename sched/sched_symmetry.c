@@ -137,6 +137,26 @@ int mc_sched_link_groups(const mc_sched_t *s, const mc_topo_t *topo, int phase, 
     return n;
 }
 
+/* The trees in the order a file lists them: phase by phase, each phase's in index order; -1 ends
+ * the list early when trees lie outside the phases. */
+static int *file_order(const mc_sched_t *s)
+{
+    int *at = mc_xcalloc((size_t)s->nphases + 2, sizeof(int));
+    int *order = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
+    for (int t = 0; t < s->ntrees; t++) {
+        order[t] = -1;
+        if (s->trees[t].phase >= 0 && s->trees[t].phase < s->nphases)
+            at[s->trees[t].phase + 1]++;
+    }
+    for (int p = 0; p < s->nphases; p++)
+        at[p + 1] += at[p];
+    for (int t = 0; t < s->ntrees; t++)
+        if (s->trees[t].phase >= 0 && s->trees[t].phase < s->nphases)
+            order[at[s->trees[t].phase]++] = t;
+    free(at);
+    return order;
+}
+
 void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_t *sym)
 {
     memset(sym, 0, sizeof(*sym));
@@ -190,23 +210,31 @@ void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_
             free(key);
         }
     }
-    /* templates: groups with at least one instance, numbered in order */
+    /* templates: groups with at least one instance, numbered in the order the file lists their
+     * first trees (phase by phase), as a reader meets them: numbered by their first instance, a
+     * template listed first could be number 1, which no reader that has seen one tree accepts */
     int *tnum = mc_xmalloc(sizeof(int) * (size_t)(ng + 1));
     for (int g = 0; g < ng; g++)
         tnum[g] = -1;
+    for (int g = 0; g < ng; g++)
+        if (same_as[g] >= 0)
+            tnum[same_as[g]] = -2;
+    int *order = file_order(s);
+    for (int i = 0; i < s->ntrees && order[i] >= 0; i++)
+        if (tnum[gid[order[i]]] == -2)
+            tnum[gid[order[i]]] = sym->ntemplates++;
+    for (int g = 0; g < ng; g++) /* trees outside the phases, not listed */
+        if (tnum[g] == -2)
+            tnum[g] = sym->ntemplates++;
+    free(order);
     sym->template_of = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
     sym->instance_tree = mc_xcalloc((size_t)s->ntrees + 1, sizeof(char));
     for (int t = 0; t < s->ntrees; t++)
-        sym->template_of[t] = -1;
+        sym->template_of[t] = tnum[gid[t]];
     for (int g = 0; g < ng; g++) {
         int r = same_as[g];
         if (r < 0)
             continue;
-        if (tnum[r] < 0) {
-            tnum[r] = sym->ntemplates++;
-            for (int i = off[r]; i < off[r + 1]; i++)
-                sym->template_of[trees[i]] = tnum[r];
-        }
         MC_GROW(sym->inst, sym->inst_cap, sym->ninst + 1);
         mc_sched_instance_t *in = &sym->inst[sym->ninst++];
         in->template = tnum[r];

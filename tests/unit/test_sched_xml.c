@@ -270,6 +270,40 @@ static void test_symmetry_instances(void **state)
     mc_sched_free(s);
 }
 
+/* Two templates whose instances come in the other order: 16 trees GPU0 -> sw0 -> GPU2 (A), 16
+ * over the NVLink GPU0 -> GPU1 (B), B again from GPU1 to GPU0, then A again on GPU1 and GPU3. The
+ * file lists A's trees first, so A is template 0 (numbered by their first instance, A was 1 and
+ * the file's first tree, template="1", was refused on reading: "expected template between 0 and
+ * 0", as a synthesized MI250 all-to-all was). */
+static void test_symmetry_template_order(void **state)
+{
+    fixture_t *fx = *state;
+    mc_sched_t *s = mc_sched_new(fx->task, fx->topo, "test");
+    const int path[4][3] = {{0, FX_SW, 2}, {0, 1, -1}, {1, 0, -1}, {1, FX_SW, 3}};
+    for (int g = 0; g < 4; g++)
+        for (int k = 0; k < 16; k++)
+            fx_edge(s, fx->topo,
+                    mc_sched_add_tree(s, fx->piece_of[2 + g / 3], 128 * k, 128, path[g][0], 0, 1),
+                    path[g][2] < 0 ? 2 : 3, path[g]);
+    mc_sched_plan_rates(s, fx->topo);
+    char *xml = mc_sched_to_xml(s, fx->topo);
+    mc_err_t err = {0};
+    mc_sched_t *back = parse(xml, fx->topo, 0, MC_OK, &err);
+    assert_int_equal(back->ntrees, 64);
+    const char *first = strstr(xml, " template=\""), *inst = strstr(xml, "<instance template=\"1\"");
+    assert_non_null(first);
+    assert_int_equal(strncmp(first, " template=\"0\" ", 14), 0);
+    assert_non_null(inst);
+    assert_non_null(strstr(xml, "<instance template=\"0\""));
+    assert_true(strstr(xml, "<instance template=\"0\"") > inst); /* B's instance first */
+    char *again = mc_sched_to_xml(back, fx->topo);
+    assert_string_equal(again, xml);
+    free(again);
+    free(xml);
+    mc_sched_free(back);
+    mc_sched_free(s);
+}
+
 /* No size cap: a valid schedule made 70 MiB long by comments (more than the 64 MiB that topology
  * files may have) reads back, streamed. */
 static void test_any_size(void **state)
@@ -315,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_route_through_missing_link),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_symmetry_instances),
+        cmocka_unit_test(test_symmetry_template_order),
         cmocka_unit_test(test_any_size),
     };
     return cmocka_run_group_tests_name("sched_xml", tests, fx_setup, fx_teardown);
