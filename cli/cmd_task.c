@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 
 static const char usage_text[] =
-    "usage: meshcast task [--topo FILE] [--json] [--limit N] [task options] MOVE...\n"
+    "usage: meshcast task [--topo FILE] [--json] [-q] [--limit N] [task options] MOVE...\n"
     "\n"
     "Splits a resharding task into pieces (maximal boxes with one holder set and one destination\n"
     "set, largest first) and prints the bytes each GPU and host must receive, the lower bound on\n"
@@ -19,6 +19,7 @@ static const char usage_text[] =
     "\n"
     "  --topo FILE                 topology (NCCL topology XML or cluster XML)\n" CLI_TOPO_USAGE
     "  --json                      print JSON instead of text\n"
+    "  -q, --quiet                 no topology warnings (--json implies it)\n"
     "  --limit N                   rows per table in text output (default 20, 0 = all)\n"
     CLI_TASK_USAGE
     "\n"
@@ -355,12 +356,12 @@ int cmd_task(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"topo", required_argument, NULL, 't'},  {"json", no_argument, NULL, 'j'},
-        CLI_TOPO_LONG_OPTIONS,
+        {"quiet", no_argument, NULL, 'q'},       CLI_TOPO_LONG_OPTIONS,
         {"limit", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'},
         CLI_TASK_LONG_OPTIONS,                   {NULL, 0, NULL, 0},
     };
     const char *topo_path = NULL;
-    int json = 0, rc = MC_EXIT_OK;
+    int json = 0, quiet = 0, rc = MC_EXIT_OK;
     int64_t limit = 20;
     cli_task_args_t ta = {0};
     mc_topo_t *topo = NULL;
@@ -374,7 +375,7 @@ int cmd_task(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
         int r = cli_task_option(&ta, c, optarg);
         if (r < 0)
             return cli_usage_error("task", "too many --mesh options (at most 64)");
@@ -386,6 +387,9 @@ int cmd_task(int argc, char **argv)
             break;
         case 'j':
             json = 1;
+            break;
+        case 'q':
+            quiet = 1;
             break;
         case 'l':
             if (mc_parse_i64(optarg, &limit) || limit < 0 || limit > INT_MAX)
@@ -399,7 +403,7 @@ int cmd_task(int argc, char **argv)
             return cli_usage_error("task", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (topo_path && cli_load_topo(topo_path, json, &topo, &err) != MC_OK)
+    if (topo_path && cli_load_topo(topo_path, json || quiet, &topo, &err) != MC_OK)
         goto fail;
     if (cli_task_build(&ta, argc - optind, argv + optind, topo, &task, &err) != MC_OK)
         goto fail;

@@ -7,9 +7,9 @@
 #include "cli/topo_cli.h"
 
 static const char *usage_text =
-    "usage: meshcast topo show FILE [--json] [--all] [--quiet]\n"
-    "       meshcast topo route FILE GPU_A GPU_B [--json] [--quiet]\n"
-    "       meshcast topo dot FILE [--svg OUT] [--quiet]\n"
+    "usage: meshcast topo show FILE [--json] [--all] [-q|--quiet]\n"
+    "       meshcast topo route FILE GPU_A GPU_B [--json] [-q|--quiet]\n"
+    "       meshcast topo dot FILE [--svg OUT] [-q|--quiet]\n"
     "\n"
     "Inspects a topology: NCCL topology XML (NCCL_TOPO_DUMP_FILE), RCCL's variant of it, or\n"
     "meshcast cluster XML.\n"
@@ -27,7 +27,7 @@ static const char *usage_text =
     "  --all       show the GPU pairs of every host (default: the first) and the PCIe tree of\n"
     "              every host (default: the first when there are many)\n"
     "  --svg OUT   render with Graphviz's dot into OUT\n"
-    "  --quiet     do not print the loader's warnings on stderr\n"
+    "  -q, --quiet do not print the loader's warnings on stderr\n"
     CLI_TOPO_USAGE
     "\n"
     "Exit status: 0 ok, 1 invalid topology file, 2 usage error.\n";
@@ -50,7 +50,7 @@ static int parse_args(int argc, char **argv, topo_args_t *a)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'j': a->json = 1; break;
         case 'a': a->all = 1; break;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Command-line tests of 'meshcast topo': show (text and JSON), route, dot and --svg, and the exit
-# codes for bad files (1) and bad arguments (2). Figures are read off the topology files.
+# codes for bad files (1) and bad arguments (2); `-q` silences the loader's warnings in `topo` and
+# `task` as in the other commands. Figures are read off the topology files.
 . "$(dirname "$0")/lib.sh"
 X="$SHARED/topo-xml"
 D="$ROOT/tests/data/topo"
@@ -53,6 +54,14 @@ expect_exit 0 "task takes --assume-nvlink" -- "$MESHCAST" task --topo "$D/unknow
 expect_exit 0 "show p4d skeleton" -- "$MESHCAST" topo show "$X/aws-p4d-24xlarge-topo.xml"
 expect_grep "$TMP/err" 'warning: .*aws-p4d-24xlarge-topo.xml:18: .*assuming A100-SXM4-40GB' "assumptions are warned"
 expect_grep "$TMP/out" '^warnings: 12$' "12 assumptions listed"
+expect_exit 0 "show -q" -- "$MESHCAST" topo show -q "$X/aws-p4d-24xlarge-topo.xml"
+expect_true "show -q: no warnings on stderr" -- test ! -s "$TMP/err"
+expect_exit 0 "task -q" -- "$MESHCAST" task -q --topo "$X/aws-p4d-24xlarge-topo.xml" \
+    --mesh 'A={x:2}@0..1' 'f32[1024] A[x] -> A[_]'
+expect_true "task -q: no warnings on stderr" -- test ! -s "$TMP/err"
+expect_exit 0 "task without -q" -- "$MESHCAST" task --topo "$X/aws-p4d-24xlarge-topo.xml" \
+    --mesh 'A={x:2}@0..1' 'f32[1024] A[x] -> A[_]'
+expect_grep "$TMP/err" 'warning: .*assuming A100-SXM4-40GB' "task warns without -q"
 
 expect_exit 0 "route over NVLink" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 3
 expect_grep "$TMP/out" 'h0/GPU0 +-> h0/GPU3 +NVL +40\.000 GB/s' "one double NVLink"
