@@ -539,12 +539,11 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
                        .confidence = link < 0 || best <= 0 ? 1.0 : bw_s / best};
 }
 
-/* The smallest chunk each strategy pipelines in: meshcast's MC_MIN_CHUNK_BYTES, NCCL's Simple
- * step for the ring broadcast; a send/recv is one message. */
+/* The most chunks a transfer moves in: meshcast's trees down to MC_MIN_CHUNK_BYTES; a send/recv
+ * is one message (alpa-bcast's chains have their own counts, cost_chain_t). */
 static int max_chunks(mc_cost_strategy_t s, double bytes)
 {
-    double step = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : COST_NCCL_STEP;
-    double c = s == MC_COST_P2P ? 1 : floor(bytes / step);
+    double c = s == MC_COST_MESHCAST ? floor(bytes / COST_MESHCAST_CHUNK) : 1;
     return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
 }
 
