@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/sweep.py [--topos A,B] [--sizes 4M,64M] [--patterns bcast,allgather]
                                     [--strategies meshcast,p2p,alpa-bcast] [--jsonl OUT] [--exec]
+    /usr/bin/python3 bench/sweep.py --recost OUT.jsonl   (estimates again, no synthesis)
     make sweep                       (the default subset below, a few minutes)
 
 For every topology, pattern and size it writes a task, runs `meshcast synth`, `sim` and `validate`
@@ -11,6 +12,9 @@ Python binding (`Task.cost`) for the strategies that have one. It prints one tab
 strategy's simulated time over the lower bound, synthesis time, cost-model error) and a summary:
 geomean and worst of meshcast/bound, the cases where meshcast is slower than a baseline, the
 cost-model error per strategy (median, 90th percentile, worst), and the syntheses over 2 s.
+--recost reads the records a run wrote with --jsonl and computes every estimate again with the
+library the binding loads (MESHCAST_LIB picks another build's libmeshcast.so), against the
+recorded simulated times: a change to the cost model measured on the same schedules in seconds.
 Exit status 1 when a strategy fails or writes an invalid schedule (a strategy that does not handle
 a kind of task, such as alpa-bcast inside one mesh, is n/a), else 0. Times are wall clock.
 
@@ -214,6 +218,25 @@ def summarize(recs, strategies):
           (": " + "; ".join(synth_slow) if synth_slow else ""))
 
 
+def recost(path, strategies):
+    """The estimates of an earlier run's records again, against their simulated times."""
+    topos, recs = {}, []
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["topo"] not in topos:
+                topos[rec["topo"]] = meshcast.Topology.load(rec["topo"])
+            task = meshcast.Task.from_text(rec["task"], rec["case"])
+            for s, d in rec["strategies"].items():
+                if "cost" in d and d.get("sim"):
+                    d["cost"] = task.cost(topos[rec["topo"]], strategy=s).seconds
+                    d["cost_err"] = d["cost"] / d["sim"] - 1
+            print_case(rec, strategies)
+            recs.append(rec)
+    summarize(recs, strategies)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -231,10 +254,14 @@ def main():
     ap.add_argument("--exec", action="store_true",
                     help="also time meshcast's plans on the nccl lanes (sim --executed --nccl)")
     ap.add_argument("--jsonl", help="append one JSON record per case to this file")
+    ap.add_argument("--recost", metavar="JSONL",
+                    help="estimate the records of an earlier --jsonl run again, synthesize nothing")
     ap.add_argument("--meshcast", default=str(ROOT / "build" / "meshcast"),
                     help="the meshcast binary (default: %(default)s)")
     args = ap.parse_args()
     strategies = args.strategies.split(",")
+    if args.recost:
+        return recost(args.recost, strategies)
     sizes = [size_of(s) for s in args.sizes.split(",")]
     work = tempfile.mkdtemp(prefix="meshcast-sweep-")
     out = open(args.jsonl, "a") if args.jsonl else None
