@@ -159,8 +159,8 @@ bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
 
-# Generated reshardings on topologies outside the suites (bench/sweep.py; its default subset takes
-# a few minutes): every strategy's time over the bound and the cost model's error, then a summary.
+# Generated reshardings on topologies outside the suites (bench/sweep.py; its default subset of 60
+# cases takes about a minute): every strategy's time over the bound and the cost model's error, then a summary.
 sweep: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@$(MAKE) --no-print-directory $(PY_STAMP)

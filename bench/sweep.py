@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/sweep.py [--topos A,B] [--sizes 4M,64M] [--patterns bcast,allgather]
                                     [--strategies meshcast,p2p,alpa-bcast] [--jsonl OUT] [--exec]
     /usr/bin/python3 bench/sweep.py --recost OUT.jsonl   (estimates again, no synthesis)
-    make sweep                       (the default subset below, a few minutes)
+    make sweep                       (the default subset below: 60 cases, about a minute)
 
 For every topology, pattern and size it writes a task, runs `meshcast synth`, `sim` and `validate`
 for each strategy (one process at a time), and computes the cost model's estimate through the
@@ -45,9 +45,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 import meshcast  # noqa: E402
 
-DEFAULT_TOPOS = ["pcie-rtx3090-x4", "dgx-a100-x4", "p4d-x4", "aws-p4d-24xlarge-topo"]
+DEFAULT_TOPOS = ["pcie-rtx3090-x4", "dgx-a100-x4", "p4d-x4", "oci-h100-x2", "mi250-x2",
+                 "mi300x-x2", "aws-p4d-24xlarge-topo", "rccl-topo_8p1h"]
 DEFAULT_SIZES = ["4M", "64M"]
-DEFAULT_PATTERNS = ["bcast", "allgather", "hostbcast"]
+DEFAULT_PATTERNS = ["bcast", "allgather", "hostbcast", "transpose"]
 CLUSTER_ONLY = {"cross2d", "same2d", "hostbcast"}
 BASELINES_WITH_COST = ("p2p", "alpa-bcast")
 
