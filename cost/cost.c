@@ -77,6 +77,7 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->port_in = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->port_out = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->lstart = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
@@ -107,6 +108,7 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->host_relays);
     free(ct->gpu_nic);
     free(ct->load);
+    free(ct->lstart);
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
@@ -334,15 +336,17 @@ static void reset(mc_cost_topo_t *ct)
 
 /* The busiest link a route crosses, once time_of has turned loads into seconds: its seconds
  * and how many transfers share it. */
-static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows)
+static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows, int *link)
 {
     double pace = 0;
     *flows = 1;
+    *link = ct->pool[r->first];
     for (int i = 0; i < r->n; i++) {
         int l = ct->pool[r->first + i];
         if (ct->load[l] > pace) {
             pace = ct->load[l];
             *flows = ct->flows[l];
+            *link = l;
         }
     }
     return pace;
@@ -374,13 +378,39 @@ static double makespan(mc_cost_topo_t *ct, int c)
         /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
         double cut = m->units * inv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
-        own = m->first + (c - 1) * (chunk + m->delay * (ch > m->flows ? recip[ch] : m->inv_flows));
-        last = (up ? up->last : 0) + m->delay + chunk;
+        own = (up ? m->first + (c - 1) * chunk : m->drained) +
+              (c - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
+        last = up ? up->last + m->delay + chunk : 0; /* a holder's: drained */
         m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
     }
     return t;
+}
+
+/* When a holder's transfer has its bytes through (cost_time_t.drained). The holders' transfers all
+ * leave at the start, so a link that is the busiest of some of them moves bytes from the shortest
+ * of their message delays on, and has its load through its busy time later; each of them ends
+ * then, and no sooner than its own delay and its bytes alone. One behind a longer delay (into
+ * another host, say) shares the link with those that started before it and still ends with the
+ * link's load, as the simulator's max-min sharing has it: p2p's broadcast over two MI300X boxes
+ * puts the send to GPU 1 (3.9 us of delay) and one to the other box (22.5 us) on GPU 0's xGMI
+ * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. */
+static void drain_from_holders(mc_cost_topo_t *ct)
+{
+    for (int i = 0; i < ct->ntouched; i++)
+        ct->lstart[ct->touched[i]] = INFINITY;
+    for (int i = 0; i < ct->nxfers; i++)
+        if (ct->xfers[i].after < 0 && ct->times[i].delay < ct->lstart[ct->times[i].link])
+            ct->lstart[ct->times[i].link] = ct->times[i].delay;
+    for (int i = 0; i < ct->nxfers; i++) {
+        cost_time_t *m = &ct->times[i];
+        const cost_route_t *r = &ct->routes[ct->xfers[i].route];
+        double bytes = ct->xfers[i].bytes;
+        double alone = fmax(bytes / r->bw, r->cap > 0 && ct->conns ? bytes / (r->cap * ct->conns) : 0);
+        if (ct->xfers[i].after < 0)
+            m->drained = fmax(ct->lstart[m->link] + m->pace, m->delay + alone);
+    }
 }
 
 /* The least makespan over chunk counts up to max_chunks, *best_c getting its count: powers of
@@ -512,7 +542,7 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         int flows;
         /* a transfer's connections move no faster than their limit, however idle its links */
         double held = r->cap > 0 && ct->conns ? ct->xfers[i].bytes / (r->cap * ct->conns) : 0;
-        ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
+        ct->times[i].pace = fmax(route_pace(ct, r, &flows, &ct->times[i].link), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
         cost_time_t *m = &ct->times[i];
@@ -526,7 +556,13 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     /* alpa-bcast's traffic is its chains, each pipelined on its own (chains_time); the others'
      * transfers stream at the chunk count best for the whole (makespan) */
     int best_c = 1;
-    double best = ct->nchains ? chains_time(ct, &best_c) : best_makespan(ct, max_chunks, &best_c);
+    double best;
+    if (ct->nchains) {
+        best = chains_time(ct, &best_c);
+    } else {
+        drain_from_holders(ct);
+        best = best_makespan(ct, max_chunks, &best_c);
+    }
     int held = conn_s > bw_s;
     bw_s = fmax(bw_s, conn_s);
     double overhead = best - bw_s;

@@ -37,6 +37,8 @@ typedef struct cost_time {
     double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
                      * strategy without channels */
     double first, last; /* arrival of its first and last chunk */
+    int link;       /* its busiest link */
+    double drained; /* from a holder: when its bytes are through (drain_from_holders) */
 } cost_time_t;
 
 /* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
@@ -79,6 +81,7 @@ struct mc_cost_topo {
                              * up on the first alpa-bcast estimate */
     /* per call */
     double *load;       /* bytes per link */
+    double *lstart;     /* per link: when the holders' transfers on it start moving bytes */
     int *flows;         /* transfers per link */
     int *touched, ntouched;
     cost_xfer_t *xfers;
