@@ -49,16 +49,22 @@ DEFAULT_TOPOS = ["pcie-rtx3090-x4", "dgx-a100-x4", "p4d-x4", "oci-h100-x2", "mi2
                  "mi300x-x2", "aws-p4d-24xlarge-topo", "rccl-topo_8p1h"]
 DEFAULT_SIZES = ["4M", "64M"]
 DEFAULT_PATTERNS = ["bcast", "allgather", "hostbcast", "transpose"]
+PATTERNS = ["bcast", "allgather", "alltoall", "transpose", "uneven", "cross2d", "same2d",
+            "hostbcast"]
 CLUSTER_ONLY = {"cross2d", "same2d", "hostbcast"}
 BASELINES_WITH_COST = ("p2p", "alpa-bcast")
 
 
-def size_of(text):
-    m = re.fullmatch(r"(\d+)([KMG]?)", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"size '{text}': expected a number of bytes with an "
-                                         "optional K, M or G suffix (powers of 1024)")
-    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+def sizes_of(text):
+    """Comma-separated sizes in bytes, each with an optional K, M or G suffix."""
+    sizes = []
+    for item in text.split(","):
+        m = re.fullmatch(r"(\d+)([KMG]?)", item)
+        if not m or int(m.group(1)) == 0:
+            raise argparse.ArgumentTypeError(f"size '{item}': expected a number of bytes with "
+                                             "an optional K, M or G suffix (powers of 1024)")
+        sizes.append(int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)])
+    return sizes
 
 
 def topo_path(name):
@@ -115,11 +121,9 @@ def task_text(pat, n, hosts, nbytes):
         r, c = dims(nbytes, hosts * g)
         return (f"mesh M={{host:{hosts},gpu:{g}}}@0..{n - 1}\n"
                 f"move t: f32[{r},{c}] M[host,gpu] -> M[gpu,host]\n")
-    if pat == "hostbcast":
-        r, c = dims(nbytes, g)
-        return (f"mesh A={{gpu:{g}}}@0..{g - 1}\nmesh B={{host:{hosts - 1},gpu:{g}}}@{g}..{n - 1}\n"
-                f"move t: f32[{r},{c}] A[gpu,_] -> B[_,_]\n")
-    raise SystemExit(f"sweep: unknown pattern '{pat}'")
+    r, c = dims(nbytes, g)  # hostbcast
+    return (f"mesh A={{gpu:{g}}}@0..{g - 1}\nmesh B={{host:{hosts - 1},gpu:{g}}}@{g}..{n - 1}\n"
+            f"move t: f32[{r},{c}] A[gpu,_] -> B[_,_]\n")
 
 
 def run(args, timeout):
@@ -244,7 +248,7 @@ def main():
                                  epilog="\n".join(__doc__.splitlines()[2:]))
     ap.add_argument("--topos", default=",".join(DEFAULT_TOPOS),
                     help="topology files or names in topologies/ (default: %(default)s)")
-    ap.add_argument("--sizes", default=",".join(DEFAULT_SIZES),
+    ap.add_argument("--sizes", type=sizes_of, default=",".join(DEFAULT_SIZES),
                     help="tensor sizes, bytes with K/M/G (default: %(default)s)")
     ap.add_argument("--patterns", default=",".join(DEFAULT_PATTERNS),
                     help="patterns (default: %(default)s)")
@@ -263,7 +267,10 @@ def main():
     strategies = args.strategies.split(",")
     if args.recost:
         return recost(args.recost, strategies)
-    sizes = [size_of(s) for s in args.sizes.split(",")]
+    patterns = args.patterns.split(",")
+    for pat in patterns:
+        if pat not in PATTERNS:
+            ap.error(f"unknown pattern '{pat}': expected one of {', '.join(PATTERNS)}")
     work = tempfile.mkdtemp(prefix="meshcast-sweep-")
     out = open(args.jsonl, "a") if args.jsonl else None
     recs, failed = [], 0
@@ -272,8 +279,8 @@ def main():
             topo = topo_path(name)
             T = meshcast.Topology.load(topo)
             n, hosts = T.ngpus, T.nhosts
-            for pat in args.patterns.split(","):
-                for nb in sizes:
+            for pat in patterns:
+                for nb in args.sizes:
                     text = task_text(pat, n, hosts, nb)
                     if text is None:
                         continue
