@@ -2,7 +2,7 @@
 """Sweep outside the suites: generated reshardings on real topologies that no bench case covers.
 
     /usr/bin/python3 bench/sweep.py [--topos A,B] [--sizes 4M,64M] [--patterns bcast,allgather]
-                                    [--strategies meshcast,p2p,alpa-bcast] [--jsonl OUT] [--exec]
+                                    [--strategies meshcast,p2p,xla] [--jsonl OUT] [--exec]
     /usr/bin/python3 bench/sweep.py --recost OUT.jsonl   (estimates again, no synthesis)
     make sweep                       (the default subset below: 60 cases, about a minute)
 
@@ -16,7 +16,7 @@ cost-model error per strategy (median, 90th percentile, worst), and the synthese
 library the binding loads (MESHCAST_LIB picks another build's libmeshcast.so), against the
 recorded simulated times: a change to the cost model measured on the same schedules in seconds.
 Exit status 1 when a strategy fails or writes an invalid schedule (a strategy that does not handle
-a kind of task, such as alpa-bcast inside one mesh, is n/a), else 0. Times are wall clock.
+a kind of task, such as alpa-bcast inside one mesh or xla between two, is n/a), else 0. Times are wall clock.
 
 Patterns (n GPUs, H hosts, G = n / H GPUs per host):
   bcast      GPU 0 -> every other GPU, replicated
@@ -142,7 +142,9 @@ def strategy_row(cli, topo, tf, sched, s, task, T, args):
                             s, "--rlimit", str(args.rlimit), "-o", sched], args.timeout)
     d["synth_s"] = round(dt, 3)
     if rc != 0:
-        unsupported = rc == 1 and ("expected disjoint meshes" in err or "not supported" in err)
+        # a strategy for one kind of task only (Alpa's between disjoint meshes, XLA's inside one)
+        unsupported = rc == 1 and ("expected disjoint meshes" in err or
+                                   "expected a same-mesh redistribution" in err)
         d["status"] = "n/a" if unsupported else "failed"
         d["message"] = (out + err).strip()[-300:]
         return d
@@ -252,7 +254,7 @@ def main():
                     help="tensor sizes, bytes with K/M/G (default: %(default)s)")
     ap.add_argument("--patterns", default=",".join(DEFAULT_PATTERNS),
                     help="patterns (default: %(default)s)")
-    ap.add_argument("--strategies", default="meshcast,p2p,alpa-bcast",
+    ap.add_argument("--strategies", default="meshcast,p2p,alpa-bcast,alpa-p2p,xla,collectives",
                     help="strategies, meshcast first (default: %(default)s)")
     ap.add_argument("--rlimit", type=int, default=2000000, help="Z3 rlimit for synth")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per command")

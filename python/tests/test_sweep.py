@@ -34,8 +34,9 @@ def test_every_pattern_is_a_task(paper, pattern):
 def test_small_run_and_recost(tmp_path):
     out = tmp_path / "s.jsonl"
     r = run("--topos", "aws-p3.8xlarge-x5", "--sizes", "64K", "--patterns", "bcast,hostbcast",
-            "--strategies", "meshcast,p2p,alpa-bcast", "--jsonl", str(out))
+            "--strategies", "meshcast,p2p,alpa-bcast,xla", "--jsonl", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("\n  xla          n/a\n") == 2  # xla reshards inside one mesh only
     assert re.search(r"^aws-p3\.8xlarge-x5-bcast-64K  \(1 pieces, bound", r.stdout, re.M)
     assert re.search(r"^  p2p +[0-9.]+ x bound  synth +[0-9.]+ s  cost +[-+][0-9.]+%", r.stdout,
                      re.M)
@@ -47,6 +48,7 @@ def test_small_run_and_recost(tmp_path):
     assert [rec["case"] for rec in recs] == ["aws-p3.8xlarge-x5-bcast-64K",
                                             "aws-p3.8xlarge-x5-hostbcast-64K"]
     for rec in recs:
+        assert rec["strategies"].pop("xla")["status"] == "n/a"
         for s, d in rec["strategies"].items():
             assert d["status"] == "ok" and d["sim"] >= rec["bound"] * (1 - 1e-9)
             assert d["cost_err"] == pytest.approx(d["cost"] / d["sim"] - 1)
