@@ -615,6 +615,64 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
     return MC_OK;
 }
 
+/* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
+ * and a chain that loads every link once pays one per-message overhead per hop, seven on an
+ * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
+ * bandwidth time (mc_cands_small), the winner *s (timed *v) is raced against itself with those
+ * pieces on their relay trees instead, split evenly (mc_sched_striped), as it is and cut into 2,
+ * 4 and 8 staggered channels (each tree alone on its connections idles its links between its
+ * chunks: mc_sched_channels), each within an allowance of its own and up to the fastest time so
+ * far; the fastest replaces *s and *v. */
+static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
+    mc_cands_t relays[2] = {{0}}; /* other hosts entered as a chain, and each from its relay */
+    mc_status_t st = MC_OK;
+    int remote = 0;
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *sh = &r->sh.s[i];
+        const mc_piece_t *pc = &r->task->pieces[sh->piece];
+        int root;
+        if (sh->ndests != pc->ndests ||
+            !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
+            continue;
+        int h = mc_cands_relay_hosts(r->topo, sh, root);
+        remote = h > remote ? h : remote;
+        for (int chain = 0; chain < 2; chain++)
+            MC_CHECK_GOTO(mc_cands_add_relays(&relays[chain], r->topo, sh, root, chain, err), out,
+                          st);
+    }
+    /* the two differ only where some share reaches two other hosts or more */
+    for (int set = remote >= 2 ? 0 : 1; set < 2; set++)
+        for (size_t i = 0; i < sizeof tries / sizeof tries[0] && relays[set].n; i++) {
+            mc_sched_t *d = NULL;
+            verdict_t dv;
+            char name[32];
+            MC_CHECK_GOTO(mc_sched_striped(*s, r->topo, &relays[set], MC_MIN_CHUNK_BYTES, &d, err),
+                          out, st);
+            if (tries[i][0] > 1)
+                mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
+            int n = snprintf(name, sizeof name, "striped%s", set ? "" : "-star");
+            if (tries[i][0] > 1)
+                snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+            r->sim_work_left = MC_SIM_CHANNEL_WORK;
+            st = certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+            if (st == MC_OK && dv.simulated && dv.t < v->t) {
+                mc_sched_free(*s);
+                *s = d;
+                *v = dv;
+            } else {
+                mc_sched_free(d);
+            }
+            if (st != MC_OK)
+                goto out;
+        }
+out:
+    mc_cands_free(&relays[0]);
+    mc_cands_free(&relays[1]);
+    return st;
+}
+
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
  * three steps gained 2.2% on the DGX-1 broadcast from GPU 5 (below), about 1% elsewhere; a
  * runner further behind is left out (on `intra`'s 32-GPU cases, 2.7-49% behind, its steps were
@@ -812,6 +870,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     if (!r.chunk && v.simulated)
         MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
+    if (!r.chunk && v.simulated && !r.opts->memory_limit)
+        MC_CHECK_GOTO(race_striped(won, &s, &v, err), out, st);
     memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);
