@@ -50,12 +50,12 @@ static mc_status_t fan_out(tree_t *t, const mc_topo_t *topo, int src, const int 
     return MC_OK;
 }
 
-/* The tree root -> e -> the rest, other hosts entered from e as a chain or each straight from e;
- * appended unless it repeats a candidate. (A stripe of the root's own, root -> its NIC and root ->
+/* The tree root -> e -> the rest, the other hosts as a tree of the given fan-out over their entry
+ * GPUs below e (1: a chain, 0: each straight from e); appended unless it repeats a candidate. (A stripe of the root's own, root -> its NIC and root ->
  * its host, was slower: the root's NVLinks then send the bytes nearly twice; oci-h100-x2, 4 MiB
  * from GPU 0 to the other 15: 2.05 -> 2.22 of the bound.) */
 static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
-                              int root, int e, int chain, tree_t *t, int *par, int *chi,
+                              int root, int e, int fanout, tree_t *t, int *par, int *chi,
                               mc_err_t *err)
 {
     mc_status_t st = MC_OK;
@@ -64,8 +64,10 @@ static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_sh
     t->n = 0;
     t->seen[root] = 1;
     add(t, root, e);
-    /* destinations are ascending, so each host's are contiguous */
-    int prev = e;
+    /* destinations are ascending, so each host's are contiguous; entry[k]: where the k-th other
+     * host was entered, its parent entry[k / fanout - 1] (a heap below entry[-1] = e) */
+    int nremote = 0, *entry = (int *)mc_xmalloc(sizeof(int) * (size_t)(sh->ndests + 1)) + 1;
+    entry[-1] = e;
     for (int i = 0; i < sh->ndests;) {
         int h = mc_topo_gpu_host(topo, sh->dests[i]), j = i;
         while (j < sh->ndests && mc_topo_gpu_host(topo, sh->dests[j]) == h)
@@ -73,11 +75,12 @@ static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_sh
         int src = e;
         if (h != rhost) {
             /* enter on e's rail (a relay there when that GPU needs nothing); a chain sends once
-             * from e's NIC but crosses the network once per host in turn */
+             * from e's NIC but crosses the network once per host in turn, a star sends from e's
+             * NIC once per host */
             int in = gpu_on_dev(topo, h, edev);
             src = in >= 0 ? in : sh->dests[i];
-            add(t, chain ? prev : e, src);
-            prev = src;
+            add(t, entry[fanout ? nremote / fanout - 1 : -1], src);
+            entry[nremote++] = src;
         }
         MC_CHECK_GOTO(fan_out(t, topo, src, sh->dests + i, j - i, par, chi, err), out, st);
         i = j;
@@ -88,6 +91,7 @@ static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_sh
     int at;
     st = mc_cands_push(cs, topo, sh->piece, root, t->n, t->parent, t->child, &at, err);
 out:
+    free(entry - 1);
     return st;
 }
 
@@ -121,7 +125,7 @@ int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root)
 }
 
 mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
-                                int root, int chain, mc_err_t *err)
+                                int root, int fanout, mc_err_t *err)
 {
     int rhost = mc_topo_gpu_host(topo, root);
     if (mc_cands_relay_hosts(topo, sh, root) < 0)
@@ -132,7 +136,7 @@ mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_
     int *par = mc_xmalloc(room), *chi = mc_xmalloc(room);
     for (int i = 0; i < sh->ndests && st == MC_OK; i++)
         if (mc_topo_gpu_host(topo, sh->dests[i]) == rhost)
-            st = relay_tree(cs, topo, sh, root, sh->dests[i], chain, &t, par, chi, err);
+            st = relay_tree(cs, topo, sh, root, sh->dests[i], fanout, &t, par, chi, err);
     free(t.parent);
     free(t.child);
     free(t.seen);

@@ -80,10 +80,11 @@ int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *
  * them share root's host (no stripe to make). */
 int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root);
 /* Appends one tree per destination e of the share on root's host: root -> e, then from e to every
- * other destination (the host's shortest-path tree from e; other hosts entered on e's rail, as a
- * chain or each straight from e). Nothing where mc_cands_relay_hosts is -1. */
+ * other destination (the host's shortest-path tree from e; the other hosts entered on e's rail,
+ * as a tree of the given fan-out over their entry GPUs below e: 1 a chain, 0 each from e). Nothing
+ * where mc_cands_relay_hosts is -1. */
 mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
-                                int root, int chain, mc_err_t *err);
+                                int root, int fanout, mc_err_t *err);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an

@@ -4,6 +4,7 @@
  * schedule is validated here and states in its params how far its simulated time is from the
  * lower bound. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -615,18 +616,70 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
     return MC_OK;
 }
 
+/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
+ * when it does not apply. */
+typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
+                              mc_sched_t **out, mc_err_t *err);
+
+/* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
+ * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
+ * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within an allowance of
+ * its own and up to the fastest time so far; the fastest replaces *s and *v, named plan. Each tree
+ * alone on its connections idles its links between its chunks, which the channels hide
+ * (mc_sched_channels). */
+static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
+                            const char *plan, size_t ntries, mc_err_t *err)
+{
+    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
+    mc_status_t st = MC_OK;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && i < ntries; i++) {
+        mc_sched_t *d = NULL;
+        verdict_t dv;
+        char name[48];
+        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
+        if (!d)
+            break;
+        int n = snprintf(name, sizeof name, "%s", plan);
+        if (tries[i][0] > 1) {
+            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
+            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+        }
+        r->sim_work_left = MC_SIM_CHANNEL_WORK;
+        st = certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+        if (st == MC_OK && dv.simulated && dv.t < v->t) {
+            mc_sched_free(*s);
+            *s = d;
+            *v = dv;
+        } else {
+            mc_sched_free(d);
+        }
+        if (st != MC_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
+                               mc_sched_t **out, mc_err_t *err)
+{
+    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
+}
+
 /* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
  * and a chain that loads every link once pays one per-message overhead per hop, seven on an
  * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
  * bandwidth time (mc_cands_small), the winner *s (timed *v) is raced against itself with those
- * pieces on their relay trees instead, split evenly (mc_sched_striped), as it is and cut into 2,
- * 4 and 8 staggered channels (each tree alone on its connections idles its links between its
- * chunks: mc_sched_channels), each within an allowance of its own and up to the fastest time so
- * far; the fastest replaces *s and *v. */
+ * pieces on their relay trees instead, split evenly (mc_sched_striped), the other hosts entered
+ * as a chain, a binary tree or each from the relay (where they differ). */
 static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
 {
-    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
-    mc_cands_t relays[2] = {{0}}; /* other hosts entered as a chain, and each from its relay */
+    /* the other hosts below each relay as a chain, a binary tree, and each from the relay */
+    static const struct {
+        int fanout, remote; /* differs from the chain from this many other hosts on */
+        const char *name;
+    } sets[] = {{1, 0, "striped"}, {2, 3, "striped-tree"}, {0, 2, "striped-star"}};
+    mc_cands_t relays[3] = {{0}};
     mc_status_t st = MC_OK;
     int remote = 0;
     for (int i = 0; i < r->sh.n; i++) {
@@ -638,39 +691,46 @@ static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t
             continue;
         int h = mc_cands_relay_hosts(r->topo, sh, root);
         remote = h > remote ? h : remote;
-        for (int chain = 0; chain < 2; chain++)
-            MC_CHECK_GOTO(mc_cands_add_relays(&relays[chain], r->topo, sh, root, chain, err), out,
-                          st);
-    }
-    /* the two differ only where some share reaches two other hosts or more */
-    for (int set = remote >= 2 ? 0 : 1; set < 2; set++)
-        for (size_t i = 0; i < sizeof tries / sizeof tries[0] && relays[set].n; i++) {
-            mc_sched_t *d = NULL;
-            verdict_t dv;
-            char name[32];
-            MC_CHECK_GOTO(mc_sched_striped(*s, r->topo, &relays[set], MC_MIN_CHUNK_BYTES, &d, err),
+        for (int k = 0; k < 3; k++)
+            MC_CHECK_GOTO(mc_cands_add_relays(&relays[k], r->topo, sh, root, sets[k].fanout, err),
                           out, st);
-            if (tries[i][0] > 1)
-                mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
-            int n = snprintf(name, sizeof name, "striped%s", set ? "" : "-star");
-            if (tries[i][0] > 1)
-                snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
-            r->sim_work_left = MC_SIM_CHANNEL_WORK;
-            st = certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
-            if (st == MC_OK && dv.simulated && dv.t < v->t) {
-                mc_sched_free(*s);
-                *s = d;
-                *v = dv;
-            } else {
-                mc_sched_free(d);
-            }
-            if (st != MC_OK)
-                goto out;
-        }
+    }
+    for (int k = 0; k < 3; k++)
+        if (relays[k].n && remote >= sets[k].remote)
+            MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays[k], sets[k].name, SIZE_MAX, err),
+                          out, st);
 out:
-    mc_cands_free(&relays[0]);
-    mc_cands_free(&relays[1]);
+    for (int k = 0; k < 3; k++)
+        mc_cands_free(&relays[k]);
     return st;
+}
+
+static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
+                            mc_sched_t **out, mc_err_t *err)
+{
+    (void)arg;
+    mc_err_t ignored = {0};
+    *out = NULL;
+    if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
+        return MC_OK; /* a task the ring does not take (several consumers) */
+    memcpy((*out)->strategy, winner->strategy, sizeof (*out)->strategy);
+    (void)err;
+    return MC_OK;
+}
+
+/* A race is worth its simulations only this far above the bound. */
+#define MC_ALT_ROOM 1.02
+
+/* Rings (docs/synthesis.md, "Small pieces"): every piece down one chain from its holder through
+ * its destinations in the destination mesh's order, split over NCCL's channels (the nccl-ring
+ * strategy), as it is and in 2 and 4 staggered channels. On an all-gather over boxes joined by
+ * one slow NIC each, the ring crosses every NIC once per piece with no fan-out to pay for
+ * (4 MiB over four 8-GPU RTX 3090 boxes: 1.39 of the bound against the trees' 1.89). */
+static mc_status_t race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
+        return MC_OK;
+    return race_alt(r, s, v, ring_alt, NULL, "ring", 3, err);
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -870,8 +930,10 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     if (!r.chunk && v.simulated)
         MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
-    if (!r.chunk && v.simulated && !r.opts->memory_limit)
+    if (!r.chunk && v.simulated && !r.opts->memory_limit) {
         MC_CHECK_GOTO(race_striped(won, &s, &v, err), out, st);
+        MC_CHECK_GOTO(race_ring(won, &s, &v, err), out, st);
+    }
     memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);

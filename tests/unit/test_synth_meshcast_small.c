@@ -1,7 +1,7 @@
 /* Tests for small pieces in the meshcast strategy (docs/synthesis.md, "Small pieces"): which
  * shares count as small (their best candidate pays more than a tenth over its bandwidth time),
  * the relay trees (root -> e -> every other destination, one per destination e of the root's
- * host, other hosts as a chain or each from e), the striped schedule (a piece's bytes evenly over
+ * host, other hosts below e as a chain, a binary tree or each from e), the striped schedule (a piece's bytes evenly over
  * its relay trees), and the 4 MiB broadcast of the sweep on an AWS p4d box (8 A100 on NVSwitch, a
  * real NCCL dump), where meshcast was slower than Alpa's ring broadcast (4.98 against 4.20 of the
  * bound then). */
@@ -66,8 +66,8 @@ static void test_small_shares(void **state)
     mc_topo_free(topo);
 }
 
-/* One host: the relay trees are 0 -> e, then e -> each of the 6 others, for e = 1..7 (chain or
- * not, the same: no other host). */
+/* One host: the relay trees are 0 -> e, then e -> each of the 6 others, for e = 1..7 (whatever
+ * the fan-out over other hosts: there are none). */
 static void test_relay_trees(void **state)
 {
     (void)state;
@@ -75,10 +75,10 @@ static void test_relay_trees(void **state)
     one_t o;
     one_init(&o, topo, BCAST("f32[1024,1024]"));
     mc_err_t err = {0};
-    for (int chain = 0; chain < 2; chain++) {
+    for (int fanout = 0; fanout < 3; fanout++) {
         mc_cands_t r = {0};
         assert_int_equal(mc_cands_relay_hosts(topo, &o.sh.s[0], 0), 0);
-        assert_int_equal(mc_cands_add_relays(&r, topo, &o.sh.s[0], 0, chain, &err), MC_OK);
+        assert_int_equal(mc_cands_add_relays(&r, topo, &o.sh.s[0], 0, fanout, &err), MC_OK);
         assert_int_equal(r.n, 7);
         for (int c = 0; c < r.n; c++) {
             const mc_cand_t *t = &r.c[c];
@@ -108,33 +108,40 @@ static void test_relay_trees(void **state)
     mc_topo_free(topo);
 }
 
-/* Two DGX A100 of a rail-optimized pod, GPU 0 to every other GPU: on host 0 the relay trees of
- * GPUs 1-7, each entering host 1 at the GPU on its own rail; as a chain or straight from e the same
- * with one other host. */
-static void test_relay_trees_two_hosts(void **state)
+/* Four DGX A100 of a rail-optimized pod, GPU 0 to every other GPU: the relay trees of GPUs 1-7 of
+ * host 0, each entering host h at GPU 8h + e, the GPU on e's own rail, then fanning out inside;
+ * the three entries below e as a chain (e -> host 1 -> host 2 -> host 3), a binary tree (e ->
+ * hosts 1 and 2, host 1 -> host 3) or each from e. */
+static void test_relay_trees_hosts(void **state)
 {
     (void)state;
     mc_topo_t *topo = load_ok("topologies/dgx-a100-x4.xml");
     one_t o;
-    one_init(&o, topo, "mesh S={g:1}@0\nmesh D={g:15}@1..15\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    one_init(&o, topo, "mesh S={g:1}@0\nmesh D={g:31}@1..31\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    static const int parent_host[3][3] = {{-1, -1, -1}, {-1, 0, 1}, {-1, -1, 0}}; /* -1: e */
     mc_err_t err = {0};
-    mc_cands_t r = {0};
-    assert_int_equal(mc_cands_relay_hosts(topo, &o.sh.s[0], 0), 1);
-    assert_int_equal(mc_cands_add_relays(&r, topo, &o.sh.s[0], 0, 1, &err), MC_OK);
-    assert_int_equal(r.n, 7);
-    for (int c = 0; c < r.n; c++) {
-        const mc_cand_t *t = &r.c[c];
-        int e = c + 1, crossings = 0;
-        for (int j = 0; j < t->nedges; j++)
-            if (mc_topo_gpu_host(topo, t->child[j]) != mc_topo_gpu_host(topo, t->parent[j])) {
+    assert_int_equal(mc_cands_relay_hosts(topo, &o.sh.s[0], 0), 3);
+    for (int fanout = 0; fanout < 3; fanout++) {
+        mc_cands_t r = {0};
+        assert_int_equal(mc_cands_add_relays(&r, topo, &o.sh.s[0], 0, fanout, &err), MC_OK);
+        assert_int_equal(r.n, 7);
+        for (int c = 0; c < r.n; c++) {
+            const mc_cand_t *t = &r.c[c];
+            int e = c + 1, crossings = 0;
+            assert_int_equal(t->nedges, 31);
+            for (int j = 0; j < t->nedges; j++) {
+                int hp = mc_topo_gpu_host(topo, t->parent[j]), hc = mc_topo_gpu_host(topo, t->child[j]);
+                if (hp == hc)
+                    continue;
                 crossings++;
-                assert_int_equal(t->parent[j], e);
-                assert_int_equal(t->child[j], 8 + e);
+                assert_int_equal(t->child[j], 8 * hc + e);
+                int want = parent_host[fanout][hc - 1];
+                assert_int_equal(t->parent[j], want < 0 ? e : 8 * (want + 1) + e);
             }
-        assert_int_equal(crossings, 1);
-        assert_int_equal(t->nedges, 15);
+            assert_int_equal(crossings, 3);
+        }
+        mc_cands_free(&r);
     }
-    mc_cands_free(&r);
     one_free(&o);
     mc_topo_free(topo);
 }
@@ -216,7 +223,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_shares),
         cmocka_unit_test(test_relay_trees),
-        cmocka_unit_test(test_relay_trees_two_hosts),
+        cmocka_unit_test(test_relay_trees_hosts),
         cmocka_unit_test(test_striped_schedule),
         cmocka_unit_test(test_small_broadcast),
     };
