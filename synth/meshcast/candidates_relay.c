@@ -51,9 +51,10 @@ static mc_status_t fan_out(tree_t *t, const mc_topo_t *topo, int src, const int 
 }
 
 /* The tree root -> e -> the rest, the other hosts as a tree of the given fan-out over their entry
- * GPUs below e (1: a chain, 0: each straight from e); appended unless it repeats a candidate. (A stripe of the root's own, root -> its NIC and root ->
- * its host, was slower: the root's NVLinks then send the bytes nearly twice; oci-h100-x2, 4 MiB
- * from GPU 0 to the other 15: 2.05 -> 2.22 of the bound.) */
+ * GPUs below e (1: a chain, 0: each straight from e); appended unless it repeats a candidate. (A
+ * stripe of the root's own, root -> its NIC and root -> its host, was slower: the root's NVLinks
+ * then send the bytes nearly twice; oci-h100-x2, 4 MiB from GPU 0 to the other 15: 2.05 -> 2.22
+ * of the bound.) */
 static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
                               int root, int e, int fanout, tree_t *t, int *par, int *chi,
                               mc_err_t *err)
@@ -132,7 +133,8 @@ mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_
         return MC_OK;
     mc_status_t st = MC_OK;
     size_t room = sizeof(int) * (size_t)(2 * topo->ngpus + 1);
-    tree_t t = {mc_xmalloc(room), mc_xmalloc(room), 0, mc_xcalloc((size_t)topo->ngpus, sizeof(int))};
+    tree_t t = {mc_xmalloc(room), mc_xmalloc(room), 0,
+                mc_xcalloc((size_t)topo->ngpus, sizeof(int))};
     int *par = mc_xmalloc(room), *chi = mc_xmalloc(room);
     for (int i = 0; i < sh->ndests && st == MC_OK; i++)
         if (mc_topo_gpu_host(topo, sh->dests[i]) == rhost)

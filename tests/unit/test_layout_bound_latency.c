@@ -52,7 +52,8 @@ static void test_nvswitch_host(void **state)
 {
     (void)state;
     mc_topo_t *topo = load_ok("topologies/dgx-h100-x1.xml");
-    mc_bound_t b = task_bound(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\nmove f32[16] S[_] -> D[_]\n");
+    mc_bound_t b =
+        task_bound(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\nmove f32[16] S[_] -> D[_]\n");
     assert_int_equal(b.binding, MC_BOUND_LATENCY);
     assert_true(fabs(b.latency_s - 4.4e-6) < 1e-15);
     assert_true(fabs(b.seconds - (b.ingress_s + 4.4e-6)) < 1e-15);

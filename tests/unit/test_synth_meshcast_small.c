@@ -1,10 +1,10 @@
 /* Tests for small pieces in the meshcast strategy (docs/synthesis.md, "Small pieces"): which
  * shares count as small (their best candidate pays more than a tenth over its bandwidth time),
  * the relay trees (root -> e -> every other destination, one per destination e of the root's
- * host, other hosts below e as a chain, a binary tree or each from e), the striped schedule (a piece's bytes evenly over
- * its relay trees), and the 4 MiB broadcast of the sweep on an AWS p4d box (8 A100 on NVSwitch, a
- * real NCCL dump), where meshcast was slower than Alpa's ring broadcast (4.98 against 4.20 of the
- * bound then). */
+ * host, other hosts below e as a chain, a binary tree or each from e), the striped schedule (a
+ * piece's bytes evenly over its relay trees), and the 4 MiB broadcast of the sweep on an AWS p4d
+ * box (8 A100 on NVSwitch, a real NCCL dump), where meshcast was slower than Alpa's ring
+ * broadcast (4.98 against 4.20 of the bound then). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,7 +98,8 @@ static void test_relay_trees(void **state)
     }
     /* a single destination: no stripe */
     one_t single;
-    one_init(&single, topo, "mesh S={g:1}@0\nmesh D={g:1}@3\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    one_init(&single, topo,
+             "mesh S={g:1}@0\nmesh D={g:1}@3\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
     mc_cands_t r = {0};
     assert_int_equal(mc_cands_relay_hosts(topo, &single.sh.s[0], 0), -1);
     assert_int_equal(mc_cands_add_relays(&r, topo, &single.sh.s[0], 0, 1, &err), MC_OK);
@@ -117,7 +118,8 @@ static void test_relay_trees_hosts(void **state)
     (void)state;
     mc_topo_t *topo = load_ok("topologies/dgx-a100-x4.xml");
     one_t o;
-    one_init(&o, topo, "mesh S={g:1}@0\nmesh D={g:31}@1..31\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    one_init(&o, topo,
+             "mesh S={g:1}@0\nmesh D={g:31}@1..31\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
     static const int parent_host[3][3] = {{-1, -1, -1}, {-1, 0, 1}, {-1, -1, 0}}; /* -1: e */
     mc_err_t err = {0};
     assert_int_equal(mc_cands_relay_hosts(topo, &o.sh.s[0], 0), 3);
@@ -130,7 +132,8 @@ static void test_relay_trees_hosts(void **state)
             int e = c + 1, crossings = 0;
             assert_int_equal(t->nedges, 31);
             for (int j = 0; j < t->nedges; j++) {
-                int hp = mc_topo_gpu_host(topo, t->parent[j]), hc = mc_topo_gpu_host(topo, t->child[j]);
+                int hp = mc_topo_gpu_host(topo, t->parent[j]);
+                int hc = mc_topo_gpu_host(topo, t->child[j]);
                 if (hp == hc)
                     continue;
                 crossings++;
