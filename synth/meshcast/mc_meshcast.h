@@ -72,6 +72,20 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
                                const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
 
+/* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
+ * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;
+ * *root gets the root of its star (its first holder). */
+int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *root);
+/* How many other hosts than root's the share's destinations are on; -1 when fewer than two of
+ * them share root's host (no stripe to make). */
+int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root);
+/* Appends one tree per destination e of the share on root's host: root -> e, then from e to every
+ * other destination (the host's shortest-path tree from e; the other hosts entered on e's rail,
+ * as a tree of the given fan-out over their entry GPUs below e: 1 a chain, 0 each from e). Nothing
+ * where mc_cands_relay_hosts is -1. */
+mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                                int root, int fanout, mc_err_t *err);
+
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
  * earlier candidate of the same piece; *index gets the new or the repeated one's index (-1 when
@@ -333,6 +347,12 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
  * overheads fall at different instants; the planned rates are stated again. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t min_bytes);
+/* Into *out, a copy of s whose pieces that have trees in relays (each piece's together) move on
+ * those instead, the piece's bytes split evenly over them (multiples of 4 KiB), in phase 0, each
+ * in its best chunk count at its planned rate (none below min_chunk bytes, unless alone it has
+ * more); rates planned (synth_meshcast_striped.c). */
+mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,
+                             uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 /* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
 #define MC_STAGGER_MAX 3
 
