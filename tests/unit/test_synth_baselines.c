@@ -369,6 +369,15 @@ static void test_two_tensors(void **state)
     assert_int_equal(f->s->nphases, 1);
 }
 
+/* The fixture on four DGX H100 hosts instead of the paper's cluster. */
+static void use_dgx_h100_x4(fixture_t *f)
+{
+    mc_err_t err = {0};
+    mc_topo_free(f->topo);
+    f->topo = NULL;
+    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+}
+
 /* nccl-ring over two DGX H100 hosts (8 NICs each, GPUs with 18 NVLink lanes): every piece runs
  * on 24 channels (18 rounded up to 3 per NIC), and channel c's ring enters each host at the GPU
  * on rail c mod 8, so that the channels' bytes cross on every rail (one ring order for all
@@ -376,10 +385,7 @@ static void test_two_tensors(void **state)
 static void test_nccl_ring_rails(void **state)
 {
     fixture_t *f = *state;
-    mc_err_t err = {0};
-    mc_topo_free(f->topo);
-    f->topo = NULL;
-    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+    use_dgx_h100_x4(f);
     synth(f, "nccl-ring", "mesh M={g:16}@0..15\nmove bf16[1536,1024] M[g,_] -> M[_,_]\n");
     assert_int_equal(f->s->ntrees, 16 * 24);
     int crossings = 0;
@@ -407,10 +413,7 @@ static void test_nccl_ring_rails(void **state)
 static void test_chains_per_nic(void **state)
 {
     fixture_t *f = *state;
-    mc_err_t err = {0};
-    mc_topo_free(f->topo);
-    f->topo = NULL;
-    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+    use_dgx_h100_x4(f);
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={h:2,g:2}@[1,2,8,9]\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
     assert_int_equal(f->s->ntrees, 4); /* two chains, two channels each */
