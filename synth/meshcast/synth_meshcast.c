@@ -159,8 +159,8 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
 /* Each starting plan's estimate with every tree's fill at shared pace (mc_plan_fill_ps), no
  * lower than the plan's own estimate. The plan's estimate alone let a split over chains across
  * eight hosts (depth 14) beat whole stars over the hosts (depth 2) on the 64-GPU all-gather:
- * 0.317 against 0.362 ms estimated, where the chains simulate at 2.47 ms at 64 MiB and the stars
- * at 0.55 ms. */
+ * at 1 GiB 4.96 against 5.10 ms estimated, where the chains simulate at 8.25 ms and the stars,
+ * raced, at 5.21 ms. */
 /* The estimate picks the plan to certify unless its fill at shared pace is more than this many
  * times another plan's: that estimate paces every level of a tree at its busiest link's whole
  * load, an upper bound that misjudges near-ties (two MI300X boxes, 64 MiB with (host, gpu)
