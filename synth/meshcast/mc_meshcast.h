@@ -268,6 +268,13 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 /* The plan that sends every piece whole, in one phase, on the candidate that carries most of it
  * in sol: the same trees without the small splits the estimate favoured. */
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
+/* A solution's estimate with every tree's pipeline fill at the pace of its busiest link: per
+ * phase, the busiest link, or the slowest tree as busy + (depth - 1) busy / n + n hop, busy its
+ * busiest link's load, n its chunks at their best but none below min_chunk (cand[c]: plan
+ * candidate c's tree; unit_bytes[p]: plan piece p's unit). Ranks the starting plans
+ * (synth_meshcast_fill.c). */
+int64_t mc_plan_fill_ps(const mc_plan_t *pl, const mc_cand_t *const *cand,
+                        const uint64_t *unit_bytes, uint64_t min_chunk, const mc_plan_sol_t *s);
 
 /* Whole units from fractional ones (x[c]: units of candidate c), in one phase: each candidate
  * keeps its whole part and the units left over go, one at a time, to the largest fractions

@@ -167,6 +167,44 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
     return found;
 }
 
+/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
+ * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
+#define MC_MIN_CHUNK_BYTES (128u * 1024u)
+
+/* Each starting plan's estimate with every tree's fill at shared pace (mc_plan_fill_ps), no
+ * lower than the plan's own estimate. The plan's estimate alone let a split over chains across
+ * eight hosts (depth 14) beat whole stars over the hosts (depth 2) on the 64-GPU all-gather:
+ * at 1 GiB 4.96 against 5.10 ms estimated, where the chains simulate at 8.25 ms and the stars,
+ * raced, at 5.21 ms. */
+/* The estimate picks the plan to certify unless its fill at shared pace is more than this many
+ * times another plan's: that estimate paces every level of a tree at its busiest link's whole
+ * load, an upper bound that misjudges near-ties (two MI300X boxes, 64 MiB with (host, gpu)
+ * swapped: the split it preferred by 1.21x, 105.7 against 127.6 us, simulates at 80.5 us, the
+ * estimate's choice at 75.1 us), not factors of 1.94 to 9.4 (all-gathers over four DGX A100,
+ * 1 GiB: 1.32 -> 1.03 of the bound; over eight, 64 MiB and 1 GiB). */
+#define MC_FILL_DECISIVE 1.5
+
+static void ranks(const run_t *r, const mc_comp_t *cp, const mc_plan_sol_t *from, int n,
+                  int64_t *rank)
+{
+    const mc_plan_t *pl = &cp->plan;
+    const mc_cand_t **cand = mc_xmalloc(sizeof(*cand) * (size_t)(pl->ncands + 1));
+    uint64_t *ub = mc_xmalloc(sizeof(uint64_t) * (size_t)(pl->npieces + 1));
+    for (int c = 0; c < pl->ncands; c++)
+        cand[c] = &r->cs.c[cp->cand_ids[c]];
+    for (int p = 0; p < pl->npieces; p++) {
+        const mc_share_t *sh = &r->sh.s[cp->pieces[p]];
+        mc_piece_units(r->task->pieces[sh->piece].bytes, sh->fine, &ub[p]);
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t f = mc_plan_fill_ps(pl, cand, ub, r->chunk ? r->chunk : MC_MIN_CHUNK_BYTES,
+                                    &from[i]);
+        rank[i] = f > from[i].est_ps ? f : from[i].est_ps;
+    }
+    free(cand);
+    free(ub);
+}
+
 /* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
  * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
  * integer model refines the best (the solved plan) and, since the estimate does not see
@@ -218,8 +256,13 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         cp->has[kind] =
             r->price.added && descended(pl, &from[2], nfrom - 2, shared, &cp->plans[kind]);
     }
+    int64_t rank[3 + MC_SPLITS];
+    ranks(r, cp, from, nfrom, rank);
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
+            best = i;
+    for (int i = 0; i < nfrom; i++)
+        if ((double)rank[best] > MC_FILL_DECISIVE * (double)rank[i])
             best = i;
     int64_t lower = mc_plan_lower_ps(pl);
     uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 3;
@@ -367,10 +410,6 @@ out:
     return st;
 }
 
-/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
- * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
-#define MC_MIN_CHUNK_BYTES (128u * 1024u)
-
 /* How much synthesis may simulate (the solved schedule, then the referee's variants), in
  * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
  * the same on every machine, so that the choice does not depend on its speed. About 0.2 us each
@@ -517,6 +556,25 @@ static int every_comp_has(const run_t *r, int kind)
     return 1;
 }
 
+/* The tree edges a kind's plans use over the distinct components: what its simulation grows
+ * with (every edge of a tree moves every chunk). */
+static int64_t plan_edges(const run_t *r, int kind)
+{
+    int64_t n = 0;
+    for (int i = 0; i < r->ncomps; i++) {
+        const mc_comp_t *cp = &r->comps[i];
+        const mc_plan_sol_t *sol = &cp->plans[kind];
+        for (int c = 0; cp->same_as < 0 && cp->has[kind] && c < cp->plan.ncands; c++)
+            for (int k = 0; k < sol->nphases; k++)
+                n += sol->units[c * sol->nphases + k] > 0 ? r->cs.c[cp->cand_ids[c]].nedges : 0;
+    }
+    return n;
+}
+
+/* A plan with more than this many times the solved plan's tree edges is raced after the forms
+ * of the fastest kinds: its simulation can take the allowance they need. */
+#define MC_BIG_PLAN 4
+
 /* The referee's table, in the order it is raced: the plans as decoded, cheapest to simulate
  * first, then their staggered forms (the solved plan as decoded is already timed); then the
  * fastest kind re-chunked and, where pricing added trees, evened out and both, each as it is and
@@ -528,9 +586,11 @@ static int variants(const run_t *r, variant_t *out)
                                 MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_OTHER4, MC_PLAN_REPAIRED,
                                 MC_PLAN_SHARED, MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
+    int64_t big = MC_BIG_PLAN * plan_edges(r, MC_PLAN_SOLVED);
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-            if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]))
+            if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]) &&
+                (!big || plan_edges(r, order[i]) <= big))
                 out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
     /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
      * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
@@ -542,6 +602,11 @@ static int variants(const run_t *r, variant_t *out)
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
                 out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0};
+    /* the plans far larger than the solved one last, as decoded and staggered */
+    for (int stagger = 0; stagger <= nstagger && big; stagger++)
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+            if (every_comp_has(r, order[i]) && plan_edges(r, order[i]) > big)
+                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
     return n;
 }
 
