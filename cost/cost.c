@@ -78,6 +78,7 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->port_out = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->lstart = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->ltail = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
@@ -109,6 +110,7 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->gpu_nic);
     free(ct->load);
     free(ct->lstart);
+    free(ct->ltail);
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
@@ -507,15 +509,53 @@ static double chains_time(mc_cost_topo_t *ct, int *chunks)
                 rate = fmin(rate, r->cap * ct->conns);
             double own = fmin(ct->times[j].pace, ct->xfers[j].bytes / rate);
             double hop = ct->times[j].delay + own / ch->chunks;
+            ct->times[j].first = hop; /* read by rings_floor */
             sum += hop;
-            step = fmax(step, hop);
+            /* after the first chunk, staggered channels wait out each other's delays */
+            step = fmax(step, ct->times[j].delay / ch->overlap + own / ch->chunks);
             if (ct->times[j].pace > pace) {
                 pace = ct->times[j].pace;
                 slow = hop;
             }
         }
-        latest = fmax(latest, fmax(sum + (ch->chunks - 1) * step, sum - slow + pace));
+        latest = fmax(latest, sum + (ch->chunks - 1) * step);
+        if (!ct->ring_split)
+            latest = fmax(latest, sum - slow + pace);
         *chunks = ch->chunks > *chunks ? ch->chunks : *chunks;
+    }
+    return latest;
+}
+
+/* The rings' floor in place of each chain's own (chains_time): the chains of the other pieces
+ * load a ring's links too, and cross them at other depths, so no chain pays a link's whole load
+ * and every hop of its own around it. A link is busy for its load from the earliest first chunk
+ * that reaches it (the hops before, and its own message delay) and its last bytes still go on
+ * for the shortest tail of hops after it (max-min sharing lets the crossings that started first
+ * end first: an all-gather's ring ends with the crossing into its last host). The latest link. */
+static double rings_floor(mc_cost_topo_t *ct)
+{
+    double latest = 0;
+    for (int i = 0; i < ct->ntouched; i++)
+        ct->lstart[ct->touched[i]] = ct->ltail[ct->touched[i]] = INFINITY;
+    for (int i = 0; i < ct->nchains; i++) {
+        const cost_chain_t *ch = &ct->chains[i];
+        double sum = 0, pre = 0;
+        for (int j = ch->first; j < ch->first + ch->n; j++)
+            sum += ct->times[j].first;
+        for (int j = ch->first; j < ch->first + ch->n; j++) {
+            const cost_route_t *r = &ct->routes[ct->xfers[j].route];
+            double head = pre + ct->times[j].delay, tail = sum - pre - ct->times[j].first;
+            for (int k = 0; k < r->n; k++) {
+                int l = ct->pool[r->first + k];
+                ct->lstart[l] = fmin(ct->lstart[l], head);
+                ct->ltail[l] = fmin(ct->ltail[l], tail);
+            }
+            pre += ct->times[j].first;
+        }
+    }
+    for (int i = 0; i < ct->ntouched; i++) {
+        int l = ct->touched[i];
+        latest = fmax(latest, ct->lstart[l] + ct->load[l] + ct->ltail[l]);
     }
     return latest;
 }
@@ -560,6 +600,8 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
     double best;
     if (ct->nchains) {
         best = chains_time(ct, &best_c);
+        if (ct->ring_split)
+            best = fmax(best, rings_floor(ct));
     } else {
         drain_from_holders(ct);
         best = best_makespan(ct, max_chunks, &best_c);
@@ -612,7 +654,9 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
     /* p2p sends a transfer as one ncclSend; alpa-bcast runs each chain as NCCL's two duplicated
      * ring channels (synth_alpa_bcast.c); meshcast emits a tree whose edges have a connection
      * limit as enough parallel copies to carry its planned rate (synth_meshcast.c, add_copies) */
-    ct->conns = s == MC_COST_P2P ? 1 : s == MC_COST_ALPA_BCAST ? 2 : 0;
+    ct->conns = s == MC_COST_P2P || traffic == cost_traffic_ring ? 1
+                : s == MC_COST_ALPA_BCAST                      ? 2
+                                                               : 0;
     mc_status_t st = traffic(ct, task, err);
     if (st != MC_OK)
         return st;
@@ -682,6 +726,23 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
         out->binding = out->bandwidth_s >= out->overhead_s ? MC_COST_BIND_LINK
                                                            : MC_COST_BIND_LATENCY;
         out->confidence = out->seconds > 0 ? out->bandwidth_s / out->seconds : 1.0;
+    }
+    /* Last, as the strategy does (race_ring), NCCL's ring chains where its trees are further
+     * than MC_ALT_ROOM from the bound, as they are and cut into 2 and 4 staggered channels; a
+     * task with several consumers of a tensor has no ring */
+    int one_consumer = 1;
+    for (int i = 0; i < task->ntensors; i++)
+        one_consumer &= task->tensors[i].nmore == 0;
+    if (st == MC_OK && s == MC_COST_MESHCAST && switchless && !(opts && opts->fast) &&
+        one_consumer && out->seconds > COST_ALT_ROOM * b.seconds) {
+        for (int k = 1; k <= 4 && st == MC_OK; k *= 2) {
+            mc_cost_t other;
+            ct->ring_split = k;
+            st = estimate(ct, task, cost_traffic_ring, s, &other, err);
+            if (st == MC_OK && other.seconds < out->seconds)
+                *out = other;
+        }
+        ct->ring_split = 0;
     }
     return st;
 }

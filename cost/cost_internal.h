@@ -13,6 +13,9 @@
 #define COST_NCCL_STEP (512.0 * 1024)
 #define COST_CHANNELS_MAX 8
 #define COST_PIECE_UNITS 32
+/* How far above the bound meshcast's schedule must be for it to race NCCL's rings
+ * (synth_meshcast.c, MC_ALT_ROOM). */
+#define COST_ALT_ROOM 1.02
 
 /* One GPU-to-GPU transfer of the strategy's traffic. */
 typedef struct cost_xfer {
@@ -46,6 +49,7 @@ typedef struct cost_time {
 typedef struct cost_chain {
     int first, n;
     int chunks;
+    int overlap;    /* staggered channels of one chain hiding each other's message delays */
 } cost_chain_t;
 
 /* A cached route: its links in the pool and its message delay (alpha + hop latencies). */
@@ -81,7 +85,9 @@ struct mc_cost_topo {
                              * up on the first alpa-bcast estimate */
     /* per call */
     double *load;       /* bytes per link */
-    double *lstart;     /* per link: when the holders' transfers on it start moving bytes */
+    double *lstart;     /* per link: when the holders' transfers on it start moving bytes, or
+                         * a ring's first chunk reaches it (rings_floor) */
+    double *ltail;      /* per link: the shortest tail of ring hops after it (rings_floor) */
     int *flows;         /* transfers per link */
     int *touched, ntouched;
     cost_xfer_t *xfers;
@@ -103,6 +109,7 @@ struct mc_cost_topo {
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
     double min_chunk;   /* the smallest chunk a connection sends */
     double unit;        /* the piece being laid out: its smallest tree (0: each transfer) */
+    int ring_split;     /* cost_traffic_ring: the channels meshcast cuts each ring chain into */
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
 };
@@ -147,5 +154,8 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
 mc_status_t cost_traffic_direct(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+/* NCCL's ring chains as meshcast races them (race_ring): the nccl-ring strategy's chains, each
+ * cut into ct->ring_split staggered channels. */
+mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 
 #endif

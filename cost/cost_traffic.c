@@ -371,9 +371,9 @@ static double chain_time(const double *delay, const double *bw, int n, double by
 
 /* The chunk count NCCL's steps (512 KiB) allow that is best for a chain alone, as the strategy
  * picks it (synth_chain_chunks): near sqrt(bytes x (sum of 1/bw less the slowest's) / the
- * slowest's delay), which minimizes its time when one route is the slowest at every count.
- * NCCL's steps are of a chain's half: each of its two duplicated channels moves one. */
-static int chain_chunks(const double *delay, const double *bw, int n, double bytes)
+ * slowest's delay), which minimizes its time when one route is the slowest at every count, and
+ * at most `steps` chunks (NCCL's steps in the chain's bytes). */
+static int chain_chunks(const double *delay, const double *bw, int n, double bytes, double steps)
 {
     int chunks = 1;
     if (n == 0)
@@ -385,7 +385,7 @@ static int chain_chunks(const double *delay, const double *bw, int n, double byt
         if (bw[i] < bw[slow])
             slow = i;
     }
-    double most = fmax(1, fmin(floor(bytes / 2 / COST_NCCL_STEP), 4096));
+    double most = fmax(1, fmin(floor(steps), 4096));
     double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
     c = fmin(fmax(c, 1), most);
     double counts[4] = {floor(c), ceil(c), 1, most}, best = INFINITY;
@@ -507,7 +507,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
             MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
             ct->chains[ct->nchains++] = (cost_chain_t){
                 .first = first, .n = ct->nxfers - first,
-                .chunks = chain_chunks(rs->delay, rs->bw, hops, bytes)};
+                /* NCCL's steps are of a chain's half: each of its two channels moves one */
+                .chunks = chain_chunks(rs->delay, rs->bw, hops, bytes, bytes / 2 / COST_NCCL_STEP),
+                .overlap = 1};
         }
     }
     return st;
@@ -536,5 +538,106 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     free(rs.nentries);
     free(rs.delay);
     free(rs.bw);
+    return st;
+}
+
+/* The chain of piece p on NCCL channel c of the nccl-ring strategy (synth_nccl_ring.c): from its
+ * first holder through its destinations in the destination mesh's order, each run of the mesh's
+ * GPUs on one host rotated to start at its c-th. Returns its GPUs in out (root first); *runs
+ * gets the mesh's runs (hosts the ring crosses into). */
+static int ring_chain(const mc_cost_topo_t *ct, const mc_task_t *task, const mc_piece_t *p,
+                      int c, int *order, int *out, int *runs)
+{
+    const mc_mesh_t *ring = &task->meshes[task->tensors[p->tensor].dst.mesh];
+    int nd = ring->ndevices, root = first_holder(task, p), start = 0, n = 0;
+    *runs = 0;
+    for (int a = 0, b; a < nd; a = b, ++*runs) {
+        int h = ct->gpu_host[ring->devices[a]];
+        for (b = a + 1; b < nd && ct->gpu_host[ring->devices[b]] == h; b++)
+            ;
+        for (int i = a; i < b; i++)
+            order[i] = ring->devices[a + (i - a + c) % (b - a)];
+    }
+    while (order[start] != root && start < nd - 1)
+        start++;
+    out[n++] = root;
+    for (int k = 1; k <= nd; k++) {
+        int g = order[(start + k) % nd];
+        if (g != root && mc_ints_contain(p->dests, p->ndests, g))
+            out[n++] = g;
+    }
+    return n;
+}
+
+/* NCCL channels of piece p's ring (synth_nccl_ring.c, piece_channels): its root's NVLink lanes
+ * (1 without NVLink, at most 32); over several hosts a whole number per NIC of the root's host. */
+static int ring_nccl_channels(const mc_cost_topo_t *ct, int root, int runs)
+{
+    const mc_topo_t *t = ct->topo;
+    int lanes = 0, h = ct->gpu_host[root];
+    for (int l = 0; l < t->nlinks; l++)
+        if (t->links[l].src == t->gpu_node[root] && t->links[l].kind == MC_LINK_NVL)
+            lanes += t->links[l].count;
+    lanes = lanes < 1 ? 1 : lanes > 32 ? 32 : lanes;
+    int nics = ct->host_ports[h];
+    if (runs < 2 || nics < 1)
+        return lanes;
+    int per = (lanes + nics - 1) / nics;
+    while (per > 1 && per * nics > 32)
+        per--;
+    return per * nics;
+}
+
+mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
+{
+    const mc_topo_t *t = ct->topo;
+    mc_status_t st = MC_OK;
+    size_t ng = (size_t)t->ngpus + 1;
+    int *chain = mc_xmalloc(sizeof(int) * ng), *order = mc_xmalloc(sizeof(int) * ng), moving = 0;
+    double *delay = mc_xmalloc(sizeof(double) * ng), *bw = mc_xmalloc(sizeof(double) * ng);
+    for (int i = 0; i < task->npieces; i++)
+        moving += task->pieces[i].ndests > 0;
+    int k = ct->ring_split;
+    for (int i = 0; i < task->npieces && st == MC_OK; i++) {
+        const mc_piece_t *p = &task->pieces[i];
+        if (!p->ndests)
+            continue;
+        int runs, n = ring_chain(ct, task, p, 0, order, chain, &runs);
+        int channels = ring_nccl_channels(ct, chain[0], runs);
+        double bytes = (double)p->bytes / channels;
+        for (int c = 0; c < channels && st == MC_OK; c++) {
+            n = ring_chain(ct, task, p, c, order, chain, &runs);
+            /* its chunk count as the strategy picks it for the whole chain, every channel of
+             * every ring sharing its hops (synth_chain_chunks) */
+            for (int j = 1; j < n && st == MC_OK; j++) {
+                const cost_route_t *rt;
+                st = cost_route(ct, chain[j - 1], chain[j], &rt, err);
+                if (st == MC_OK) {
+                    delay[j - 1] = rt->delay;
+                    bw[j - 1] = rt->bw / (channels * moving);
+                }
+            }
+            int c0 = chain_chunks(delay, bw, n - 1, bytes, bytes / COST_NCCL_STEP);
+            /* meshcast's race cuts the chain into k staggered channels, channel m of k in
+             * c0 (k + m) / k chunks of at least COST_MESHCAST_CHUNK (mc_sched_channels) */
+            int m = bytes / COST_MESHCAST_CHUNK < k ? (int)(bytes / COST_MESHCAST_CHUNK) : k;
+            m = m < 1 ? 1 : m;
+            for (int ch = 0; ch < m && st == MC_OK; ch++) {
+                double part = bytes / m, most = floor(part / COST_MESHCAST_CHUNK);
+                double want = m > 1 ? floor((double)c0 * (m + ch) / m) : c0;
+                int first = ct->nxfers, after = -1;
+                for (int j = 1; j < n && st == MC_OK; j++)
+                    st = cost_send(ct, chain[j - 1], chain[j], part, after, &after, err);
+                MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
+                ct->chains[ct->nchains++] = (cost_chain_t){
+                    .first = first, .n = ct->nxfers - first,
+                    .chunks = (int)fmax(1, m > 1 ? fmin(want, most) : want), .overlap = m};
+            }
+        }
+    }
+    free(chain);
+    free(order);
+    free(delay);
+    free(bw);
     return st;
 }
