@@ -50,6 +50,14 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     /* shares leaving one host rotate over its holders; shares in symmetric places get the same
      * rotation, so their components stay identical */
     int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
+    int *nleaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
+    char *taken = mc_xcalloc((size_t)r->topo->ngpus + 1, 1);
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *s = &r->sh.s[i];
+        nleaving[s->root_host >= 0 ? s->root_host
+                                   : mc_topo_gpu_host(r->topo,
+                                                      r->task->pieces[s->piece].holders[0])]++;
+    }
     for (int i = 0; i < r->sh.n; i++) {
         const mc_share_t *s = &r->sh.s[i];
         const mc_piece_t *pc = &r->task->pieces[s->piece];
@@ -58,6 +66,17 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
         MC_CHECK_GOTO(mc_cands_add_share(&r->cs, r->task, r->topo, s, leaving[h]++,
                                          r->opts->memory_limit != 0, err),
                       out, st);
+        /* rail stripes (candidates_rails.c): their split spreads the share over every rail
+         * and, on the root's own rail, its host's fan-out over every other GPU, which whole
+         * units of 1/32 cannot */
+        mc_piece_t view = *pc;
+        view.ndests = s->ndests;
+        view.dests = (int *)s->dests;
+        int units;
+        MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, h, nleaving[h],
+                                         taken, r->opts->memory_limit != 0, &units, err),
+                      out, st);
+        r->sh.s[i].fine = units;
         r->count[i] = r->cs.n - r->first[i];
     }
     /* trees priced by link load join the shapes above (relays are what they add: not under a
@@ -69,6 +88,8 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
                       out, st);
 out:
     free(leaving);
+    free(nleaving);
+    free(taken);
     return st;
 }
 
@@ -177,8 +198,13 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
      * added trees, the fractional model's split takes its place: Z3 took seconds on those
      * larger models and often gave up. */
     double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
+    /* shares with rail stripes (marked fine) have their split too: Z3's relaxation took 6 s
+     * of 9 on the 91 trees of a broadcast over 8 rail hosts */
+    int striped = 0;
+    for (int i = 0; i < cp->npieces; i++)
+        striped |= r->sh.s[cp->pieces[i]].fine && !r->price.added;
     zs = (mc_z3_stats_t){.status = MC_Z3_NONE};
-    if (!r->price.added)
+    if (!r->price.added && !striped)
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
     /* a solution that is not kept is freed before the next one takes its slot */
@@ -190,7 +216,7 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
      * model's load split stands in for it, rounded by load: the greedy seeds fill units up to
      * the slowest tree's time, fixed cost included, and so leave links loaded unevenly where the
      * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). */
-    int splits = r->price.added ? MC_SPLITS
+    int splits = r->price.added || (striped && r->frac[MC_SPLIT_LOAD]) ? MC_SPLITS
                  : zs.status != MC_Z3_OPTIMAL && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
     for (int k = 0; k < splits; k++) {
         if (frac_plan(r, cp, k, !r->price.added, &from[nfrom]) == 0)
