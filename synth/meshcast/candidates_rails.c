@@ -28,6 +28,7 @@ typedef struct rails {
     int *spar, *schi;     /* scratch: one host's shortest-path tree */
     int *hosts, nhosts;   /* the remote destination hosts, ascending */
     int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
+    int local;            /* the share has destinations in the root host */
 } rails_t;
 
 static void edge(rails_t *r, int a, int b)
@@ -109,7 +110,12 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     memset(r->seen, 0, sizeof(int) * (size_t)t->ngpus);
     r->ne = 0;
     r->seen[root] = 1;
-    edge(r, root, x);
+    /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
+     * passes through it): as a relay it would add a store-and-forward */
+    if (r->local)
+        edge(r, root, x);
+    else
+        x = root;
     int prev = x, from = x;
     if (hub >= 0) {
         from = entry(r, r->hosts[hub], k);
@@ -189,7 +195,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     if (!remote || r0 < 0 || ndev < 2)
         return MC_OK;
     int n = topo->ngpus;
-    rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .no_relays = no_relays};
+    rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .no_relays = no_relays,
+                 .local = local};
+    int before = cs->n;
     r.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.child = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.seen = mc_xcalloc((size_t)n, sizeof(int));
@@ -250,6 +258,14 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     }
     *units = lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE
              : (int)(lcm * ((MC_PIECE_UNITS_FINE + lcm - 1) / lcm));
+    /* trees the shapes already had (one rail host reached from a holder on every rail): the
+     * share is left as it was, its plan found as before */
+    if (cs->n == before) {
+        *units = 0;
+        for (int k = 0; k < ndev; k++)
+            for (int i = 0; i < nper[k]; i++)
+                cs->c[per_rail[(size_t)k * (size_t)r.capmade + i]].stripe = 0;
+    }
     free(per_rail);
     free(nper);
     free(r.made);
