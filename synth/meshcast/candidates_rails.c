@@ -134,10 +134,12 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
         if (st != MC_OK)
             return st;
     }
-    edge(r, root, y);
-    mc_status_t st = fan_out(r, h0, y, err);
-    if (st != MC_OK)
-        return st;
+    if (r->local) {
+        edge(r, root, y);
+        mc_status_t st = fan_out(r, h0, y, err);
+        if (st != MC_OK)
+            return st;
+    }
     for (int i = 0; i < r->pc->ndests; i++)
         if (!r->seen[r->pc->dests[i]])
             return MC_OK;
@@ -149,6 +151,18 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     if (pst == MC_OK && at >= 0 && r->nmade < r->capmade)
         r->made[r->nmade++] = at;
     return pst;
+}
+
+int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh)
+{
+    if (sh->root_host >= 0)
+        return sh->root_host;
+    const mc_piece_t *pc = &task->pieces[sh->piece];
+    int h = pc->nholders > 0 ? mc_topo_gpu_host(topo, pc->holders[0]) : -1;
+    for (int i = 1; i < pc->nholders && h >= 0; i++)
+        if (mc_topo_gpu_host(topo, pc->holders[i]) != h)
+            h = -1;
+    return h;
 }
 
 /* Marks in mine[] the rails (dev indices of host h) share s of the host's nshares stripes

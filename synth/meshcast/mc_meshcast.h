@@ -85,6 +85,9 @@ void mc_cands_free(mc_cands_t *cs);
  * split that gives each of them an equal part, spread evenly over the rail's two-level trees
  * (over its chains where there are none), and *units: the share's units (0 when no tree was
  * added), so that this split is whole units. */
+/* The host a share's rail stripes leave from: its own holder host, or the one host that holds
+ * its piece; -1 when its holders span hosts (the shapes rotate over them, candidates.c). */
+int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh);
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, char *taken,
                                int no_relays, int *units, mc_err_t *err);

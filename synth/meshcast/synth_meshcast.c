@@ -53,10 +53,8 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     int *nleaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
     char *taken = mc_xcalloc((size_t)r->topo->ngpus + 1, 1);
     for (int i = 0; i < r->sh.n; i++) {
-        const mc_share_t *s = &r->sh.s[i];
-        nleaving[s->root_host >= 0 ? s->root_host
-                                   : mc_topo_gpu_host(r->topo,
-                                                      r->task->pieces[s->piece].holders[0])]++;
+        int h = mc_rails_host(r->task, r->topo, &r->sh.s[i]);
+        nleaving[h >= 0 ? h : r->topo->nhosts]++;
     }
     for (int i = 0; i < r->sh.n; i++) {
         const mc_share_t *s = &r->sh.s[i];
@@ -72,10 +70,11 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
         mc_piece_t view = *pc;
         view.ndests = s->ndests;
         view.dests = (int *)s->dests;
-        int units;
-        MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, h, nleaving[h],
-                                         taken, r->opts->memory_limit != 0, &units, err),
-                      out, st);
+        int units = 0, rh = mc_rails_host(r->task, r->topo, s);
+        if (rh >= 0)
+            MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, rh, nleaving[rh],
+                                             taken, r->opts->memory_limit != 0, &units, err),
+                          out, st);
         r->sh.s[i].fine = units;
         r->count[i] = r->cs.n - r->first[i];
     }
