@@ -117,29 +117,29 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     else
         x = root;
     int prev = x, from = x;
+    mc_status_t st = MC_OK;
     if (hub >= 0) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
-        mc_status_t st = fan_out(r, r->hosts[hub], from, err);
-        if (st != MC_OK)
-            return st;
+        st = fan_out(r, r->hosts[hub], from, err);
     }
-    for (int i = 0; i < r->nhosts; i++) {
-        if (i == hub)
+    /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
+     * candidates.c list them: a tree they already have is found again, not added twice */
+    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
+        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
+            edge(r, root, y);
+            st = fan_out(r, h0, y, err);
+            mine = 1;
+        }
+        if (i == r->nhosts || i == hub || st != MC_OK)
             continue;
         int e = entry(r, r->hosts[i], k);
         edge(r, hub >= 0 ? from : prev, e);
         prev = e;
-        mc_status_t st = fan_out(r, r->hosts[i], e, err);
-        if (st != MC_OK)
-            return st;
+        st = fan_out(r, r->hosts[i], e, err);
     }
-    if (r->local) {
-        edge(r, root, y);
-        mc_status_t st = fan_out(r, h0, y, err);
-        if (st != MC_OK)
-            return st;
-    }
+    if (st != MC_OK)
+        return st;
     for (int i = 0; i < r->pc->ndests; i++)
         if (!r->seen[r->pc->dests[i]])
             return MC_OK;
@@ -170,24 +170,59 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
  * (taken[]: per GPU of the host, its rail already given to an earlier share; all freed again when
  * too few are left), so that shares leaving one host divide its NICs, each on its own root's rail
  * where it can. */
-static void assign_rails(const mc_topo_t *topo, int h, int r0, int nshares, char *taken,
-                         char *mine)
+static void assign_rails(const mc_topo_t *topo, int h, int r0, int nshares, const char *usable,
+                         char *taken, char *mine)
 {
-    int first, ndev = mc_topo_host_gpus(topo, h, &first);
-    int span = nshares > 1 ? ndev / nshares : ndev, d0 = r0 - first, nfree = 0;
+    int first, ndev = mc_topo_host_gpus(topo, h, &first), nrails = 0, nfree = 0;
+    for (int k = 0; k < ndev; k++) {
+        nrails += usable[k];
+        nfree += usable[k] && !taken[first + k];
+    }
+    int span = nshares > 1 ? nrails / nshares : nrails, d0 = r0 - first;
     span = span < 1 ? 1 : span;
-    for (int k = 0; k < ndev; k++)
-        nfree += !taken[first + k];
     if (nfree < span)
         memset(taken + first, 0, (size_t)ndev);
     memset(mine, 0, (size_t)ndev);
     for (int i = 0, got = 0; i < ndev && got < span; i++) {
         int k = (d0 + i) % ndev;
-        if (!taken[first + k]) {
+        if (usable[k] && !taken[first + k]) {
             taken[first + k] = mine[k] = 1;
             got++;
         }
     }
+}
+
+static int span_of(const char *mine, int ndev)
+{
+    int n = 0;
+    for (int k = 0; k < ndev; k++)
+        n += mine[k];
+    return n;
+}
+
+/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: the first GPU
+ * on each port (by its route to the first remote host's GPU on its rail); returns how many. A
+ * host with one NIC (PCIe boxes, the paper's p3.8xlarge) has one rail: nothing to stripe. */
+static int usable_rails(const rails_t *r, int h0, int ndev, char *usable)
+{
+    mc_err_t ignored = {0};
+    const mc_topo_t *t = r->topo;
+    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0;
+    memset(usable, 0, (size_t)ndev);
+    for (int k = 0; k < ndev; k++) {
+        int x = on_rail(t, h0, k), to = on_rail(t, r->hosts[0], k);
+        mc_route_t rt;
+        port[k] = -1;
+        if (x < 0 || to < 0 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
+            continue;
+        for (int i = 0; i < rt.nlinks && port[k] < 0; i++)
+            if (t->links[rt.links[i]].kind == MC_LINK_NET)
+                port[k] = rt.links[i];
+        usable[k] = port[k] >= 0 && !mc_ints_contain(port, k, port[k]);
+        n += usable[k];
+    }
+    free(port);
+    return n;
 }
 
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
@@ -223,9 +258,12 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
      * NIC sends its part to every other host: balanced when every host is a hub) */
     int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX ? r.nhosts : 0;
-    char *mine = mc_xmalloc((size_t)ndev + 1);
-    assign_rails(topo, root_host, r0, nshares, taken, mine);
+    char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
+    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, usable) >= 2)
+        assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
+    else
+        ndev = 0;
     r.capmade = 2 * ndev + hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
@@ -235,8 +273,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         if (x < 0 || (no_relays && !is_dest(&r, x) && x != r0))
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
-        /* on the root's own rail, its host's fan-out starts at another GPU, in turn */
-        int turn = root == x && local && mine[k];
+        if (!usable[k])
+            continue;
+        /* on the root's own rail, when the share stripes over others too, its host's fan-out
+         * starts at another GPU, in turn: the root's links carry each byte once */
+        int turn = root == x && local && mine[k] && span_of(mine, ndev) > 1;
         for (int hub = -1; hub < (mine[k] ? hubs : 0) && st == MC_OK; hub++) {
             r.nmade = 0;
             for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
@@ -284,6 +325,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(nper);
     free(r.made);
     free(mine);
+    free(usable);
     free(r.parent);
     free(r.child);
     free(r.seen);
