@@ -200,14 +200,15 @@ static int span_of(const char *mine, int ndev)
     return n;
 }
 
-/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: the first GPU
- * on each port (by its route to the first remote host's GPU on its rail); returns how many. A
- * host with one NIC (PCIe boxes, the paper's p3.8xlarge) has one rail: nothing to stripe. */
-static int usable_rails(const rails_t *r, int h0, int ndev, char *usable)
+/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: on each port
+ * (by the route to the first remote host's GPU on the rail), the root's own rail r0 when it is
+ * on it, else the first; returns how many. A host with one NIC (PCIe boxes, the paper's
+ * p3.8xlarge) has one rail: nothing to stripe. */
+static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable)
 {
-    mc_err_t ignored = {0};
     const mc_topo_t *t = r->topo;
-    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0;
+    mc_err_t ignored = {0};
+    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0, own = -1;
     memset(usable, 0, (size_t)ndev);
     for (int k = 0; k < ndev; k++) {
         int x = on_rail(t, h0, k), to = on_rail(t, r->hosts[0], k);
@@ -218,7 +219,13 @@ static int usable_rails(const rails_t *r, int h0, int ndev, char *usable)
         for (int i = 0; i < rt.nlinks && port[k] < 0; i++)
             if (t->links[rt.links[i]].kind == MC_LINK_NET)
                 port[k] = rt.links[i];
-        usable[k] = port[k] >= 0 && !mc_ints_contain(port, k, port[k]);
+        if (x == r0)
+            own = port[k];
+    }
+    for (int k = 0; k < ndev; k++) {
+        int x = on_rail(t, h0, k);
+        usable[k] = port[k] >= 0 &&
+                    (port[k] == own ? x == r0 : !mc_ints_contain(port, k, port[k]));
         n += usable[k];
     }
     free(port);
@@ -260,7 +267,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX ? r.nhosts : 0;
     char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
-    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, usable) >= 2)
+    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= 2)
         assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
     else
         ndev = 0;
@@ -273,12 +280,12 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         if (x < 0 || (no_relays && !is_dest(&r, x) && x != r0))
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
-        if (!usable[k])
+        if (!mine[k])
             continue;
         /* on the root's own rail, when the share stripes over others too, its host's fan-out
          * starts at another GPU, in turn: the root's links carry each byte once */
-        int turn = root == x && local && mine[k] && span_of(mine, ndev) > 1;
-        for (int hub = -1; hub < (mine[k] ? hubs : 0) && st == MC_OK; hub++) {
+        int turn = root == x && local && span_of(mine, ndev) > 1;
+        for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
             r.nmade = 0;
             for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
                 int y = turn ? on_rail(topo, root_host, (k + j + (hub + 1)) % ndev) : x;
@@ -288,7 +295,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                     st = build(&r, root, x, y, k, hub, err);
             }
             /* the rail's part goes to its two-level trees, or to its chains without hubs */
-            if ((hub < 0 && hubs > 0) || !mine[k])
+            if (hub < 0 && hubs > 0)
                 continue;
             memcpy(per_rail + (size_t)k * (size_t)r.capmade + nper[k], r.made,
                    sizeof(int) * (size_t)r.nmade);
