@@ -87,8 +87,8 @@ static void rails_of(const mc_topo_t *topo, const mc_task_t *task, mc_shares_t *
 }
 
 /* The stripe split (each tree its stripe of the bytes) puts on the busiest link exactly the
- * bytes over the host's rate to its NICs: every NIC sends its stripe once, the root's links carry each
- * byte once. Its units make every stripe whole. */
+ * bytes over the host's rate to its NICs: every NIC sends its stripe once, the root's links
+ * carry each byte once. Its units make every stripe whole. */
 static void test_stripe_split_at_host_nic_rate(void **state)
 {
     const mc_topo_t *topo = *state;
@@ -147,8 +147,8 @@ static void test_shares_divide_rails(void **state)
 }
 
 /* The whole strategy under an rlimit (no wall-clock budget): valid, never below the bound, and
- * within 1.25x of bytes over the root host's rate to its NICs (1.63x before the rail stripes: the root
- * sent every stripe twice, to its own fan-out and out to the NIC). */
+ * within 1.25x of bytes over the root host's rate to its NICs (1.63x before the rail stripes:
+ * the root sent every stripe twice, to its own fan-out and out to the NIC). */
 static void test_broadcast_near_host_nic_rate(void **state)
 {
     const mc_topo_t *topo = *state;
