@@ -1,12 +1,13 @@
 /* Rail-stripe candidate trees (docs/synthesis.md, "Rail stripes"): for a share that leaves its
- * root host, one tree per rail k whose root hands the bytes once to the GPU x on rail k of its
- * own host; x sends them out on its own NIC as a chain across the destination hosts (entering
- * each at its GPU on rail k, which fans out inside the host) and fans them out inside the root
- * host. Striped over every rail, the root's links carry each byte once and every NIC of every
- * host sends each stripe once: the host's whole NIC rate. The shape trees (candidates.c) send
- * every stripe out of the root twice (its own fan-out beside the PXN hop), which bounds a
- * one-GPU broadcast at the root's NVLink rate over two. On the root's own rail the local fan-out
- * starts at another GPU, one tree per choice, so that the fractional split spreads it. */
+ * root host, per rail k it is given, trees whose root hands the bytes once to the GPU x on rail
+ * k of its own host; x sends them out on its own NIC, as a chain across the destination hosts or
+ * through one hub host that sends them to every other one (entering each host at its GPU on rail
+ * k, which fans out inside it), and fans them out inside the root host. Striped over the rails,
+ * the root's links carry each byte once and every NIC sends each stripe at most once per hop: the
+ * host's whole NIC rate. The shape trees (candidates.c) send every stripe out of the root twice
+ * (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the root's NVLink
+ * rate over two. On the root's own rail the local fan-out starts at another GPU, one tree per
+ * choice, so that the split spreads it. Each tree's stripe is its part in that split. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,8 @@
 #define MC_RAIL_HUBS_MAX 16
 /* The most units a striped share is cut into (beyond, MC_PIECE_UNITS_FINE). */
 #define MC_RAIL_UNITS_MAX 1024
-/* The fewest bytes a unit of a striped share carries: NCCL's network P2P chunk. */
+/* The fewest bytes a unit of a striped share carries: NCCL's network P2P chunk (units of 1/168
+ * of a small share would be messages whose overhead outweighs their bytes). */
 #define MC_RAIL_UNIT_MIN (128u * 1024u)
 /* The fewest bytes a tree of the stripe split carries: 8 network chunks. An all-gather of 64 MiB
  * over 4 DGX A100 (2 MiB shares, 683 KiB per two-level tree) went from 1.24 to 1.40 of the
@@ -284,11 +286,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
         int x = on_rail(topo, root_host, k);
-        if (x < 0 || (no_relays && !is_dest(&r, x) && x != r0))
+        if (!mine[k] || x < 0 || (no_relays && !is_dest(&r, x) && x != r0))
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
-        if (!mine[k])
-            continue;
         /* on the root's own rail, when the share stripes over others too, its host's fan-out
          * starts at another GPU, in turn: the root's links carry each byte once */
         int turn = root == x && local && span_of(mine, ndev) > 1;
@@ -328,9 +328,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         }
         lcm = lcm / a * m;
     }
-    /* whole stripes of at least one network chunk each: finer units are messages whose
-     * overhead outweighs their bytes (an all-gather of 64 MiB over 4 DGX A100: 2 MiB shares in
-     * 129 units of 16 KiB, 1.24 -> 1.40 of the bound) */
+    /* whole stripes, in units of at least one network chunk */
     uint64_t most = pc->bytes / MC_RAIL_UNIT_MIN, fill = (MC_PIECE_UNITS_FINE + lcm - 1) / lcm;
     uint64_t times = lcm * fill <= most ? fill : most / lcm;
     *units = lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE : (int)(lcm * times);
