@@ -30,7 +30,7 @@ typedef struct rails {
     mc_cands_t *cs;
     const mc_topo_t *topo;
     const mc_piece_t *pc; /* the share seen as a piece */
-    int p, no_relays;
+    int p;
     int *parent, *child, ne;
     int *seen;
     int *want;            /* scratch: destinations of one host still to reach */
@@ -59,11 +59,6 @@ static int on_rail(const mc_topo_t *t, int h, int dev)
     return -1;
 }
 
-static int is_dest(const rails_t *r, int g)
-{
-    return mc_ints_contain(r->pc->dests, r->pc->ndests, g);
-}
-
 /* Reaches the destinations of host h not yet in the tree from src (in the tree) by the host's
  * shortest-path tree: a star over a switch, relays over a partial mesh. */
 static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
@@ -82,12 +77,12 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     return MC_OK;
 }
 
-/* Where the stripe of rail k enters host h: its GPU on that rail (a relay when it needs nothing
- * and relays are allowed), else the host's first destination. */
+/* Where the stripe of rail k enters host h: its GPU on that rail (a relay when it needs
+ * nothing), else the host's first destination. */
 static int entry(const rails_t *r, int h, int k)
 {
     int g = on_rail(r->topo, h, k);
-    if (g >= 0 && (is_dest(r, g) || !r->no_relays))
+    if (g >= 0)
         return g;
     for (int i = 0; i < r->pc->ndests; i++)
         if (mc_topo_gpu_host(r->topo, r->pc->dests[i]) == h)
@@ -110,8 +105,7 @@ static int remote_hosts(const rails_t *r, int h0, int *hosts)
 /* One tree: root -> x (unless x is the root); from x on rail k, a chain over the remote hosts
  * (hub < 0) or the hub host first and from its entry every other remote host (a two-level
  * star: the hub's NIC sends to each, a NIC per rail); the root host's destinations reached from
- * y (root -> y first unless y is x or the root). Appended when it is complete and, without
- * relays, passes through destinations only. */
+ * y (root -> y first unless y is x or the root). Appended when it is complete. */
 static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
@@ -151,9 +145,6 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
         return st;
     for (int i = 0; i < r->pc->ndests; i++)
         if (!r->seen[r->pc->dests[i]])
-            return MC_OK;
-    for (int e = 0; r->no_relays && e < r->ne; e++)
-        if (!is_dest(r, r->child[e]))
             return MC_OK;
     int at;
     mc_status_t pst = mc_cands_push(r->cs, t, r->p, root, r->ne, r->parent, r->child, &at, err);
@@ -243,7 +234,7 @@ static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable
 
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, char *taken,
-                               int no_relays, int *units, mc_err_t *err)
+                               int *units, mc_err_t *err)
 {
     *units = 0;
     int remote = 0, local = 0, h0first;
@@ -260,8 +251,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     if (!remote || r0 < 0 || ndev < 2)
         return MC_OK;
     int n = topo->ngpus;
-    rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .no_relays = no_relays,
-                 .local = local};
+    rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .local = local};
     int before = cs->n;
     r.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.child = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
@@ -286,7 +276,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
         int x = on_rail(topo, root_host, k);
-        if (!mine[k] || x < 0 || (no_relays && !is_dest(&r, x) && x != r0))
+        if (!mine[k] || x < 0)
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
         /* on the root's own rail, when the share stripes over others too, its host's fan-out
@@ -298,7 +288,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                 int y = turn ? on_rail(topo, root_host, (k + j + (hub + 1)) % ndev) : x;
                 if (y == x && turn)
                     y = on_rail(topo, root_host, (k + 1) % ndev);
-                if (y >= 0 && (y == x || is_dest(&r, y) || !no_relays))
+                if (y >= 0)
                     st = build(&r, root, x, y, k, hub, err);
             }
             /* the rail's part goes to its two-level trees, or to its chains without hubs */

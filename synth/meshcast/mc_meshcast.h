@@ -75,22 +75,22 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
                                const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
 
+/* The host a share's rail stripes leave from: its own holder host, or the one host that holds
+ * its piece; -1 when its holders span hosts (the shapes rotate over them, candidates.c). */
+int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh);
 /* Appends the rail-stripe trees of piece p seen as pc (candidates_rails.c) when it has
  * destinations outside root_host: per rail k of that host, the root hands the bytes once to its
  * host's GPU on rail k, which sends them on rail k across the other hosts (as a chain, or through
  * one hub host that sends to every other one), each entry GPU fanning out inside its host, and
  * fans them out inside the root host. The nshares shares leaving root_host divide its rails
  * (taken: per GPU, its rail given to an earlier share; the caller zeroes it once): a share has
- * two-level trees and its stripe split on its own rails only. Sets each tree's stripe: the
- * split that gives each of them an equal part, spread evenly over the rail's two-level trees
- * (over its chains where there are none), and *units: the share's units (0 when no tree was
- * added), so that this split is whole units. */
-/* The host a share's rail stripes leave from: its own holder host, or the one host that holds
- * its piece; -1 when its holders span hosts (the shapes rotate over them, candidates.c). */
-int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh);
+ * trees on its own rails only. Sets each tree's stripe: the split that gives each of them an
+ * equal part, spread evenly over the rail's two-level trees (over its chains where there are
+ * none), and *units: the share's units, so that this split is whole units; stripes and units
+ * are 0 where no tree was added or a tree of the split would carry under 1 MiB. */
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, char *taken,
-                               int no_relays, int *units, mc_err_t *err);
+                               int *units, mc_err_t *err);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an

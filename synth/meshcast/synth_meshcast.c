@@ -66,14 +66,15 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
                       out, st);
         /* rail stripes (candidates_rails.c): their split spreads the share over every rail
          * and, on the root's own rail, its host's fan-out over every other GPU, which whole
-         * units of 1/32 cannot */
+         * units of 1/32 cannot; where the fractional model starts from that split (with
+         * pricing: not under a memory limit, nor in the shape-only race) */
         mc_piece_t view = *pc;
         view.ndests = s->ndests;
         view.dests = (int *)s->dests;
         int units = 0, rh = mc_rails_host(r->task, r->topo, s);
-        if (rh >= 0)
+        if (rh >= 0 && price && !r->opts->memory_limit)
             MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, rh, nleaving[rh],
-                                             taken, r->opts->memory_limit != 0, &units, err),
+                                             taken, &units, err),
                           out, st);
         r->sh.s[i].fine = units;
         r->count[i] = r->cs.n - r->first[i];
