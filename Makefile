@@ -69,7 +69,7 @@ RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps demo test check bench fuzz fuzz-build install clean build-all python python-nccl-example
+.PHONY: all deps demo test check bench sweep fuzz fuzz-build install clean build-all python python-nccl-example
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 
@@ -158,6 +158,13 @@ check: $(DEPS_STAMP)
 bench: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	$(CLI_BIN) bench
+
+# Generated reshardings on topologies outside the suites (bench/sweep.py; its default subset of 60
+# cases takes about a minute): every strategy's time over the bound and the cost model's error, then a summary.
+sweep: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
+	$(PYTHON) bench/sweep.py $(SWEEP_ARGS)
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
 # build-fuzz/, never in the source tree), seeded from fuzz/corpus/ (what earlier runs found, kept

@@ -77,6 +77,7 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->port_in = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->port_out = mc_xcalloc((size_t)ct->port_base[nh] + 1, sizeof(double));
     ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->lstart = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
@@ -105,12 +106,16 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->host_bw);
     free(ct->host_switched);
     free(ct->host_relays);
+    free(ct->gpu_nic);
     free(ct->load);
+    free(ct->lstart);
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
     free(ct->times);
     free(ct->chains);
+    free(ct->step_keys);
+    free(ct->step_count);
     free(ct->gpu_out);
     free(ct->host_out);
     free(ct);
@@ -316,7 +321,6 @@ const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 
 static void reset(mc_cost_topo_t *ct)
 {
-    ct->serial_s = 0;
     ct->unit = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
@@ -332,15 +336,17 @@ static void reset(mc_cost_topo_t *ct)
 
 /* The busiest link a route crosses, once time_of has turned loads into seconds: its seconds
  * and how many transfers share it. */
-static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows)
+static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *flows, int *link)
 {
     double pace = 0;
     *flows = 1;
+    *link = ct->pool[r->first];
     for (int i = 0; i < r->n; i++) {
         int l = ct->pool[r->first + i];
         if (ct->load[l] > pace) {
             pace = ct->load[l];
             *flows = ct->flows[l];
+            *link = l;
         }
     }
     return pace;
@@ -372,8 +378,9 @@ static double makespan(mc_cost_topo_t *ct, int c)
         /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
         double cut = m->units * inv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
-        own = m->first + (c - 1) * (chunk + m->delay * (ch > m->flows ? recip[ch] : m->inv_flows));
-        last = (up ? up->last : 0) + m->delay + chunk;
+        own = (up ? m->first + (c - 1) * chunk : m->drained) +
+              (c - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
+        last = up ? up->last + m->delay + chunk : 0; /* a holder's: drained */
         m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
@@ -381,9 +388,140 @@ static double makespan(mc_cost_topo_t *ct, int c)
     return t;
 }
 
+/* When a holder's transfer has its bytes through (cost_time_t.drained). The holders' transfers all
+ * leave at the start, so a link that is the busiest of some of them moves bytes from the shortest
+ * of their message delays on, and has its load through its busy time later; each of them ends
+ * then, and no sooner than its own delay and its bytes alone. One behind a longer delay (into
+ * another host, say) shares the link with those that started before it and still ends with the
+ * link's load, as the simulator's max-min sharing has it: p2p's broadcast over two MI300X boxes
+ * puts the send to GPU 1 (3.9 us of delay) and one to the other box (22.5 us) on GPU 0's xGMI
+ * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. */
+static void drain_from_holders(mc_cost_topo_t *ct)
+{
+    for (int i = 0; i < ct->ntouched; i++)
+        ct->lstart[ct->touched[i]] = INFINITY;
+    for (int i = 0; i < ct->nxfers; i++)
+        if (ct->xfers[i].after < 0 && ct->times[i].delay < ct->lstart[ct->times[i].link])
+            ct->lstart[ct->times[i].link] = ct->times[i].delay;
+    for (int i = 0; i < ct->nxfers; i++) {
+        cost_time_t *m = &ct->times[i];
+        const cost_route_t *r = &ct->routes[ct->xfers[i].route];
+        double bytes = ct->xfers[i].bytes;
+        double alone = fmax(bytes / r->bw, r->cap > 0 && ct->conns ? bytes / (r->cap * ct->conns) : 0);
+        if (ct->xfers[i].after < 0)
+            m->drained = fmax(ct->lstart[m->link] + m->pace, m->delay + alone);
+    }
+}
+
+/* The least makespan over chunk counts up to max_chunks, *best_c getting its count: powers of
+ * two while the makespan falls (it has one minimum in c), then quarter octaves around the best:
+ * within 10% of any count. */
+static double best_makespan(mc_cost_topo_t *ct, int max_chunks, int *best_c)
+{
+    *best_c = 1;
+    if (!ct->nxfers)
+        return 0;
+    double best = makespan(ct, 1);
+    int best_k = 0;
+    for (int k = 4; (1 << k / 4) <= max_chunks; k += 4) {
+        double m = makespan(ct, 1 << k / 4);
+        if (m >= best)
+            break;
+        best = m;
+        *best_c = 1 << k / 4;
+        best_k = k;
+    }
+    for (int k = best_k - 3; k <= best_k + 3; k++) {
+        int c = (int)lround(pow(2, k / 4.0));
+        if (k % 4 == 0 || c < 1 || c > max_chunks)
+            continue;
+        double m = makespan(ct, c);
+        if (m < best) {
+            best = m;
+            *best_c = c;
+        }
+    }
+    return best;
+}
+
+/* Chain transfers at the same depth on a link (the chains' lockstep: they all leave their roots
+ * at once and move one hop per step), counted in an open hash of (link, depth) built per call. */
+static void count_lockstep(mc_cost_topo_t *ct)
+{
+    int need = 0;
+    for (int i = 0; i < ct->nchains; i++)
+        for (int j = ct->chains[i].first; j < ct->chains[i].first + ct->chains[i].n; j++)
+            need += ct->routes[ct->xfers[j].route].n;
+    int cap = 64;
+    while (cap < 2 * need)
+        cap *= 2;
+    if (cap > ct->step_cap) {
+        free(ct->step_keys);
+        free(ct->step_count);
+        ct->step_keys = mc_xmalloc(sizeof(int64_t) * (size_t)cap);
+        ct->step_count = mc_xmalloc(sizeof(int) * (size_t)cap);
+        ct->step_cap = cap;
+    }
+    ct->step_mask = cap - 1;
+    memset(ct->step_keys, 0xff, sizeof(int64_t) * (size_t)cap);
+    for (int i = 0; i < ct->nchains; i++)
+        for (int j = ct->chains[i].first; j < ct->chains[i].first + ct->chains[i].n; j++) {
+            const cost_route_t *r = &ct->routes[ct->xfers[j].route];
+            for (int k = 0; k < r->n; k++) {
+                int s = step_slot(ct, ct->pool[r->first + k], ct->xfers[j].depth);
+                if (ct->step_keys[s] < 0) {
+                    ct->step_keys[s] = step_key(ct->pool[r->first + k], ct->xfers[j].depth);
+                    ct->step_count[s] = 0;
+                }
+                ct->step_count[s]++;
+            }
+        }
+}
+
+/* The chains' time (alpa-bcast): each pipelines in its own chunk count c, not the count best for
+ * the whole. A hop takes its message delay and a chunk at its share of its links: each link's
+ * bandwidth over the chain transfers that cross it at the same step (count_lockstep), within the
+ * connections' limit, at most the link's pace. A chain then takes its first chunk's way through
+ * every hop and c - 1 more steps of its slowest hop (NCCL's pipelined ring, chain_time in
+ * cost_traffic.c), and no less than its busiest link's pace plus a chunk on each other hop (the
+ * link's transfers of every step end with it). The latest chain (docs/cost-model.md, "Chain
+ * fill"). *chunks gets the most chunks a chain moves in. */
+static double chains_time(mc_cost_topo_t *ct, int *chunks)
+{
+    const mc_topo_t *t = ct->topo;
+    double latest = 0;
+    count_lockstep(ct);
+    for (int i = 0; i < ct->nchains; i++) {
+        const cost_chain_t *ch = &ct->chains[i];
+        double sum = 0, step = 0, pace = 0, slow = 0;
+        for (int j = ch->first; j < ch->first + ch->n; j++) {
+            const cost_route_t *r = &ct->routes[ct->xfers[j].route];
+            double rate = INFINITY;
+            for (int k = 0; k < r->n; k++) {
+                int l = ct->pool[r->first + k];
+                rate = fmin(rate, t->links[l].bw /
+                                      ct->step_count[step_slot(ct, l, ct->xfers[j].depth)]);
+            }
+            if (r->cap > 0)
+                rate = fmin(rate, r->cap * ct->conns);
+            double own = fmin(ct->times[j].pace, ct->xfers[j].bytes / rate);
+            double hop = ct->times[j].delay + own / ch->chunks;
+            sum += hop;
+            step = fmax(step, hop);
+            if (ct->times[j].pace > pace) {
+                pace = ct->times[j].pace;
+                slow = hop;
+            }
+        }
+        latest = fmax(latest, fmax(sum + (ch->chunks - 1) * step, sum - slow + pace));
+        *chunks = ch->chunks > *chunks ? ch->chunks : *chunks;
+    }
+    return latest;
+}
+
 /* The estimate from the loaded links: the busiest link (bandwidth_s), and the makespan of the
- * transfers (above) for the chunk count up to max_chunks that minimizes it, or the strategy's
- * one-at-a-time work on its busiest host (serial_s) when that is longer. */
+ * transfers (above) for the chunk count up to max_chunks that minimizes it, or the chains' time
+ * for a strategy that lays chains. */
 static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
 {
     const mc_topo_t *t = ct->topo;
@@ -404,7 +542,7 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         int flows;
         /* a transfer's connections move no faster than their limit, however idle its links */
         double held = r->cap > 0 && ct->conns ? ct->xfers[i].bytes / (r->cap * ct->conns) : 0;
-        ct->times[i].pace = fmax(route_pace(ct, r, &flows), held);
+        ct->times[i].pace = fmax(route_pace(ct, r, &flows, &ct->times[i].link), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
         cost_time_t *m = &ct->times[i];
@@ -415,56 +553,16 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         if (ct->xfers[i].depth > depth)
             depth = ct->xfers[i].depth;
     }
+    /* alpa-bcast's traffic is its chains, each pipelined on its own (chains_time); the others'
+     * transfers stream at the chunk count best for the whole (makespan) */
     int best_c = 1;
-    double best = ct->nxfers ? makespan(ct, 1) : 0;
-    /* powers of two while the makespan falls (it has one minimum in c), then quarter octaves
-     * around the best: within 10% of any count */
-    int best_k = 0;
-    for (int k = 4; ct->nxfers && (1 << k / 4) <= max_chunks; k += 4) {
-        double m = makespan(ct, 1 << k / 4);
-        if (m >= best)
-            break;
-        best = m;
-        best_c = 1 << k / 4;
-        best_k = k;
+    double best;
+    if (ct->nchains) {
+        best = chains_time(ct, &best_c);
+    } else {
+        drain_from_holders(ct);
+        best = best_makespan(ct, max_chunks, &best_c);
     }
-    for (int k = best_k - 3; ct->nxfers && k <= best_k + 3; k++) {
-        int c = (int)lround(pow(2, k / 4.0));
-        if (k % 4 == 0 || c < 1 || c > max_chunks)
-            continue;
-        double m = makespan(ct, c);
-        if (m < best) {
-            best = m;
-            best_c = c;
-        }
-    }
-    /* A chain (alpa-bcast) pipelines in its own chunk count, not the count best for the whole.
-     * On each of its links its bytes take their fair share's time (the link's bandwidth over
-     * its transfers, within the connections' limit), at most the link's pace. It ends no sooner
-     * than that time on its busiest link plus its fill: a chunk's part of that time on each
-     * other link (its first chunk's before, its last chunk's after), which the chunks of the
-     * chains ending alongside it cross too. Charged once per chain, not per transfer
-     * (docs/cost-model.md, "Accuracy"). */
-    for (int i = 0; i < ct->nchains; i++) {
-        const cost_chain_t *ch = &ct->chains[i];
-        double fill = 0, pace = 0, slow = 0;
-        for (int j = ch->first; j < ch->first + ch->n; j++) {
-            const cost_route_t *r = &ct->routes[ct->xfers[j].route];
-            double rate = r->bw / ct->times[j].flows;
-            if (r->cap > 0)
-                rate = fmin(rate, r->cap * ct->conns);
-            double own = fmin(ct->times[j].pace, ct->xfers[j].bytes / rate);
-            double hop = ct->times[j].delay + own / ch->chunks;
-            fill += hop;
-            if (own > pace) {
-                pace = own;
-                slow = hop;
-            }
-        }
-        best = fmax(best, fill - slow + pace);
-    }
-    if (ct->serial_s > best)
-        best = ct->serial_s;
     int held = conn_s > bw_s;
     bw_s = fmax(bw_s, conn_s);
     double overhead = best - bw_s;
@@ -477,12 +575,11 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
                        .confidence = link < 0 || best <= 0 ? 1.0 : bw_s / best};
 }
 
-/* The smallest chunk each strategy pipelines in: meshcast's MC_MIN_CHUNK_BYTES, NCCL's Simple
- * step for the ring broadcast; a send/recv is one message. */
+/* The most chunks a transfer moves in: meshcast's trees down to MC_MIN_CHUNK_BYTES; a send/recv
+ * is one message (alpa-bcast's chains have their own counts, cost_chain_t). */
 static int max_chunks(mc_cost_strategy_t s, double bytes)
 {
-    double step = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : COST_NCCL_STEP;
-    double c = s == MC_COST_P2P ? 1 : floor(bytes / step);
+    double c = s == MC_COST_MESHCAST ? floor(bytes / COST_MESHCAST_CHUNK) : 1;
     return c < 1 ? 1 : c > 1024 ? 1024 : (int)c;
 }
 

@@ -37,10 +37,12 @@ typedef struct cost_time {
     double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
                      * strategy without channels */
     double first, last; /* arrival of its first and last chunk */
+    int link;       /* its busiest link */
+    double drained; /* from a holder: when its bytes are through (drain_from_holders) */
 } cost_time_t;
 
 /* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
- * it pipelines in on its own (cost_traffic.c, chain_best). */
+ * it pipelines in on its own (cost_traffic.c, chain_chunks). */
 typedef struct cost_chain {
     int first, n;
     int chunks;
@@ -75,8 +77,11 @@ struct mc_cost_topo {
     char *host_switched;    /* the host has an NVSwitch: a ring never beats a star there */
     signed char *host_relays; /* a relay GPU widens some path of the host: 1, never: 0,
                                * not known yet: -1 */
+    int *gpu_nic;           /* GPU -> the NIC NCCL picks for it (mc_topo_nearest_nics), looked
+                             * up on the first alpa-bcast estimate */
     /* per call */
     double *load;       /* bytes per link */
+    double *lstart;     /* per link: when the holders' transfers on it start moving bytes */
     int *flows;         /* transfers per link */
     int *touched, ntouched;
     cost_xfer_t *xfers;
@@ -87,7 +92,9 @@ struct mc_cost_topo {
     double *host_out;   /* bytes each host sends across (source-host choice) */
     cost_chain_t *chains;   /* alpa-bcast's chains, chain_cap of them */
     int nchains, chain_cap;
-    double serial_s;    /* one-at-a-time work (alpa's rounds): the estimate is at least this */
+    int64_t *step_keys;     /* chain transfers per (link, depth): an open hash, step_cap slots */
+    int *step_count;
+    int step_cap, step_mask;
     cost_fan_t fan;     /* how a share fans out inside a host */
     int channels;       /* the most channels the strategy cuts a tree into (1: none) */
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
@@ -96,6 +103,21 @@ struct mc_cost_topo {
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
 };
+
+static inline int64_t step_key(int link, int depth)
+{
+    return (int64_t)link << 20 | depth;
+}
+
+/* The slot of (link, depth) in ct->step_keys: its own, or the empty one where it goes. */
+static inline int step_slot(const struct mc_cost_topo *ct, int link, int depth)
+{
+    int64_t key = step_key(link, depth);
+    int s = (int)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 40) & ct->step_mask;
+    while (ct->step_keys[s] != -1 && ct->step_keys[s] != key)
+        s = (s + 1) & ct->step_mask;
+    return s;
+}
 
 /* Adds a transfer of bytes from GPU a to GPU b along their route, after transfer `after` (-1:
  * a holder sends). *x gets its index, or `after` when nothing moves (a == b). */

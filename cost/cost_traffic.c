@@ -10,6 +10,9 @@
 
 #include "cost/cost_internal.h"
 
+/* The most chains NCCL's ring broadcast runs (synth_alpa_bcast.c, BCAST_MAX_CHAINS). */
+#define BCAST_MAX_CHAINS 32
+
 /* The holder in hs[0..n) that has sent the least so far (the first on ties). */
 static int least_sent(const mc_cost_topo_t *ct, const int *gpus, int n)
 {
@@ -357,15 +360,15 @@ static double chain_time(const double *delay, const double *bw, int n, double by
     return first + (c - 1) * slowest;
 }
 
-/* The chain's time at the chunk count NCCL's steps (512 KiB) allow that is best for it: near
- * sqrt(bytes x (sum of 1/bw less the slowest's) / the slowest's delay), which minimizes the
- * time when one route is the slowest at every count; *chunks gets that count. NCCL's steps
- * are of a chain's half: each of its two duplicated channels moves one. */
-static double chain_best(const double *delay, const double *bw, int n, double bytes, int *chunks)
+/* The chunk count NCCL's steps (512 KiB) allow that is best for a chain alone, as the strategy
+ * picks it (synth_chain_chunks): near sqrt(bytes x (sum of 1/bw less the slowest's) / the
+ * slowest's delay), which minimizes its time when one route is the slowest at every count.
+ * NCCL's steps are of a chain's half: each of its two duplicated channels moves one. */
+static int chain_chunks(const double *delay, const double *bw, int n, double bytes)
 {
-    *chunks = 1;
+    int chunks = 1;
     if (n == 0)
-        return 0;
+        return 1;
     int slow = 0;
     double inv = 0;
     for (int i = 0; i < n; i++) {
@@ -381,55 +384,122 @@ static double chain_best(const double *delay, const double *bw, int n, double by
         double t = chain_time(delay, bw, n, bytes, (int)counts[k]);
         if (t < best) {
             best = t;
-            *chunks = (int)counts[k];
+            chunks = (int)counts[k];
         }
     }
-    return best;
+    return chunks;
+}
+
+/* Scratch for one broadcast's ring plan, sized for every GPU (alpa_tensor). */
+typedef struct ring_scratch {
+    int *group;     /* the sender, then the destinations in the consumer mesh's order */
+    int *run_of;    /* per host: its run (index among the group's hosts), -1 when none */
+    int *start;     /* per run: where its GPUs start in gpus[] (nruns + 1 of them) */
+    int *gpus;      /* the group's GPUs run by run, in rank order inside a run */
+    int *entry;     /* per run: its GPUs that bring a NIC no earlier GPU of it brought */
+    int *nentries;
+    double *delay, *bw; /* one chain's routes, for its chunk count */
+} ring_scratch_t;
+
+/* NCCL's ring broadcast of a piece as alpa-bcast runs it (synth_ring.c): the ring keeps each
+ * host's ranks together, hosts in rank order; it runs one chain per NIC that every host of the
+ * group can drive (none but one inside a single host), chain c entering each host other than the
+ * sender's at the c-th GPU of it that brings a NIC of its own, and the bytes split evenly over
+ * the chains (each chain is NCCL's two duplicated channels: ct->conns). Returns the chain count;
+ * *nruns gets the group's hosts, whose GPUs are in rs->gpus run by run, entries in rs->entry. */
+static int ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_out)
+{
+    int nruns = 0;
+    for (int i = 0; i < n; i++) {
+        int h = ct->gpu_host[rs->group[i]];
+        if (rs->run_of[h] < 0) {
+            rs->run_of[h] = nruns;
+            rs->start[++nruns] = 0;
+        }
+        rs->start[rs->run_of[h] + 1]++;
+    }
+    rs->start[0] = 0;
+    for (int r = 0; r < nruns; r++) {
+        rs->start[r + 1] += rs->start[r];
+        rs->nentries[r] = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int g = rs->group[i], r = rs->run_of[ct->gpu_host[g]];
+        int pos = rs->start[r] + rs->nentries[r]++; /* nentries counts placed GPUs for now */
+        rs->gpus[pos] = g;
+    }
+    int nchains = nruns > 1 ? BCAST_MAX_CHAINS : 1;
+    for (int r = 0; r < nruns; r++) {
+        int k = 0;
+        for (int j = rs->start[r]; j < rs->start[r + 1]; j++) {
+            int net = ct->gpu_nic[rs->gpus[j]], fresh = net >= 0;
+            for (int e = 0; e < k && fresh; e++)
+                fresh = ct->gpu_nic[rs->gpus[rs->start[r] + rs->entry[rs->start[r] + e]]] != net;
+            if (fresh)
+                rs->entry[rs->start[r] + k++] = j - rs->start[r];
+        }
+        rs->nentries[r] = k;
+        if (nruns > 1 && k < nchains)
+            nchains = k;
+        rs->run_of[ct->gpu_host[rs->gpus[rs->start[r]]]] = -1;
+    }
+    *nruns_out = nruns;
+    return nchains < 1 ? 1 : nchains;
 }
 
 /* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
- * its own): each is a pipelined chain (above). Alpa's workers issue every broadcast at once (no
- * barrier between its solver's rounds), so they share the links (the transfers, timed together)
- * and the estimate is at least the slowest chain alone. */
+ * its own): each is NCCL's ring broadcast (ring_plan), every chain of it pipelined. Alpa's workers
+ * issue every broadcast at once (no barrier between its solver's rounds), so they share the links
+ * (the transfers, timed together) and the estimate is at least the slowest chain alone. */
 static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int tensor, int mesh,
-                               double *delay, double *bw, mc_err_t *err)
+                               ring_scratch_t *rs, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     const mc_mesh_t *m = &task->meshes[mesh];
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        int any = 0;
-        for (int k = 0; k < m->ndevices && !any && p->tensor == tensor; k++)
-            any = mc_ints_contain(p->dests, p->ndests, m->devices[k]);
-        if (!any)
+        int n = 1;
+        for (int k = 0; k < m->ndevices && p->tensor == tensor; k++)
+            if (mc_ints_contain(p->dests, p->ndests, m->devices[k]))
+                rs->group[n++] = m->devices[k];
+        if (n == 1)
             continue;
         /* Alpa balances senders by host: the holder on the host that has sent the least */
-        int prev = p->holders[0], after = -1, hops = 0;
+        int root = p->holders[0];
         for (int k = 1; k < p->nholders; k++) {
-            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[prev];
+            int g = p->holders[k], hg = ct->gpu_host[g], hp = ct->gpu_host[root];
             if (ct->host_out[hg] < ct->host_out[hp] ||
-                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[prev]))
-                prev = g;
+                (ct->host_out[hg] == ct->host_out[hp] && ct->gpu_out[g] < ct->gpu_out[root]))
+                root = g;
         }
-        ct->host_out[ct->gpu_host[prev]] += (double)p->bytes;
-        int first = ct->nxfers; /* the chain's transfers (its fill: cost.c, time_of) */
-        for (int k = 0; k < m->ndevices && st == MC_OK; k++) {
-            int d = m->devices[k];
-            if (!mc_ints_contain(p->dests, p->ndests, d))
-                continue;
-            st = cost_send(ct, prev, d, (double)p->bytes, after, &after, err);
-            if (st == MC_OK && prev != d) {
-                const cost_route_t *r = cost_last_route(ct);
-                bw[hops] = r->cap > 0 ? fmin(r->bw, r->cap * ct->conns) : r->bw;
-                delay[hops++] = r->delay;
+        ct->host_out[ct->gpu_host[root]] += (double)p->bytes;
+        rs->group[0] = root;
+        int nruns, nchains = ring_plan(ct, rs, n, &nruns);
+        double bytes = (double)p->bytes / nchains;
+        for (int c = 0; c < nchains && st == MC_OK; c++) {
+            int first = ct->nxfers, after = -1, hops = 0, prev = root;
+            for (int r = 0; r < nruns && st == MC_OK; r++) {
+                int len = rs->start[r + 1] - rs->start[r];
+                int at = r > 0 && rs->nentries[r] ? rs->entry[rs->start[r] + c % rs->nentries[r]]
+                                                  : 0;
+                for (int j = 0; j < len && st == MC_OK; j++) {
+                    int d = rs->gpus[rs->start[r] + (at + j) % len];
+                    if (d == prev)
+                        continue;
+                    st = cost_send(ct, prev, d, bytes, after, &after, err);
+                    if (st == MC_OK) {
+                        const cost_route_t *rt = cost_last_route(ct);
+                        rs->bw[hops] = rt->cap > 0 ? fmin(rt->bw, rt->cap * ct->conns) : rt->bw;
+                        rs->delay[hops++] = rt->delay;
+                    }
+                    prev = d;
+                }
             }
-            prev = d;
+            MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
+            ct->chains[ct->nchains++] = (cost_chain_t){
+                .first = first, .n = ct->nxfers - first,
+                .chunks = chain_chunks(rs->delay, rs->bw, hops, bytes)};
         }
-        int chunks;
-        ct->serial_s = fmax(ct->serial_s, chain_best(delay, bw, hops, (double)p->bytes, &chunks));
-        MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
-        ct->chains[ct->nchains++] = (cost_chain_t){.first = first, .n = ct->nxfers - first,
-                                                   .chunks = chunks};
     }
     return st;
 }
@@ -437,13 +507,25 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
 mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    double *delay = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
-    double *bw = mc_xmalloc(sizeof(double) * (size_t)ct->topo->ngpus);
+    size_t ng = (size_t)ct->topo->ngpus + 2, nh = (size_t)ct->topo->nhosts;
+    if (!ct->gpu_nic)
+        ct->gpu_nic = mc_topo_nearest_nics(ct->topo);
+    ring_scratch_t rs = {mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * (nh ? nh : 1)),
+                         mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
+                         mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
+                         mc_xmalloc(sizeof(double) * ng), mc_xmalloc(sizeof(double) * ng)};
+    memset(rs.run_of, 0xff, sizeof(int) * nh);
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
         for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
-            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, delay,
-                             bw, err);
-    free(delay);
-    free(bw);
+            st = alpa_tensor(ct, task, t, mc_tensor_consumer(&task->tensors[t], c)->mesh, &rs,
+                             err);
+    free(rs.group);
+    free(rs.run_of);
+    free(rs.start);
+    free(rs.gpus);
+    free(rs.entry);
+    free(rs.nentries);
+    free(rs.delay);
+    free(rs.bw);
     return st;
 }

@@ -150,6 +150,9 @@ double mc_topo_gpu_egress_bw(const mc_topo_t *t, int gpu);
 /* Sum of a host's network port bandwidths towards the network (bytes/s); 0 for a single host
  * with no network. */
 double mc_topo_host_net_bw(const mc_topo_t *t, int host);
+/* Per GPU, the network port (node id) of its own host NCCL picks for it: the one reached in the
+ * fewest hops, the lowest id on ties; -1 where the host has none. A new array (free it). */
+int *mc_topo_nearest_nics(const mc_topo_t *t);
 
 /* What a GPU has, for reports. */
 typedef struct mc_gpu_summary {

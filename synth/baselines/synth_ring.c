@@ -13,60 +13,13 @@
 struct synth_ring {
     const mc_topo_t *topo;
     int *local_net;  /* per GPU: the nearest network port of its own host (node id), -1 if none */
-    int *out_start, *out_links; /* outgoing links per node, CSR */
 };
-
-/* Breadth-first search from a GPU over directed links; the first network port of the GPU's own
- * host reached is the NIC NCCL would pick for it (PIX/PXB before SYS, NVLink detours cost hops). */
-static int nearest_net(const synth_ring_t *r, int gpu, int *dist, int *queue)
-{
-    const mc_topo_t *t = r->topo;
-    int src = t->gpu_node[gpu], host = t->nodes[src].host, head = 0, tail = 0, best = -1;
-    for (int i = 0; i < t->nnodes; i++)
-        dist[i] = -1;
-    dist[src] = 0;
-    queue[tail++] = src;
-    while (head < tail) {
-        int u = queue[head++];
-        if (best >= 0 && dist[u] > dist[best])
-            break;
-        if (t->nodes[u].kind == MC_NODE_NET && t->nodes[u].host == host &&
-            (best < 0 || u < best))
-            best = u;
-        for (int k = r->out_start[u]; k < r->out_start[u + 1]; k++) {
-            int v = t->links[r->out_links[k]].dst;
-            if (dist[v] < 0) {
-                dist[v] = dist[u] + 1;
-                queue[tail++] = v;
-            }
-        }
-    }
-    return best;
-}
 
 synth_ring_t *synth_ring_new(const mc_topo_t *topo)
 {
     synth_ring_t *r = mc_xcalloc(1, sizeof(*r));
-    int n = topo->nnodes;
     r->topo = topo;
-    r->out_start = mc_xcalloc((size_t)n + 1, sizeof(int));
-    r->out_links = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks ? topo->nlinks : 1));
-    for (int l = 0; l < topo->nlinks; l++)
-        r->out_start[topo->links[l].src + 1]++;
-    for (int i = 0; i < n; i++)
-        r->out_start[i + 1] += r->out_start[i];
-    int *fill = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    memcpy(fill, r->out_start, sizeof(int) * (size_t)n);
-    for (int l = 0; l < topo->nlinks; l++)
-        r->out_links[fill[topo->links[l].src]++] = l;
-    int *dist = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    int *queue = mc_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    r->local_net = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus ? topo->ngpus : 1));
-    for (int g = 0; g < topo->ngpus; g++)
-        r->local_net[g] = nearest_net(r, g, dist, queue);
-    free(fill);
-    free(dist);
-    free(queue);
+    r->local_net = mc_topo_nearest_nics(topo);
     return r;
 }
 
@@ -75,8 +28,6 @@ void synth_ring_free(synth_ring_t *r)
     if (!r)
         return;
     free(r->local_net);
-    free(r->out_start);
-    free(r->out_links);
     free(r);
 }
 

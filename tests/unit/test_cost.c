@@ -53,6 +53,18 @@ static mc_cost_t cost_of(mc_cost_topo_t *ct, const mc_task_t *t, mc_cost_strateg
     return c;
 }
 
+/* A strategy's estimate for a task on topo, and in *sim its schedule's simulated time. */
+static mc_cost_t against_sim(mc_topo_t *topo, const char *text, mc_cost_strategy_t s, double *sim)
+{
+    mc_task_t *t = task_of(text);
+    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
+    mc_cost_t c = cost_of(ct, t, s);
+    *sim = sim_of(mc_cost_strategy_name(s), t, topo);
+    mc_task_free(t);
+    mc_cost_topo_free(ct);
+    return c;
+}
+
 /* 1 GiB from GPU 0 to GPU 4 (another host): the 10 Gb/s NIC's 1.25 GB/s, one network overhead
  * of 14 us and the route's hop latencies, exactly what the simulator gives. */
 static void test_single_transfer(void **state)
@@ -72,6 +84,23 @@ static void test_single_transfer(void **state)
     }
     mc_task_free(t);
     mc_cost_topo_free(ct);
+    mc_topo_free(topo);
+}
+
+/* p2p's broadcast of 4 MiB from GPU 0 over two MI300X boxes: GPU 0's xGMI link to GPU 1 carries
+ * the send to GPU 1 and, as the route to the other box goes through GPU 1's NIC, one send there.
+ * The local send starts after xGMI's message delay (3.4 + 0.5 us), the other after the network's;
+ * the link moves bytes from the first start on and both end with its 8 MiB through: 3.9 us +
+ * 8 MiB / 48 GB/s, exactly the simulated time (the estimate was the network send's delay, 22.5
+ * us, plus the link's busy time: 10.4% above). */
+static void test_p2p_link_starts_early(void **state)
+{
+    mc_topo_t *topo = load("topologies/mi300x-x2.xml");
+    double sim;
+    mc_cost_t c = against_sim(topo, "mesh S={g:1}@0\nmesh D={g:15}@1..15\n"
+                                    "move f32[1024,1024] S[_,_] -> D[_,_]\n", MC_COST_P2P, &sim);
+    if (fabs(c.seconds - (3.9e-6 + 8388608 / 48e9)) > 1e-12 || fabs(c.seconds - sim) > 1e-9 * sim)
+        fail_msg("p2p estimate %.12g s, simulated %.12g s", c.seconds, sim);
     mc_topo_free(topo);
 }
 
@@ -133,17 +162,25 @@ static void test_paper_case1(void **state)
 static void test_alpa_at_once(void **state)
 {
     mc_topo_t *topo = load("topologies/aws-p3.8xlarge-x5.xml");
-    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
-    mc_task_t *t = task_of("mesh A={x:3}@[0,4,8]\nmesh B={x:3}@[5,9,1]\n"
-                           "move u8[805306368] A[x] -> B[x]\n");
-    mc_cost_t c = cost_of(ct, t, MC_COST_ALPA_BCAST);
-    double sim = sim_of("alpa-bcast", t, topo);
+    double sim;
+    mc_cost_t c = against_sim(topo, "mesh A={x:3}@[0,4,8]\nmesh B={x:3}@[5,9,1]\n"
+                                    "move u8[805306368] A[x] -> B[x]\n", MC_COST_ALPA_BCAST, &sim);
     assert_true(c.seconds >= 268435456 / 1.25e9 && c.seconds < 1.1 * 268435456 / 1.25e9);
     if (fabs(c.seconds - sim) > 0.02 * sim)
         fail_msg("alpa-bcast estimate %.9g s, simulated %.9g s", c.seconds, sim);
-    mc_task_free(t);
-    mc_cost_topo_free(ct);
     mc_topo_free(topo);
+}
+
+/* alpa-bcast's estimate for a task on topo: its busiest link takes busiest_s, and it is within 5%
+ * of the simulated schedule. */
+static mc_cost_t alpa_close(mc_topo_t *topo, const char *text, double busiest_s)
+{
+    double sim;
+    mc_cost_t c = against_sim(topo, text, MC_COST_ALPA_BCAST, &sim);
+    if (fabs(c.bandwidth_s - busiest_s) > 1e-12 || fabs(c.seconds - sim) > 0.05 * sim)
+        fail_msg("alpa-bcast estimate %.9g s, busiest link %.9g s (expected %.9g s), simulated "
+                 "%.9g s", c.seconds, c.bandwidth_s, busiest_s, sim);
+    return c;
 }
 
 /* alpa-bcast: 8 pieces of 4 MiB from host 0's GPUs, each replicated on host 3's 8 GPUs by a
@@ -159,17 +196,23 @@ static void test_alpa_chain_fill(void **state)
     mc_route_t r; /* GPU 24 to 25: one NVLink hop of the chains */
     mc_err_t err = {0};
     assert_int_equal(mc_topo_route(topo, 24, 25, &r, &err), MC_OK);
-    mc_task_t *t = task_of("mesh A={gpu:8}@0..7\nmesh D={gpu:8}@24..31\n"
-                           "move bf16[16,256,64,64] A[gpu,_,_,_] -> D[_,_,_,_]\n");
-    mc_cost_topo_t *ct = mc_cost_topo_new(topo);
-    mc_cost_t c = cost_of(ct, t, MC_COST_ALPA_BCAST);
-    double sim = sim_of("alpa-bcast", t, topo);
-    assert_true(fabs(c.bandwidth_s - 33554432 / 48e9) < 1e-12);
-    if (c.seconds < c.bandwidth_s + 7 * 8 * 1048576 / r.bw || fabs(c.seconds - sim) > 0.05 * sim)
-        fail_msg("alpa-bcast estimate %.9g s, busiest link %.9g s, simulated %.9g s", c.seconds,
-                 c.bandwidth_s, sim);
-    mc_task_free(t);
-    mc_cost_topo_free(ct);
+    mc_cost_t c = alpa_close(topo, "mesh A={gpu:8}@0..7\nmesh D={gpu:8}@24..31\n"
+                                   "move bf16[16,256,64,64] A[gpu,_,_,_] -> D[_,_,_,_]\n",
+                             33554432 / 48e9);
+    assert_true(c.seconds >= c.bandwidth_s + 7 * 8 * 1048576 / r.bw);
+    mc_topo_free(topo);
+}
+
+/* alpa-bcast between hosts: NCCL's ring broadcast runs one chain per NIC every host of the group
+ * can drive (synth_ring.c), so 64 MiB from GPU 0 to the 31 other GPUs of four DGX A100 (each pair
+ * of GPUs behind one PCIe switch picks the same NIC: 4 per host) splits over 4 chains: the busiest
+ * link, a PCIe link to a NIC at 24 GB/s, carries 16 MiB, and the estimate is within 5% of the
+ * schedule. The model of one chain through one NIC had all 64 MiB on it and was 166% above. */
+static void test_alpa_chains_per_nic(void **state)
+{
+    mc_topo_t *topo = load("topologies/dgx-a100-x4.xml");
+    alpa_close(topo, "mesh S={g:1}@0\nmesh D={g:31}@1..31\nmove f32[4096,4096] S[_,_] -> D[_,_]\n",
+               16777216 / 24e9);
     mc_topo_free(topo);
 }
 
@@ -397,9 +440,11 @@ int main(void)
         cmocka_unit_test(test_paper_case1),
         cmocka_unit_test(test_alpa_at_once),
         cmocka_unit_test(test_alpa_chain_fill),
+        cmocka_unit_test(test_alpa_chains_per_nic),
         cmocka_unit_test(test_relay_depth),
         cmocka_unit_test(test_relay_as_entered),
         cmocka_unit_test(test_connection_limit),
+        cmocka_unit_test(test_p2p_link_starts_early),
         cmocka_unit_test(test_route_floor),
         cmocka_unit_test(test_relay_channels),
         cmocka_unit_test(test_nothing_and_errors),
