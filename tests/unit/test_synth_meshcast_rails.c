@@ -1,8 +1,9 @@
-/* Tests for the rail-stripe candidates (candidates_rails.c) on 4 DGX A100 hosts joined by 8 rails:
- * the stripe split of a one-GPU broadcast loads no link beyond bytes over the root host's rate
- * to its NICs (closed form), shares leaving one host divide its rails, each on its
- * root's own, and the whole strategy brings the broadcast within 1.25x of that rate under an
- * rlimit (1.63x before these trees). */
+/* Tests for the rail-stripe candidates (candidates_rails.c) on 4 DGX A100 hosts joined by 8 rails
+ * (and 8 OCI A100 hosts): the stripe split of a one-GPU broadcast loads no link beyond bytes over
+ * the root host's rate to its NICs (closed form), over 8 hosts through two-level trees at most 4
+ * edges deep; shares leaving one host divide its rails, each on its root's own; and the whole
+ * strategy brings the broadcast within 1.25x of that rate under an rlimit (1.63x before these
+ * trees). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,45 @@ static void test_stripe_split_at_host_nic_rate(void **state)
     mc_task_free(task);
 }
 
+/* On 8 OCI A100 hosts (7 remote), the split is over two-level trees: the root's hop to the GPU
+ * on each rail, that GPU's crossing to a hub host, the hub's crossings to the other six, the
+ * fan-outs: 4 edges deep at most (a chain across 7 hosts is 9), the busiest link again at the
+ * host's rate to its NICs. */
+static void test_hub_trees_shallow(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = NULL;
+    mc_err_t err = {0};
+    if (mc_topo_load("topologies/oci-a100-x8.xml", &topo, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+    mc_task_t *task = task_of("S={g:1}@0", "D={g:63}@1..63", "f32[8192,8192] S[_,_] -> D[_,_]");
+    mc_shares_t sh = {0};
+    mc_cands_t cs = {0};
+    int units;
+    rails_of(topo, task, &sh, &cs, &units);
+    double *load = calloc((size_t)topo->nlinks, sizeof(double)), most = 0;
+    int striped = 0;
+    for (int c = 0; c < cs.n; c++) {
+        if (cs.c[c].stripe <= 0)
+            continue;
+        striped++;
+        assert_true(cs.c[c].depth <= 4);
+        for (int i = 0; i < cs.c[c].nlinks; i++)
+            load[cs.c[c].links[i]] +=
+                cs.c[c].stripe * BCAST_BYTES * cs.c[c].mult[i] / topo->links[cs.c[c].links[i]].bw;
+    }
+    for (int l = 0; l < topo->nlinks; l++)
+        most = load[l] > most ? load[l] : most;
+    assert_int_equal(striped, 8 * 7);
+    assert_int_equal(units % 56, 0);
+    assert_true(most <= BCAST_BYTES / rails_rate(topo) * (1 + 1e-9));
+    free(load);
+    mc_cands_free(&cs);
+    mc_shares_free(&sh);
+    mc_task_free(task);
+    mc_topo_free(topo);
+}
+
 /* Host 0 sharded over its 8 GPUs, every other host replicated: 8 shares leave host 0, each
  * stripes over its own root's rail only (no NVLink hop before its NIC). */
 static void test_shares_divide_rails(void **state)
@@ -176,6 +216,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stripe_split_at_host_nic_rate),
+        cmocka_unit_test(test_hub_trees_shallow),
         cmocka_unit_test(test_shares_divide_rails),
         cmocka_unit_test(test_broadcast_near_host_nic_rate),
     };
