@@ -324,12 +324,14 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     *units = lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE : (int)(lcm * times);
     /* trees the shapes already had (one rail host reached from a holder on every rail), or
      * stripe trees too small to pipeline over their hops: the share is left as it was, its plan
-     * found as before (the trees stay candidates) */
+     * found as before (kept as mere candidates, the trees moved a 4 MiB broadcast over 4 p4d
+     * hosts from 2.83 to 3.29 of the bound) */
     if (cs->n == before || times == 0 || least * (double)pc->bytes < MC_RAIL_TREE_MIN) {
         *units = 0;
         for (int k = 0; k < ndev; k++)
             for (int i = 0; i < nper[k]; i++)
                 cs->c[per_rail[(size_t)k * (size_t)r.capmade + i]].stripe = 0;
+        mc_cands_truncate(cs, before);
     }
     free(per_rail);
     free(nper);

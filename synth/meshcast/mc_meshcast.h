@@ -74,6 +74,8 @@ typedef struct mc_cands {
 mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                                const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
+/* Drops the candidates from index n on. */
+void mc_cands_truncate(mc_cands_t *cs, int n);
 
 /* The host a share's rail stripes leave from: its own holder host, or the one host that holds
  * its piece; -1 when its holders span hosts (the shapes rotate over them, candidates.c). */
@@ -86,8 +88,9 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
  * (taken: per GPU, its rail given to an earlier share; the caller zeroes it once): a share has
  * trees on its own rails only. Sets each tree's stripe: the split that gives each of them an
  * equal part, spread evenly over the rail's two-level trees (over its chains where there are
- * none), and *units: the share's units, so that this split is whole units; stripes and units
- * are 0 where no tree was added or a tree of the split would carry under 1 MiB. */
+ * none), and *units: the share's units, so that this split is whole units. Where no tree was
+ * added or a tree of the split would carry under 1 MiB, the trees it added are dropped again and
+ * stripes and units are 0: the share is exactly as the shapes left it. */
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, char *taken,
                                int *units, mc_err_t *err);
