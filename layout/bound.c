@@ -90,11 +90,34 @@ static double set_capacity(const mc_topo_t *topo, const mc_bound_ctx_t *al, cons
     return flow;
 }
 
-/* What the terms read (mc_bound_ctx_t). The least message overhead each resource's traffic pays:
- * every message waits the largest alpha of its route's link kinds before its bytes move, so
- * nothing enters a GPU before the cheapest alpha of its incoming links, nothing leaves one before
- * the cheapest of its outgoing links, and nothing crosses between hosts before the cheapest alpha
- * of a cross-host link. */
+/* The least latency of a path from any GPU to each node (to != 0: from each node to any GPU) over
+ * the links that some route takes, into dist[topo->nnodes]: relaxed link by link until nothing
+ * changes (a few passes: paths in a topology are a few links long). */
+static void gpu_distances(const mc_topo_t *topo, const double *cap, int to, double *dist)
+{
+    for (int v = 0; v < topo->nnodes; v++)
+        dist[v] = topo->nodes[v].kind == MC_NODE_GPU ? 0 : INFINITY;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < topo->nlinks; i++) {
+            const mc_link_t *l = &topo->links[i];
+            int from = to ? l->dst : l->src, at = to ? l->src : l->dst;
+            if (cap[i] > 0 && dist[from] + l->latency < dist[at]) {
+                dist[at] = dist[from] + l->latency;
+                changed = 1;
+            }
+        }
+    }
+}
+
+/* What the terms read (mc_bound_ctx_t). The least fixed cost of the messages each resource's
+ * traffic pays (docs/synthesis.md, "Latency in the bound"): the simulator holds every message of
+ * a route for the largest alpha of its link kinds plus the sum of its links' latencies before its
+ * bytes move, and a route is a path from a GPU to a GPU over links that some route takes. So a
+ * message that crosses link l waits at least alpha(l) + the least latency of such a path through
+ * l. Nothing enters a GPU before the least of that over its incoming links, nothing leaves one
+ * before the least over its outgoing links, and nothing crosses between hosts before the least
+ * over the links whose ends are on different hosts. */
 static void ctx_init(mc_bound_ctx_t *a, const mc_task_t *task, const mc_topo_t *topo)
 {
     a->ncls = mc_bound_classes(task, &a->cls);
@@ -106,21 +129,30 @@ static void ctx_init(mc_bound_ctx_t *a, const mc_task_t *task, const mc_topo_t *
     mc_bound_index_init(&a->index, topo);
     for (int g = 0; g < topo->ngpus; g++)
         a->in[g] = a->out[g] = INFINITY;
+    double *from = mc_xmalloc(sizeof(double) * (size_t)(topo->nnodes + 1));
+    double *to = mc_xmalloc(sizeof(double) * (size_t)(topo->nnodes + 1));
+    gpu_distances(topo, a->index.cap, 0, from);
+    gpu_distances(topo, a->index.cap, 1, to);
     for (int i = 0; i < topo->nlinks; i++) {
         const mc_link_t *l = &topo->links[i];
         const mc_node_t *s = &topo->nodes[l->src], *d = &topo->nodes[l->dst];
-        double al = mc_topo_alpha(l->kind);
-        if (s->host != d->host)
-            a->cross = fmin(a->cross, al);
-        if (d->kind == MC_NODE_GPU && d->gpu >= 0) {
-            a->in[d->gpu] = fmin(a->in[d->gpu], al);
+        if (d->kind == MC_NODE_GPU && d->gpu >= 0)
             a->in_bw[d->gpu] += a->index.cap[i];
-        }
-        if (s->kind == MC_NODE_GPU && s->gpu >= 0) {
-            a->out[s->gpu] = fmin(a->out[s->gpu], al);
+        if (s->kind == MC_NODE_GPU && s->gpu >= 0)
             a->out_bw[s->gpu] += a->index.cap[i];
-        }
+        /* a link no route takes carries no message */
+        if (!(a->index.cap[i] > 0))
+            continue;
+        double al = mc_topo_alpha(l->kind) + l->latency;
+        if (s->host != d->host)
+            a->cross = fmin(a->cross, al + from[l->src] + to[l->dst]);
+        if (d->kind == MC_NODE_GPU && d->gpu >= 0)
+            a->in[d->gpu] = fmin(a->in[d->gpu], al + from[l->src]);
+        if (s->kind == MC_NODE_GPU && s->gpu >= 0)
+            a->out[s->gpu] = fmin(a->out[s->gpu], al + to[l->dst]);
     }
+    free(from);
+    free(to);
 }
 
 static void ctx_free(mc_bound_ctx_t *a)

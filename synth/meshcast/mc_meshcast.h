@@ -95,6 +95,20 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, char *taken,
                                int *units, mc_err_t *err);
 
+/* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
+ * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;
+ * *root gets the root of its star (its first holder). */
+int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *root);
+/* How many other hosts than root's the share's destinations are on; -1 when fewer than two of
+ * them share root's host (no stripe to make). */
+int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root);
+/* Appends one tree per destination e of the share on root's host: root -> e, then from e to every
+ * other destination (the host's shortest-path tree from e; the other hosts entered on e's rail,
+ * as a tree of the given fan-out over their entry GPUs below e: 1 a chain, 0 each from e). Nothing
+ * where mc_cands_relay_hosts is -1. */
+mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                                int root, int fanout, mc_err_t *err);
+
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
  * earlier candidate of the same piece; *index gets the new or the repeated one's index (-1 when
@@ -277,6 +291,13 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 /* The plan that sends every piece whole, in one phase, on the candidate that carries most of it
  * in sol: the same trees without the small splits the estimate favoured. */
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
+/* A solution's estimate with every tree's pipeline fill at the pace of its busiest link: per
+ * phase, the busiest link, or the slowest tree as busy + (depth - 1) busy / n + n hop, busy its
+ * busiest link's load, n its chunks at their best but none below min_chunk (cand[c]: plan
+ * candidate c's tree; unit_bytes[p]: plan piece p's unit). Ranks the starting plans
+ * (synth_meshcast_fill.c). */
+int64_t mc_plan_fill_ps(const mc_plan_t *pl, const mc_cand_t *const *cand,
+                        const uint64_t *unit_bytes, uint64_t min_chunk, const mc_plan_sol_t *s);
 
 /* Whole units from fractional ones (x[c]: units of candidate c), in one phase: each candidate
  * keeps its whole part and the units left over go, one at a time, to the largest fractions
@@ -356,6 +377,12 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
  * overheads fall at different instants; the planned rates are stated again. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t min_bytes);
+/* Into *out, a copy of s whose pieces that have trees in relays (each piece's together) move on
+ * those instead, the piece's bytes split evenly over them (multiples of 4 KiB), in phase 0, each
+ * in its best chunk count at its planned rate (none below min_chunk bytes, unless alone it has
+ * more); rates planned (synth_meshcast_striped.c). */
+mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,
+                             uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 /* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
 #define MC_STAGGER_MAX 3
 

@@ -4,6 +4,7 @@
  * schedule is validated here and states in its params how far its simulated time is from the
  * lower bound. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,20 @@ typedef struct run {
     mc_bound_t bound;       /* the task's lower bound, computed once */
     variant_t kept;         /* the variant the referee kept */
 } run_t;
+
+/* The fluid part of the bound, what pricing aims at: its largest term's bytes over capacity. Not
+ * the binding term's (bound.seconds - latency_s): terms wait different message latencies, so the
+ * binding one can carry fewer bytes (a 16 MiB all-gather over two H100 boxes: host-cut, 23.3 us
+ * plus 20 us between hosts, binds over a cut into one GPU of 37.8 us plus 4.4 us). */
+static double fluid_bound(const mc_bound_t *b)
+{
+    double terms[] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
+                      b->cut_s,     b->flow_s,   b->lp_s};
+    double top = 0;
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+        top = terms[i] > top ? terms[i] : top;
+    return top;
+}
 
 static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
 {
@@ -83,7 +98,7 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
      * memory limit) */
     if (price && !r->opts->memory_limit)
         MC_CHECK_GOTO(mc_cands_price(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
-                                     r->bound.seconds - r->bound.latency_s, r->frac, &r->price,
+                                     fluid_bound(&r->bound), r->frac, &r->price,
                                      err),
                       out, st);
 out:
@@ -173,6 +188,44 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
     return found;
 }
 
+/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
+ * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
+#define MC_MIN_CHUNK_BYTES (128u * 1024u)
+
+/* Each starting plan's estimate with every tree's fill at shared pace (mc_plan_fill_ps), no
+ * lower than the plan's own estimate. The plan's estimate alone let a split over chains across
+ * eight hosts (depth 14) beat whole stars over the hosts (depth 2) on the 64-GPU all-gather:
+ * at 1 GiB 4.96 against 5.10 ms estimated, where the chains simulate at 8.25 ms and the stars,
+ * raced, at 5.21 ms. */
+/* The estimate picks the plan to certify unless its fill at shared pace is more than this many
+ * times another plan's: that estimate paces every level of a tree at its busiest link's whole
+ * load, an upper bound that misjudges near-ties (two MI300X boxes, 64 MiB with (host, gpu)
+ * swapped: the split it preferred by 1.21x, 105.7 against 127.6 us, simulates at 80.5 us, the
+ * estimate's choice at 75.1 us), not factors of 1.94 to 9.4 (all-gathers over four DGX A100,
+ * 1 GiB: 1.32 -> 1.03 of the bound; over eight, 64 MiB and 1 GiB). */
+#define MC_FILL_DECISIVE 1.5
+
+static void ranks(const run_t *r, const mc_comp_t *cp, const mc_plan_sol_t *from, int n,
+                  int64_t *rank)
+{
+    const mc_plan_t *pl = &cp->plan;
+    const mc_cand_t **cand = mc_xmalloc(sizeof(*cand) * (size_t)(pl->ncands + 1));
+    uint64_t *ub = mc_xmalloc(sizeof(uint64_t) * (size_t)(pl->npieces + 1));
+    for (int c = 0; c < pl->ncands; c++)
+        cand[c] = &r->cs.c[cp->cand_ids[c]];
+    for (int p = 0; p < pl->npieces; p++) {
+        const mc_share_t *sh = &r->sh.s[cp->pieces[p]];
+        mc_piece_units(r->task->pieces[sh->piece].bytes, sh->fine, &ub[p]);
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t f = mc_plan_fill_ps(pl, cand, ub, r->chunk ? r->chunk : MC_MIN_CHUNK_BYTES,
+                                    &from[i]);
+        rank[i] = f > from[i].est_ps ? f : from[i].est_ps;
+    }
+    free(cand);
+    free(ub);
+}
+
 /* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
  * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
  * integer model refines the best (the solved plan) and, since the estimate does not see
@@ -229,8 +282,13 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         cp->has[kind] =
             r->price.added && descended(pl, &from[2], nfrom - 2, shared, &cp->plans[kind]);
     }
+    int64_t rank[3 + MC_SPLITS];
+    ranks(r, cp, from, nfrom, rank);
     for (int i = 1; i < nfrom; i++)
         if (from[i].est_ps < from[best].est_ps)
+            best = i;
+    for (int i = 0; i < nfrom; i++)
+        if ((double)rank[best] > MC_FILL_DECISIVE * (double)rank[i])
             best = i;
     int64_t lower = mc_plan_lower_ps(pl);
     uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 3;
@@ -377,10 +435,6 @@ out:
     free(done);
     return st;
 }
-
-/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
- * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
-#define MC_MIN_CHUNK_BYTES (128u * 1024u)
 
 /* How much synthesis may simulate (the solved schedule, then the referee's variants), in
  * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
@@ -539,6 +593,25 @@ static int every_comp_has(const run_t *r, int kind)
     return 1;
 }
 
+/* The tree edges a kind's plans use over the distinct components: what its simulation grows
+ * with (every edge of a tree moves every chunk). */
+static int64_t plan_edges(const run_t *r, int kind)
+{
+    int64_t n = 0;
+    for (int i = 0; i < r->ncomps; i++) {
+        const mc_comp_t *cp = &r->comps[i];
+        const mc_plan_sol_t *sol = &cp->plans[kind];
+        for (int c = 0; cp->same_as < 0 && cp->has[kind] && c < cp->plan.ncands; c++)
+            for (int k = 0; k < sol->nphases; k++)
+                n += sol->units[c * sol->nphases + k] > 0 ? r->cs.c[cp->cand_ids[c]].nedges : 0;
+    }
+    return n;
+}
+
+/* A plan with more than this many times the solved plan's tree edges is raced after the forms
+ * of the fastest kinds: its simulation can take the allowance they need. */
+#define MC_BIG_PLAN 4
+
 /* The referee's table, in the order it is raced: the plans as decoded, cheapest to simulate
  * first, then their staggered forms (the solved plan as decoded is already timed); then the
  * fastest kind re-chunked and, where pricing added trees, evened out and both, each as it is and
@@ -550,9 +623,11 @@ static int variants(const run_t *r, variant_t *out)
                                 MC_PLAN_OTHER2, MC_PLAN_OTHER3, MC_PLAN_OTHER4, MC_PLAN_REPAIRED,
                                 MC_PLAN_SHARED, MC_PLAN_SOLVED};
     int n = 0, nstagger = r->chunk ? 0 : MC_STAGGER_MAX;
+    int64_t big = MC_BIG_PLAN * plan_edges(r, MC_PLAN_SOLVED);
     for (int stagger = 0; stagger <= nstagger; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-            if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]))
+            if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]) &&
+                (!big || plan_edges(r, order[i]) <= big))
                 out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
     /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
      * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
@@ -564,6 +639,11 @@ static int variants(const run_t *r, variant_t *out)
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
                 out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0};
+    /* the plans far larger than the solved one last, as decoded and staggered */
+    for (int stagger = 0; stagger <= nstagger && big; stagger++)
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+            if (every_comp_has(r, order[i]) && plan_edges(r, order[i]) > big)
+                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
     return n;
 }
 
@@ -650,6 +730,123 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
         }
     }
     return MC_OK;
+}
+
+/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
+ * when it does not apply. */
+typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
+                              mc_sched_t **out, mc_err_t *err);
+
+/* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
+ * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
+ * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within an allowance of
+ * its own and up to the fastest time so far; the fastest replaces *s and *v, named plan. Each tree
+ * alone on its connections idles its links between its chunks, which the channels hide
+ * (mc_sched_channels). */
+static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
+                            const char *plan, size_t ntries, mc_err_t *err)
+{
+    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
+    mc_status_t st = MC_OK;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && i < ntries; i++) {
+        mc_sched_t *d = NULL;
+        verdict_t dv;
+        char name[48];
+        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
+        if (!d)
+            break;
+        int n = snprintf(name, sizeof name, "%s", plan);
+        if (tries[i][0] > 1) {
+            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
+            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+        }
+        r->sim_work_left = MC_SIM_CHANNEL_WORK;
+        st = certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+        if (st == MC_OK && dv.simulated && dv.t < v->t) {
+            mc_sched_free(*s);
+            *s = d;
+            *v = dv;
+        } else {
+            mc_sched_free(d);
+        }
+        if (st != MC_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
+                               mc_sched_t **out, mc_err_t *err)
+{
+    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
+}
+
+/* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
+ * and a chain that loads every link once pays one per-message overhead per hop, seven on an
+ * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
+ * bandwidth time (mc_cands_small), the winner *s (timed *v) is raced against itself with those
+ * pieces on their relay trees instead, split evenly (mc_sched_striped), the other hosts entered
+ * as a chain, a binary tree or each from the relay (where they differ). */
+static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    /* the other hosts below each relay as a chain, a binary tree, and each from the relay */
+    static const struct {
+        int fanout, remote; /* differs from the chain from this many other hosts on */
+        const char *name;
+    } sets[] = {{1, 0, "striped"}, {2, 3, "striped-tree"}, {0, 2, "striped-star"}};
+    mc_cands_t relays[3] = {{0}};
+    mc_status_t st = MC_OK;
+    int remote = 0;
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *sh = &r->sh.s[i];
+        const mc_piece_t *pc = &r->task->pieces[sh->piece];
+        int root;
+        if (sh->ndests != pc->ndests ||
+            !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
+            continue;
+        int h = mc_cands_relay_hosts(r->topo, sh, root);
+        remote = h > remote ? h : remote;
+        for (int k = 0; k < 3; k++)
+            MC_CHECK_GOTO(mc_cands_add_relays(&relays[k], r->topo, sh, root, sets[k].fanout, err),
+                          out, st);
+    }
+    for (int k = 0; k < 3; k++)
+        if (relays[k].n && remote >= sets[k].remote)
+            MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays[k], sets[k].name, SIZE_MAX, err),
+                          out, st);
+out:
+    for (int k = 0; k < 3; k++)
+        mc_cands_free(&relays[k]);
+    return st;
+}
+
+static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
+                            mc_sched_t **out, mc_err_t *err)
+{
+    (void)arg;
+    mc_err_t ignored = {0};
+    *out = NULL;
+    if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
+        return MC_OK; /* a task the ring does not take (several consumers) */
+    memcpy((*out)->strategy, winner->strategy, sizeof (*out)->strategy);
+    (void)err;
+    return MC_OK;
+}
+
+/* A race is worth its simulations only this far above the bound. */
+#define MC_ALT_ROOM 1.02
+
+/* Rings (docs/synthesis.md, "Small pieces"): every piece down one chain from its holder through
+ * its destinations in the destination mesh's order, split over NCCL's channels (the nccl-ring
+ * strategy), as it is and in 2 and 4 staggered channels. On an all-gather over boxes joined by
+ * one slow NIC each, the ring crosses every NIC once per piece with no fan-out to pay for
+ * (4 MiB over four 8-GPU RTX 3090 boxes: 1.39 of the bound against the trees' 1.89). */
+static mc_status_t race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
+        return MC_OK;
+    return race_alt(r, s, v, ring_alt, NULL, "ring", 3, err);
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -849,6 +1046,10 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     if (!r.chunk && v.simulated)
         MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
+    if (!r.chunk && v.simulated && !r.opts->memory_limit) {
+        MC_CHECK_GOTO(race_striped(won, &s, &v, err), out, st);
+        MC_CHECK_GOTO(race_ring(won, &s, &v, err), out, st);
+    }
     memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
     MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);

@@ -228,20 +228,30 @@ static void place_unit(fill_t *f, int first, int end)
         f->nopen++;
 }
 
-/* Takes piece p's units (candidates first..end) out of every phase. */
+/* Takes piece p's units (candidates first..end) out of every phase. A phase's time is scanned
+ * again only where one of the piece's trees or links was as slow as the phase: elsewhere the
+ * tree or link that set it is untouched (a full scan per piece and phase was most of the
+ * synthesis time on many-piece tasks: 4,032 pieces and 29,065 trees over 64 GPUs). */
 static void lift_piece(fill_t *f, int first, int end)
 {
-    for (int c = first; c < end; c++)
-        for (int k = 0; k < f->K; k++) {
+    for (int k = 0; k < f->K; k++) {
+        int64_t *load = f->load + (size_t)k * (size_t)f->pl->nlinks;
+        int touched = 0;
+        for (int c = first; c < end; c++) {
             const mc_pcand_t *pc = &f->pl->cands[c];
             int u = f->out->units[c * f->K + k];
-            for (int i = 0; i < pc->nlinks; i++)
-                f->load[(size_t)k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] -=
-                    u * pc->link_ps[i];
+            if (u <= 0)
+                continue;
+            touched |= u * pc->unit_ps + pc->fixed_ps >= f->phase[k];
+            for (int i = 0; i < pc->nlinks; i++) {
+                touched |= load[pc->links[i]] >= f->phase[k];
+                load[pc->links[i]] -= u * pc->link_ps[i];
+            }
             f->out->units[c * f->K + k] = 0;
         }
-    for (int k = 0; k < f->K; k++)
-        f->phase[k] = phase_ps_at(f->pl, f->out, k, f->load + (size_t)k * (size_t)f->pl->nlinks);
+        if (touched)
+            f->phase[k] = phase_ps_at(f->pl, f->out, k, load);
+    }
 }
 
 /* Rounds of rip-up and re-route after the first fill: each piece is lifted and filled again

@@ -61,17 +61,6 @@ static mc_topo_t *paper_cluster(void)
     return t;
 }
 
-static mc_bound_t bound_of(const mc_topo_t *topo, const char *text)
-{
-    mc_task_t *t = task_of(text);
-    mc_bound_t b;
-    mc_err_t err = {0};
-    if (mc_task_bound(t, topo, &b, &err) != MC_OK)
-        fail_msg("%s\n%s", text, err.msg);
-    mc_task_free(t);
-    return b;
-}
-
 static void expect_bound(const mc_bound_t *b, double seconds, mc_bound_kind_t kind, int where,
                          const char *name)
 {
@@ -88,7 +77,7 @@ static void test_paper_cases(void **state)
 {
     mc_topo_t *topo = paper_cluster();
     /* case 1: each source host sends its 1 GiB half to one destination host over one NIC. */
-    mc_bound_t b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[host,_,_] -> B[host,_,_]");
+    mc_bound_t b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[host,_,_] -> B[host,_,_]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 0, "case 1");
     assert_float_equal(b.host_cut_s, 0.8589934592, 1e-12);
     assert_float_equal(b.mesh_cut_s, 2 * GIB / (2 * NIC), 1e-12); /* both meshes: 2 GiB, 2 NICs */
@@ -97,37 +86,37 @@ static void test_paper_cases(void **state)
     assert_float_equal(b.latency_s, ALPHA_NET, 1e-15);
     /* case 2: replicated on both source hosts, so no source host must send anything alone; each
      * destination host still needs 1 GiB. */
-    b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,_,_] -> B[host,_,_]");
+    b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,_,_] -> B[host,_,_]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 2, "case 2");
     assert_float_equal(b.egress_s, 2 * GIB / (8 * 87e9), 1e-12);
     /* case 3: each destination host takes 0.5 GiB from each source host; each source host sends
      * its 1 GiB (dim 1 half) once. */
-    b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,host,_] -> B[host,_,_]");
+    b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,host,_] -> B[host,_,_]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 0, "case 3");
     /* case 4: 8-way to 8-way; each destination GPU needs 256 MiB over its 87e9 B/s. */
-    b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,(host,gpu),_] -> B[(host,gpu),_,_]");
+    b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,(host,gpu),_] -> B[(host,gpu),_,_]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 0, "case 4");
     assert_float_equal(b.ingress_s, GIB / 4 / 87e9, 1e-12);
     /* case 5: replicated across source hosts, so the destination hosts bind. */
-    b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[gpu,_,_] -> B[host,_,_]");
+    b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[gpu,_,_] -> B[host,_,_]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 2, "case 5");
     /* case 6: 2 -> 3 hosts, (3072,1024,170) int32: a source host holds 1536 rows = 1,069,547,520
      * bytes that must all leave it (0.855638016 s); a destination host needs only 1024 rows =
      * 713,031,680 bytes (0.570425344 s). */
-    b = bound_of(topo, "mesh A={host:2,gpu:4}@0..7\nmesh B={host:3,gpu:4}@8..19\n"
+    b = task_bound(topo, "mesh A={host:2,gpu:4}@0..7\nmesh B={host:3,gpu:4}@8..19\n"
                        "move i32[3072,1024,170] A[host,_,_] -> B[host,_,_]");
     expect_bound(&b, 0.855638016 + ALPHA_NET, MC_BOUND_HOST_CUT, 0, "case 6");
     assert_float_equal(b.mesh_cut_s, 0.855638016, 1e-12); /* 2,139,095,040 B over 2 NICs */
     /* cases 7 and 8 (the suite repeats case 7): one source host holds all 2 GiB, and both
      * destination hosts need all of it: 2 GiB out of host 0. */
     for (int c = 7; c <= 8; c++) {
-        b = bound_of(topo, "mesh A={host:1,gpu:4}@0..3\nmesh B={host:2,gpu:4}@4..11\n"
+        b = task_bound(topo, "mesh A={host:1,gpu:4}@0..3\nmesh B={host:2,gpu:4}@4..11\n"
                            "move i32[1024,1024,512] A[gpu,_,_] -> B[_,_,_]");
         expect_bound(&b, 2 * GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 0, c == 7 ? "case 7" : "case 8");
         assert_float_equal(b.mesh_cut_s, 2 * GIB / NIC, 1e-12); /* out of the source mesh */
     }
     /* case 9: dim 1 over hosts -> dim 2 over hosts: each source host sends 1 GiB once. */
-    b = bound_of(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,host,_] -> B[_,_,host]");
+    b = task_bound(topo, TWO_BY_FOUR "move i32[1024,1024,512] A[_,host,_] -> B[_,_,host]");
     expect_bound(&b, GIB / NIC + ALPHA_NET, MC_BOUND_HOST_CUT, 0, "case 9");
     mc_topo_free(topo);
 }
@@ -155,22 +144,22 @@ static void test_inside_host(void **state)
 {
     mc_topo_t *topo = paper_cluster();
     /* All-gather inside host 0: 16 MiB f32, each GPU needs 3/4 over 87e9 B/s; alpha NVLink. */
-    mc_bound_t b = bound_of(topo, "mesh A={g:4}@0..3\nmove f32[4194304] A[g] -> A[_]");
+    mc_bound_t b = task_bound(topo, "mesh A={g:4}@0..3\nmove f32[4194304] A[g] -> A[_]");
     expect_bound(&b, 12582912 / 87e9 + 3.4e-6, MC_BOUND_INGRESS, 0, "all-gather");
     assert_float_equal(b.host_cut_s, 0, 0);
     assert_float_equal(b.egress_s, 4194304 / 87e9, 1e-15);
     /* The same all-gather plus 4 bytes to host 1: host 1 waits for the network alpha, but GPU 0's
      * ingress, which binds, only for NVLink's. */
-    b = bound_of(topo, "mesh A={g:4}@0..3\nmesh C={g:4}@4..7\nmove f32[4194304] A[g] -> A[_]\n"
+    b = task_bound(topo, "mesh A={g:4}@0..3\nmesh C={g:4}@4..7\nmove f32[4194304] A[g] -> A[_]\n"
                        "move u8[4] A[g] -> C[_]");
     expect_bound(&b, 12582912 / 87e9 + 3.4e-6, MC_BOUND_INGRESS, 0, "all-gather and a crossing");
     assert_float_equal(b.host_cut_s, 4 / NIC, 1e-15);
     /* Three bytes: only the latency matters. */
-    b = bound_of(topo, "mesh A={g:4}@0..3\nmove u8[4] A[g] -> A[_]");
+    b = task_bound(topo, "mesh A={g:4}@0..3\nmove u8[4] A[g] -> A[_]");
     assert_int_equal(b.binding, MC_BOUND_LATENCY);
     assert_float_equal(b.seconds, 3 / 87e9 + 3.4e-6, 1e-15);
     /* Nothing moves. */
-    b = bound_of(topo, "mesh A={g:4}@0..3\nmove u8[4] A[g] -> A[g]");
+    b = task_bound(topo, "mesh A={g:4}@0..3\nmove u8[4] A[g] -> A[g]");
     assert_int_equal(b.binding, MC_BOUND_NONE);
     assert_int_equal(b.where, -1);
     assert_float_equal(b.seconds, 0, 0);
@@ -188,7 +177,7 @@ static void test_egress_binds(void **state)
     mc_topo_add_link_pair(topo, g1, g2, MC_LINK_NVL, 50e9, 0, 1);
     mc_err_t err = {0};
     assert_int_equal(mc_topo_finalize(topo, &err), MC_OK);
-    mc_bound_t b = bound_of(topo, "mesh A={x:1}@[0]\nmesh B={x:2}@1..2\nmove u8[1000000] A[_] -> B[_]");
+    mc_bound_t b = task_bound(topo, "mesh A={x:1}@[0]\nmesh B={x:2}@1..2\nmove u8[1000000] A[_] -> B[_]");
     expect_bound(&b, 1e6 / 10e9 + 3.4e-6, MC_BOUND_EGRESS, 0, "egress");
     assert_float_equal(b.ingress_s, 1e6 / 50e9, 1e-15);
     mc_topo_free(topo);
@@ -209,7 +198,7 @@ static void test_mesh_cut_binds(void **state)
                           mc_topo_find_node(topo, "h2/NET0"), MC_LINK_NET, 100e9, 0, 1);
     mc_err_t err = {0};
     assert_int_equal(mc_topo_finalize(topo, &err), MC_OK);
-    mc_bound_t b = bound_of(topo, "mesh A={x:2}@[0,3]\nmesh B={x:2}@1..2\n"
+    mc_bound_t b = task_bound(topo, "mesh A={x:2}@[0,3]\nmesh B={x:2}@1..2\n"
                                   "move u8[1000000000] A[_] -> B[_]");
     expect_bound(&b, 1e9 / (2 * NIC) + ALPHA_NET, MC_BOUND_MESH_CUT, 0, "mesh cut");
     assert_float_equal(b.host_cut_s, 1e9 / 12e9, 1e-12);

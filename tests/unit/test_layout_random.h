@@ -29,6 +29,18 @@ static inline mc_task_t *task_of(const char *text)
     return t;
 }
 
+/* The lower bound of text's task on topo, failing the test with the message on error. */
+static inline mc_bound_t task_bound(const mc_topo_t *topo, const char *text)
+{
+    mc_task_t *t = task_of(text);
+    mc_bound_t b;
+    mc_err_t err = {0};
+    if (mc_task_bound(t, topo, &b, &err) != MC_OK)
+        fail_msg("%s\n%s", text, err.msg);
+    mc_task_free(t);
+    return b;
+}
+
 /* "mesh NAME={a:2,...}@..." with at most maxdev devices drawn without repeats from
  * lo..lo+universe-1, written as a range or a list. */
 static inline void random_mesh(char *out, size_t len, const char *name, int lo, int maxdev,

@@ -369,6 +369,42 @@ static void test_two_tensors(void **state)
     assert_int_equal(f->s->nphases, 1);
 }
 
+/* The fixture on four DGX H100 hosts instead of the paper's cluster. */
+static void use_dgx_h100_x4(fixture_t *f)
+{
+    mc_err_t err = {0};
+    mc_topo_free(f->topo);
+    f->topo = NULL;
+    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+}
+
+/* nccl-ring over two DGX H100 hosts (8 NICs each, GPUs with 18 NVLink lanes): every piece runs
+ * on 24 channels (18 rounded up to 3 per NIC), and channel c's ring enters each host at the GPU
+ * on rail c mod 8, so that the channels' bytes cross on every rail (one ring order for all
+ * channels sent all of them through one NIC per host: 8.98 of the bound on 8 A100 hosts). */
+static void test_nccl_ring_rails(void **state)
+{
+    fixture_t *f = *state;
+    use_dgx_h100_x4(f);
+    synth(f, "nccl-ring", "mesh M={g:16}@0..15\nmove bf16[1536,1024] M[g,_] -> M[_,_]\n");
+    assert_int_equal(f->s->ntrees, 16 * 24);
+    int crossings = 0;
+    for (int i = 0; i < f->s->ntrees; i++) {
+        const mc_tree_t *t = &f->s->trees[i];
+        assert_int_equal(t->nedges, 15);
+        for (int e = 0; e < t->nedges; e++) {
+            int a = t->edges[e].parent, b = t->edges[e].child;
+            if (a / 8 == b / 8)
+                continue;
+            crossings++;
+            assert_int_equal(b % 8, (i % 24) % 8);
+        }
+    }
+    /* a chain from host 0 crosses once; one from host 1 crosses back unless it started at the
+     * host's first GPU of the channel's ring */
+    assert_true(crossings >= 16 * 24);
+}
+
 /* On DGX H100 nodes (8 GPUs, 8 NICs, one rail per GPU), a broadcast from GPU 0 to GPUs 1, 2 of
  * its own host and 8, 9 of the next: the hosts can drive two NICs in common (host 1's group GPUs
  * sit next to NICs 0 and 1), so two chains of half the bytes each, entering host 1 at GPU 8 and
@@ -377,10 +413,7 @@ static void test_two_tensors(void **state)
 static void test_chains_per_nic(void **state)
 {
     fixture_t *f = *state;
-    mc_err_t err = {0};
-    mc_topo_free(f->topo);
-    f->topo = NULL;
-    assert_int_equal(mc_topo_load("topologies/dgx-h100-x4.xml", &f->topo, &err), MC_OK);
+    use_dgx_h100_x4(f);
     synth(f, "alpa-bcast", "mesh A={x:1}@[0]\nmesh B={h:2,g:2}@[1,2,8,9]\n"
                            "move bf16[4096,4096] A[_,_] -> B[_,_]\n");
     assert_int_equal(f->s->ntrees, 4); /* two chains, two channels each */
@@ -457,6 +490,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_single_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_ring_rails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_mesh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_strategy, setup, teardown),
     };

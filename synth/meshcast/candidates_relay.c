@@ -1,0 +1,148 @@
+/* Shallow striped trees for pieces whose per-message overheads matter (docs/synthesis.md, "Small
+ * pieces"): the root sends to one destination e of its own host, and e fans the bytes out, to the
+ * other destinations of the host by the host's shortest-path tree from e and to the other hosts
+ * from e's own rail. One such tree per destination e of the root's host, the bytes split evenly
+ * over them, is the scatter + all-gather broadcast: every GPU sends about the bytes once, as a
+ * chain does, but every destination is two hops from the root instead of up to seven, so a small
+ * piece pays two per-message overheads where a chain pays one per hop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/meshcast/mc_meshcast.h"
+
+/* A share's per-message overheads matter when its best candidate alone takes more than this
+ * fraction over its bandwidth time (the pipeline fill and per-chunk overheads of its depth). */
+#define MC_RELAY_FILL 0.10
+
+/* The GPU of host h with the given dev (its rail), or -1. */
+static int gpu_on_dev(const mc_topo_t *t, int h, int dev)
+{
+    int first, n = mc_topo_host_gpus(t, h, &first);
+    for (int i = first; i < first + n; i++)
+        if (t->nodes[t->gpu_node[i]].dev == dev)
+            return i;
+    return -1;
+}
+
+typedef struct tree {
+    int *parent, *child, n;
+    int *seen;
+} tree_t;
+
+static void add(tree_t *t, int a, int b)
+{
+    if (t->seen[b] || !t->seen[a])
+        return;
+    t->parent[t->n] = a;
+    t->child[t->n++] = b;
+    t->seen[b] = 1;
+}
+
+/* Reaches dests[0..n) of src's host from src (in the tree) by the host's shortest-path tree. */
+static mc_status_t fan_out(tree_t *t, const mc_topo_t *topo, int src, const int *dests, int n,
+                           int *par, int *chi, mc_err_t *err)
+{
+    int k = mc_cands_host_spt(topo, src, dests, n, par, chi, err);
+    if (k < 0)
+        return MC_ERR_INTERNAL;
+    for (int i = 0; i < k; i++)
+        add(t, par[i], chi[i]);
+    return MC_OK;
+}
+
+/* The tree root -> e -> the rest, the other hosts as a tree of the given fan-out over their entry
+ * GPUs below e (1: a chain, 0: each straight from e); appended unless it repeats a candidate. (A
+ * stripe of the root's own, root -> its NIC and root -> its host, was slower: the root's NVLinks
+ * then send the bytes nearly twice; oci-h100-x2, 4 MiB from GPU 0 to the other 15: 2.05 -> 2.22
+ * of the bound.) */
+static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                              int root, int e, int fanout, tree_t *t, int *par, int *chi,
+                              mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    int rhost = mc_topo_gpu_host(topo, root), edev = topo->nodes[topo->gpu_node[e]].dev;
+    memset(t->seen, 0, sizeof(int) * (size_t)topo->ngpus);
+    t->n = 0;
+    t->seen[root] = 1;
+    add(t, root, e);
+    /* destinations are ascending, so each host's are contiguous; entry[k]: where the k-th other
+     * host was entered, its parent entry[k / fanout - 1] (a heap below entry[-1] = e) */
+    int nremote = 0, *entry = (int *)mc_xmalloc(sizeof(int) * (size_t)(sh->ndests + 1)) + 1;
+    entry[-1] = e;
+    for (int i = 0; i < sh->ndests;) {
+        int h = mc_topo_gpu_host(topo, sh->dests[i]), j = i;
+        while (j < sh->ndests && mc_topo_gpu_host(topo, sh->dests[j]) == h)
+            j++;
+        int src = e;
+        if (h != rhost) {
+            /* enter on e's rail (a relay there when that GPU needs nothing); a chain sends once
+             * from e's NIC but crosses the network once per host in turn, a star sends from e's
+             * NIC once per host */
+            int in = gpu_on_dev(topo, h, edev);
+            src = in >= 0 ? in : sh->dests[i];
+            add(t, entry[fanout ? nremote / fanout - 1 : -1], src);
+            entry[nremote++] = src;
+        }
+        MC_CHECK_GOTO(fan_out(t, topo, src, sh->dests + i, j - i, par, chi, err), out, st);
+        i = j;
+    }
+    for (int i = 0; i < sh->ndests; i++)
+        if (!t->seen[sh->dests[i]])
+            goto out;
+    int at;
+    st = mc_cands_push(cs, topo, sh->piece, root, t->n, t->parent, t->child, &at, err);
+out:
+    free(entry - 1);
+    return st;
+}
+
+int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *root)
+{
+    double best = -1, fluid = 0;
+    *root = n > 0 ? cs->c[first].root : -1;
+    for (int c = first; c < first + n; c++) {
+        double b = (double)bytes * cs->c[c].sec_per_byte;
+        double t = b + mc_cand_overhead_s(&cs->c[c], bytes, 0);
+        if (best < 0 || t < best) {
+            best = t;
+            fluid = b;
+        }
+        if (cs->c[c].direct)
+            *root = cs->c[c].root;
+    }
+    return best > (1 + MC_RELAY_FILL) * fluid;
+}
+
+int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root)
+{
+    int rhost = mc_topo_gpu_host(topo, root), nlocal = 0, remote = 0;
+    for (int i = 0; i < sh->ndests; i++) {
+        int h = mc_topo_gpu_host(topo, sh->dests[i]);
+        nlocal += h == rhost;
+        remote += h != rhost && (i == 0 || mc_topo_gpu_host(topo, sh->dests[i - 1]) != h);
+    }
+    /* one relay tree is no stripe: the rail trees already enter other hosts that way */
+    return nlocal < 2 ? -1 : remote;
+}
+
+mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                                int root, int fanout, mc_err_t *err)
+{
+    int rhost = mc_topo_gpu_host(topo, root);
+    if (mc_cands_relay_hosts(topo, sh, root) < 0)
+        return MC_OK;
+    mc_status_t st = MC_OK;
+    size_t room = sizeof(int) * (size_t)(2 * topo->ngpus + 1);
+    tree_t t = {mc_xmalloc(room), mc_xmalloc(room), 0,
+                mc_xcalloc((size_t)topo->ngpus, sizeof(int))};
+    int *par = mc_xmalloc(room), *chi = mc_xmalloc(room);
+    for (int i = 0; i < sh->ndests && st == MC_OK; i++)
+        if (mc_topo_gpu_host(topo, sh->dests[i]) == rhost)
+            st = relay_tree(cs, topo, sh, root, sh->dests[i], fanout, &t, par, chi, err);
+    free(t.parent);
+    free(t.child);
+    free(t.seen);
+    free(par);
+    free(chi);
+    return st;
+}

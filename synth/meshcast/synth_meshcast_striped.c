@@ -1,0 +1,81 @@
+/* The striped schedule (docs/synthesis.md, "Small pieces"): a schedule with the trees of some
+ * pieces replaced by their relay trees (candidates_relay.c), each piece's bytes split evenly over
+ * them, the scatter + all-gather broadcast. The other pieces keep their trees and phases. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/meshcast/mc_meshcast.h"
+
+/* A relay tree's part of its piece is a multiple of this many bytes (the last takes the rest). */
+#define STRIPE_GRANULE 4096u
+
+static int has_piece(const mc_cands_t *relays, int piece)
+{
+    for (int c = 0; c < relays->n; c++)
+        if (relays->c[c].piece == piece)
+            return 1;
+    return 0;
+}
+
+static mc_status_t add_tree(mc_sched_t *d, const mc_topo_t *topo, const mc_cand_t *c,
+                            uint64_t off, uint64_t len, mc_err_t *err)
+{
+    int t = mc_sched_add_tree(d, c->piece, off, len, c->root, 0, mc_cand_chunks(c, len, 0, 0));
+    for (int e = 0; e < c->nedges; e++) {
+        mc_status_t st = mc_sched_add_edge(d, topo, t, c->parent[e], c->child[e], err);
+        if (st != MC_OK)
+            return st;
+    }
+    return MC_OK;
+}
+
+mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,
+                             uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
+{
+    mc_sched_t *d = mc_sched_new(s->task, topo, s->strategy);
+    mc_status_t st = MC_OK;
+    d->mem_limit = s->mem_limit;
+    d->nphases = s->nphases > 0 ? s->nphases : 1;
+    for (int t = 0; t < s->ntrees; t++) {
+        const mc_tree_t *src = &s->trees[t];
+        if (has_piece(relays, src->piece))
+            continue;
+        int u = mc_sched_add_tree(d, src->piece, src->offset, src->bytes, src->root, src->phase,
+                                  src->nchunks);
+        mc_tree_t *dst = &d->trees[u];
+        dst->edges = mc_xmalloc(sizeof(mc_tree_edge_t) * (size_t)(src->nedges + 1));
+        memcpy(dst->edges, src->edges, sizeof(mc_tree_edge_t) * (size_t)src->nedges);
+        dst->nedges = dst->edge_cap = src->nedges;
+    }
+    /* relays holds each piece's trees together */
+    for (int a = 0, b; a < relays->n; a = b) {
+        for (b = a + 1; b < relays->n && relays->c[b].piece == relays->c[a].piece; b++)
+            ;
+        uint64_t bytes = s->task->pieces[relays->c[a].piece].bytes;
+        uint64_t part = bytes / (uint64_t)(b - a) / STRIPE_GRANULE * STRIPE_GRANULE;
+        for (int c = a; c < b && st == MC_OK; c++) {
+            uint64_t off = part * (uint64_t)(c - a);
+            uint64_t len = c == b - 1 ? bytes - off : part;
+            if (len > 0)
+                st = add_tree(d, topo, &relays->c[c], off, len, err);
+        }
+    }
+    if (st != MC_OK) {
+        mc_sched_free(d);
+        return st;
+    }
+    mc_sched_plan_rates(d, topo);
+    /* the relay trees share the root's links: each is pipelined at its planned share, in more
+     * chunks than alone (none below min_chunk) */
+    for (int t = 0, c = 0; t < d->ntrees; t++) {
+        mc_tree_t *tr = &d->trees[t];
+        if (!has_piece(relays, tr->piece))
+            continue;
+        uint64_t most = tr->bytes / min_chunk;
+        int n = mc_cand_chunks(&relays->c[c++], tr->bytes, 0, tr->rate);
+        tr->nchunks = (uint64_t)n <= most ? n : most > (uint64_t)tr->nchunks ? (int)most
+                                                                             : tr->nchunks;
+    }
+    *out = d;
+    return MC_OK;
+}
