@@ -82,8 +82,9 @@ void mc_cands_truncate(mc_cands_t *cs, int n);
 int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh);
 /* Appends the rail-stripe trees of piece p seen as pc (candidates_rails.c) when it has
  * destinations outside root_host: per rail k of that host, the root hands the bytes once to its
- * host's GPU on rail k, which sends them on rail k across the other hosts (as a chain, or through
- * one hub host that sends to every other one), each entry GPU fanning out inside its host, and
+ * host's GPU on rail k, which sends them on rail k across the other hosts (as a chain, or, where
+ * root_host is the one host of senders hosts that shares leave, through one hub host that sends
+ * to every other one), each entry GPU fanning out inside its host, and
  * fans them out inside the root host. The nshares shares leaving root_host divide its rails
  * (taken: per GPU, its rail given to an earlier share; the caller zeroes it once): a share has
  * trees on its own rails only. Sets each tree's stripe: the split that gives each of them an
@@ -92,8 +93,8 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
  * added or a tree of the split would carry under 1 MiB, the trees it added are dropped again and
  * stripes and units are 0: the share is exactly as the shapes left it. */
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
-                               const mc_piece_t *pc, int root_host, int nshares, char *taken,
-                               int *units, mc_err_t *err);
+                               const mc_piece_t *pc, int root_host, int nshares, int senders,
+                               char *taken, int *units, mc_err_t *err);
 
 /* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
  * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;

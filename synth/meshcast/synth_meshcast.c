@@ -67,8 +67,10 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
     int *nleaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
     char *taken = mc_xcalloc((size_t)r->topo->ngpus + 1, 1);
+    int senders = 0;
     for (int i = 0; i < r->sh.n; i++) {
         int h = mc_rails_host(r->task, r->topo, &r->sh.s[i]);
+        senders += h >= 0 && nleaving[h] == 0;
         nleaving[h >= 0 ? h : r->topo->nhosts]++;
     }
     for (int i = 0; i < r->sh.n; i++) {
@@ -89,7 +91,7 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
         int units = 0, rh = mc_rails_host(r->task, r->topo, s);
         if (rh >= 0 && price && !r->opts->memory_limit)
             MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, rh, nleaving[rh],
-                                             taken, &units, err),
+                                             senders, taken, &units, err),
                           out, st);
         r->sh.s[i].fine = units;
         r->count[i] = r->cs.n - r->first[i];
@@ -782,6 +784,10 @@ static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const v
     return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
 }
 
+/* The relay race is worth its simulations for shares with rail stripes only this far above the
+ * bound. */
+#define MC_RAIL_ALT_ROOM 1.15
+
 /* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
  * and a chain that loads every link once pays one per-message overhead per hop, seven on an
  * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
@@ -803,9 +809,12 @@ static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t
         const mc_piece_t *pc = &r->task->pieces[sh->piece];
         int root;
         /* a share with rail stripes (fine above 1: their units) is striped over its host's
-         * GPUs already, each stripe tree of 1 MiB or more (candidates_rails.c): racing these
-         * too took a 1 GiB broadcast over 8 OCI A100 boxes from 1.3 to 2.7 s of CPU, won nothing */
-        if (sh->ndests != pc->ndests || sh->fine > 1 ||
+         * GPUs already, each stripe tree of 1 MiB or more (candidates_rails.c): within
+         * MC_RAIL_ALT_ROOM of the bound, racing these too took a 1 GiB broadcast over 8 OCI A100
+         * boxes from 1.3 to 2.7 s of CPU and won nothing; further off, they may (64 MiB over two
+         * OCI H100 boxes: 1.500 -> 1.487) */
+        if (sh->ndests != pc->ndests ||
+            (sh->fine > 1 && v->t <= MC_RAIL_ALT_ROOM * r->bound.seconds) ||
             !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
             continue;
         int h = mc_cands_relay_hosts(r->topo, sh, root);
