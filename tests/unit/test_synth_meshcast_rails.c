@@ -1,7 +1,8 @@
 /* Tests for the rail-stripe candidates (candidates_rails.c) on 4 DGX A100 hosts joined by 8 rails
  * (and 8 OCI A100 hosts): the stripe split of a one-GPU broadcast loads no link beyond bytes over
  * the root host's rate to its NICs (closed form), over 8 hosts through two-level trees at most 4
- * edges deep; shares leaving one host divide its rails, each on its root's own; and the whole
+ * edges deep, as chains where other hosts send too; shares leaving one host divide its rails,
+ * each on its root's own; and the whole
  * strategy brings the broadcast within 1.25x of that rate under an rlimit (1.63x before these
  * trees). */
 #include <stdarg.h>
@@ -69,7 +70,7 @@ static mc_task_t *bcast_task(void)
 
 /* The rail trees of every share of task (shares leaving host 0 dividing its rails), into cs;
  * units[i] gets share i's units. */
-static void rails_of(const mc_topo_t *topo, const mc_task_t *task, mc_shares_t *sh,
+static void rails_of(const mc_topo_t *topo, const mc_task_t *task, int senders, mc_shares_t *sh,
                      mc_cands_t *cs, int *units)
 {
     mc_err_t err = {0};
@@ -80,7 +81,7 @@ static void rails_of(const mc_topo_t *topo, const mc_task_t *task, mc_shares_t *
         view.ndests = sh->s[i].ndests;
         view.dests = (int *)sh->s[i].dests;
         assert_int_equal(mc_rails_host(task, topo, &sh->s[i]), 0);
-        assert_int_equal(mc_cands_add_rails(cs, topo, sh->s[i].piece, &view, 0, sh->n, 1, taken,
+        assert_int_equal(mc_cands_add_rails(cs, topo, sh->s[i].piece, &view, 0, sh->n, senders, taken,
                                             &units[i], &err),
                          MC_OK);
     }
@@ -97,7 +98,7 @@ static void test_stripe_split_at_host_nic_rate(void **state)
     mc_shares_t sh = {0};
     mc_cands_t cs = {0};
     int units;
-    rails_of(topo, task, &sh, &cs, &units);
+    rails_of(topo, task, 1, &sh, &cs, &units);
     assert_int_equal(sh.n, 1);
     double *load = calloc((size_t)topo->nlinks, sizeof(double)), sum = 0, most = 0;
     for (int c = 0; c < cs.n; c++) {
@@ -135,7 +136,7 @@ static void test_hub_trees_shallow(void **state)
     mc_shares_t sh = {0};
     mc_cands_t cs = {0};
     int units;
-    rails_of(topo, task, &sh, &cs, &units);
+    rails_of(topo, task, 1, &sh, &cs, &units);
     double *load = calloc((size_t)topo->nlinks, sizeof(double)), most = 0;
     int striped = 0;
     for (int c = 0; c < cs.n; c++) {
@@ -159,6 +160,36 @@ static void test_hub_trees_shallow(void **state)
     mc_topo_free(topo);
 }
 
+/* Where other hosts send too (an all-gather), their NICs are not free for hubs: the same
+ * broadcast's stripes are chains across the 3 other hosts, every GPU sending to at most one
+ * other host, 4 or 5 edges deep (root, rail GPU unless it is the root, 3 entries, fan-out). */
+static void test_no_hubs_with_other_senders(void **state)
+{
+    const mc_topo_t *topo = *state;
+    mc_task_t *task = bcast_task();
+    mc_shares_t sh = {0};
+    mc_cands_t cs = {0};
+    int units, striped = 0;
+    rails_of(topo, task, 2, &sh, &cs, &units);
+    for (int c = 0; c < cs.n; c++)
+        if (cs.c[c].stripe > 0) {
+            striped++;
+            assert_true(cs.c[c].depth == 4 || cs.c[c].depth == 5);
+            for (int e = 0; e < cs.c[c].nedges; e++) {
+                int away = 0, g = cs.c[c].parent[e];
+                for (int f = 0; f < cs.c[c].nedges; f++)
+                    away += cs.c[c].parent[f] == g && mc_topo_gpu_host(topo, cs.c[c].child[f]) !=
+                                                          mc_topo_gpu_host(topo, g);
+                assert_true(away <= 1);
+            }
+        }
+    assert_int_equal(striped, 7 + 7); /* 7 rails, and the root's own in 7 fan-outs */
+    assert_int_equal(units % 56, 0);
+    mc_cands_free(&cs);
+    mc_shares_free(&sh);
+    mc_task_free(task);
+}
+
 /* Host 0 sharded over its 8 GPUs, every other host replicated: 8 shares leave host 0, each
  * stripes over its own root's rail only (no NVLink hop before its NIC). */
 static void test_shares_divide_rails(void **state)
@@ -169,7 +200,7 @@ static void test_shares_divide_rails(void **state)
     mc_shares_t sh = {0};
     mc_cands_t cs = {0};
     int units[8];
-    rails_of(topo, task, &sh, &cs, units);
+    rails_of(topo, task, 1, &sh, &cs, units);
     assert_int_equal(sh.n, 8);
     int striped = 0;
     for (int c = 0; c < cs.n; c++) {
@@ -217,6 +248,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stripe_split_at_host_nic_rate),
         cmocka_unit_test(test_hub_trees_shallow),
+        cmocka_unit_test(test_no_hubs_with_other_senders),
         cmocka_unit_test(test_shares_divide_rails),
         cmocka_unit_test(test_broadcast_near_host_nic_rate),
     };
