@@ -81,8 +81,8 @@ static void rails_of(const mc_topo_t *topo, const mc_task_t *task, int senders, 
         view.ndests = sh->s[i].ndests;
         view.dests = (int *)sh->s[i].dests;
         assert_int_equal(mc_rails_host(task, topo, &sh->s[i]), 0);
-        assert_int_equal(mc_cands_add_rails(cs, topo, sh->s[i].piece, &view, 0, sh->n, senders, taken,
-                                            &units[i], &err),
+        assert_int_equal(mc_cands_add_rails(cs, topo, sh->s[i].piece, &view, 0, sh->n, senders,
+                                            taken, &units[i], &err),
                          MC_OK);
     }
     free(taken);
