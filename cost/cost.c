@@ -322,6 +322,7 @@ const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 static void reset(mc_cost_topo_t *ct)
 {
     ct->unit = 0;
+    ct->relayed = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
         ct->flows[ct->touched[i]] = 0;
@@ -637,13 +638,32 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
     st = estimate(ct, task, traffic[s], s, out, err);
     /* meshcast's optimizer has trees that fan out by rings and spanning trees too, and the
      * stars of direct sends; it keeps whichever is fastest */
-    int switchless = ring_helps(ct, task);
+    int switchless = ring_helps(ct, task), relayed = ct->relayed;
+    cost_fan_t best_fan = COST_FAN_STAR;
     for (int v = switchless ? COST_FAN_CHAIN : COST_FAN__COUNT;
          v <= COST_FAN__COUNT && st == MC_OK && s == MC_COST_MESHCAST; v++) {
         mc_cost_t other;
         ct->fan = v < COST_FAN__COUNT ? (cost_fan_t)v : COST_FAN_STAR;
         st = estimate(ct, task, v < COST_FAN__COUNT ? cost_traffic_meshcast : cost_traffic_direct,
                       s, &other, err);
+        if (v < COST_FAN__COUNT)
+            relayed |= ct->relayed;
+        if (st == MC_OK && other.seconds < out->seconds) {
+            *out = other;
+            best_fan = ct->fan;
+        }
+        ct->fan = COST_FAN_STAR;
+    }
+    /* ... and trees that send a piece into every host straight from a holder host: hosts
+     * relaying to hosts spare a lone holder host's ports, but each relay adds a crossing that a
+     * piece too small to pipeline pays whole (an all-gather, whose every host holds as much as
+     * it sends, gains nothing from relays) */
+    if (st == MC_OK && s == MC_COST_MESHCAST && relayed) {
+        mc_cost_t other;
+        ct->fan = best_fan;
+        ct->straight = 1;
+        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
+        ct->straight = 0;
         ct->fan = COST_FAN_STAR;
         if (st == MC_OK && other.seconds < out->seconds)
             *out = other;

@@ -96,6 +96,9 @@ struct mc_cost_topo {
     int *step_count;
     int step_cap, step_mask;
     cost_fan_t fan;     /* how a share fans out inside a host */
+    int straight;       /* meshcast: every host is served by a holder host, none relays */
+    int relayed;        /* per estimate: some host was served by a host that does not hold the
+                         * piece (so the straight candidate differs) */
     int channels;       /* the most channels the strategy cuts a tree into (1: none) */
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
     double min_chunk;   /* the smallest chunk a connection sends */

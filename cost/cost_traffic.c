@@ -166,16 +166,24 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
     double busiest = 0;
     for (int i = 0; i < nsrc; i++)
         busiest = fmax(busiest, ct->host_out[src[i].host]);
+    /* the straight candidate (cost.c) for a piece too small for meshcast's referee to cut its
+     * trees into channels (under two chunks a tree of one unit): it cannot pipeline a relay */
+    int straight = (double)p->bytes < COST_PIECE_UNITS * 2 * COST_MESHCAST_CHUNK;
     const source_t *from = NULL;
-    for (int i = 0; i < nsrc; i++)
+    for (int i = 0; i < nsrc && !(straight && ct->straight); i++)
         if (ct->host_out[src[i].host] + (double)p->bytes <= busiest &&
             (!from || src[i].depth < from->depth))
+            from = &src[i];
+    /* the straight candidate: the holder host that has sent the least (holders come first) */
+    for (int i = 0; straight && ct->straight && i < nsrc && src[i].depth == 0; i++)
+        if (!from || ct->host_out[src[i].host] < ct->host_out[from->host])
             from = &src[i];
     for (int i = 0, fallback = !from; fallback && i < nsrc; i++)
         if (i == 0 || ct->host_out[src[i].host] < ct->host_out[from->host] ||
             (ct->host_out[src[i].host] == ct->host_out[from->host] && src[i].depth < from->depth))
             from = &src[i];
     ct->host_out[from->host] += (double)p->bytes;
+    ct->relayed |= straight && from->depth > 0;
     int nports = ct->host_ports[hd] > 0 ? ct->host_ports[hd] : 1;
     int pieces = ct->host_pieces[hd] > 0 ? ct->host_pieces[hd] : 1;
     int a = nports, b = pieces;
@@ -189,11 +197,12 @@ static mc_status_t cross(mc_cost_topo_t *ct, const mc_piece_t *p, const source_t
     mc_status_t st = MC_OK;
     *served = (source_t){hd, dests, n, from->after, from->depth + 1};
     /* A small piece goes straight to each destination (meshcast's direct candidates) when the
-     * host's ports carry its n - 1 extra copies in less time than the hop inside the host that
+     * host's ports carry the n - 1 extra copies of every piece entering the host (each piece
+     * sent this way, the ports carry them all) in less time than the hop inside the host that
      * a tree adds would cost. */
     const cost_route_t *hop;
     if (n > 1 && (st = cost_route(ct, dests[0], dests[1], &hop, err)) == MC_OK &&
-        (n - 1) * (double)p->bytes / ct->host_bw[hd] < hop->delay) {
+        (n - 1) * (double)p->bytes * pieces / ct->host_bw[hd] < hop->delay) {
         for (int k = 0; k < n && st == MC_OK; k++) {
             int port;
             st = cost_gpu_port(ct, dests[k], &port, err);
