@@ -7,9 +7,9 @@
 
 #include "synth/meshcast/mc_meshcast.h"
 
-void mc_cands_free(mc_cands_t *cs)
+void mc_cands_truncate(mc_cands_t *cs, int n)
 {
-    for (int i = 0; i < cs->n; i++) {
+    for (int i = n; i < cs->n; i++) {
         free(cs->c[i].parent);
         free(cs->c[i].child);
         free(cs->c[i].links);
@@ -19,6 +19,12 @@ void mc_cands_free(mc_cands_t *cs)
         free(cs->c[i].edge_up);
         free(cs->c[i].edge_conn_spb);
     }
+    cs->n = n < cs->n ? n : cs->n;
+}
+
+void mc_cands_free(mc_cands_t *cs)
+{
+    mc_cands_truncate(cs, 0);
     free(cs->c);
     memset(cs, 0, sizeof(*cs));
 }

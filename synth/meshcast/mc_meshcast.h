@@ -20,7 +20,8 @@ typedef struct mc_share {
     int ndests;
     const int *dests;     /* ascending; points into the shares' pool */
     int root_host;        /* holder host tried first, -1 for none */
-    int fine;             /* it has priced trees: split into MC_PIECE_UNITS_FINE units */
+    int fine;             /* it has priced trees: split into MC_PIECE_UNITS_FINE units; above 1,
+                           * into that many (rail stripes: their split in whole units) */
 } mc_share_t;
 
 typedef struct mc_shares {
@@ -55,6 +56,8 @@ typedef struct mc_cand {
                            * one connection moves a chunk over the edge no faster */
     double conn_spb;      /* the largest of them: one copy of the tree moves no faster */
     int direct;           /* the star: every destination straight from the root (send/recv) */
+    double stripe;        /* the fraction of its share the rail-stripe split gives it
+                           * (candidates_rails.c; 0 for other trees) */
 } mc_cand_t;
 
 typedef struct mc_cands {
@@ -71,6 +74,27 @@ typedef struct mc_cands {
 mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                                const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
+/* Drops the candidates from index n on. */
+void mc_cands_truncate(mc_cands_t *cs, int n);
+
+/* The host a share's rail stripes leave from: its own holder host, or the one host that holds
+ * its piece; -1 when its holders span hosts (the shapes rotate over them, candidates.c). */
+int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh);
+/* Appends the rail-stripe trees of piece p seen as pc (candidates_rails.c) when it has
+ * destinations outside root_host: per rail k of that host, the root hands the bytes once to its
+ * host's GPU on rail k, which sends them on rail k across the other hosts (as a chain, or, where
+ * root_host is the one host of senders hosts that shares leave, through one hub host that sends
+ * to every other one), each entry GPU fanning out inside its host, and
+ * fans them out inside the root host. The nshares shares leaving root_host divide its rails
+ * (taken: per GPU, its rail given to an earlier share; the caller zeroes it once): a share has
+ * trees on its own rails only. Sets each tree's stripe: the split that gives each of them an
+ * equal part, spread evenly over the rail's two-level trees (over its chains where there are
+ * none), and *units: the share's units, so that this split is whole units. Where no tree was
+ * added or a tree of the split would carry under 1 MiB, the trees it added are dropped again and
+ * stripes and units are 0: the share is exactly as the shapes left it. */
+mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
+                               const mc_piece_t *pc, int root_host, int nshares, int senders,
+                               char *taken, int *units, mc_err_t *err);
 
 /* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
  * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;

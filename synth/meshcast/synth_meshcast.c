@@ -65,6 +65,14 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
     /* shares leaving one host rotate over its holders; shares in symmetric places get the same
      * rotation, so their components stay identical */
     int *leaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
+    int *nleaving = mc_xcalloc((size_t)r->topo->nhosts + 1, sizeof(int));
+    char *taken = mc_xcalloc((size_t)r->topo->ngpus + 1, 1);
+    int senders = 0;
+    for (int i = 0; i < r->sh.n; i++) {
+        int h = mc_rails_host(r->task, r->topo, &r->sh.s[i]);
+        senders += h >= 0 && nleaving[h] == 0;
+        nleaving[h >= 0 ? h : r->topo->nhosts]++;
+    }
     for (int i = 0; i < r->sh.n; i++) {
         const mc_share_t *s = &r->sh.s[i];
         const mc_piece_t *pc = &r->task->pieces[s->piece];
@@ -73,6 +81,19 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
         MC_CHECK_GOTO(mc_cands_add_share(&r->cs, r->task, r->topo, s, leaving[h]++,
                                          r->opts->memory_limit != 0, err),
                       out, st);
+        /* rail stripes (candidates_rails.c): their split spreads the share over every rail
+         * and, on the root's own rail, its host's fan-out over every other GPU, which whole
+         * units of 1/32 cannot; where the fractional model starts from that split (with
+         * pricing: not under a memory limit, nor in the shape-only race) */
+        mc_piece_t view = *pc;
+        view.ndests = s->ndests;
+        view.dests = (int *)s->dests;
+        int units = 0, rh = mc_rails_host(r->task, r->topo, s);
+        if (rh >= 0 && price && !r->opts->memory_limit)
+            MC_CHECK_GOTO(mc_cands_add_rails(&r->cs, r->topo, s->piece, &view, rh, nleaving[rh],
+                                             senders, taken, &units, err),
+                          out, st);
+        r->sh.s[i].fine = units;
         r->count[i] = r->cs.n - r->first[i];
     }
     /* trees priced by link load join the shapes above (relays are what they add: not under a
@@ -84,6 +105,8 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
                       out, st);
 out:
     free(leaving);
+    free(nleaving);
+    free(taken);
     return st;
 }
 
@@ -230,8 +253,13 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
      * added trees, the fractional model's split takes its place: Z3 took seconds on those
      * larger models and often gave up. */
     double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
+    /* shares with rail stripes (marked fine) have their split too: Z3's relaxation took 6 s
+     * of 9 on the 91 trees of a broadcast over 8 rail hosts */
+    int striped = 0;
+    for (int i = 0; i < cp->npieces; i++)
+        striped |= r->sh.s[cp->pieces[i]].fine && !r->price.added;
     zs = (mc_z3_stats_t){.status = MC_Z3_NONE};
-    if (!r->price.added)
+    if (!r->price.added && !striped)
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
     r->rlimit_used += zs.rlimit_used;
     /* a solution that is not kept is freed before the next one takes its slot */
@@ -243,7 +271,7 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
      * model's load split stands in for it, rounded by load: the greedy seeds fill units up to
      * the slowest tree's time, fixed cost included, and so leave links loaded unevenly where the
      * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). */
-    int splits = r->price.added ? MC_SPLITS
+    int splits = r->price.added || (striped && r->frac[MC_SPLIT_LOAD]) ? MC_SPLITS
                  : zs.status != MC_Z3_OPTIMAL && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
     for (int k = 0; k < splits; k++) {
         if (frac_plan(r, cp, k, !r->price.added, &from[nfrom]) == 0)
@@ -424,6 +452,12 @@ out:
  * stop at the winner's time). */
 #define MC_CHANNELS_MAX 8
 #define MC_SIM_CHANNEL_WORK (MC_SIM_WORK / 3)
+/* The first channel try (the largest trees in 2), which stops the others when not covered, may
+ * take two thirds of an allowance: the 56 trees of a broadcast over 8 A100 rail hosts, each 18
+ * MiB in 23-28 chunks, take 4 M in 2 channels (1.19 -> 1.09 of the bound). A whole allowance
+ * also covered the 2 channels of the broadcast over 4 DGX A100 (1.14 -> 1.09) but took the
+ * synthesis of host 0's shards to 8 A100 rail hosts to 2.3 s of CPU (1.4 s with two thirds). */
+#define MC_SIM_FIRST_CHANNEL_WORK (MC_SIM_WORK * 2 / 3)
 /* At most this many steps of 3/4 or 4/3 of the chunks, while each is faster. */
 #define MC_COARSE_STEPS 3
 
@@ -452,9 +486,14 @@ static mc_status_t assemble(run_t *r, int kind, int form, mc_sched_t **out, mc_e
      * load of every link stays within its bandwidth */
     mc_sched_plan_rates(s, r->topo);
     /* re-chunked, a tree slowed to its share is pipelined in more chunks than it would be alone
-     * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES */
-    for (int t = 0; t < s->ntrees && (form & FORM_RECHUNK) && !r->chunk; t++) {
+     * (its first chunk arrives later), none smaller than MC_MIN_CHUNK_BYTES; a tree of a rail
+     * stripe split always is: the split puts several trees on every NIC by construction (7 on
+     * 8 hosts), and the referee's allowance may run out before its re-chunked form (a broadcast
+     * over 8 A100 rail hosts: 1.17 of the bound as decoded, 1.09 with 2.5 times the chunks) */
+    for (int t = 0; t < s->ntrees && !r->chunk; t++) {
         mc_tree_t *tr = &s->trees[t];
+        if (!(form & FORM_RECHUNK) && cand_of[t]->stripe <= 0)
+            continue;
         int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
         uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
         if ((uint64_t)n > most)
@@ -683,7 +722,7 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
         x.channels = tries[i][0];
         x.channel_spread = tries[i][1];
         x.channel_big = tries[i][2];
-        r->sim_work_left += MC_SIM_CHANNEL_WORK;
+        r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
         mc_status_t st = race(r, x, v->t, &dv, err);
         if (st != MC_OK)
             return st;
@@ -745,6 +784,10 @@ static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const v
     return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
 }
 
+/* The relay race is worth its simulations for shares with rail stripes only this far above the
+ * bound. */
+#define MC_RAIL_ALT_ROOM 1.15
+
 /* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
  * and a chain that loads every link once pays one per-message overhead per hop, seven on an
  * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
@@ -765,7 +808,13 @@ static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t
         const mc_share_t *sh = &r->sh.s[i];
         const mc_piece_t *pc = &r->task->pieces[sh->piece];
         int root;
+        /* a share with rail stripes (fine above 1: their units) is striped over its host's
+         * GPUs already, each stripe tree of 1 MiB or more (candidates_rails.c): within
+         * MC_RAIL_ALT_ROOM of the bound, racing these too took a 1 GiB broadcast over 8 OCI A100
+         * boxes from 1.3 to 2.7 s of CPU and won nothing; further off, they may (64 MiB over two
+         * OCI H100 boxes: 1.500 -> 1.487) */
         if (sh->ndests != pc->ndests ||
+            (sh->fine > 1 && v->t <= MC_RAIL_ALT_ROOM * r->bound.seconds) ||
             !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
             continue;
         int h = mc_cands_relay_hosts(r->topo, sh, root);

@@ -10,7 +10,7 @@
 
 int mc_piece_units(uint64_t bytes, int fine, uint64_t *unit_bytes)
 {
-    uint64_t n = fine ? MC_PIECE_UNITS_FINE : MC_PIECE_UNITS;
+    uint64_t n = fine > 1 ? (uint64_t)fine : fine ? MC_PIECE_UNITS_FINE : MC_PIECE_UNITS;
     if (bytes == 0)
         bytes = 1;
     uint64_t u = (bytes + n - 1) / n;

@@ -1,0 +1,352 @@
+/* Rail-stripe candidate trees (docs/synthesis.md, "Rail stripes"): for a share that leaves its
+ * root host, per rail k it is given, trees whose root hands the bytes once to the GPU x on rail
+ * k of its own host; x sends them out on its own NIC, as a chain across the destination hosts or
+ * through one hub host that sends them to every other one (entering each host at its GPU on rail
+ * k, which fans out inside it), and fans them out inside the root host. Striped over the rails,
+ * the root's links carry each byte once and every NIC sends each stripe at most once per hop: the
+ * host's whole NIC rate. The shape trees (candidates.c) send every stripe out of the root twice
+ * (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the root's NVLink
+ * rate over two. On the root's own rail the local fan-out starts at another GPU, one tree per
+ * choice, so that the split spreads it. Each tree's stripe is its part in that split. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/meshcast/mc_meshcast.h"
+
+/* Two-level trees are generated up to this many remote hosts (one per rail and hub host). */
+#define MC_RAIL_HUBS_MAX 16
+/* The most units a striped share is cut into (beyond, MC_PIECE_UNITS_FINE). */
+#define MC_RAIL_UNITS_MAX 1024
+/* The fewest bytes a unit of a striped share carries: NCCL's network P2P chunk (units of 1/168
+ * of a small share would be messages whose overhead outweighs their bytes). */
+#define MC_RAIL_UNIT_MIN (128u * 1024u)
+/* The fewest bytes a tree of the stripe split carries: 8 network chunks. An all-gather of 64 MiB
+ * over 4 DGX A100 (2 MiB shares, 683 KiB per two-level tree) went from 1.24 to 1.40 of the
+ * bound striped; a broadcast of 64 MiB over 8 OCI A100 boxes (1.1 MiB per tree) from 2.70 to
+ * 1.75, host 0's shards to those boxes (1.1 MiB) from 2.47 to 1.48. */
+#define MC_RAIL_TREE_MIN (1024.0 * 1024.0)
+
+typedef struct rails {
+    mc_cands_t *cs;
+    const mc_topo_t *topo;
+    const mc_piece_t *pc; /* the share seen as a piece */
+    int p;
+    int *parent, *child, ne;
+    int *seen;
+    int *want;            /* scratch: destinations of one host still to reach */
+    int *spar, *schi;     /* scratch: one host's shortest-path tree */
+    int *hosts, nhosts;   /* the remote destination hosts, ascending */
+    int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
+    int local;            /* the share has destinations in the root host */
+} rails_t;
+
+static void edge(rails_t *r, int a, int b)
+{
+    if (r->seen[b])
+        return;
+    r->parent[r->ne] = a;
+    r->child[r->ne++] = b;
+    r->seen[b] = 1;
+}
+
+/* The GPU of host h on rail dev, or -1. */
+static int on_rail(const mc_topo_t *t, int h, int dev)
+{
+    int first, n = mc_topo_host_gpus(t, h, &first);
+    for (int i = first; i < first + n; i++)
+        if (t->nodes[t->gpu_node[i]].dev == dev)
+            return i;
+    return -1;
+}
+
+/* Reaches the destinations of host h not yet in the tree from src (in the tree) by the host's
+ * shortest-path tree: a star over a switch, relays over a partial mesh. */
+static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
+{
+    int nwant = 0;
+    for (int i = 0; i < r->pc->ndests; i++)
+        if (mc_topo_gpu_host(r->topo, r->pc->dests[i]) == h && !r->seen[r->pc->dests[i]])
+            r->want[nwant++] = r->pc->dests[i];
+    if (nwant == 0)
+        return MC_OK;
+    int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
+    if (k < 0)
+        return MC_ERR_INTERNAL;
+    for (int i = 0; i < k; i++)
+        edge(r, r->spar[i], r->schi[i]);
+    return MC_OK;
+}
+
+/* Where the stripe of rail k enters host h: its GPU on that rail (a relay when it needs
+ * nothing), else the host's first destination. */
+static int entry(const rails_t *r, int h, int k)
+{
+    int g = on_rail(r->topo, h, k);
+    if (g >= 0)
+        return g;
+    for (int i = 0; i < r->pc->ndests; i++)
+        if (mc_topo_gpu_host(r->topo, r->pc->dests[i]) == h)
+            return r->pc->dests[i];
+    return -1;
+}
+
+/* The hosts, other than h0, of the share's destinations (ascending); returns their count. */
+static int remote_hosts(const rails_t *r, int h0, int *hosts)
+{
+    int n = 0;
+    for (int i = 0; i < r->pc->ndests; i++) {
+        int h = mc_topo_gpu_host(r->topo, r->pc->dests[i]);
+        if (h != h0 && (n == 0 || hosts[n - 1] != h))
+            hosts[n++] = h;
+    }
+    return n;
+}
+
+/* One tree: root -> x (unless x is the root); from x on rail k, a chain over the remote hosts
+ * (hub < 0) or the hub host first and from its entry every other remote host (a two-level
+ * star: the hub's NIC sends to each, a NIC per rail); the root host's destinations reached from
+ * y (root -> y first unless y is x or the root). Appended when it is complete. */
+static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_err_t *err)
+{
+    const mc_topo_t *t = r->topo;
+    int h0 = mc_topo_gpu_host(t, root);
+    memset(r->seen, 0, sizeof(int) * (size_t)t->ngpus);
+    r->ne = 0;
+    r->seen[root] = 1;
+    /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
+     * passes through it): as a relay it would add a store-and-forward */
+    if (r->local)
+        edge(r, root, x);
+    else
+        x = root;
+    int prev = x, from = x;
+    mc_status_t st = MC_OK;
+    if (hub >= 0) {
+        from = entry(r, r->hosts[hub], k);
+        edge(r, x, from);
+        st = fan_out(r, r->hosts[hub], from, err);
+    }
+    /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
+     * candidates.c list them: a tree they already have is found again, not added twice */
+    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
+        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
+            edge(r, root, y);
+            st = fan_out(r, h0, y, err);
+            mine = 1;
+        }
+        if (i == r->nhosts || i == hub || st != MC_OK)
+            continue;
+        int e = entry(r, r->hosts[i], k);
+        edge(r, hub >= 0 ? from : prev, e);
+        prev = e;
+        st = fan_out(r, r->hosts[i], e, err);
+    }
+    if (st != MC_OK)
+        return st;
+    for (int i = 0; i < r->pc->ndests; i++)
+        if (!r->seen[r->pc->dests[i]])
+            return MC_OK;
+    int at;
+    mc_status_t pst = mc_cands_push(r->cs, t, r->p, root, r->ne, r->parent, r->child, &at, err);
+    if (pst == MC_OK && at >= 0 && r->nmade < r->capmade)
+        r->made[r->nmade++] = at;
+    return pst;
+}
+
+int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh)
+{
+    if (sh->root_host >= 0)
+        return sh->root_host;
+    const mc_piece_t *pc = &task->pieces[sh->piece];
+    int h = pc->nholders > 0 ? mc_topo_gpu_host(topo, pc->holders[0]) : -1;
+    for (int i = 1; i < pc->nholders && h >= 0; i++)
+        if (mc_topo_gpu_host(topo, pc->holders[i]) != h)
+            h = -1;
+    return h;
+}
+
+/* Marks in mine[] the rails (dev indices of host h) share s of the host's nshares stripes
+ * over: ndev / nshares of them (at least one), the first free ones from its root's rail on
+ * (taken[]: per GPU of the host, its rail already given to an earlier share; all freed again when
+ * too few are left), so that shares leaving one host divide its NICs, each on its own root's rail
+ * where it can. */
+static void assign_rails(const mc_topo_t *topo, int h, int r0, int nshares, const char *usable,
+                         char *taken, char *mine)
+{
+    int first, ndev = mc_topo_host_gpus(topo, h, &first), nrails = 0, nfree = 0;
+    for (int k = 0; k < ndev; k++) {
+        nrails += usable[k];
+        nfree += usable[k] && !taken[first + k];
+    }
+    int span = nshares > 1 ? nrails / nshares : nrails, d0 = r0 - first;
+    span = span < 1 ? 1 : span;
+    if (nfree < span)
+        memset(taken + first, 0, (size_t)ndev);
+    memset(mine, 0, (size_t)ndev);
+    for (int i = 0, got = 0; i < ndev && got < span; i++) {
+        int k = (d0 + i) % ndev;
+        if (usable[k] && !taken[first + k]) {
+            taken[first + k] = mine[k] = 1;
+            got++;
+        }
+    }
+}
+
+static int span_of(const char *mine, int ndev)
+{
+    int n = 0;
+    for (int k = 0; k < ndev; k++)
+        n += mine[k];
+    return n;
+}
+
+/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: on each port
+ * (by the route to the first remote host's GPU on the rail), the root's own rail r0 when it is
+ * on it, else the first; returns how many. A host with one NIC (PCIe boxes, the paper's
+ * p3.8xlarge) has one rail: nothing to stripe. */
+static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable)
+{
+    const mc_topo_t *t = r->topo;
+    mc_err_t ignored = {0};
+    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0, own = -1;
+    memset(usable, 0, (size_t)ndev);
+    for (int k = 0; k < ndev; k++) {
+        int x = on_rail(t, h0, k), to = on_rail(t, r->hosts[0], k);
+        mc_route_t rt;
+        port[k] = -1;
+        if (x < 0 || to < 0 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
+            continue;
+        for (int i = 0; i < rt.nlinks && port[k] < 0; i++)
+            if (t->links[rt.links[i]].kind == MC_LINK_NET)
+                port[k] = rt.links[i];
+        if (x == r0)
+            own = port[k];
+    }
+    for (int k = 0; k < ndev; k++) {
+        int x = on_rail(t, h0, k);
+        usable[k] = port[k] >= 0 &&
+                    (port[k] == own ? x == r0 : !mc_ints_contain(port, k, port[k]));
+        n += usable[k];
+    }
+    free(port);
+    return n;
+}
+
+mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
+                               const mc_piece_t *pc, int root_host, int nshares, int senders,
+                               char *taken, int *units, mc_err_t *err)
+{
+    *units = 0;
+    int remote = 0, local = 0, h0first;
+    for (int i = 0; i < pc->ndests; i++) {
+        if (mc_topo_gpu_host(topo, pc->dests[i]) != root_host)
+            remote = 1;
+        else
+            local = 1;
+    }
+    int ndev = mc_topo_host_gpus(topo, root_host, &h0first), r0 = -1;
+    for (int i = 0; i < pc->nholders && r0 < 0; i++)
+        if (mc_topo_gpu_host(topo, pc->holders[i]) == root_host)
+            r0 = pc->holders[i];
+    if (!remote || r0 < 0 || ndev < 2)
+        return MC_OK;
+    int n = topo->ngpus;
+    rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .local = local};
+    int before = cs->n;
+    r.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
+    r.child = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
+    r.seen = mc_xcalloc((size_t)n, sizeof(int));
+    r.want = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    r.spar = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    r.schi = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    r.hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+    r.nhosts = remote_hosts(&r, root_host, r.hosts);
+    /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
+     * NIC sends its part to every other host: balanced when every host is a hub), and only where
+     * one host sends: they take 6/7 of a stripe from every other host's NIC, which an all-gather
+     * needs for its own shares (1 GiB over 8 OCI A100 boxes: 1.06 of the bound without them,
+     * 1.105 with) */
+    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX && senders == 1 ? r.nhosts : 0;
+    char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
+    mc_status_t st = MC_OK;
+    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= 2)
+        assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
+    else
+        ndev = 0;
+    r.capmade = 2 * ndev + hubs + 2;
+    r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
+    int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
+    int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
+    for (int k = 0; k < ndev && st == MC_OK; k++) {
+        int x = on_rail(topo, root_host, k);
+        if (!mine[k] || x < 0)
+            continue;
+        int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
+        /* on the root's own rail, when the share stripes over others too, its host's fan-out
+         * starts at another GPU, in turn: the root's links carry each byte once */
+        int turn = root == x && local && span_of(mine, ndev) > 1;
+        for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
+            r.nmade = 0;
+            for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
+                int y = turn ? on_rail(topo, root_host, (k + j + (hub + 1)) % ndev) : x;
+                if (y == x && turn)
+                    y = on_rail(topo, root_host, (k + 1) % ndev);
+                if (y >= 0)
+                    st = build(&r, root, x, y, k, hub, err);
+            }
+            /* the rail's part goes to its two-level trees, or to its chains without hubs */
+            if (hub < 0 && hubs > 0)
+                continue;
+            memcpy(per_rail + (size_t)k * (size_t)r.capmade + nper[k], r.made,
+                   sizeof(int) * (size_t)r.nmade);
+            nper[k] += r.nmade;
+        }
+        nrails += nper[k] > 0;
+    }
+    /* units: a multiple of every rail's count of trees times the rails, so that the split
+     * rounds to whole units exactly (a NIC carrying one unit more than the others is the
+     * bottleneck) */
+    uint64_t lcm = 1;
+    double least = 1;
+    for (int k = 0; k < ndev && st == MC_OK; k++) {
+        for (int i = 0; i < nper[k]; i++)
+            cs->c[per_rail[(size_t)k * (size_t)r.capmade + i]].stripe += 1.0 / nrails / nper[k];
+        if (nper[k] && 1.0 / nrails / nper[k] < least)
+            least = 1.0 / nrails / nper[k];
+        uint64_t m = (uint64_t)nrails * (uint64_t)(nper[k] ? nper[k] : 1), a = lcm, b = m;
+        while (b) {
+            uint64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        lcm = lcm / a * m;
+    }
+    /* whole stripes, in units of at least one network chunk */
+    uint64_t most = pc->bytes / MC_RAIL_UNIT_MIN, fill = (MC_PIECE_UNITS_FINE + lcm - 1) / lcm;
+    uint64_t times = lcm * fill <= most ? fill : most / lcm;
+    *units = lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE : (int)(lcm * times);
+    /* trees the shapes already had (one rail host reached from a holder on every rail), or
+     * stripe trees too small to pipeline over their hops: the share is left as it was, its plan
+     * found as before (kept as mere candidates, the trees moved a 4 MiB broadcast over 4 p4d
+     * hosts from 2.83 to 3.29 of the bound) */
+    if (cs->n == before || times == 0 || least * (double)pc->bytes < MC_RAIL_TREE_MIN) {
+        *units = 0;
+        for (int k = 0; k < ndev; k++)
+            for (int i = 0; i < nper[k]; i++)
+                cs->c[per_rail[(size_t)k * (size_t)r.capmade + i]].stripe = 0;
+        mc_cands_truncate(cs, before);
+    }
+    free(per_rail);
+    free(nper);
+    free(r.made);
+    free(mine);
+    free(usable);
+    free(r.parent);
+    free(r.child);
+    free(r.seen);
+    free(r.want);
+    free(r.spar);
+    free(r.schi);
+    free(r.hosts);
+    return st;
+}
