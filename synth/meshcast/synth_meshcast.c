@@ -872,6 +872,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
     if (!r.chunk && v.simulated && !r.opts->memory_limit) {
+        won->last_work_left = MC_SIM_LAST_WORK;
         MC_CHECK_GOTO(mc_meshcast_race_striped(won, &s, &v, err), out, st);
         MC_CHECK_GOTO(mc_meshcast_race_ring(won, &s, &v, err), out, st);
     }
