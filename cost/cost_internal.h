@@ -14,7 +14,7 @@
 #define COST_CHANNELS_MAX 8
 #define COST_PIECE_UNITS 32
 /* How far above the bound meshcast's schedule must be for it to race NCCL's rings
- * (synth_meshcast.c, MC_ALT_ROOM). */
+ * (synth_meshcast_alt.c, MC_ALT_ROOM). */
 #define COST_ALT_ROOM 1.02
 
 /* One GPU-to-GPU transfer of the strategy's traffic. */
