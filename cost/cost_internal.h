@@ -24,6 +24,8 @@ typedef struct cost_xfer {
     int depth;      /* store-and-forward hops up to and including this one */
     double bytes;
     double unit;    /* the fewest bytes a tree of the strategy's carrying them may have */
+    int maxc;       /* the most chunks it moves in (its tree's bytes over the smallest chunk),
+                     * 0: as many as the estimate's count */
 } cost_xfer_t;
 
 /* How meshcast's trees fan a share out inside a host: straight from where it enters (on a
@@ -42,6 +44,7 @@ typedef struct cost_time {
     double first, last; /* arrival of its first and last chunk */
     int link;       /* its busiest link */
     double drained; /* from a holder: when its bytes are through (drain_from_holders) */
+    int maxc;       /* cost_xfer_t.maxc */
 } cost_time_t;
 
 /* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
@@ -109,9 +112,14 @@ struct mc_cost_topo {
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
     double min_chunk;   /* the smallest chunk a connection sends */
     double unit;        /* the piece being laid out: its smallest tree (0: each transfer) */
+    int chunk_cap;      /* the piece being laid out: its transfers' most chunks (0: no cap) */
     int ring_split;     /* cost_traffic_ring: the channels meshcast cuts each ring chain into */
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
+    int rails;          /* meshcast: pieces leaving one host are striped over its rails */
+    int *rail_leaving;  /* per call, per host: pieces whose holders all sit on it */
+    int rail_senders;   /* per call: hosts that such pieces leave */
+    char *rail_taken;   /* per call, per GPU: its rail given to an earlier piece */
 };
 
 static inline int64_t step_key(int link, int depth)
@@ -157,5 +165,12 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
 /* NCCL's ring chains as meshcast races them (race_ring): the nccl-ring strategy's chains, each
  * cut into ct->ring_split staggered channels. */
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+
+/* meshcast's rail stripes (cost_rails.c): whether some piece leaves a host that holds all of it
+ * for another; the per-call counts cost_rails_lay reads; and piece p laid as stripes over its
+ * holder host's rails (*laid: 1) or left to the other forms (0: it does not stripe). */
+int cost_rails_any(const mc_cost_topo_t *ct, const mc_task_t *task);
+void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task);
+mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
 
 #endif
