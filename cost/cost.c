@@ -207,9 +207,9 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after,
     ct->gpu_out[a] += bytes;
     MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
     ct->xfers[ct->nxfers] = (cost_xfer_t){(int)(r - ct->routes), after,
-                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes,
-                                          ct->unit > 0 && ct->unit < bytes ? ct->unit : bytes,
-                                          ct->chunk_cap};
+                                          after >= 0 ? ct->xfers[after].depth + 1 : 1,
+                                          ct->chunk_cap, bytes,
+                                          ct->unit > 0 && ct->unit < bytes ? ct->unit : bytes};
     *x = ct->nxfers++;
     return MC_OK;
 }
@@ -723,7 +723,10 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
             *out = other;
     }
     /* ... and rail stripes, for the pieces that leave a host holding all of them (cost_rails.c) */
-    if (st == MC_OK && s == MC_COST_MESHCAST && cost_rails_any(ct, task)) {
+    int stripes = 0;
+    if (st == MC_OK && s == MC_COST_MESHCAST)
+        st = cost_rails_any(ct, task, &stripes, err);
+    if (st == MC_OK && stripes) {
         mc_cost_t other;
         ct->rails = 1;
         st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);

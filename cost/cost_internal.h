@@ -22,10 +22,10 @@ typedef struct cost_xfer {
     int route;      /* index into the route pool */
     int after;      /* the transfer that brings the sender these bytes, -1 from a holder */
     int depth;      /* store-and-forward hops up to and including this one */
-    double bytes;
-    double unit;    /* the fewest bytes a tree of the strategy's carrying them may have */
     int maxc;       /* the most chunks it moves in (its tree's bytes over the smallest chunk),
                      * 0: as many as the estimate's count */
+    double bytes;
+    double unit;    /* the fewest bytes a tree of the strategy's carrying them may have */
 } cost_xfer_t;
 
 /* How meshcast's trees fan a share out inside a host: straight from where it enters (on a
@@ -38,13 +38,13 @@ typedef struct cost_time {
     double delay;   /* its route's message delay */
     int flows;      /* connections on its busiest link whatever the chunks: its transfers or
                      * the strategy's staggered trees, the more */
+    int maxc;       /* cost_xfer_t.maxc */
     double inv_flows; /* 1 / flows */
     double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
                      * strategy without channels */
     double first, last; /* arrival of its first and last chunk */
     int link;       /* its busiest link */
     double drained; /* from a holder: when its bytes are through (drain_from_holders) */
-    int maxc;       /* cost_xfer_t.maxc */
 } cost_time_t;
 
 /* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
@@ -166,10 +166,11 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
  * cut into ct->ring_split staggered channels. */
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 
-/* meshcast's rail stripes (cost_rails.c): whether some piece leaves a host that holds all of it
- * for another; the per-call counts cost_rails_lay reads; and piece p laid as stripes over its
- * holder host's rails (*laid: 1) or left to the other forms (0: it does not stripe). */
-int cost_rails_any(const mc_cost_topo_t *ct, const mc_task_t *task);
+/* meshcast's rail stripes (cost_rails.c): whether some piece would be striped (a piece leaving a
+ * host that holds all of it, over two rails or more, in trees large enough); the per-call counts
+ * cost_rails_lay reads; and piece p laid as stripes over its holder host's rails (*laid: 1) or
+ * left to the other forms (0: it does not stripe). */
+mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err);
 void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task);
 mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
 

@@ -38,18 +38,6 @@ void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task)
     }
 }
 
-int cost_rails_any(const mc_cost_topo_t *ct, const mc_task_t *task)
-{
-    for (int i = 0; i < task->npieces; i++) {
-        const mc_piece_t *p = &task->pieces[i];
-        int h = holder_host(ct, p);
-        for (int j = 0; h >= 0 && j < p->ndests; j++)
-            if (ct->gpu_host[p->dests[j]] != h && ct->host_start[h + 1] - ct->host_start[h] > 1)
-                return 1;
-    }
-    return 0;
-}
-
 /* Host h's GPU on rail k (its k-th GPU), -1 when it has fewer. */
 static int on_rail(const mc_cost_topo_t *ct, int h, int k)
 {
@@ -124,39 +112,84 @@ static int assign(mc_cost_topo_t *ct, int h0, int d0, int nrails, const char *us
     return got;
 }
 
-mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err)
+/* What striping piece p looks like before its rails are given: its holder host, the remote
+ * destination hosts, whether it has destinations at home, its root's rail, the usable rails. */
+typedef struct stripes {
+    int h0, hosts[1024], nh, local, r0, d0, ndev, nusable, hubs;
+    char usable[65];
+} stripes_t;
+
+/* Fills *sp; *ok: the piece leaves a host that holds all of it over two rails or more. */
+static mc_status_t stripes_of(mc_cost_topo_t *ct, const mc_piece_t *p, stripes_t *sp, int *ok,
+                              mc_err_t *err)
 {
-    int h0 = holder_host(ct, p), hosts[1024], nh = 0, local = 0, r0, d0 = 0;
-    *laid = 0;
-    if (h0 < 0)
+    *ok = 0;
+    sp->h0 = holder_host(ct, p);
+    sp->nh = sp->local = sp->d0 = 0;
+    if (sp->h0 < 0)
         return MC_OK;
     for (int i = 0; i < p->ndests; i++) {
         int h = ct->gpu_host[p->dests[i]];
-        local |= h == h0;
-        if (h != h0 && (nh == 0 || hosts[nh - 1] != h) && nh < 1024)
-            hosts[nh++] = h;
+        sp->local |= h == sp->h0;
+        if (h != sp->h0 && (sp->nh == 0 || sp->hosts[sp->nh - 1] != h) && sp->nh < 1024)
+            sp->hosts[sp->nh++] = h;
     }
-    int ndev = ct->host_start[h0 + 1] - ct->host_start[h0];
-    if (nh == 0 || ndev < 2 || ndev > 64)
+    sp->ndev = ct->host_start[sp->h0 + 1] - ct->host_start[sp->h0];
+    if (sp->nh == 0 || sp->ndev < 2 || sp->ndev > 64)
         return MC_OK;
-    r0 = p->holders[0];
-    while (on_rail(ct, h0, d0) != r0)
-        d0++;
-    char usable[65], mine[65];
-    int nusable;
-    mc_status_t st = usable_rails(ct, h0, r0, usable, &nusable, err);
-    if (st != MC_OK || nusable < 2)
-        return st;
-    int hubs = nh >= 2 && nh <= RAIL_HUBS_MAX && ct->rail_senders == 1 ? nh : 0;
-    int nrails = assign(ct, h0, d0, nusable, usable, mine);
-    /* the trees per rail: one per hub, else one chain, or on the root's own rail when it shares
-     * its host's fan-out with other GPUs, one per other GPU it starts from */
-    int turn = local && nrails > 1, most = hubs ? hubs : turn ? ndev - 1 : 1;
-    double stripe = (double)p->bytes / nrails, least = stripe / most;
-    /* units: whole ones of a network chunk or more, else the share stays on the shapes */
+    sp->r0 = p->holders[0];
+    while (on_rail(ct, sp->h0, sp->d0) != sp->r0)
+        sp->d0++;
+    mc_status_t st = usable_rails(ct, sp->h0, sp->r0, sp->usable, &sp->nusable, err);
+    sp->hubs = sp->nh >= 2 && sp->nh <= RAIL_HUBS_MAX && ct->rail_senders == 1 ? sp->nh : 0;
+    *ok = st == MC_OK && sp->nusable >= 2;
+    return st;
+}
+
+/* The trees per rail over nrails rails: one per hub, else one chain, or on the root's own rail
+ * when it shares its host's fan-out with other GPUs, one per other GPU it starts from. Whether
+ * they are in whole units of a network chunk or more, and no smaller than RAIL_TREE_MIN (else the
+ * share stays on the shapes, as in candidates_rails.c). */
+static int stripe_fits(const stripes_t *sp, const mc_piece_t *p, int nrails)
+{
+    int most = sp->hubs ? sp->hubs : sp->local && nrails > 1 ? sp->ndev - 1 : 1;
     double lcm = (double)nrails * most;
-    if (least < RAIL_TREE_MIN || lcm > RAIL_UNITS_MAX || (double)p->bytes / RAIL_UNIT_MIN < lcm)
+    return (double)p->bytes / nrails / most >= RAIL_TREE_MIN && lcm <= RAIL_UNITS_MAX &&
+           (double)p->bytes / RAIL_UNIT_MIN >= lcm;
+}
+
+mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    stripes_t sp;
+    cost_rails_prepare(ct, task);
+    *any = 0;
+    for (int i = 0; i < task->npieces && st == MC_OK && !*any; i++) {
+        int ok, span;
+        st = stripes_of(ct, &task->pieces[i], &sp, &ok, err);
+        span = ok && ct->rail_leaving[sp.h0] > 1 ? sp.nusable / ct->rail_leaving[sp.h0]
+                                                 : sp.nusable;
+        *any = ok && stripe_fits(&sp, &task->pieces[i], span < 1 ? 1 : span);
+    }
+    return st;
+}
+
+mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err)
+{
+    stripes_t sp;
+    char mine[65];
+    int ok;
+    *laid = 0;
+    mc_status_t st = stripes_of(ct, p, &sp, &ok, err);
+    if (st != MC_OK || !ok)
+        return st;
+    int h0 = sp.h0, nh = sp.nh, local = sp.local, r0 = sp.r0, ndev = sp.ndev, hubs = sp.hubs;
+    const int *hosts = sp.hosts;
+    int nrails = assign(ct, h0, sp.d0, sp.nusable, sp.usable, mine);
+    if (!stripe_fits(&sp, p, nrails))
         return MC_OK;
+    int turn = local && nrails > 1;
+    double stripe = (double)p->bytes / nrails;
     *laid = 1;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
         if (!mine[k])
