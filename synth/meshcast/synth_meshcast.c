@@ -12,35 +12,7 @@
 #include "sim/sim.h"
 #include "synth/collectives/collective_internal.h"
 #include "synth/meshcast/mc_meshcast.h"
-
-/* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
- * so far were fastest), a form, a stagger spread (0: none). */
-typedef struct variant {
-    int kind, form, stagger;
-    int coarse; /* times the chunk counts are cut to 3/4 (> 0) or raised to 4/3 (< 0), after
-                 * staggering */
-    int channels, channel_spread; /* last, every tree cut into this many channels (0, 1: none),
-                                   * staggered by this spread (mc_sched_channels) */
-    int channel_big; /* only the trees of at least half the largest tree's bytes */
-} variant_t;
-
-typedef struct run {
-    mc_task_t *task;
-    const mc_topo_t *topo;
-    const mc_synth_opts_t *opts;
-    uint64_t chunk;       /* the caller's pipeline chunk, 0: each tree's best */
-    mc_shares_t sh;
-    mc_cands_t cs;
-    int *first, *count;   /* per share: its candidates in cs */
-    double *frac[MC_SPLITS]; /* per split, per candidate: its share's fraction */
-    mc_price_stats_t price;
-    mc_comp_t *comps;
-    int ncomps, nunique, nsolved, nz3_optimal;
-    uint64_t rlimit_used;
-    int64_t sim_work_left;  /* simulation work left to certify and the referee */
-    mc_bound_t bound;       /* the task's lower bound, computed once */
-    variant_t kept;         /* the variant the referee kept */
-} run_t;
+#include "synth/meshcast/synth_meshcast_run.h"
 
 /* The fluid part of the bound, what pricing aims at: its largest term's bytes over capacity. Not
  * the binding term's (bound.seconds - latency_s): terms wait different message latencies, so the
@@ -138,7 +110,6 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
 /* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
 #define MC_LP_MAX_S 0.5
 
-
 /* Split k of the fractional model over the component's shares, rounded to whole units in one
  * phase. Returns 0 when it is a feasible plan. */
 static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, int by_load, mc_plan_sol_t *out)
@@ -189,10 +160,6 @@ static int descended(const mc_plan_t *pl, const mc_plan_sol_t *split, int n, int
     }
     return found;
 }
-
-/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
- * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
-#define MC_MIN_CHUNK_BYTES (128u * 1024u)
 
 /* Each starting plan's estimate with every tree's fill at shared pace (mc_plan_fill_ps), no
  * lower than the plan's own estimate. The plan's estimate alone let a split over chains across
@@ -438,20 +405,6 @@ out:
     return st;
 }
 
-/* How much synthesis may simulate (the solved schedule, then the referee's variants), in
- * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
- * the same on every machine, so that the choice does not depend on its speed. About 0.2 us each
- * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
-#define MC_SIM_WORK 7000000
-/* Work added for the referee's last race (the winner with fewer chunks), so that a table that
- * spent the allowance does not leave it out. */
-#define MC_SIM_COARSE_WORK (MC_SIM_WORK / 8)
-/* The most channels a tree is cut into, and the work each channel race may add: a third of the
- * allowance, since a try that wins is simulated in full and has twice the trees or more (the
- * 2-channel try of h100-single-3x8 in `modern` takes 2.2 M: 3.33 -> 3.18 ms; tries that lose
- * stop at the winner's time). */
-#define MC_CHANNELS_MAX 8
-#define MC_SIM_CHANNEL_WORK (MC_SIM_WORK / 3)
 /* The first channel try (the largest trees in 2), which stops the others when not covered, may
  * take two thirds of an allowance: the 56 trees of a broadcast over 8 A100 rail hosts, each 18
  * MiB in 23-28 chunks, take 4 M in 2 channels (1.19 -> 1.09 of the bound). A whole allowance
@@ -509,21 +462,9 @@ out:
     return st;
 }
 
-/* What a schedule was timed at. */
-typedef struct verdict {
-    char params[sizeof(((mc_sched_t *)0)->params)]; /* what certify states in its params */
-    double t;             /* simulated, or the solved plans' estimate when not simulated */
-    int simulated;
-    double reached;       /* not simulated: the time the stopped simulation had reached (a lower
-                           * bound on its makespan) */
-    int beaten;           /* not simulated because it ran past its horizon: slower than that */
-} verdict_t;
-
-/* Validates the schedule, times it within the allowance *work_left, up to the simulated time
- * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
- * schedule states: the plan's name, its time, the bound and the gap. */
-static mc_status_t certify(const run_t *r, const mc_sched_t *s, const char *plan,
-                           int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
+/* (synth_meshcast_run.h) */
+mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
+                                int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
@@ -568,7 +509,6 @@ out:
     mc_buf_free(&buf);
     return st;
 }
-
 
 /* The later forms are built from the fastest kind so far and then from the second fastest: which
  * kind gains most from re-chunking or evening out is not the one fastest as decoded (MI300X
@@ -698,7 +638,7 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_
     char name[64];
     mc_status_t st = build(r, x, &d, name, sizeof name, err);
     if (st == MC_OK)
-        st = certify(r, d, name, &r->sim_work_left, horizon, v, err);
+        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, horizon, v, err);
     mc_sched_free(d);
     return st;
 }
@@ -732,133 +672,6 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
         }
     }
     return MC_OK;
-}
-
-/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
- * when it does not apply. */
-typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
-                              mc_sched_t **out, mc_err_t *err);
-
-/* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
- * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
- * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within an allowance of
- * its own and up to the fastest time so far; the fastest replaces *s and *v, named plan. Each tree
- * alone on its connections idles its links between its chunks, which the channels hide
- * (mc_sched_channels). */
-static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
-                            const char *plan, size_t ntries, mc_err_t *err)
-{
-    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
-    mc_status_t st = MC_OK;
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && i < ntries; i++) {
-        mc_sched_t *d = NULL;
-        verdict_t dv;
-        char name[48];
-        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
-        if (!d)
-            break;
-        int n = snprintf(name, sizeof name, "%s", plan);
-        if (tries[i][0] > 1) {
-            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
-            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
-        }
-        r->sim_work_left = MC_SIM_CHANNEL_WORK;
-        st = certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
-        if (st == MC_OK && dv.simulated && dv.t < v->t) {
-            mc_sched_free(*s);
-            *s = d;
-            *v = dv;
-        } else {
-            mc_sched_free(d);
-        }
-        if (st != MC_OK)
-            goto out;
-    }
-out:
-    return st;
-}
-
-static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
-                               mc_sched_t **out, mc_err_t *err)
-{
-    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
-}
-
-/* The relay race is worth its simulations for shares with rail stripes only this far above the
- * bound. */
-#define MC_RAIL_ALT_ROOM 1.15
-
-/* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
- * and a chain that loads every link once pays one per-message overhead per hop, seven on an
- * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
- * bandwidth time (mc_cands_small), the winner *s (timed *v) is raced against itself with those
- * pieces on their relay trees instead, split evenly (mc_sched_striped), the other hosts entered
- * as a chain, a binary tree or each from the relay (where they differ). */
-static mc_status_t race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
-{
-    /* the other hosts below each relay as a chain, a binary tree, and each from the relay */
-    static const struct {
-        int fanout, remote; /* differs from the chain from this many other hosts on */
-        const char *name;
-    } sets[] = {{1, 0, "striped"}, {2, 3, "striped-tree"}, {0, 2, "striped-star"}};
-    mc_cands_t relays[3] = {{0}};
-    mc_status_t st = MC_OK;
-    int remote = 0;
-    for (int i = 0; i < r->sh.n; i++) {
-        const mc_share_t *sh = &r->sh.s[i];
-        const mc_piece_t *pc = &r->task->pieces[sh->piece];
-        int root;
-        /* a share with rail stripes (fine above 1: their units) is striped over its host's
-         * GPUs already, each stripe tree of 1 MiB or more (candidates_rails.c): within
-         * MC_RAIL_ALT_ROOM of the bound, racing these too took a 1 GiB broadcast over 8 OCI A100
-         * boxes from 1.3 to 2.7 s of CPU and won nothing; further off, they may (64 MiB over two
-         * OCI H100 boxes: 1.500 -> 1.487) */
-        if (sh->ndests != pc->ndests ||
-            (sh->fine > 1 && v->t <= MC_RAIL_ALT_ROOM * r->bound.seconds) ||
-            !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
-            continue;
-        int h = mc_cands_relay_hosts(r->topo, sh, root);
-        remote = h > remote ? h : remote;
-        for (int k = 0; k < 3; k++)
-            MC_CHECK_GOTO(mc_cands_add_relays(&relays[k], r->topo, sh, root, sets[k].fanout, err),
-                          out, st);
-    }
-    for (int k = 0; k < 3; k++)
-        if (relays[k].n && remote >= sets[k].remote)
-            MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays[k], sets[k].name, SIZE_MAX, err),
-                          out, st);
-out:
-    for (int k = 0; k < 3; k++)
-        mc_cands_free(&relays[k]);
-    return st;
-}
-
-static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
-                            mc_sched_t **out, mc_err_t *err)
-{
-    (void)arg;
-    mc_err_t ignored = {0};
-    *out = NULL;
-    if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
-        return MC_OK; /* a task the ring does not take (several consumers) */
-    memcpy((*out)->strategy, winner->strategy, sizeof (*out)->strategy);
-    (void)err;
-    return MC_OK;
-}
-
-/* A race is worth its simulations only this far above the bound. */
-#define MC_ALT_ROOM 1.02
-
-/* Rings (docs/synthesis.md, "Small pieces"): every piece down one chain from its holder through
- * its destinations in the destination mesh's order, split over NCCL's channels (the nccl-ring
- * strategy), as it is and in 2 and 4 staggered channels. On an all-gather over boxes joined by
- * one slow NIC each, the ring crosses every NIC once per piece with no fan-out to pay for
- * (4 MiB over four 8-GPU RTX 3090 boxes: 1.39 of the bound against the trees' 1.89). */
-static mc_status_t race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
-{
-    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
-        return MC_OK;
-    return race_alt(r, s, v, ring_alt, NULL, "ring", 3, err);
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -1059,8 +872,9 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
     if (!r.chunk && v.simulated && !r.opts->memory_limit) {
-        MC_CHECK_GOTO(race_striped(won, &s, &v, err), out, st);
-        MC_CHECK_GOTO(race_ring(won, &s, &v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_striped(won, &s, &v, err), out, st);
+        MC_CHECK_GOTO(mc_meshcast_race_ring(won, &s, &v, err), out, st);
     }
     memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */

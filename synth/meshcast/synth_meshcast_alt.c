@@ -1,0 +1,145 @@
+/* The meshcast referee's last races (docs/synthesis.md, "Small pieces"): the winner against
+ * whole other schedules built from it, its small pieces on relay trees (the striped schedule)
+ * and NCCL's rings, each as it is and cut into staggered channels. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/meshcast/mc_meshcast.h"
+#include "synth/meshcast/synth_meshcast_run.h"
+
+/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
+ * when it does not apply. */
+typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
+                              mc_sched_t **out, mc_err_t *err);
+
+/* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
+ * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
+ * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within a part of what
+ * is left of r->last_work_left and up to the fastest time so far; the fastest replaces *s and *v, named plan. Each tree
+ * alone on its connections idles its links between its chunks, which the channels hide
+ * (mc_sched_channels). */
+static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
+                            const char *plan, size_t ntries, mc_err_t *err)
+{
+    static const int tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
+    mc_status_t st = MC_OK;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && i < ntries && r->last_work_left > 0;
+         i++) {
+        mc_sched_t *d = NULL;
+        verdict_t dv;
+        char name[48];
+        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
+        if (!d)
+            break;
+        int n = snprintf(name, sizeof name, "%s", plan);
+        if (tries[i][0] > 1) {
+            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
+            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+        }
+        int64_t given = r->last_work_left < MC_SIM_CHANNEL_WORK ? r->last_work_left
+                                                                : MC_SIM_CHANNEL_WORK;
+        r->sim_work_left = given;
+        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+        r->last_work_left -= given - r->sim_work_left;
+        if (st == MC_OK && dv.simulated && dv.t < v->t) {
+            mc_sched_free(*s);
+            *s = d;
+            *v = dv;
+        } else {
+            mc_sched_free(d);
+        }
+        if (st != MC_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
+                               mc_sched_t **out, mc_err_t *err)
+{
+    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
+}
+
+/* A last race is worth its simulations only this far above the bound: within it, the winner of a
+ * 1 GiB all-gather over four DGX A100 (1.01 of the bound) spent 60% of its 6.9 s of CPU on relay
+ * trees that won nothing. */
+#define MC_ALT_ROOM 1.02
+
+/* The relay race is worth its simulations for shares with rail stripes only this far above the
+ * bound. */
+#define MC_RAIL_ALT_ROOM 1.15
+
+/* Small pieces (docs/synthesis.md, "Small pieces"): the plan's trees are chosen for link load,
+ * and a chain that loads every link once pays one per-message overhead per hop, seven on an
+ * 8-GPU NVSwitch host. So where a piece's best candidate alone pays more than a tenth over its
+ * bandwidth time (mc_cands_small), the winner *s (timed *v) is raced against itself with those
+ * pieces on their relay trees instead, split evenly (mc_sched_striped), the other hosts entered
+ * as a chain, a binary tree or each from the relay (where they differ). */
+mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    /* the other hosts below each relay as a chain, a binary tree, and each from the relay */
+    static const struct {
+        int fanout, remote; /* differs from the chain from this many other hosts on */
+        const char *name;
+    } sets[] = {{1, 0, "striped"}, {2, 3, "striped-tree"}, {0, 2, "striped-star"}};
+    mc_cands_t relays[3] = {{0}};
+    mc_status_t st = MC_OK;
+    int remote = 0;
+    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
+        return MC_OK;
+    for (int i = 0; i < r->sh.n; i++) {
+        const mc_share_t *sh = &r->sh.s[i];
+        const mc_piece_t *pc = &r->task->pieces[sh->piece];
+        int root;
+        /* a share with rail stripes (fine above 1: their units) is striped over its host's
+         * GPUs already, each stripe tree of 1 MiB or more (candidates_rails.c): within
+         * MC_RAIL_ALT_ROOM of the bound, racing these too took a 1 GiB broadcast over 8 OCI A100
+         * boxes from 1.3 to 2.7 s of CPU and won nothing; further off, they may (64 MiB over two
+         * OCI H100 boxes: 1.500 -> 1.487) */
+        if (sh->ndests != pc->ndests ||
+            (sh->fine > 1 && v->t <= MC_RAIL_ALT_ROOM * r->bound.seconds) ||
+            !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
+            continue;
+        int h = mc_cands_relay_hosts(r->topo, sh, root);
+        remote = h > remote ? h : remote;
+        for (int k = 0; k < 3; k++)
+            MC_CHECK_GOTO(mc_cands_add_relays(&relays[k], r->topo, sh, root, sets[k].fanout, err),
+                          out, st);
+    }
+    for (int k = 0; k < 3; k++)
+        if (relays[k].n && remote >= sets[k].remote)
+            MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays[k], sets[k].name, SIZE_MAX, err),
+                          out, st);
+out:
+    for (int k = 0; k < 3; k++)
+        mc_cands_free(&relays[k]);
+    return st;
+}
+
+static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
+                            mc_sched_t **out, mc_err_t *err)
+{
+    (void)arg;
+    mc_err_t ignored = {0};
+    *out = NULL;
+    if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
+        return MC_OK; /* a task the ring does not take (several consumers) */
+    memcpy((*out)->strategy, winner->strategy, sizeof (*out)->strategy);
+    (void)err;
+    return MC_OK;
+}
+
+/* Rings (docs/synthesis.md, "Small pieces"): every piece down one chain from its holder through
+ * its destinations in the destination mesh's order, split over NCCL's channels (the nccl-ring
+ * strategy), as it is and in 2 and 4 staggered channels. On an all-gather over boxes joined by
+ * one slow NIC each, the ring crosses every NIC once per piece with no fan-out to pay for
+ * (4 MiB over four 8-GPU RTX 3090 boxes: 1.39 of the bound against the trees' 1.89). */
+mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
+        return MC_OK;
+    return race_alt(r, s, v, ring_alt, NULL, "ring", 3, err);
+}

@@ -1,0 +1,84 @@
+/* The state of one meshcast synthesis, shared by the strategy's referee (synth_meshcast.c) and
+ * its last races (synth_meshcast_alt.c): private to synth/meshcast. */
+#ifndef MC_SYNTH_MESHCAST_RUN_H
+#define MC_SYNTH_MESHCAST_RUN_H
+
+#include <stdint.h>
+
+#include "synth/meshcast/mc_meshcast.h"
+
+/* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
+ * so far were fastest), a form, a stagger spread (0: none). */
+typedef struct variant {
+    int kind, form, stagger;
+    int coarse; /* times the chunk counts are cut to 3/4 (> 0) or raised to 4/3 (< 0), after
+                 * staggering */
+    int channels, channel_spread; /* last, every tree cut into this many channels (0, 1: none),
+                                   * staggered by this spread (mc_sched_channels) */
+    int channel_big; /* only the trees of at least half the largest tree's bytes */
+} variant_t;
+
+typedef struct run {
+    mc_task_t *task;
+    const mc_topo_t *topo;
+    const mc_synth_opts_t *opts;
+    uint64_t chunk;       /* the caller's pipeline chunk, 0: each tree's best */
+    mc_shares_t sh;
+    mc_cands_t cs;
+    int *first, *count;   /* per share: its candidates in cs */
+    double *frac[MC_SPLITS]; /* per split, per candidate: its share's fraction */
+    mc_price_stats_t price;
+    mc_comp_t *comps;
+    int ncomps, nunique, nsolved, nz3_optimal;
+    uint64_t rlimit_used;
+    int64_t sim_work_left;  /* simulation work left to certify and the referee */
+    int64_t last_work_left; /* simulation work left to the last races (synth_meshcast_alt.c) */
+    mc_bound_t bound;       /* the task's lower bound, computed once */
+    variant_t kept;         /* the variant the referee kept */
+} run_t;
+
+/* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
+ * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
+#define MC_MIN_CHUNK_BYTES (128u * 1024u)
+
+/* How much synthesis may simulate (the solved schedule, then the referee's variants), in
+ * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted
+ * the same on every machine, so that the choice does not depend on its speed. About 0.2 us each
+ * on the 2-core development machine for 32-GPU schedules (more on larger topologies). */
+#define MC_SIM_WORK 7000000
+/* Work added for the referee's last race (the winner with fewer chunks), so that a table that
+ * spent the allowance does not leave it out. */
+#define MC_SIM_COARSE_WORK (MC_SIM_WORK / 8)
+/* The most channels a tree is cut into, and the work each channel race may add: a third of the
+ * allowance, since a try that wins is simulated in full and has twice the trees or more (the
+ * 2-channel try of h100-single-3x8 in `modern` takes 2.2 M: 3.33 -> 3.18 ms; tries that lose
+ * stop at the winner's time). */
+#define MC_CHANNELS_MAX 8
+#define MC_SIM_CHANNEL_WORK (MC_SIM_WORK / 3)
+/* The work all the last races may take together (each try at most MC_SIM_CHANNEL_WORK): a 1 GiB
+ * all-gather over 8 OCI A100 boxes spent 7.7 s of CPU on 21 tries at a whole third each, and won
+ * nothing; the small pieces they are for take a small part of it. */
+#define MC_SIM_LAST_WORK MC_SIM_WORK
+
+/* What a schedule was timed at. */
+typedef struct verdict {
+    char params[sizeof(((mc_sched_t *)0)->params)]; /* what certify states in its params */
+    double t;             /* simulated, or the solved plans' estimate when not simulated */
+    int simulated;
+    double reached;       /* not simulated: the time the stopped simulation had reached (a lower
+                           * bound on its makespan) */
+    int beaten;           /* not simulated because it ran past its horizon: slower than that */
+} verdict_t;
+
+/* Validates the schedule, times it within the allowance *work_left, up to the simulated time
+ * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
+ * schedule states: the plan's name, its time, the bound and the gap. */
+mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
+                                int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err);
+
+/* The last races: the winner *s (timed *v) against its small pieces on relay trees, and against
+ * NCCL's rings; the fastest replaces *s and *v. */
+mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
+mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
+
+#endif
