@@ -83,6 +83,8 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
     ct->host_out = mc_xcalloc((size_t)nh, sizeof(double));
+    ct->rail_leaving = mc_xcalloc((size_t)nh, sizeof(int));
+    ct->rail_taken = mc_xcalloc((size_t)ng, 1);
     return ct;
 }
 
@@ -120,6 +122,8 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->step_count);
     free(ct->gpu_out);
     free(ct->host_out);
+    free(ct->rail_leaving);
+    free(ct->rail_taken);
     free(ct);
 }
 
@@ -203,7 +207,8 @@ mc_status_t cost_send(mc_cost_topo_t *ct, int a, int b, double bytes, int after,
     ct->gpu_out[a] += bytes;
     MC_GROW(ct->xfers, ct->xfer_cap, ct->nxfers + 1);
     ct->xfers[ct->nxfers] = (cost_xfer_t){(int)(r - ct->routes), after,
-                                          after >= 0 ? ct->xfers[after].depth + 1 : 1, bytes,
+                                          after >= 0 ? ct->xfers[after].depth + 1 : 1,
+                                          ct->chunk_cap, bytes,
                                           ct->unit > 0 && ct->unit < bytes ? ct->unit : bytes};
     *x = ct->nxfers++;
     return MC_OK;
@@ -324,6 +329,7 @@ const cost_route_t *cost_last_route(const mc_cost_topo_t *ct)
 static void reset(mc_cost_topo_t *ct)
 {
     ct->unit = 0;
+    ct->chunk_cap = 0;
     ct->relayed = 0;
     for (int i = 0; i < ct->ntouched; i++) {
         ct->load[ct->touched[i]] = 0;
@@ -375,14 +381,17 @@ static double makespan(mc_cost_topo_t *ct, int c)
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
         const cost_time_t *up = ct->xfers[i].after >= 0 ? &ct->times[ct->xfers[i].after] : NULL;
-        double chunk = m->pace * inv;
+        /* a tree too small for c chunks of the smallest size moves in fewer */
+        int cc = m->maxc && m->maxc < c ? m->maxc : c;
+        double cinv = cc == c ? inv : 1.0 / cc;
+        double chunk = m->pace * cinv;
         double own, last;
         m->first = (up ? up->first : 0) + m->delay + chunk;
         /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
-        double cut = m->units * inv;
+        double cut = m->units * cinv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
-        own = (up ? m->first + (c - 1) * chunk : m->drained) +
-              (c - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
+        own = (up ? m->first + (cc - 1) * chunk : m->drained) +
+              (cc - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
         last = up ? up->last + m->delay + chunk : 0; /* a holder's: drained */
         m->last = own > last ? own : last;
         if (m->last > t)
@@ -589,6 +598,7 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         cost_time_t *m = &ct->times[i];
         m->flows = flows > ct->staggered ? flows : ct->staggered;
         m->inv_flows = 1.0 / m->flows;
+        m->maxc = ct->xfers[i].maxc;
         /* channels only where the strategy cuts its trees into them */
         m->units = ct->channels > 1 ? ct->xfers[i].unit / ct->min_chunk : 0;
         if (ct->xfers[i].depth > depth)
@@ -709,6 +719,18 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
         st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
         ct->straight = 0;
         ct->fan = COST_FAN_STAR;
+        if (st == MC_OK && other.seconds < out->seconds)
+            *out = other;
+    }
+    /* ... and rail stripes, for the pieces that leave a host holding all of them (cost_rails.c) */
+    int stripes = 0;
+    if (st == MC_OK && s == MC_COST_MESHCAST)
+        st = cost_rails_any(ct, task, &stripes, err);
+    if (st == MC_OK && stripes) {
+        mc_cost_t other;
+        ct->rails = 1;
+        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
+        ct->rails = 0;
         if (st == MC_OK && other.seconds < out->seconds)
             *out = other;
     }

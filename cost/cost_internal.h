@@ -22,6 +22,8 @@ typedef struct cost_xfer {
     int route;      /* index into the route pool */
     int after;      /* the transfer that brings the sender these bytes, -1 from a holder */
     int depth;      /* store-and-forward hops up to and including this one */
+    int maxc;       /* the most chunks it moves in (its tree's bytes over the smallest chunk),
+                     * 0: as many as the estimate's count */
     double bytes;
     double unit;    /* the fewest bytes a tree of the strategy's carrying them may have */
 } cost_xfer_t;
@@ -36,6 +38,7 @@ typedef struct cost_time {
     double delay;   /* its route's message delay */
     int flows;      /* connections on its busiest link whatever the chunks: its transfers or
                      * the strategy's staggered trees, the more */
+    int maxc;       /* cost_xfer_t.maxc */
     double inv_flows; /* 1 / flows */
     double units;   /* its smallest tree's bytes over the strategy's smallest chunk, 0 for a
                      * strategy without channels */
@@ -109,9 +112,14 @@ struct mc_cost_topo {
     int staggered;      /* connections on every link whatever the bytes (staggered trees) */
     double min_chunk;   /* the smallest chunk a connection sends */
     double unit;        /* the piece being laid out: its smallest tree (0: each transfer) */
+    int chunk_cap;      /* the piece being laid out: its transfers' most chunks (0: no cap) */
     int ring_split;     /* cost_traffic_ring: the channels meshcast cuts each ring chain into */
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
+    int rails;          /* meshcast: pieces leaving one host are striped over its rails */
+    int *rail_leaving;  /* per call, per host: pieces whose holders all sit on it */
+    int rail_senders;   /* per call: hosts that such pieces leave */
+    char *rail_taken;   /* per call, per GPU: its rail given to an earlier piece */
 };
 
 static inline int64_t step_key(int link, int depth)
@@ -157,5 +165,13 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
 /* NCCL's ring chains as meshcast races them (race_ring): the nccl-ring strategy's chains, each
  * cut into ct->ring_split staggered channels. */
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
+
+/* meshcast's rail stripes (cost_rails.c): whether some piece would be striped (a piece leaving a
+ * host that holds all of it, over two rails or more, in trees large enough); the per-call counts
+ * cost_rails_lay reads; and piece p laid as stripes over its holder host's rails (*laid: 1) or
+ * left to the other forms (0: it does not stripe). */
+mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err);
+void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task);
+mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
 
 #endif

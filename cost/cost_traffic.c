@@ -273,9 +273,13 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
     source_t *src = mc_xmalloc(sizeof(source_t) * (size_t)(2 * t->nhosts + 1));
     for (int i = 0; i < task->npieces; i++)
         count_entering(ct, &task->pieces[i], src);
+    if (ct->rails)
+        cost_rails_prepare(ct, task);
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        int nsrc = holder_sources(ct, p, src), nhold = nsrc;
+        int nsrc = holder_sources(ct, p, src), nhold = nsrc, laid = 0;
+        if (ct->rails && ((st = cost_rails_lay(ct, p, &laid, err)) != MC_OK || laid))
+            continue;
         ct->unit = (double)p->bytes / COST_PIECE_UNITS;
         /* destinations grouped by host (GPUs are numbered host by host and both lists ascend, so
          * each host's are contiguous and hosts come in order): hosts holding the piece first,
