@@ -419,7 +419,8 @@ static void drain_from_holders(mc_cost_topo_t *ct)
         cost_time_t *m = &ct->times[i];
         const cost_route_t *r = &ct->routes[ct->xfers[i].route];
         double bytes = ct->xfers[i].bytes;
-        double alone = fmax(bytes / r->bw, r->cap > 0 && ct->conns ? bytes / (r->cap * ct->conns) : 0);
+        double alone = fmax(bytes / r->bw,
+                            r->cap > 0 && ct->conns ? bytes / (r->cap * ct->conns) : 0);
         if (ct->xfers[i].after < 0)
             m->drained = fmax(ct->lstart[m->link] + m->pace, m->delay + alone);
     }

@@ -874,6 +874,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     if (!r.chunk && v.simulated && !r.opts->memory_limit) {
         won->last_work_left = MC_SIM_LAST_WORK;
         MC_CHECK_GOTO(mc_meshcast_race_striped(won, &s, &v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
         MC_CHECK_GOTO(mc_meshcast_race_ring(won, &s, &v, err), out, st);
     }
     memcpy(s->params, v.params, sizeof s->params);

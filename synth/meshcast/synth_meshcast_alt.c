@@ -17,9 +17,9 @@ typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const vo
 /* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
  * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
  * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within a part of what
- * is left of r->last_work_left and up to the fastest time so far; the fastest replaces *s and *v, named plan. Each tree
- * alone on its connections idles its links between its chunks, which the channels hide
- * (mc_sched_channels). */
+ * is left of r->last_work_left and up to the fastest time so far; the fastest replaces *s and *v,
+ * named plan. Each tree alone on its connections idles its links between its chunks, which the
+ * channels hide (mc_sched_channels). */
 static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
                             const char *plan, size_t ntries, mc_err_t *err)
 {

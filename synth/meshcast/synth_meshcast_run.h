@@ -32,7 +32,7 @@ typedef struct run {
     int ncomps, nunique, nsolved, nz3_optimal;
     uint64_t rlimit_used;
     int64_t sim_work_left;  /* simulation work left to certify and the referee */
-    int64_t last_work_left; /* simulation work left to the last races (synth_meshcast_alt.c) */
+    int64_t last_work_left; /* simulation work left to a last race (synth_meshcast_alt.c) */
     mc_bound_t bound;       /* the task's lower bound, computed once */
     variant_t kept;         /* the variant the referee kept */
 } run_t;
@@ -55,9 +55,11 @@ typedef struct run {
  * stop at the winner's time). */
 #define MC_CHANNELS_MAX 8
 #define MC_SIM_CHANNEL_WORK (MC_SIM_WORK / 3)
-/* The work all the last races may take together (each try at most MC_SIM_CHANNEL_WORK): a 1 GiB
- * all-gather over 8 OCI A100 boxes spent 7.7 s of CPU on 21 tries at a whole third each, and won
- * nothing; the small pieces they are for take a small part of it. */
+/* The work each last race may take over all its tries (each try at most MC_SIM_CHANNEL_WORK): a
+ * 1 GiB all-gather over 8 OCI A100 boxes spent 7.7 s of CPU on 21 tries at a whole third each,
+ * and won nothing; the small pieces they are for take a small part of it. One allowance for both
+ * races left the rings none after the relay trees on a 4 MiB all-gather over four RTX 3090
+ * boxes (1.36x slower than the nccl-ring strategy). */
 #define MC_SIM_LAST_WORK MC_SIM_WORK
 
 /* What a schedule was timed at. */
