@@ -139,6 +139,8 @@ mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, m
 int mc_topo_gpu_host(const mc_topo_t *t, int gpu);
 /* The GPUs of host h: *first and the count (GPU ids go host by host), in O(log GPUs). */
 int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first);
+/* The GPU of host h with device index dev (its rail), or -1. */
+int mc_topo_host_gpu_on_dev(const mc_topo_t *t, int h, int dev);
 /* Node id of a node by its name, -1 if none. */
 int mc_topo_find_node(const mc_topo_t *t, const char *name);
 /* Link id from src to dst (any kind), -1 if none. */

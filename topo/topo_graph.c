@@ -273,6 +273,15 @@ int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first)
     return first_gpu_from(t, h + 1) - *first;
 }
 
+int mc_topo_host_gpu_on_dev(const mc_topo_t *t, int h, int dev)
+{
+    int first, n = mc_topo_host_gpus(t, h, &first);
+    for (int i = first; i < first + n; i++)
+        if (t->nodes[t->gpu_node[i]].dev == dev)
+            return i;
+    return -1;
+}
+
 int mc_topo_find_node(const mc_topo_t *t, const char *name)
 {
     for (int i = 0; i < t->nnodes; i++)

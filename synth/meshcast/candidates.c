@@ -41,23 +41,14 @@ static void edge(gen_t *g, int a, int b)
     g->seen[b] = 1;
 }
 
-/* The GPU of host h with the given dev (its rail), or -1. */
-static int on_rail(const mc_topo_t *t, int h, int dev)
-{
-    int first, n = mc_topo_host_gpus(t, h, &first);
-    for (int i = first; i < first + n; i++)
-        if (gpu_dev(t, i) == dev)
-            return i;
-    return -1;
-}
-
 /* Where a tree from `from` enters destination host d: the destination on the tree's rail (from's
  * unless the generator fixed one), else the GPU on that rail as a relay, else the host's first
  * destination. */
 static int entry(const gen_t *g, int d, int from)
 {
     const int *dst = g->pc->dests + g->dh_first[d];
-    int r = on_rail(g->topo, g->dh_host[d], g->rail >= 0 ? g->rail : gpu_dev(g->topo, from));
+    int rail = g->rail >= 0 ? g->rail : gpu_dev(g->topo, from);
+    int r = mc_topo_host_gpu_on_dev(g->topo, g->dh_host[d], rail);
     for (int i = 0; i < g->dh_count[d]; i++)
         if (dst[i] == r)
             return r;
@@ -234,7 +225,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
      * the holder on that rail, or relayed by the route's PXN hop from the first holder */
     int host_first, ndev = mc_topo_host_gpus(topo, g.dh_host[0], &host_first);
     for (int k = 0; k < ndev; k++) {
-        int r = on_rail(topo, hosts[0], k);
+        int r = mc_topo_host_gpu_on_dev(topo, hosts[0], k);
         if (r < 0 || !mc_ints_contain(g.pc->holders, g.pc->nholders, r))
             r = r0;
         g.rail = k;

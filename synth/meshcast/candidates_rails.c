@@ -49,16 +49,6 @@ static void edge(rails_t *r, int a, int b)
     r->seen[b] = 1;
 }
 
-/* The GPU of host h on rail dev, or -1. */
-static int on_rail(const mc_topo_t *t, int h, int dev)
-{
-    int first, n = mc_topo_host_gpus(t, h, &first);
-    for (int i = first; i < first + n; i++)
-        if (t->nodes[t->gpu_node[i]].dev == dev)
-            return i;
-    return -1;
-}
-
 /* Reaches the destinations of host h not yet in the tree from src (in the tree) by the host's
  * shortest-path tree: a star over a switch, relays over a partial mesh. */
 static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
@@ -81,7 +71,7 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
  * nothing), else the host's first destination. */
 static int entry(const rails_t *r, int h, int k)
 {
-    int g = on_rail(r->topo, h, k);
+    int g = mc_topo_host_gpu_on_dev(r->topo, h, k);
     if (g >= 0)
         return g;
     for (int i = 0; i < r->pc->ndests; i++)
@@ -211,7 +201,8 @@ static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable
     int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0, own = -1;
     memset(usable, 0, (size_t)ndev);
     for (int k = 0; k < ndev; k++) {
-        int x = on_rail(t, h0, k), to = on_rail(t, r->hosts[0], k);
+        int x = mc_topo_host_gpu_on_dev(t, h0, k);
+        int to = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
         mc_route_t rt;
         port[k] = -1;
         if (x < 0 || to < 0 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
@@ -223,7 +214,7 @@ static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable
             own = port[k];
     }
     for (int k = 0; k < ndev; k++) {
-        int x = on_rail(t, h0, k);
+        int x = mc_topo_host_gpu_on_dev(t, h0, k);
         usable[k] = port[k] >= 0 &&
                     (port[k] == own ? x == r0 : !mc_ints_contain(port, k, port[k]));
         n += usable[k];
@@ -278,7 +269,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
-        int x = on_rail(topo, root_host, k);
+        int x = mc_topo_host_gpu_on_dev(topo, root_host, k);
         if (!mine[k] || x < 0)
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
@@ -288,9 +279,10 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
             r.nmade = 0;
             for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
-                int y = turn ? on_rail(topo, root_host, (k + j + (hub + 1)) % ndev) : x;
+                int y = turn ? mc_topo_host_gpu_on_dev(topo, root_host, (k + j + hub + 1) % ndev)
+                             : x;
                 if (y == x && turn)
-                    y = on_rail(topo, root_host, (k + 1) % ndev);
+                    y = mc_topo_host_gpu_on_dev(topo, root_host, (k + 1) % ndev);
                 if (y >= 0)
                     st = build(&r, root, x, y, k, hub, err);
             }

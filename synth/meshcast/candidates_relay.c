@@ -14,16 +14,6 @@
  * fraction over its bandwidth time (the pipeline fill and per-chunk overheads of its depth). */
 #define MC_RELAY_FILL 0.10
 
-/* The GPU of host h with the given dev (its rail), or -1. */
-static int gpu_on_dev(const mc_topo_t *t, int h, int dev)
-{
-    int first, n = mc_topo_host_gpus(t, h, &first);
-    for (int i = first; i < first + n; i++)
-        if (t->nodes[t->gpu_node[i]].dev == dev)
-            return i;
-    return -1;
-}
-
 typedef struct tree {
     int *parent, *child, n;
     int *seen;
@@ -78,7 +68,7 @@ static mc_status_t relay_tree(mc_cands_t *cs, const mc_topo_t *topo, const mc_sh
             /* enter on e's rail (a relay there when that GPU needs nothing); a chain sends once
              * from e's NIC but crosses the network once per host in turn, a star sends from e's
              * NIC once per host */
-            int in = gpu_on_dev(topo, h, edev);
+            int in = mc_topo_host_gpu_on_dev(topo, h, edev);
             src = in >= 0 ? in : sh->dests[i];
             add(t, entry[fanout ? nremote / fanout - 1 : -1], src);
             entry[nremote++] = src;

@@ -13,6 +13,7 @@
 
 #include "sim/sim.h"
 #include "synth/synth.h"
+#include "test_task_helpers.h"
 
 #define TOPO "topologies/aws-p3.8xlarge-x5.xml"
 #define NIC_BW 1.25e9
@@ -40,17 +41,6 @@ static int teardown(void **state)
     mc_topo_free(f->topo);
     free(f);
     return 0;
-}
-
-static mc_task_t *task_of(const char *m1, const char *m2, const char *move)
-{
-    mc_task_t *t = mc_task_new();
-    mc_err_t err = {0};
-    assert_int_equal(mc_task_add_mesh(t, m1, &err), MC_OK);
-    assert_int_equal(mc_task_add_mesh(t, m2, &err), MC_OK);
-    assert_int_equal(mc_task_add_move(t, move, &err), MC_OK);
-    assert_int_equal(mc_task_split(t, &err), MC_OK);
-    return t;
 }
 
 /* Synthesizes, checks validity and the bound; returns the simulated makespan and fills res. */

@@ -16,19 +16,15 @@
 
 #include "sim/sim.h"
 #include "synth/meshcast/mc_meshcast.h"
+#include "test_task_helpers.h"
+#include "test_topo_helpers.h"
 
 #define TOPO "topologies/dgx-a100-x4.xml"
 #define BCAST_BYTES (256.0 * 1024 * 1024)
 
 static int setup(void **state)
 {
-    mc_topo_t *t = NULL;
-    mc_err_t err = {0};
-    if (mc_topo_load(TOPO, &t, &err) != MC_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return -1;
-    }
-    *state = t;
+    *state = load_ok(TOPO);
     return 0;
 }
 
@@ -36,17 +32,6 @@ static int teardown(void **state)
 {
     mc_topo_free(*state);
     return 0;
-}
-
-static mc_task_t *task_of(const char *m1, const char *m2, const char *move)
-{
-    mc_task_t *t = mc_task_new();
-    mc_err_t err = {0};
-    assert_int_equal(mc_task_add_mesh(t, m1, &err), MC_OK);
-    assert_int_equal(mc_task_add_mesh(t, m2, &err), MC_OK);
-    assert_int_equal(mc_task_add_move(t, move, &err), MC_OK);
-    assert_int_equal(mc_task_split(t, &err), MC_OK);
-    return t;
 }
 
 /* What host 0 can send: its NICs' rate, or the PCIe links from its GPUs to them (24 GB/s each
