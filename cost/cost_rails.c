@@ -141,9 +141,17 @@ static mc_status_t stripes_of(mc_cost_topo_t *ct, const mc_piece_t *p, stripes_t
     while (on_rail(ct, sp->h0, sp->d0) != sp->r0)
         sp->d0++;
     mc_status_t st = usable_rails(ct, sp->h0, sp->r0, sp->usable, &sp->nusable, err);
-    sp->hubs = sp->nh >= 2 && sp->nh <= RAIL_HUBS_MAX && ct->rail_senders == 1 ? sp->nh : 0;
     *ok = st == MC_OK && sp->nusable >= 2;
     return st;
+}
+
+/* Sets sp->hubs for a piece given nrails rails: hub trees where one host sends or the piece has
+ * several rails, as candidates_rails.c. */
+static void set_hubs(const mc_cost_topo_t *ct, stripes_t *sp, int nrails)
+{
+    sp->hubs = sp->nh >= 2 && sp->nh <= RAIL_HUBS_MAX && (ct->rail_senders == 1 || nrails >= 2)
+                   ? sp->nh
+                   : 0;
 }
 
 /* The trees per rail over nrails rails: one per hub, else one chain, or on the root's own rail
@@ -169,7 +177,9 @@ mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, 
         st = stripes_of(ct, &task->pieces[i], &sp, &ok, err);
         span = ok && ct->rail_leaving[sp.h0] > 1 ? sp.nusable / ct->rail_leaving[sp.h0]
                                                  : sp.nusable;
-        *any = ok && stripe_fits(&sp, &task->pieces[i], span < 1 ? 1 : span);
+        span = span < 1 ? 1 : span;
+        set_hubs(ct, &sp, span);
+        *any = ok && stripe_fits(&sp, &task->pieces[i], span);
     }
     return st;
 }
@@ -183,9 +193,10 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
     mc_status_t st = stripes_of(ct, p, &sp, &ok, err);
     if (st != MC_OK || !ok)
         return st;
+    int nrails = assign(ct, sp.h0, sp.d0, sp.nusable, sp.usable, mine);
+    set_hubs(ct, &sp, nrails);
     int h0 = sp.h0, nh = sp.nh, local = sp.local, r0 = sp.r0, ndev = sp.ndev, hubs = sp.hubs;
     const int *hosts = sp.hosts;
-    int nrails = assign(ct, h0, sp.d0, sp.nusable, sp.usable, mine);
     if (!stripe_fits(&sp, p, nrails))
         return MC_OK;
     int turn = local && nrails > 1;
@@ -212,11 +223,15 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
         }
         if (local && !own && st == MC_OK)
             st = fan_home(ct, p, h0, x, stripe, mid, err);
+        /* the chain visits the hosts in cyclic order from h0's, as candidates_rails.c does */
+        int c0 = 0;
+        while (c0 < nh && hosts[c0] < h0)
+            c0++;
         if (!hubs) {
             for (int i = 0, from = x, after = mid; i < nh && st == MC_OK; i++) {
-                int e = entry(ct, p, hosts[i], k);
+                int e = entry(ct, p, hosts[(c0 + i) % nh], k);
                 if ((st = cost_send(ct, from, e, stripe, after, &after, err)) == MC_OK)
-                    st = fan_home(ct, p, hosts[i], e, stripe, after, err);
+                    st = fan_home(ct, p, hosts[(c0 + i) % nh], e, stripe, after, err);
                 from = e;
             }
             continue;

@@ -117,14 +117,20 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
         st = fan_out(r, r->hosts[hub], from, err);
     }
     /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
-     * candidates.c list them: a tree they already have is found again, not added twice */
-    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
-        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
+     * candidates.c list them (a tree they already have is found again, not added twice), the
+     * chain over the remote hosts in cyclic order from the root's, as there: where several hosts
+     * send chains, each forwards as many stripes (a hub sends to every other host: any order) */
+    int past = 0;
+    while (past < r->nhosts && r->hosts[past] < h0)
+        past++;
+    for (int j = 0, mine = !r->local; j <= r->nhosts && st == MC_OK; j++) {
+        if (!mine && (j == r->nhosts || r->hosts[j] > h0)) {
             edge(r, root, y);
             st = fan_out(r, h0, y, err);
             mine = 1;
         }
-        if (i == r->nhosts || i == hub || st != MC_OK)
+        int i = hub < 0 && r->nhosts ? (past + j) % r->nhosts : j;
+        if (j == r->nhosts || i == hub || st != MC_OK)
             continue;
         int e = entry(r, r->hosts[i], k);
         edge(r, hub >= 0 ? from : prev, e);
@@ -252,18 +258,23 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     r.schi = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     r.hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
     r.nhosts = remote_hosts(&r, root_host, r.hosts);
-    /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
-     * NIC sends its part to every other host: balanced when every host is a hub), and only where
-     * one host sends: they take 6/7 of a stripe from every other host's NIC, which an all-gather
-     * needs for its own shares (1 GiB over 8 OCI A100 boxes: 1.06 of the bound without them,
-     * 1.105 with) */
-    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX && senders == 1 ? r.nhosts : 0;
     char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
     if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= 2)
         assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
     else
         ndev = 0;
+    /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
+     * NIC sends its part to every other host: balanced when every host is a hub), where one host
+     * sends or where the share has several rails of its own. Not where several hosts each send
+     * shares of one rail (an all-gather): there they were slower than the chains (1 GiB over 8
+     * OCI A100 boxes: 1.060 of the bound with chains, 1.105 with hubs); where each host sends
+     * one share over all its rails, the chains of 3 hosts are deeper for the same NIC load
+     * (32 MiB from each of 4 DGX H100 to the 3 others: 1.24 with chains, 1.16 with hubs) */
+    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX &&
+                       (senders == 1 || span_of(mine, ndev) >= 2)
+                   ? r.nhosts
+                   : 0;
     r.capmade = 2 * ndev + hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
@@ -341,4 +352,41 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.schi);
     free(r.hosts);
     return st;
+}
+
+double mc_rails_split_s(const mc_cands_t *cs, const mc_topo_t *topo, int first, int n,
+                        double bytes)
+{
+    mc_frac_t f;
+    mc_frac_init(&f, cs, topo, 1, &bytes);
+    for (int c = first; c < first + n; c++)
+        if (cs->c[c].stripe > 0) {
+            mc_frac_add(&f, 0, c);
+            f.x[c] = cs->c[c].stripe;
+        }
+    double v = 0;
+    if (f.ncols[0] > 0) {
+        mc_frac_solve(&f, 0);
+        v = f.value_s;
+    }
+    mc_frac_free(&f);
+    return v;
+}
+
+/* A stripe split this far above the fractional optimum over all trees is taken back (the
+ * optimum's own gap, MC_FRAC_GAP, is 0.2%). */
+#define MC_RAIL_KEEP 1.01
+
+void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                       mc_shares_t *sh, const int *first, const int *count, double frac_s)
+{
+    for (int i = 0; i < sh->n; i++) {
+        double bytes = (double)task->pieces[sh->s[i].piece].bytes;
+        double split_s = mc_rails_split_s(cs, topo, first[i], count[i], bytes);
+        if (split_s <= MC_RAIL_KEEP * frac_s)
+            continue;
+        for (int c = first[i]; c < first[i] + count[i]; c++)
+            cs->c[c].stripe = 0;
+        sh->s[i].fine = 1;
+    }
 }

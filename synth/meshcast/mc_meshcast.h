@@ -95,6 +95,16 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, int senders,
                                char *taken, int *units, mc_err_t *err);
+/* The busiest link's load (seconds) when a share of bytes is split over the trees among
+ * cs->c[first .. first + n) as their stripes say (mc_cands_add_rails); 0 without stripes. */
+double mc_rails_split_s(const mc_cands_t *cs, const mc_topo_t *topo, int first, int n,
+                        double bytes);
+/* Takes the stripes back (stripe 0, the share's units those of a priced share) from every share
+ * whose stripe split alone loads a link more than the fractional optimum over all the task's
+ * trees, frac_s, does: the split is then not the optimum, and its units and chunking serve it
+ * only. Share i's trees are cs->c[first[i] .. first[i] + count[i]). */
+void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                       mc_shares_t *sh, const int *first, const int *count, double frac_s);
 
 /* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
  * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;
