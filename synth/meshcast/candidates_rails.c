@@ -354,39 +354,39 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     return st;
 }
 
-double mc_rails_split_s(const mc_cands_t *cs, const mc_topo_t *topo, int first, int n,
-                        double bytes)
-{
-    mc_frac_t f;
-    mc_frac_init(&f, cs, topo, 1, &bytes);
-    for (int c = first; c < first + n; c++)
-        if (cs->c[c].stripe > 0) {
-            mc_frac_add(&f, 0, c);
-            f.x[c] = cs->c[c].stripe;
-        }
-    double v = 0;
-    if (f.ncols[0] > 0) {
-        mc_frac_solve(&f, 0);
-        v = f.value_s;
-    }
-    mc_frac_free(&f);
-    return v;
-}
-
-/* A stripe split this far above the fractional optimum over all trees is taken back (the
- * optimum's own gap, MC_FRAC_GAP, is 0.2%). */
+/* The stripe split is kept where its busiest link is within this of the other trees' optimum
+ * (the fractional solve's own gap, MC_FRAC_GAP, is 0.2%). */
 #define MC_RAIL_KEEP 1.01
 
 void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                       mc_shares_t *sh, const int *first, const int *count, double frac_s)
+                       mc_shares_t *sh, const int *first, const int *count)
 {
+    double *demand = mc_xmalloc(sizeof(double) * (size_t)(sh->n + 1)), value[2] = {0, 0};
+    int striped = 0;
     for (int i = 0; i < sh->n; i++) {
-        double bytes = (double)task->pieces[sh->s[i].piece].bytes;
-        double split_s = mc_rails_split_s(cs, topo, first[i], count[i], bytes);
-        if (split_s <= MC_RAIL_KEEP * frac_s)
+        demand[i] = (double)task->pieces[sh->s[i].piece].bytes;
+        striped += sh->s[i].fine > 1;
+    }
+    /* 0: the stripe split of the striped shares; 1: the optimum over every share's other trees */
+    for (int k = 0; k < 2 && striped; k++) {
+        mc_frac_t f;
+        mc_frac_init(&f, cs, topo, sh->n, demand);
+        for (int i = 0; i < sh->n; i++)
+            for (int c = first[i]; c < first[i] + count[i]; c++)
+                if (k ? cs->c[c].stripe <= 0 : cs->c[c].stripe > 0 && sh->s[i].fine > 1) {
+                    mc_frac_add(&f, i, c);
+                    f.x[c] = k ? 0 : cs->c[c].stripe;
+                }
+        mc_frac_solve(&f, k ? mc_frac_steps(&f) : 0);
+        value[k] = f.value_s;
+        mc_frac_free(&f);
+    }
+    for (int i = 0; i < sh->n && value[0] > MC_RAIL_KEEP * value[1]; i++) {
+        if (sh->s[i].fine <= 1)
             continue;
         for (int c = first[i]; c < first[i] + count[i]; c++)
             cs->c[c].stripe = 0;
         sh->s[i].fine = 1;
     }
+    free(demand);
 }
