@@ -110,6 +110,9 @@ int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *
 /* How many other hosts than root's the share's destinations are on; -1 when fewer than two of
  * them share root's host (no stripe to make). */
 int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root);
+/* How many other hosts than root's the share's destinations are on; *nlocal: how many of them
+ * share root's host. */
+int mc_cands_hosts_away(const mc_topo_t *topo, const mc_share_t *sh, int root, int *nlocal);
 /* Appends one tree per destination e of the share on root's host: root -> e, then from e to every
  * other destination (the host's shortest-path tree from e; the other hosts entered on e's rail,
  * as a tree of the given fan-out over their entry GPUs below e: 1 a chain, 0 each from e). Nothing
@@ -119,11 +122,12 @@ mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_
 /* The share's bytes twice, to its destinations on root's host and to the others: the relay trees
  * of the root's host alone (root -> e -> its other destinations), then one tree per NIC port of
  * root's host, root -> the first other host's GPU on that rail (the route through the rail's GPU,
- * no store-and-forward there), the other hosts below it as in mc_cands_add_relays. Where the
+ * no store-and-forward there), the other hosts below it as in mc_cands_add_relays; with hubs,
+ * one such tree per port and other host, from that host's GPU on the rail. Where the
  * network's message wait is long, the root's links send the bytes to both at once while the
  * network's first message waits. Nothing when the share has no destination on another host. */
 mc_status_t mc_cands_add_split(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
-                               int root, int fanout, mc_err_t *err);
+                               int root, int fanout, int hubs, mc_err_t *err);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
