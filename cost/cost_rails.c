@@ -223,15 +223,11 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
         }
         if (local && !own && st == MC_OK)
             st = fan_home(ct, p, h0, x, stripe, mid, err);
-        /* the chain visits the hosts in cyclic order from h0's, as candidates_rails.c does */
-        int c0 = 0;
-        while (c0 < nh && hosts[c0] < h0)
-            c0++;
         if (!hubs) {
             for (int i = 0, from = x, after = mid; i < nh && st == MC_OK; i++) {
-                int e = entry(ct, p, hosts[(c0 + i) % nh], k);
+                int e = entry(ct, p, hosts[i], k);
                 if ((st = cost_send(ct, from, e, stripe, after, &after, err)) == MC_OK)
-                    st = fan_home(ct, p, hosts[(c0 + i) % nh], e, stripe, after, err);
+                    st = fan_home(ct, p, hosts[i], e, stripe, after, err);
                 from = e;
             }
             continue;

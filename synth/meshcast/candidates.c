@@ -22,7 +22,6 @@ typedef struct gen {
     int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
     int ndh;              /* destination hosts, ascending */
     int *dh_host, *dh_first, *dh_count; /* their dests: pc->dests[first .. first+count) */
-    int *order;           /* scratch: the destination hosts in the order a chain visits them */
     int *parent, *child;  /* edge buffers */
     int ne;
     int *seen;            /* per GPU: already in the tree being built */
@@ -101,20 +100,7 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
     g->ne = 0;
     g->seen[root] = 1;
     int prev = root;
-    /* a chain visits the other hosts in cyclic order from the root's (the root host's own
-     * fan-out in its place): when every host sends its own pieces down chains, each then
-     * forwards as many stripes as the others (ascending, host 0 forwards every other host's and
-     * the last host none: 32 MiB from each of 4 DGX H100 to the 3 others, 16 MiB on the busiest
-     * NIC instead of 12) */
-    int nrem = 0, past = 0;
-    for (int d = 0; d < g->ndh; d++)
-        if (g->dh_host[d] != rhost) {
-            past += g->dh_host[d] < rhost;
-            g->order[nrem++] = d;
-        }
-    for (int k = 0, j = 0; k < g->ndh; k++) {
-        int d = g->dh_host[k] == rhost || shape != TREE_CHAIN ? k
-                                                               : g->order[(past + j++) % nrem];
+    for (int d = 0; d < g->ndh; d++) {
         if (shape == TREE_STAR) {
             for (int i = 0; i < g->dh_count[d]; i++)
                 edge(g, root, g->pc->dests[g->dh_first[d] + i]);
@@ -198,7 +184,6 @@ static void group_dests(gen_t *g)
     g->dh_host = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
     g->dh_first = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
     g->dh_count = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
-    g->order = mc_xmalloc(sizeof(int) * (size_t)(pc->ndests + 1));
     g->ndh = 0;
     for (int i = 0; i < pc->ndests; i++) {
         int h = mc_topo_gpu_host(g->topo, pc->dests[i]);
@@ -267,7 +252,6 @@ out:
     free(g.dh_host);
     free(g.dh_first);
     free(g.dh_count);
-    free(g.order);
     free(g.parent);
     free(g.child);
     free(g.seen);

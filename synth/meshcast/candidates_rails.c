@@ -117,20 +117,14 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
         st = fan_out(r, r->hosts[hub], from, err);
     }
     /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
-     * candidates.c list them (a tree they already have is found again, not added twice), the
-     * chain over the remote hosts in cyclic order from the root's, as there: where several hosts
-     * send chains, each forwards as many stripes (a hub sends to every other host: any order) */
-    int past = 0;
-    while (past < r->nhosts && r->hosts[past] < h0)
-        past++;
-    for (int j = 0, mine = !r->local; j <= r->nhosts && st == MC_OK; j++) {
-        if (!mine && (j == r->nhosts || r->hosts[j] > h0)) {
+     * candidates.c list them: a tree they already have is found again, not added twice */
+    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
+        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
             edge(r, root, y);
             st = fan_out(r, h0, y, err);
             mine = 1;
         }
-        int i = hub < 0 && r->nhosts ? (past + j) % r->nhosts : j;
-        if (j == r->nhosts || i == hub || st != MC_OK)
+        if (i == r->nhosts || i == hub || st != MC_OK)
             continue;
         int e = entry(r, r->hosts[i], k);
         edge(r, hub >= 0 ? from : prev, e);
@@ -268,9 +262,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
      * NIC sends its part to every other host: balanced when every host is a hub), where one host
      * sends or where the share has several rails of its own. Not where several hosts each send
      * shares of one rail (an all-gather): there they were slower than the chains (1 GiB over 8
-     * OCI A100 boxes: 1.060 of the bound with chains, 1.105 with hubs); where each host sends
-     * one share over all its rails, the chains of 3 hosts are deeper for the same NIC load
-     * (32 MiB from each of 4 DGX H100 to the 3 others: 1.24 with chains, 1.16 with hubs) */
+     * OCI A100 boxes: 1.060 of the bound with chains, 1.105 with hubs). Where each host sends
+     * one share over all its rails (32 MiB from each of 4 DGX H100 to the 3 others), the shapes'
+     * chains, hosts in ascending order, have host 0's NICs forward 3 stripes and host 3's none
+     * (1.58 of the bound); hubs forward 2/3 of a stripe of every other share on every host's
+     * NICs, two network hops deep (1.16) */
     int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX &&
                        (senders == 1 || span_of(mine, ndev) >= 2)
                    ? r.nhosts

@@ -1,11 +1,10 @@
 /* Tests for schedules where several hosts send at once and for small broadcasts between hosts
  * (docs/synthesis.md, "Schedules between hosts"): on 4 DGX H100 hosts, each host's replicated
- * 32 MiB piece to 2 GPUs of each other host (intra's x4-paper-replace), the chain shapes visit
- * the hosts in cyclic order from their root's, so that every host's NICs forward as many stripes
- * (ascending from host 0, host 0 forwarded 4 and host 3 one); the whole strategy is within 1.20
- * of the bound (1.58 before); the stripes are taken back where their split is above the other
- * trees' fractional optimum (two MI250 boxes) and kept where it is not; and a 4 MiB broadcast over
- * two OCI H100 boxes takes the split trees, within 1.6 of its bound (2.05 before). */
+ * 32 MiB piece to 2 GPUs of each other host (intra's x4-paper-replace), the striped hub trees
+ * bring the whole strategy within 1.20 of the bound (1.58 before); the stripes are taken back
+ * where their split is above the other trees' fractional optimum (two MI250 boxes) and kept where
+ * it is not (two MI300X boxes); and a 4 MiB broadcast over two OCI H100 boxes takes the split
+ * trees, within 1.6 of its bound (2.05 before). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,48 +23,6 @@ static mc_task_t *replace_task(void)
 {
     return task_of("M={X:2,Y:2,Z:4,W:2}@0..31", "N={X:2,Y:2,Z:4,W:2}@0..31",
                    "bf16[8192,8192] M[(X,Y),_] -> N[Z,_]");
-}
-
-/* The chain shapes of every share (one cross-host edge out of each GPU, three in all), counted
- * per host by the cross-host edges that host's GPUs send: the same for every host. */
-static void test_chains_cyclic(void **state)
-{
-    (void)state;
-    mc_topo_t *topo = load_ok("topologies/dgx-h100-x4.xml");
-    mc_task_t *task = replace_task();
-    mc_shares_t sh = {0};
-    mc_cands_t cs = {0};
-    mc_err_t err = {0};
-    int sends[4] = {0}, chains = 0;
-    mc_shares_build(task, topo, &sh);
-    assert_int_equal(sh.n, 4);
-    for (int i = 0; i < sh.n; i++)
-        assert_int_equal(mc_cands_add_share(&cs, task, topo, &sh.s[i], 0, 0, &err), MC_OK);
-    for (int c = 0; c < cs.n; c++) {
-        const mc_cand_t *t = &cs.c[c];
-        int cross = 0, most = 0;
-        for (int e = 0; e < t->nedges; e++) {
-            int out = 0, g = t->parent[e];
-            for (int f = 0; f < t->nedges; f++)
-                out += t->parent[f] == g &&
-                       mc_topo_gpu_host(topo, t->child[f]) != mc_topo_gpu_host(topo, g);
-            most = out > most ? out : most;
-            cross += mc_topo_gpu_host(topo, t->child[e]) != mc_topo_gpu_host(topo, g);
-        }
-        if (cross != 3 || most != 1)
-            continue;
-        chains++;
-        for (int e = 0; e < t->nedges; e++)
-            if (mc_topo_gpu_host(topo, t->child[e]) != mc_topo_gpu_host(topo, t->parent[e]))
-                sends[mc_topo_gpu_host(topo, t->parent[e])]++;
-    }
-    assert_true(chains >= 4 * 8);
-    for (int h = 1; h < 4; h++)
-        assert_int_equal(sends[h], sends[0]);
-    mc_cands_free(&cs);
-    mc_shares_free(&sh);
-    mc_task_free(task);
-    mc_topo_free(topo);
 }
 
 /* synth_sim on the topology at path: its simulated time over the bound, plan its plan. */
@@ -154,7 +111,6 @@ static void test_unstripe(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chains_cyclic),
         cmocka_unit_test(test_replace_near_bound),
         cmocka_unit_test(test_small_broadcast_split),
         cmocka_unit_test(test_unstripe),
