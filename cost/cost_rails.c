@@ -247,3 +247,43 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
     ct->chunk_cap = 0;
     return st;
 }
+
+mc_status_t cost_split_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err)
+{
+    stripes_t sp;
+    int ok;
+    *laid = 0;
+    mc_status_t st = stripes_of(ct, p, &sp, &ok, err);
+    if (st != MC_OK || !ok)
+        return st;
+    int root = sp.r0, nlocal = 0, nrails = 0;
+    for (int i = 0; i < p->ndests; i++)
+        nlocal += ct->gpu_host[p->dests[i]] == sp.h0;
+    for (int k = 0; k < sp.ndev; k++)
+        nrails += sp.usable[k];
+    *laid = 1;
+    /* the holder host: its destinations each take a part from the root and send it to the others */
+    for (int i = 0; i < p->ndests && st == MC_OK; i++) {
+        int e = p->dests[i], x;
+        if (ct->gpu_host[e] != sp.h0)
+            continue;
+        ct->unit = (double)p->bytes / nlocal;
+        if ((st = cost_send(ct, root, e, ct->unit, -1, &x, err)) == MC_OK)
+            st = fan_home(ct, p, sp.h0, e, ct->unit, x, err);
+    }
+    /* the other hosts: per rail and hub host, root -> hub -> every other host */
+    double part = (double)p->bytes / nrails / sp.nh;
+    ct->unit = part;
+    for (int k = 0; k < sp.ndev && st == MC_OK; k++)
+        for (int j = 0; j < sp.nh && sp.usable[k] && st == MC_OK; j++) {
+            int hub = entry(ct, p, sp.hosts[j], k), in;
+            if ((st = cost_send(ct, root, hub, part, -1, &in, err)) == MC_OK)
+                st = fan_home(ct, p, sp.hosts[j], hub, part, in, err);
+            for (int i = 0; i < sp.nh && st == MC_OK; i++) {
+                int e = entry(ct, p, sp.hosts[i], k), at;
+                if (i != j && (st = cost_send(ct, hub, e, part, in, &at, err)) == MC_OK)
+                    st = fan_home(ct, p, sp.hosts[i], e, part, at, err);
+            }
+        }
+    return st;
+}
