@@ -99,9 +99,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
  * split of the shares that have one loads its busiest link more than the fractional optimum
  * over every share's other trees (shapes and priced) does: there the stripes bring nothing the
  * others lack, and their units and chunking serve the split only. Share i's trees are
- * cs->c[first[i] .. first[i] + count[i]). */
+ * cs->c[first[i] .. first[i] + count[i]); frac_s: the optimum over all of them (pricing's). */
 void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                       mc_shares_t *sh, const int *first, const int *count);
+                       mc_shares_t *sh, const int *first, const int *count, double frac_s);
 
 /* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
  * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;

@@ -76,7 +76,8 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
                                      err),
                       out, st);
     if (price && !r->opts->memory_limit)
-        mc_rails_unstripe(&r->cs, r->task, r->topo, &r->sh, r->first, r->count);
+        mc_rails_unstripe(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
+                          r->price.frac_s);
 out:
     free(leaving);
     free(nleaving);

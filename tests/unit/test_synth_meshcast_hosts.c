@@ -93,7 +93,7 @@ static void test_unstripe(void **state)
         mc_price_stats_t ps;
         assert_int_equal(mc_cands_price(&cs, task, topo, &sh, &first, &count, 0, frac, &ps, &err),
                          MC_OK);
-        mc_rails_unstripe(&cs, task, topo, &sh, &first, &count);
+        mc_rails_unstripe(&cs, task, topo, &sh, &first, &count, ps.frac_s);
         for (int i = 0; i < MC_SPLITS; i++)
             free(frac[i]);
         assert_int_equal(sh.s[0].fine > 1, cases[k].striped);
