@@ -699,6 +699,20 @@ static int tree_even(const mc_tree_t *tr, const mc_topo_t *topo)
     return 1;
 }
 
+/* A tree and its estimated time alone (share_units), ordered longest first. */
+typedef struct tree_time {
+    double t;
+    int tree;
+} tree_time_t;
+
+static int tree_time_cmp(const void *a, const void *b)
+{
+    const tree_time_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t > y->t ? -1 : 1;
+    return (x->tree > y->tree) - (x->tree < y->tree);
+}
+
 /* Per GPU and lane, in the current phase: how many edges or trees use it, and the pace and the
  * bottleneck key of the first (0: free). An entry whose stamp is not the phase's counts as free,
  * so a phase costs its edges, not the cluster's size. */
@@ -715,7 +729,10 @@ enum {
     LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
                            * sharing one (a few per GPU at most) */
     LANES_PER_EDGE_PACE,  /* edges of one pace (edge_pace) share lanes */
-    LANES_PER_PACE        /* trees of one pace share lanes, else the least used lane */
+    LANES_SHARED,         /* a lane per tree, those left without sharing where it costs least
+                           * (lane_share.c); always fits, so the last on the topology */
+    LANES_PER_PACE        /* without the topology: trees of one pace share lanes, else the least
+                           * used lane */
 };
 
 /* The lane for GPUs gpus[0..n) and pace p: the lowest lane that they all have free for p (unused
@@ -747,7 +764,7 @@ static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, ui
             least = l, least_load = load;
     }
     *shared = 1;
-    return same >= 0 ? same : how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? least : -1;
+    return same >= 0 ? same : how == LANES_PER_PACE ? least : -1;
 }
 
 static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint64_t q)
@@ -774,16 +791,68 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
     for (int e = 0; e < tr->nedges; e++) {
         int p = tr->edges[e].parent, g = -1;
         nxt[e] = -1, lead[e] = tail[e] = e;
-        if (how == LANES_PER_TREE_BW && top_st[p] == stamp)
+        int bw_groups = how == LANES_PER_TREE_BW;
+        if (bw_groups && top_st[p] == stamp)
             for (g = top[p]; g >= 0 && edge_bw(&tr->edges[g], topo) != edge_bw(&tr->edges[e], topo);)
                 g = alt[g];
-        else if (how != LANES_PER_TREE_BW && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
+        else if (!bw_groups && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
             g = e > 0 ? 0 : -1;
         if (g >= 0)
             lead[e] = g, nxt[tail[g]] = e, tail[g] = e;
-        else if (how == LANES_PER_TREE_BW)
+        else if (bw_groups)
             alt[e] = top_st[p] == stamp ? top[p] : -1, top[p] = e, top_st[p] = stamp;
     }
+}
+
+/* The time of one micro-step of edge ed of tree tr, for lanes shared by estimated cost: its
+ * message overhead and latency plus a chunk at the tree's share of its busiest link, the share
+ * its bytes are of the load (seconds) the phase puts on that link. */
+static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo,
+                          const double *load)
+{
+    double busiest = 0;
+    for (int l = 0; l < ed->nlinks; l++)
+        if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && load[ed->links[l]] > busiest)
+            busiest = load[ed->links[l]];
+    double rate = tr->rate > 0 ? tr->rate : busiest > 0 ? (double)tr->bytes / busiest : 0;
+    return mc_topo_links_delay(topo, ed->links, ed->nlinks) +
+           (rate > 0 ? (double)slot_bytes(tr) / rate : 0);
+}
+
+/* For lanes shared by estimated cost: each group of tree ti's edges (lead[], nxt[]) becomes user
+ * gid0 + its first edge of sh, moving from its first parent's depth to past the last parent's
+ * depth plus the tree's chunks, each step as long as its slowest edge's (edge_step_s). dep[] and
+ * dep_st[] are per GPU (stamped with the user numbers). Returns the tree's estimated time alone:
+ * its micro-steps times its slowest step. */
+static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc_topo_t *topo,
+                          const double *load, const int *lead, const int *nxt, int *dep,
+                          int *dep_st, mc_emit_share_t *sh)
+{
+    int maxd = 0;
+    double slowest = 0;
+    dep[tr->root] = 0, dep_st[tr->root] = gid0[ti] + 1;
+    for (int e = 0; e < tr->nedges; e++) {
+        const mc_tree_edge_t *ed = &tr->edges[e];
+        int pd = dep_st[ed->parent] == gid0[ti] + 1 ? dep[ed->parent] : 0;
+        dep[ed->child] = pd + 1, dep_st[ed->child] = gid0[ti] + 1;
+        maxd = pd + 1 > maxd ? pd + 1 : maxd;
+    }
+    for (int e = 0; e < tr->nedges; e++) {
+        if (lead[e] != e)
+            continue;
+        int first = -1, last = 0;
+        double step = 0;
+        for (int f = e; f >= 0; f = nxt[f]) {
+            int pd = dep[tr->edges[f].parent];
+            double t = edge_step_s(tr, &tr->edges[f], topo, load);
+            first = first < 0 || pd < first ? pd : first;
+            last = pd + tr->nchunks > last ? pd + tr->nchunks : last;
+            step = t > step ? t : step;
+        }
+        mc_emit_share_unit(sh, gid0[ti] + e, first, last, step);
+        slowest = step > slowest ? step : slowest;
+    }
+    return slowest * (tr->nchunks + maxd - 1);
 }
 
 /* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
@@ -823,16 +892,43 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
-    double *load = how == LANES_PER_TREE_SPREAD ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load)
-                                                : NULL;
+    int est = how == LANES_SHARED;
+    double *load = how == LANES_PER_TREE_SPREAD || est
+                       ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load) : NULL;
+    /* LANES_SHARED_*: the estimates, per GPU the depths in a tree, the trees of a phase from the
+     * longest estimated time alone to the shortest (those share, if any must) */
+    mc_emit_share_t sh = {0};
+    int *dep = est ? mc_xcalloc(2 * ((size_t)ngpus + 1), sizeof *dep) : NULL;
+    int *order = mc_xcalloc((size_t)s->ntrees + 1, sizeof *order), norder;
+    tree_time_t *tt = est ? mc_xcalloc((size_t)s->ntrees + 1, sizeof *tt) : NULL;
+    if (est)
+        mc_emit_share_init(&sh, ngpus, gid0[s->ntrees]);
     for (int ph = 0; ph < s->nphases; ph++) {
         u.cur = ph + 1;
         if (load)
             phase_load(s, topo, ph, load);
+        norder = 0;
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
+            if (est) {
+                /* stamped apart from the assignment's own call below */
+                edge_groups(tr, topo, how, -(gid0[ti] + 1), lead, nxt, tail, alt, top, top_st);
+                tt[norder].t = share_units(tr, ti, gid0, topo, load, lead, nxt, dep,
+                                           dep + ngpus + 1, &sh);
+                tt[norder].tree = ti;
+            }
+            order[norder++] = ti;
+        }
+        if (est) {
+            mc_sort(tt, (size_t)norder, sizeof *tt, tree_time_cmp);
+            for (int i = 0; i < norder; i++)
+                order[i] = tt[i].tree;
+        }
+        for (int i = 0; i < norder; i++) {
+            int ti = order[i];
+            const mc_tree_t *tr = &s->trees[ti];
             if (how == LANES_PER_TREE_SPREAD && !tree_even(tr, topo)) {
                 nlanes = -1;
                 goto out;
@@ -853,7 +949,12 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     }
                 if (lead[e] != e)
                     l = lane[gid0[ti] + lead[e]];
-                else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
+                else if (est) {
+                    if ((l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0)
+                        l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1);
+                    take(&u, gpus, ng, l, p, q);
+                    mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
+                } else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
                 } else {
@@ -884,6 +985,11 @@ out:
     free(nshared);
     free(shared_ph);
     free(load);
+    free(dep);
+    free(order);
+    free(tt);
+    if (est)
+        mc_emit_share_free(&sh);
     return nlanes;
 }
 
