@@ -724,6 +724,7 @@ typedef struct lane_use {
 /* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
 enum {
     LANES_PER_EDGE,       /* a lane per edge of a phase on each of its GPUs */
+    LANES_EDGE_SHARED,    /* the same, a few left without sharing where it costs least */
     LANES_PER_TREE_BW,    /* a lane per tree, parent and narrowest bandwidth (edge_groups) */
     LANES_PER_TREE,       /* a lane per tree of a phase on each of its GPUs */
     LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
@@ -738,9 +739,10 @@ enum {
 /* The lane for GPUs gpus[0..n) and pace p: the lowest lane that they all have free for p (unused
  * there, or used by trees of that pace). LANES_PER_TREE_SPREAD takes an unused lane first; only
  * when none is left, a lane of pace p, first one whose users on those GPUs have bottleneck key q
- * too, and among those the least used. LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES,
- * takes the one least used by them. Else -1. *shared: whether one of the GPUs already uses the
- * lane. */
+ * too, and among those the least used (none of its pace: -1, as a tree in step with one of
+ * another pace, say 73 chunks beside 37 of twice the size, ends far behind it).
+ * LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES, takes the one least used by them.
+ * Else -1. *shared: whether one of the GPUs already uses the lane. */
 static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, uint64_t q, int how,
                      int *shared)
 {
@@ -795,7 +797,8 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
         if (bw_groups && top_st[p] == stamp)
             for (g = top[p]; g >= 0 && edge_bw(&tr->edges[g], topo) != edge_bw(&tr->edges[e], topo);)
                 g = alt[g];
-        else if (!bw_groups && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
+        else if (!bw_groups && how != LANES_PER_EDGE && how != LANES_EDGE_SHARED &&
+                 how != LANES_PER_EDGE_PACE)
             g = e > 0 ? 0 : -1;
         if (g >= 0)
             lead[e] = g, nxt[tail[g]] = e, tail[g] = e;
@@ -864,15 +867,17 @@ static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc
  * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
- * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree, parent and
- * narrowest bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane
- * per tree (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
- * GPU sharing a lane, of their pace where one fits, else the least used (at most
- * LANES_SPREAD_SHARED on any GPU);
- * beyond that, edges of the same pace on topo (edge_pace) share lanes, and when that still takes
- * more, trees of the same pace (tree_pace), a tree with no lane free then taking the one least
- * used by its GPUs. lane[] is per edge, numbered tree by tree (gid0). Returns how many lanes
- * there are, or -1 when there were not enough. */
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, the same with a few edges of
+ * the trees estimated shortest (at most LANES_SPREAD_SHARED on any GPU) sharing a lane where
+ * their lockstep costs least (lane_share.c); then a lane per tree, parent and narrowest
+ * bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane per tree
+ * (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few
+ * trees per GPU sharing a lane of their pace (at most LANES_SPREAD_SHARED on any GPU); then edges
+ * of the same pace on topo (edge_pace) share lanes; beyond that, a lane per tree, the trees
+ * estimated shortest sharing where their lockstep costs least. Without the topology: a lane per
+ * edge, per tree, then trees of the same pace (tree_pace) sharing, a tree with no lane free
+ * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
+ * Returns how many lanes there are, or -1 when there were not enough. */
 static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
                         int how, uint16_t *lane)
 {
@@ -892,7 +897,7 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
-    int est = how == LANES_SHARED;
+    int est = how == LANES_SHARED || how == LANES_EDGE_SHARED;
     double *load = how == LANES_PER_TREE_SPREAD || est
                        ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load) : NULL;
     /* LANES_SHARED_*: the estimates, per GPU the depths in a tree, the trees of a phase from the
@@ -954,6 +959,15 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                         l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1);
                     take(&u, gpus, ng, l, p, q);
                     mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
+                    for (int k = 0; how == LANES_EDGE_SHARED && shared && k < ng; k++) {
+                        int g = gpus[k];
+                        nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
+                        shared_ph[g] = ph + 1;
+                        if (nshared[g] > LANES_SPREAD_SHARED) {
+                            nlanes = -1;
+                            goto out;
+                        }
+                    }
                 } else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
                     nlanes = -1;
                     goto out;
