@@ -56,8 +56,10 @@ void mc_emit_share_unit(mc_emit_share_t *sh, int unit, int first, int last, doub
 /* The lane for user `unit` on GPUs gpus[0..n) in phase cur (> 0): the one where the estimated end
  * of the last of its users, itself included, plus what they all wait for each other is least (the
  * end alone piles short users onto one lane, each costing the others nothing in the estimate but
- * something in the run), the fewest users on a tie. */
-int mc_emit_share_pick(mc_emit_share_t *sh, const int *gpus, int n, int unit, int cur);
+ * something in the run); on a tie, one whose users there have its bottleneck (apart[l] == 0:
+ * planned rates may say less than a tree alone on its links moves at), then the fewest users. */
+int mc_emit_share_pick(mc_emit_share_t *sh, const int *gpus, int n, int unit, int cur,
+                       const unsigned char *apart);
 /* Makes `unit` a user of lane l on gpus[0..n) in phase cur. */
 void mc_emit_share_take(mc_emit_share_t *sh, const int *gpus, int n, int l, int unit, int cur);
 

@@ -110,7 +110,8 @@ static int lane_users(mc_emit_share_t *sh, const int *gpus, int n, int l, int cu
     return m;
 }
 
-int mc_emit_share_pick(mc_emit_share_t *sh, const int *gpus, int n, int unit, int cur)
+int mc_emit_share_pick(mc_emit_share_t *sh, const int *gpus, int n, int unit, int cur,
+                       const unsigned char *apart)
 {
     int best = 0, best_m = 0;
     double best_cost = -1;
@@ -119,8 +120,9 @@ int mc_emit_share_pick(mc_emit_share_t *sh, const int *gpus, int n, int unit, in
         sh->mem[0] = unit;
         int m = lane_users(sh, gpus, n, l, cur, 1);
         double delay, cost = lane_end(sh, m, &delay) + delay;
+        int tie = best_cost >= 0 && cost <= best_cost * (1 + 1e-9);
         if (best_cost < 0 || cost < best_cost * (1 - 1e-9) ||
-            (cost <= best_cost * (1 + 1e-9) && m < best_m))
+            (tie && (apart[l] < apart[best] || (apart[l] == apart[best] && m < best_m))))
             best = l, best_cost = cost, best_m = m;
     }
     return best;

@@ -769,6 +769,19 @@ static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, ui
     return same >= 0 ? same : how == LANES_PER_PACE ? least : -1;
 }
 
+/* Per lane: whether a user of it on GPUs gpus[0..n) has another bottleneck key than q. */
+static void lanes_apart(const lane_use_t *u, const int *gpus, int n, uint64_t q,
+                        unsigned char *apart)
+{
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        apart[l] = 0;
+        for (int k = 0; !apart[l] && k < n; k++) {
+            size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+            apart[l] = u->stamp[at] == u->cur && u->neck[at] != q;
+        }
+    }
+}
+
 static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint64_t q)
 {
     for (int k = 0; k < n; k++) {
@@ -903,6 +916,7 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     /* LANES_SHARED_*: the estimates, per GPU the depths in a tree, the trees of a phase from the
      * longest estimated time alone to the shortest (those share, if any must) */
     mc_emit_share_t sh = {0};
+    unsigned char apart[MC_RT_MAX_LANES];
     int *dep = est ? mc_xcalloc(2 * ((size_t)ngpus + 1), sizeof *dep) : NULL;
     int *order = mc_xcalloc((size_t)s->ntrees + 1, sizeof *order), norder;
     tree_time_t *tt = est ? mc_xcalloc((size_t)s->ntrees + 1, sizeof *tt) : NULL;
@@ -955,8 +969,10 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                 if (lead[e] != e)
                     l = lane[gid0[ti] + lead[e]];
                 else if (est) {
-                    if ((l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0)
-                        l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1);
+                    if ((l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0) {
+                        lanes_apart(&u, gpus, ng, q, apart);
+                        l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1, apart);
+                    }
                     take(&u, gpus, ng, l, p, q);
                     mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
                     for (int k = 0; how == LANES_EDGE_SHARED && shared && k < ng; k++) {
