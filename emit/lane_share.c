@@ -1,15 +1,15 @@
 /* Lanes shared by their estimated lockstep cost (emit_internal.h, mc_emit_share_*). When a phase
- * has more trees on a GPU than there are lanes, some must share one, and in a lane the nccl
- * backend runs one group per micro-step: step s of every user ends when its slowest op does, and
- * the lane's steps follow each other. So two users of a lane cost each other what their steps
+ * has more edges or trees on a GPU than there are lanes, some must share one, and in a lane the
+ * nccl backend runs one group per micro-step: step s of every user ends when its slowest op does,
+ * and the lane's steps follow each other. So two users of a lane cost each other what their steps
  * would take apart: the one of short steps waits for the one of long steps over the steps they
- * have in common, and a user whose steps come later waits for all of them. Each user of a lane
- * is estimated by the micro-steps it moves in (from its first to past its last) and the time of
- * one of its steps (message overhead plus a chunk at its share of its busiest link), and a user
- * that finds no lane free takes the one where the estimated end of the last of its users grows
- * least. Users with steps of one length and users whose steps are few next to their partner's then
- * share (the channels of one tree, a short tree beside a long one of longer steps), where sharing
- * by pace alone put a tree of 73 short chunks in step with one of 37 long ones. */
+ * have in common, and a user whose steps come later waits for all of them. Each user is estimated
+ * by the micro-steps it moves in (from its first to past its last) and the time of one of its
+ * steps (the caller's: message overhead plus a chunk at its planned rate), and a user that finds
+ * no lane free takes the one where the end of the lane's last user plus what its users wait for
+ * each other in all is least. Users with steps of one length, and users whose steps are few next
+ * to their partner's, then share (a short tree beside a long one of longer steps), where taking
+ * the least used lane put a tree of 73 short chunks in step with one of 37 long ones. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -871,8 +871,8 @@ static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc
     return slowest * (tr->nchunks + maxd - 1);
 }
 
-/* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
- * that does moves in lockstep with another tree of its pace. */
+/* How many trees (LANES_PER_TREE_SPREAD) or edges (LANES_EDGE_SHARED) of a GPU in one phase may
+ * share a lane: each one that does moves in lockstep with another. */
 #define LANES_SPREAD_SHARED (MC_RT_MAX_LANES / 8)
 
 /* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
@@ -968,28 +968,19 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     }
                 if (lead[e] != e)
                     l = lane[gid0[ti] + lead[e]];
-                else if (est) {
-                    if ((l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0) {
+                else {
+                    if (est && (l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0) {
                         lanes_apart(&u, gpus, ng, q, apart);
                         l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1, apart);
+                    } else if (!est && (l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
+                        nlanes = -1;
+                        goto out;
                     }
                     take(&u, gpus, ng, l, p, q);
-                    mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
-                    for (int k = 0; how == LANES_EDGE_SHARED && shared && k < ng; k++) {
-                        int g = gpus[k];
-                        nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
-                        shared_ph[g] = ph + 1;
-                        if (nshared[g] > LANES_SPREAD_SHARED) {
-                            nlanes = -1;
-                            goto out;
-                        }
-                    }
-                } else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
-                    nlanes = -1;
-                    goto out;
-                } else {
-                    take(&u, gpus, ng, l, p, q);
-                    for (int k = 0; how == LANES_PER_TREE_SPREAD && shared && k < ng; k++) {
+                    if (est)
+                        mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
+                    int capped = how == LANES_PER_TREE_SPREAD || how == LANES_EDGE_SHARED;
+                    for (int k = 0; capped && shared && k < ng; k++) {
                         int g = gpus[k];
                         nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
                         shared_ph[g] = ph + 1;
