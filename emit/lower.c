@@ -820,11 +820,13 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
     }
 }
 
-/* The time of one micro-step of edge ed of tree tr, for lanes shared by estimated cost: its
- * message overhead and latency plus a chunk at the tree's share of its busiest link, the share
- * its bytes are of the load (seconds) the phase puts on that link. */
+/* The time of one micro-step of edge ed of tree tr, which moves in `steps` micro-steps, for lanes
+ * shared by estimated cost: its message overhead and latency plus its share of the tree's time
+ * in the plan, the tree's bytes at its planned rate (without one, at the share its bytes are of
+ * the load, seconds, the phase puts on the edge's busiest link). A chunk at that rate would count
+ * a tree of one chunk as long as the phase at each of its hops. */
 static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo,
-                          const double *load)
+                          const double *load, int steps)
 {
     double busiest = 0;
     for (int l = 0; l < ed->nlinks; l++)
@@ -832,7 +834,7 @@ static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const m
             busiest = load[ed->links[l]];
     double rate = tr->rate > 0 ? tr->rate : busiest > 0 ? (double)tr->bytes / busiest : 0;
     return mc_topo_links_delay(topo, ed->links, ed->nlinks) +
-           (rate > 0 ? (double)slot_bytes(tr) / rate : 0);
+           (rate > 0 ? (double)tr->bytes / rate / steps : 0);
 }
 
 /* For lanes shared by estimated cost: each group of tree ti's edges (lead[], nxt[]) becomes user
@@ -860,7 +862,7 @@ static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc
         double step = 0;
         for (int f = e; f >= 0; f = nxt[f]) {
             int pd = dep[tr->edges[f].parent];
-            double t = edge_step_s(tr, &tr->edges[f], topo, load);
+            double t = edge_step_s(tr, &tr->edges[f], topo, load, tr->nchunks + maxd - 1);
             first = first < 0 || pd < first ? pd : first;
             last = pd + tr->nchunks > last ? pd + tr->nchunks : last;
             step = t > step ? t : step;
