@@ -5,9 +5,9 @@
  * would take apart: the one of short steps waits for the one of long steps over the steps they
  * have in common, and a user whose steps come later waits for all of them. Each user is estimated
  * by the micro-steps it moves in (from its first to past its last) and the time of one of its
- * steps (the caller's: message overhead plus a chunk at its planned rate), and a user that finds
- * no lane free takes the one where the end of the lane's last user plus what its users wait for
- * each other in all is least. Users with steps of one length, and users whose steps are few next
+ * steps (the caller's: message overhead plus its part of its tree's planned time), and a user
+ * that finds no lane free takes the one where the end of the lane's last user plus what its users
+ * wait for each other in all is least. Users with steps of one length, and users whose steps are few next
  * to their partner's, then share (a short tree beside a long one of longer steps), where taking
  * the least used lane put a tree of 73 short chunks in step with one of 37 long ones. */
 #include <stdlib.h>
