@@ -820,11 +820,12 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
     }
 }
 
-/* The time of one micro-step of edge ed of tree tr, which moves in `steps` micro-steps, for lanes
- * shared by estimated cost: its message overhead and latency plus its share of the tree's time
- * in the plan, the tree's bytes at its planned rate (without one, at the share its bytes are of
- * the load, seconds, the phase puts on the edge's busiest link). A chunk at that rate would count
- * a tree of one chunk as long as the phase at each of its hops. */
+/* The time of one micro-step of edge ed of tree tr, in a user of a lane that moves in `steps`
+ * micro-steps, for lanes shared by estimated cost: its message overhead and latency plus its part
+ * of the tree's time in the plan, the tree's bytes at its planned rate (without one, at the share
+ * its bytes are of the load, seconds, the phase puts on the edge's busiest link). For an edge
+ * that is a chunk at that rate; a whole tree spreads it over its hops too, where a chunk at the
+ * rate, a rate over the phase, counted a tree of one chunk as long as the phase at each hop. */
 static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo,
                           const double *load, int steps)
 {
@@ -841,7 +842,7 @@ static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const m
  * gid0 + its first edge of sh, moving from its first parent's depth to past the last parent's
  * depth plus the tree's chunks, each step as long as its slowest edge's (edge_step_s). dep[] and
  * dep_st[] are per GPU (stamped with the user numbers). Returns the tree's estimated time alone:
- * its micro-steps times its slowest step. */
+ * that of its longest user, its micro-steps times its step. */
 static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc_topo_t *topo,
                           const double *load, const int *lead, const int *nxt, int *dep,
                           int *dep_st, mc_emit_share_t *sh)
@@ -862,15 +863,17 @@ static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc
         double step = 0;
         for (int f = e; f >= 0; f = nxt[f]) {
             int pd = dep[tr->edges[f].parent];
-            double t = edge_step_s(tr, &tr->edges[f], topo, load, tr->nchunks + maxd - 1);
             first = first < 0 || pd < first ? pd : first;
             last = pd + tr->nchunks > last ? pd + tr->nchunks : last;
+        }
+        for (int f = e; f >= 0; f = nxt[f]) {
+            double t = edge_step_s(tr, &tr->edges[f], topo, load, last - first);
             step = t > step ? t : step;
         }
         mc_emit_share_unit(sh, gid0[ti] + e, first, last, step);
-        slowest = step > slowest ? step : slowest;
+        slowest = step * (last - first) > slowest ? step * (last - first) : slowest;
     }
-    return slowest * (tr->nchunks + maxd - 1);
+    return slowest;
 }
 
 /* How many trees (LANES_PER_TREE_SPREAD) or edges (LANES_EDGE_SHARED) of a GPU in one phase may
