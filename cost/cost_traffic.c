@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cost/cost_internal.h"
+#include "topo/topo_rings.h"
 
 /* The most chains NCCL's ring broadcast runs (synth_alpa_bcast.c, BCAST_MAX_CHAINS). */
 #define BCAST_MAX_CHAINS 32
@@ -412,16 +413,23 @@ typedef struct ring_scratch {
     int *entry;     /* per run: its GPUs that bring a NIC no earlier GPU of it brought */
     int *nentries;
     double *delay, *bw; /* one chain's routes, for its chunk count */
+    const mc_topo_ring_search_t **found; /* per run: NCCL's searched rings, NULL: rank order */
+    int *order;         /* one run's GPUs in a chain's order */
+    mc_topo_ring_cache_t *rings;
 } ring_scratch_t;
 
 /* NCCL's ring broadcast of a piece as alpa-bcast runs it (synth_ring.c): the ring keeps each
  * host's ranks together, hosts in rank order; it runs one chain per NIC that every host of the
- * group can drive (none but one inside a single host), chain c entering each host other than the
- * sender's at the c-th GPU of it that brings a NIC of its own, and the bytes split evenly over
- * the chains (each chain is NCCL's two duplicated channels: ct->conns). Returns the chain count;
- * *nruns gets the group's hosts, whose GPUs are in rs->gpus run by run, entries in rs->entry. */
-static int ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_out)
+ * group can drive (inside a single host one per ring NCCL's search finds where no NVSwitch joins
+ * the GPUs, else one), chain c entering each host other than the sender's at the c-th GPU of it
+ * that brings a NIC of its own and going round the host's searched ring c (rank order without
+ * one), and the bytes split evenly over the chains (each chain is NCCL's two duplicated channels:
+ * ct->conns). Gives the chain count; *nruns gets the group's hosts, whose GPUs are in rs->gpus
+ * run by run, entries in rs->entry, searched rings in rs->found. */
+static mc_status_t ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_out,
+                             int *nchains_out, mc_err_t *err)
 {
+    mc_status_t st = MC_OK;
     int nruns = 0;
     for (int i = 0; i < n; i++) {
         int h = ct->gpu_host[rs->group[i]];
@@ -455,9 +463,17 @@ static int ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_o
         if (nruns > 1 && k < nchains)
             nchains = k;
         rs->run_of[ct->gpu_host[rs->gpus[rs->start[r]]]] = -1;
+        int len = rs->start[r + 1] - rs->start[r];
+        rs->found[r] = NULL;
+        if (st == MC_OK && len > 1 && mc_topo_ring_searched(ct->topo, rs->gpus[rs->start[r]]))
+            st = mc_topo_ring_search_cached(rs->rings, ct->topo, rs->gpus + rs->start[r], len,
+                                            &rs->found[r], err);
     }
+    if (nruns == 1 && rs->found[0])
+        nchains = rs->found[0]->nrings < BCAST_MAX_CHAINS ? rs->found[0]->nrings : BCAST_MAX_CHAINS;
     *nruns_out = nruns;
-    return nchains < 1 ? 1 : nchains;
+    *nchains_out = nchains < 1 ? 1 : nchains;
+    return st;
 }
 
 /* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
@@ -487,7 +503,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
         }
         ct->host_out[ct->gpu_host[root]] += (double)p->bytes;
         rs->group[0] = root;
-        int nruns, nchains = ring_plan(ct, rs, n, &nruns);
+        int nruns, nchains;
+        if ((st = ring_plan(ct, rs, n, &nruns, &nchains, err)) != MC_OK)
+            break;
         double bytes = (double)p->bytes / nchains;
         for (int c = 0; c < nchains && st == MC_OK; c++) {
             int first = ct->nxfers, after = -1, hops = 0, prev = root;
@@ -495,8 +513,12 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 int len = rs->start[r + 1] - rs->start[r];
                 int at = r > 0 && rs->nentries[r] ? rs->entry[rs->start[r] + c % rs->nentries[r]]
                                                   : 0;
+                for (int j = 0; j < len; j++)
+                    rs->order[j] = rs->gpus[rs->start[r] + (at + j) % len];
+                if (rs->found[r])
+                    mc_topo_ring_from(rs->found[r], len, c, rs->order[0], rs->order);
                 for (int j = 0; j < len && st == MC_OK; j++) {
-                    int d = rs->gpus[rs->start[r] + (at + j) % len];
+                    int d = rs->order[j];
                     if (d == prev)
                         continue;
                     st = cost_send(ct, prev, d, bytes, after, &after, err);
@@ -528,7 +550,9 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     ring_scratch_t rs = {mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * (nh ? nh : 1)),
                          mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
                          mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
-                         mc_xmalloc(sizeof(double) * ng), mc_xmalloc(sizeof(double) * ng)};
+                         mc_xmalloc(sizeof(double) * ng), mc_xmalloc(sizeof(double) * ng),
+                         mc_xcalloc(ng, sizeof(*rs.found)), mc_xmalloc(sizeof(int) * ng),
+                         mc_topo_ring_cache_new()};
     memset(rs.run_of, 0xff, sizeof(int) * nh);
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
         for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
@@ -542,6 +566,9 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     free(rs.nentries);
     free(rs.delay);
     free(rs.bw);
+    free(rs.found);
+    free(rs.order);
+    mc_topo_ring_cache_free(rs.rings);
     return st;
 }
 

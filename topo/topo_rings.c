@@ -10,12 +10,22 @@
 #define NCCL_MAX_CHANNELS 64
 #define LANE_MAX_CHANNELS 32
 
-static int on_nvswitch(const mc_topo_t *t, int gpu)
+int mc_topo_ring_searched(const mc_topo_t *t, int gpu)
 {
     for (int l = 0; l < t->nlinks; l++)
         if (t->links[l].src == t->gpu_node[gpu] && t->nodes[t->links[l].dst].kind == MC_NODE_NVS)
-            return 1;
-    return 0;
+            return 0;
+    return 1;
+}
+
+void mc_topo_ring_from(const mc_topo_ring_search_t *s, int n, int c, int first, int *out)
+{
+    const int *cycle = s->order + (size_t)(c % s->nrings) * (size_t)n;
+    int p = 0;
+    while (p < n - 1 && cycle[p] != first)
+        p++;
+    for (int i = 0; i < n; i++)
+        out[i] = cycle[(p + i) % n];
 }
 
 void mc_topo_rings_free(mc_topo_rings_t *r)
@@ -42,7 +52,7 @@ mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int ro
             root = -1;
     /* On an NVSwitch host the root stays off the ring: each channel goes from it to the list's
      * c-th GPU, which staggers the channels' first hops (calibrated: bench/calib.cases) */
-    if (root >= 0 && on_nvswitch(t, root))
+    if (root >= 0 && !mc_topo_ring_searched(t, root))
         root = -1;
     if (root >= 0)
         for (at = 0; at < n && mc_topo_gpu_host(t, gpus[at]) != mc_topo_gpu_host(t, root); at++)
@@ -57,7 +67,7 @@ mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int ro
     for (int a = 0, b; a < r->n && st == MC_OK; a = b) {
         int h = mc_topo_gpu_host(t, r->gpus[a]), nvs = 0;
         for (b = a; b < r->n && mc_topo_gpu_host(t, r->gpus[b]) == h; b++)
-            nvs |= on_nvswitch(t, r->gpus[b]);
+            nvs |= !mc_topo_ring_searched(t, r->gpus[b]);
         r->start[r->nruns] = a;
         if (b - a > 1 && !nvs)
             st = mc_topo_ring_search(t, r->gpus + a, b - a, &r->search[r->nruns], err);
@@ -81,12 +91,7 @@ void mc_topo_rings_order(const mc_topo_rings_t *r, int c, int *order)
                 order[a + i] = r->gpus[a + (i + c) % len];
             continue;
         }
-        const int *cycle = s->order + (size_t)(c % s->nrings) * (size_t)len;
-        int p = 0;
-        while (cycle[p] != first)
-            p++;
-        for (int i = 0; i < len; i++)
-            order[a + i] = cycle[(p + i) % len];
+        mc_topo_ring_from(s, len, c, first, order + a);
     }
 }
 

@@ -25,6 +25,22 @@ mc_status_t mc_topo_ring_search(const mc_topo_t *t, const int *gpus, int n,
                                 mc_topo_ring_search_t *out, mc_err_t *err);
 void mc_topo_ring_search_free(mc_topo_ring_search_t *r);
 
+/* Searches found once per set of GPUs (a strategy or estimate that asks for many). */
+typedef struct mc_topo_ring_cache mc_topo_ring_cache_t;
+mc_topo_ring_cache_t *mc_topo_ring_cache_new(void);
+void mc_topo_ring_cache_free(mc_topo_ring_cache_t *c);
+/* mc_topo_ring_search over gpus[0..n) (any order, one host), kept in c: *out stays valid until
+ * c is freed. */
+mc_status_t mc_topo_ring_search_cached(mc_topo_ring_cache_t *c, const mc_topo_t *t,
+                                       const int *gpus, int n, const mc_topo_ring_search_t **out,
+                                       mc_err_t *err);
+/* Whether NCCL's search decides the rings of GPUs on gpu's host: no NVSwitch joins it (on an
+ * NVSwitch every order is as good, and NCCL tries each GPU's neighbours in rank order first). */
+int mc_topo_ring_searched(const mc_topo_t *t, int gpu);
+/* Where a channel's ring of a host runs: from GPU first round the searched ring s (order of n
+ * GPUs, the ring c mod s->nrings) into out[0..n). */
+void mc_topo_ring_from(const mc_topo_ring_search_t *s, int n, int c, int first, int *out);
+
 /* A ring collective's rings over a list of GPUs, as NCCL builds them: the list's runs of
  * consecutive GPUs on one host (NCCL keeps a node's ranks together), each on a host without
  * NVSwitch searched (mc_topo_ring_search), each on an NVSwitch host kept in the list's order

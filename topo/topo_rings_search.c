@@ -403,3 +403,49 @@ void mc_topo_ring_search_free(mc_topo_ring_search_t *r)
     if (r)
         free(r->order);
 }
+
+struct mc_topo_ring_cache {
+    int n;
+    int *gpus;   /* sorted */
+    mc_topo_ring_search_t search;
+    struct mc_topo_ring_cache *next;
+};
+
+mc_topo_ring_cache_t *mc_topo_ring_cache_new(void)
+{
+    return mc_xcalloc(1, sizeof(mc_topo_ring_cache_t)); /* the head holds no search */
+}
+
+void mc_topo_ring_cache_free(mc_topo_ring_cache_t *c)
+{
+    while (c) {
+        mc_topo_ring_cache_t *next = c->next;
+        mc_topo_ring_search_free(&c->search);
+        free(c->gpus);
+        free(c);
+        c = next;
+    }
+}
+
+mc_status_t mc_topo_ring_search_cached(mc_topo_ring_cache_t *c, const mc_topo_t *t,
+                                       const int *gpus, int n, const mc_topo_ring_search_t **out,
+                                       mc_err_t *err)
+{
+    int *key = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    memcpy(key, gpus, sizeof(int) * (size_t)n);
+    qsort(key, (size_t)n, sizeof(int), cmp_int);
+    for (mc_topo_ring_cache_t *e = c->next; e; e = e->next)
+        if (e->n == n && !memcmp(e->gpus, key, sizeof(int) * (size_t)n)) {
+            free(key);
+            *out = &e->search;
+            return MC_OK;
+        }
+    mc_topo_ring_cache_t *e = mc_xcalloc(1, sizeof(*e));
+    e->n = n;
+    e->gpus = key;
+    mc_status_t st = mc_topo_ring_search(t, key, n, &e->search, err);
+    e->next = c->next;
+    c->next = e;
+    *out = &e->search;
+    return st;
+}
