@@ -572,53 +572,6 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     return st;
 }
 
-/* The chain of piece p on NCCL channel c of the nccl-ring strategy (synth_nccl_ring.c): from its
- * first holder through its destinations in the destination mesh's order, each run of the mesh's
- * GPUs on one host rotated to start at its c-th. Returns its GPUs in out (root first); *runs
- * gets the mesh's runs (hosts the ring crosses into). */
-static int ring_chain(const mc_cost_topo_t *ct, const mc_task_t *task, const mc_piece_t *p,
-                      int c, int *order, int *out, int *runs)
-{
-    const mc_mesh_t *ring = &task->meshes[task->tensors[p->tensor].dst.mesh];
-    int nd = ring->ndevices, root = first_holder(task, p), start = 0, n = 0;
-    *runs = 0;
-    for (int a = 0, b; a < nd; a = b, ++*runs) {
-        int h = ct->gpu_host[ring->devices[a]];
-        for (b = a + 1; b < nd && ct->gpu_host[ring->devices[b]] == h; b++)
-            ;
-        for (int i = a; i < b; i++)
-            order[i] = ring->devices[a + (i - a + c) % (b - a)];
-    }
-    while (order[start] != root && start < nd - 1)
-        start++;
-    out[n++] = root;
-    for (int k = 1; k <= nd; k++) {
-        int g = order[(start + k) % nd];
-        if (g != root && mc_ints_contain(p->dests, p->ndests, g))
-            out[n++] = g;
-    }
-    return n;
-}
-
-/* NCCL channels of piece p's ring (synth_nccl_ring.c, piece_channels): its root's NVLink lanes
- * (1 without NVLink, at most 32); over several hosts a whole number per NIC of the root's host. */
-static int ring_nccl_channels(const mc_cost_topo_t *ct, int root, int runs)
-{
-    const mc_topo_t *t = ct->topo;
-    int lanes = 0, h = ct->gpu_host[root];
-    for (int l = 0; l < t->nlinks; l++)
-        if (t->links[l].src == t->gpu_node[root] && t->links[l].kind == MC_LINK_NVL)
-            lanes += t->links[l].count;
-    lanes = lanes < 1 ? 1 : lanes > 32 ? 32 : lanes;
-    int nics = ct->host_ports[h];
-    if (runs < 2 || nics < 1)
-        return lanes;
-    int per = (lanes + nics - 1) / nics;
-    while (per > 1 && per * nics > 32)
-        per--;
-    return per * nics;
-}
-
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
 {
     const mc_topo_t *t = ct->topo;
@@ -626,26 +579,33 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
     size_t ng = (size_t)t->ngpus + 1;
     int *chain = mc_xmalloc(sizeof(int) * ng), *order = mc_xmalloc(sizeof(int) * ng), moving = 0;
     double *delay = mc_xmalloc(sizeof(double) * ng), *bw = mc_xmalloc(sizeof(double) * ng);
+    mc_topo_ring_cache_t *cache = mc_topo_ring_cache_new();
     for (int i = 0; i < task->npieces; i++)
         moving += task->pieces[i].ndests > 0;
     int k = ct->ring_split;
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
+        const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
         if (!p->ndests)
             continue;
-        int runs, n = ring_chain(ct, task, p, 0, order, chain, &runs);
-        int channels = ring_nccl_channels(ct, chain[0], runs);
+        /* the nccl-ring strategy's chains (synth_nccl_ring.c): NCCL's rings of the mesh */
+        int root = first_holder(task, p);
+        mc_topo_rings_t *r = NULL;
+        if ((st = mc_topo_rings_new(t, mesh->devices, mesh->ndevices, root, cache, &r, err)))
+            break;
+        int channels = mc_topo_rings_channels(t, r, root);
+        int sharers = mc_topo_rings_sharing(r, channels) * moving;
         double bytes = (double)p->bytes / channels;
         for (int c = 0; c < channels && st == MC_OK; c++) {
-            n = ring_chain(ct, task, p, c, order, chain, &runs);
-            /* its chunk count as the strategy picks it for the whole chain, every channel of
+            int n = mc_topo_rings_chain(r, root, p->dests, p->ndests, c, order, chain);
+            /* its chunk count as the strategy picks it for the whole chain, the channels of
              * every ring sharing its hops (synth_chain_chunks) */
             for (int j = 1; j < n && st == MC_OK; j++) {
                 const cost_route_t *rt;
                 st = cost_route(ct, chain[j - 1], chain[j], &rt, err);
                 if (st == MC_OK) {
                     delay[j - 1] = rt->delay;
-                    bw[j - 1] = rt->bw / (channels * moving);
+                    bw[j - 1] = rt->bw / sharers;
                 }
             }
             int c0 = chain_chunks(delay, bw, n - 1, bytes, bytes / COST_NCCL_STEP);
@@ -665,7 +625,9 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
                     .chunks = (int)fmax(1, m > 1 ? fmin(want, most) : want), .overlap = m};
             }
         }
+        mc_topo_rings_free(r);
     }
+    mc_topo_ring_cache_free(cache);
     free(chain);
     free(order);
     free(delay);

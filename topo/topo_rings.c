@@ -37,11 +37,12 @@ void mc_topo_rings_free(mc_topo_rings_t *r)
     free(r->gpus);
     free(r->start);
     free(r->search);
+    free(r->found);
     free(r);
 }
 
 mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int root,
-                              mc_topo_rings_t **out, mc_err_t *err)
+                              mc_topo_ring_cache_t *cache, mc_topo_rings_t **out, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_topo_rings_t *r = mc_xcalloc(1, sizeof(*r));
@@ -64,13 +65,19 @@ mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int ro
     }
     r->start = mc_xmalloc(sizeof(int) * (size_t)(r->n + 1));
     r->search = mc_xcalloc((size_t)r->n, sizeof(mc_topo_ring_search_t));
+    r->found = mc_xcalloc((size_t)r->n, sizeof(*r->found));
     for (int a = 0, b; a < r->n && st == MC_OK; a = b) {
         int h = mc_topo_gpu_host(t, r->gpus[a]), nvs = 0;
         for (b = a; b < r->n && mc_topo_gpu_host(t, r->gpus[b]) == h; b++)
             nvs |= !mc_topo_ring_searched(t, r->gpus[b]);
         r->start[r->nruns] = a;
-        if (b - a > 1 && !nvs)
+        if (b - a > 1 && !nvs && cache)
+            st = mc_topo_ring_search_cached(cache, t, r->gpus + a, b - a, &r->found[r->nruns],
+                                            err);
+        else if (b - a > 1 && !nvs)
             st = mc_topo_ring_search(t, r->gpus + a, b - a, &r->search[r->nruns], err);
+        if (!r->found[r->nruns])
+            r->found[r->nruns] = &r->search[r->nruns];
         r->start[++r->nruns] = b;
     }
     if (st != MC_OK) {
@@ -85,7 +92,7 @@ void mc_topo_rings_order(const mc_topo_rings_t *r, int c, int *order)
 {
     for (int k = 0; k < r->nruns; k++) {
         int a = r->start[k], len = r->start[k + 1] - a, first = r->gpus[a + c % len];
-        const mc_topo_ring_search_t *s = &r->search[k];
+        const mc_topo_ring_search_t *s = r->found[k];
         if (!s->nrings) {
             for (int i = 0; i < len; i++)
                 order[a + i] = r->gpus[a + (i + c) % len];
@@ -93,6 +100,29 @@ void mc_topo_rings_order(const mc_topo_rings_t *r, int c, int *order)
         }
         mc_topo_ring_from(s, len, c, first, order + a);
     }
+}
+
+int mc_topo_rings_chain(const mc_topo_rings_t *r, int root, const int *dests, int ndests, int c,
+                        int *order, int *out)
+{
+    int n = 0, start = 0;
+    mc_topo_rings_order(r, c, order);
+    while (start < r->n - 1 && order[start] != root)
+        start++;
+    out[n++] = root;
+    for (int k = 1; k <= r->n; k++) {
+        int g = order[(start + k) % r->n];
+        for (int d = 0; d < ndests; d++)
+            if (dests[d] == g && g != root)
+                out[n++] = g;
+    }
+    return n;
+}
+
+int mc_topo_rings_sharing(const mc_topo_rings_t *r, int channels)
+{
+    int apart = r->nruns == 1 && r->found[0]->nrings ? r->found[0]->nrings : 1;
+    return (channels + apart - 1) / apart;
 }
 
 int mc_topo_rings_channels(const mc_topo_t *t, const mc_topo_rings_t *r, int root)
@@ -103,7 +133,7 @@ int mc_topo_rings_channels(const mc_topo_t *t, const mc_topo_rings_t *r, int roo
             lanes += t->links[l].count;
     lanes = lanes < 1 ? 1 : lanes > LANE_MAX_CHANNELS ? LANE_MAX_CHANNELS : lanes;
     if (r->nruns < 2) {
-        int doubled = 2 * r->search[0].nrings;
+        int doubled = 2 * r->found[0]->nrings;
         return !doubled ? lanes : doubled > NCCL_MAX_CHANNELS ? NCCL_MAX_CHANNELS : doubled;
     }
     for (int i = 0; i < t->nnodes; i++)

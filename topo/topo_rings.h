@@ -48,21 +48,33 @@ void mc_topo_ring_from(const mc_topo_ring_search_t *s, int n, int c, int first, 
 typedef struct mc_topo_rings {
     int n, *gpus;        /* the ring's GPUs: the list, with the root (if outside it) added */
     int nruns, *start;   /* run r is gpus[start[r] .. start[r + 1]), on one host */
-    mc_topo_ring_search_t *search;  /* per run; nrings 0 where the run keeps the list's order */
+    const mc_topo_ring_search_t **found;  /* per run: its rings, nrings 0 where the run keeps
+                                           * the list's order */
+    mc_topo_ring_search_t *search;  /* per run: the search, when it came from no cache */
 } mc_topo_rings_t;
 
 /* The rings over gpus[0..n), with root (-1: none) added at the head of the first run on its host
  * (or as a run of its own first) when it is not in the list and not on an NVSwitch: NCCL's
  * communicator for a broadcast holds its root. A root left off the ring sends to the ring's
- * first GPU of the channel. */
+ * first GPU of the channel. Searches come from cache (NULL: searched afresh). */
 mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int root,
-                              mc_topo_rings_t **out, mc_err_t *err);
+                              mc_topo_ring_cache_t *cache, mc_topo_rings_t **out, mc_err_t *err);
 void mc_topo_rings_free(mc_topo_rings_t *r);
 
 /* Channel c's ring (order[0..r->n)): every run entered at its c-th GPU, then round its host's
  * ring of channel c (the searched rings in turn, or the list's order). Across hosts the c-th GPU
  * sits next to the host's c-th NIC: NCCL's rings leave and enter a host through one NIC each. */
 void mc_topo_rings_order(const mc_topo_rings_t *r, int c, int *order);
+
+/* The chain of channel c that moves a buffer of root's to dests[0..ndests) (NCCL's ring
+ * broadcast, or one rank's block of a ring all-gather): root, then the destinations in the
+ * channel's ring order from root's position on (from the ring's first GPU when root is off the
+ * ring). order is scratch of r->n; returns the chain's length in out. */
+int mc_topo_rings_chain(const mc_topo_rings_t *r, int root, const int *dests, int ndests, int c,
+                        int *order, int *out);
+/* Of channels channels, how many share a hop: on one host with searched rings those of one ring
+ * (the rings are apart), else all of them. */
+int mc_topo_rings_sharing(const mc_topo_rings_t *r, int channels);
 
 /* The channels a ring collective rooted at root runs. On one host: the searched rings, doubled
  * as NCCL's connect step doubles them (at most its MAXCHANNELS, 64), or root's NVLink lanes on an

@@ -117,7 +117,7 @@ static mc_topo_rings_t *rings_ok(const mc_topo_t *t, int first, int n, int root)
         gpus[i] = first + i;
     mc_topo_rings_t *r = NULL;
     mc_err_t err = {0};
-    assert_int_equal(mc_topo_rings_new(t, gpus, n, root, &r, &err), MC_OK);
+    assert_int_equal(mc_topo_rings_new(t, gpus, n, root, NULL, &r, &err), MC_OK);
     return r;
 }
 
@@ -132,7 +132,7 @@ static void test_ring_channels(void **state)
     assert_int_equal(r->n, 8);
     assert_int_equal(r->gpus[0], 0);
     assert_int_equal(r->nruns, 1);
-    assert_int_equal(r->search[0].nrings, 6);
+    assert_int_equal(r->found[0]->nrings, 6);
     assert_int_equal(mc_topo_rings_channels(t, r, 0), 12);
     int order[16];
     mc_topo_rings_order(r, 7, order);  /* channel 7: ring 1, entered at the run's 7th GPU */
@@ -144,7 +144,7 @@ static void test_ring_channels(void **state)
     t = load_ok("topologies/dgx-h100-x1.xml");
     r = rings_ok(t, 1, 7, 0);
     assert_int_equal(r->n, 7);
-    assert_int_equal(r->search[0].nrings, 0);
+    assert_int_equal(r->found[0]->nrings, 0);
     assert_int_equal(mc_topo_rings_channels(t, r, 0), 18);
     mc_topo_rings_order(r, 2, order);
     static const int h100[7] = {3, 4, 5, 6, 7, 1, 2};
