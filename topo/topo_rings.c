@@ -10,12 +10,28 @@
 #define NCCL_MAX_CHANNELS 64
 #define LANE_MAX_CHANNELS 32
 
+/* A GPU's NVLink lanes and whether one of its links reaches an NVSwitch; igraph lists its
+ * outgoing links without scanning every link of the topology. */
+static void gpu_out(const mc_topo_t *t, int gpu, int *lanes, int *nvswitch)
+{
+    igraph_vector_int_t out;
+    *lanes = *nvswitch = 0;
+    if (igraph_vector_int_init(&out, 0) != IGRAPH_SUCCESS)
+        return;
+    if (igraph_incident(&t->graph, &out, t->gpu_node[gpu], IGRAPH_OUT) == IGRAPH_SUCCESS)
+        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&out); i++) {
+            const mc_link_t *l = &t->links[VECTOR(out)[i]];
+            *lanes += l->kind == MC_LINK_NVL ? l->count : 0;
+            *nvswitch |= t->nodes[l->dst].kind == MC_NODE_NVS;
+        }
+    igraph_vector_int_destroy(&out);
+}
+
 int mc_topo_ring_searched(const mc_topo_t *t, int gpu)
 {
-    for (int l = 0; l < t->nlinks; l++)
-        if (t->links[l].src == t->gpu_node[gpu] && t->nodes[t->links[l].dst].kind == MC_NODE_NVS)
-            return 0;
-    return 1;
+    int lanes, nvswitch;
+    gpu_out(t, gpu, &lanes, &nvswitch);
+    return !nvswitch;
 }
 
 void mc_topo_ring_from(const mc_topo_ring_search_t *s, int n, int c, int first, int *out)
@@ -127,10 +143,8 @@ int mc_topo_rings_sharing(const mc_topo_rings_t *r, int channels)
 
 int mc_topo_rings_channels(const mc_topo_t *t, const mc_topo_rings_t *r, int root)
 {
-    int lanes = 0, ports = 0, h = mc_topo_gpu_host(t, root);
-    for (int l = 0; l < t->nlinks; l++)
-        if (t->links[l].src == t->gpu_node[root] && t->links[l].kind == MC_LINK_NVL)
-            lanes += t->links[l].count;
+    int lanes, nvswitch, ports = 0, h = mc_topo_gpu_host(t, root);
+    gpu_out(t, root, &lanes, &nvswitch);
     lanes = lanes < 1 ? 1 : lanes > LANE_MAX_CHANNELS ? LANE_MAX_CHANNELS : lanes;
     if (r->nruns < 2) {
         int doubled = 2 * r->found[0]->nrings;
