@@ -735,6 +735,15 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
         if (st == MC_OK && other.seconds < out->seconds)
             *out = other;
     }
+    /* ... and the split trees of the last race (synth_meshcast_alt.c), for the same pieces */
+    if (st == MC_OK && s == MC_COST_MESHCAST) {
+        mc_cost_t other;
+        ct->split = 1;
+        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
+        ct->split = 0;
+        if (st == MC_OK && other.seconds < out->seconds)
+            *out = other;
+    }
     /* Without a switch, meshcast packs load-priced trees fractionally over every path (column
      * generation), which no single fan-out shape above expresses; it gets within its message
      * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when

@@ -117,6 +117,7 @@ struct mc_cost_topo {
     int conns;          /* connections that carry one transfer, each held at the route's
                          * limit (cost_route_t.cap); 0: as many as its pace needs */
     int rails;          /* meshcast: pieces leaving one host are striped over its rails */
+    int split;          /* meshcast: pieces leaving one host on split trees (cost_split_lay) */
     int *rail_leaving;  /* per call, per host: pieces whose holders all sit on it */
     int rail_senders;   /* per call: hosts that such pieces leave */
     char *rail_taken;   /* per call, per GPU: its rail given to an earlier piece */
@@ -173,5 +174,11 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
 mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err);
 void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task);
 mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
+/* meshcast's split trees (synth/meshcast/candidates_relay.c, mc_cands_add_split): piece p, held
+ * on one host and needed on others, laid as the relay trees of its holder host's destinations
+ * (root -> e -> the others there) and, per NIC port of that host and other host j, root -> j's
+ * GPU on the rail -> every other host's GPU on the rail, each fanning out at home; *laid: 0 when
+ * p is not such a piece (nothing laid). */
+mc_status_t cost_split_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
 
 #endif

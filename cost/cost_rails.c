@@ -141,9 +141,17 @@ static mc_status_t stripes_of(mc_cost_topo_t *ct, const mc_piece_t *p, stripes_t
     while (on_rail(ct, sp->h0, sp->d0) != sp->r0)
         sp->d0++;
     mc_status_t st = usable_rails(ct, sp->h0, sp->r0, sp->usable, &sp->nusable, err);
-    sp->hubs = sp->nh >= 2 && sp->nh <= RAIL_HUBS_MAX && ct->rail_senders == 1 ? sp->nh : 0;
     *ok = st == MC_OK && sp->nusable >= 2;
     return st;
+}
+
+/* Sets sp->hubs for a piece given nrails rails: hub trees where one host sends or the piece has
+ * several rails, as candidates_rails.c. */
+static void set_hubs(const mc_cost_topo_t *ct, stripes_t *sp, int nrails)
+{
+    sp->hubs = sp->nh >= 2 && sp->nh <= RAIL_HUBS_MAX && (ct->rail_senders == 1 || nrails >= 2)
+                   ? sp->nh
+                   : 0;
 }
 
 /* The trees per rail over nrails rails: one per hub, else one chain, or on the root's own rail
@@ -169,7 +177,9 @@ mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, 
         st = stripes_of(ct, &task->pieces[i], &sp, &ok, err);
         span = ok && ct->rail_leaving[sp.h0] > 1 ? sp.nusable / ct->rail_leaving[sp.h0]
                                                  : sp.nusable;
-        *any = ok && stripe_fits(&sp, &task->pieces[i], span < 1 ? 1 : span);
+        span = span < 1 ? 1 : span;
+        set_hubs(ct, &sp, span);
+        *any = ok && stripe_fits(&sp, &task->pieces[i], span);
     }
     return st;
 }
@@ -183,9 +193,10 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
     mc_status_t st = stripes_of(ct, p, &sp, &ok, err);
     if (st != MC_OK || !ok)
         return st;
+    int nrails = assign(ct, sp.h0, sp.d0, sp.nusable, sp.usable, mine);
+    set_hubs(ct, &sp, nrails);
     int h0 = sp.h0, nh = sp.nh, local = sp.local, r0 = sp.r0, ndev = sp.ndev, hubs = sp.hubs;
     const int *hosts = sp.hosts;
-    int nrails = assign(ct, h0, sp.d0, sp.nusable, sp.usable, mine);
     if (!stripe_fits(&sp, p, nrails))
         return MC_OK;
     int turn = local && nrails > 1;
@@ -234,5 +245,45 @@ mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, m
         }
     }
     ct->chunk_cap = 0;
+    return st;
+}
+
+mc_status_t cost_split_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err)
+{
+    stripes_t sp;
+    int ok;
+    *laid = 0;
+    mc_status_t st = stripes_of(ct, p, &sp, &ok, err);
+    if (st != MC_OK || !ok)
+        return st;
+    int root = sp.r0, nlocal = 0, nrails = 0;
+    for (int i = 0; i < p->ndests; i++)
+        nlocal += ct->gpu_host[p->dests[i]] == sp.h0;
+    for (int k = 0; k < sp.ndev; k++)
+        nrails += sp.usable[k];
+    *laid = 1;
+    /* the holder host: its destinations each take a part from the root and send it to the others */
+    for (int i = 0; i < p->ndests && st == MC_OK; i++) {
+        int e = p->dests[i], x;
+        if (ct->gpu_host[e] != sp.h0)
+            continue;
+        ct->unit = (double)p->bytes / nlocal;
+        if ((st = cost_send(ct, root, e, ct->unit, -1, &x, err)) == MC_OK)
+            st = fan_home(ct, p, sp.h0, e, ct->unit, x, err);
+    }
+    /* the other hosts: per rail and hub host, root -> hub -> every other host */
+    double part = (double)p->bytes / nrails / sp.nh;
+    ct->unit = part;
+    for (int k = 0; k < sp.ndev && st == MC_OK; k++)
+        for (int j = 0; j < sp.nh && sp.usable[k] && st == MC_OK; j++) {
+            int hub = entry(ct, p, sp.hosts[j], k), in;
+            if ((st = cost_send(ct, root, hub, part, -1, &in, err)) == MC_OK)
+                st = fan_home(ct, p, sp.hosts[j], hub, part, in, err);
+            for (int i = 0; i < sp.nh && st == MC_OK; i++) {
+                int e = entry(ct, p, sp.hosts[i], k), at;
+                if (i != j && (st = cost_send(ct, hub, e, part, in, &at, err)) == MC_OK)
+                    st = fan_home(ct, p, sp.hosts[i], e, part, at, err);
+            }
+        }
     return st;
 }

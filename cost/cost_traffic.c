@@ -281,6 +281,8 @@ mc_status_t cost_traffic_meshcast(mc_cost_topo_t *ct, const mc_task_t *task, mc_
         int nsrc = holder_sources(ct, p, src), nhold = nsrc, laid = 0;
         if (ct->rails && ((st = cost_rails_lay(ct, p, &laid, err)) != MC_OK || laid))
             continue;
+        if (ct->split && ((st = cost_split_lay(ct, p, &laid, err)) != MC_OK || laid))
+            continue;
         ct->unit = (double)p->bytes / COST_PIECE_UNITS;
         /* destinations grouped by host (GPUs are numbered host by host and both lists ascend, so
          * each host's are contiguous and hosts come in order): hosts holding the piece first,

@@ -353,9 +353,9 @@ static int seed_two_level(mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh, mc_err_
     return added;
 }
 
-/* Steps per solve for the model's current size: a step reads every link crossing of every column
- * and evaluates the soft maximum over the links in use once per step of its line search. */
-static int steps_for(const mc_frac_t *f)
+/* (mc_meshcast.h) A step reads every link crossing of every column and evaluates the soft
+ * maximum over the links in use once per step of its line search. */
+int mc_frac_steps(const mc_frac_t *f)
 {
     double nnz = 1;
     char *on = mc_xcalloc((size_t)f->topo->nlinks + 1, 1);
@@ -418,7 +418,7 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
     for (int s = 0; s < sh->n; s++)
         for (int j = 0; j < count[s]; j++)
             f.x[first[s] + j] = cs->c[first[s] + j].stripe;
-    mc_frac_solve(&f, steps_for(&f));
+    mc_frac_solve(&f, mc_frac_steps(&f));
     stats->first_s = f.value_s;
     int stalled = 0;
     while (stats->rounds < MC_PRICE_ROUNDS && f.value_s > MC_PRICE_CLOSE * bound_s) {
@@ -434,7 +434,7 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
         if (added == 0)
             break;
         stats->added += added;
-        mc_frac_solve(&f, steps_for(&f));
+        mc_frac_solve(&f, mc_frac_steps(&f));
         stalled = f.value_s > MC_PRICE_PROGRESS * before ? stalled + 1 : 0;
         if (stalled >= MC_PRICE_STALL)
             break;
@@ -455,7 +455,7 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             memset(f.x, 0, sizeof(double) * (size_t)f.capx);
             f.depth_bias = k == MC_SPLIT_SHALLOW ? MC_PRICE_DEPTH : 0;
             f.fill_s = k == MC_SPLIT_FILL ? stats->frac_s : 0;
-            mc_frac_solve(&f, steps_for(&f));
+            mc_frac_solve(&f, mc_frac_steps(&f));
         }
         split[k] = mc_xmalloc(sizeof(double) * (size_t)(f.capx + 1));
         memcpy(split[k], f.x, sizeof(double) * (size_t)f.capx);

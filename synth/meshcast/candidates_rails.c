@@ -252,18 +252,25 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     r.schi = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     r.hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
     r.nhosts = remote_hosts(&r, root_host, r.hosts);
-    /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
-     * NIC sends its part to every other host: balanced when every host is a hub), and only where
-     * one host sends: they take 6/7 of a stripe from every other host's NIC, which an all-gather
-     * needs for its own shares (1 GiB over 8 OCI A100 boxes: 1.06 of the bound without them,
-     * 1.105 with) */
-    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX && senders == 1 ? r.nhosts : 0;
     char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
     if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= 2)
         assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
     else
         ndev = 0;
+    /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
+     * NIC sends its part to every other host: balanced when every host is a hub), where one host
+     * sends or where the share has several rails of its own. Not where several hosts each send
+     * shares of one rail (an all-gather): there they were slower than the chains (1 GiB over 8
+     * OCI A100 boxes: 1.060 of the bound with chains, 1.105 with hubs). Where each host sends
+     * one share over all its rails (32 MiB from each of 4 DGX H100 to the 3 others), the shapes'
+     * chains, hosts in ascending order, have host 0's NICs forward 3 stripes and host 3's none
+     * (1.58 of the bound); hubs forward 2/3 of a stripe of every other share on every host's
+     * NICs, two network hops deep (1.16) */
+    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX &&
+                       (senders == 1 || span_of(mine, ndev) >= 2)
+                   ? r.nhosts
+                   : 0;
     r.capmade = 2 * ndev + hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
@@ -341,4 +348,43 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.schi);
     free(r.hosts);
     return st;
+}
+
+/* The stripe split is kept where its busiest link is within this of the other trees' optimum
+ * (the fractional solve's own gap, MC_FRAC_GAP, is 0.2%). */
+#define MC_RAIL_KEEP 1.01
+
+void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                       mc_shares_t *sh, const int *first, const int *count, double frac_s)
+{
+    double *demand = mc_xmalloc(sizeof(double) * (size_t)(sh->n + 1)), value[2] = {0, 0};
+    int striped = 0;
+    for (int i = 0; i < sh->n; i++) {
+        demand[i] = (double)task->pieces[sh->s[i].piece].bytes;
+        striped += sh->s[i].fine > 1;
+    }
+    /* 0: the stripe split of the striped shares; 1: the optimum over every share's other trees,
+     * solved only where the split is above the optimum over all trees, frac_s (else it is within
+     * MC_RAIL_KEEP of the others' too: the 1024-GPU scale case's stripes, 0.2 s of CPU) */
+    for (int k = 0; k < 2 && striped && (k == 0 || value[0] > MC_RAIL_KEEP * frac_s); k++) {
+        mc_frac_t f;
+        mc_frac_init(&f, cs, topo, sh->n, demand);
+        for (int i = 0; i < sh->n; i++)
+            for (int c = first[i]; c < first[i] + count[i]; c++)
+                if (k ? cs->c[c].stripe <= 0 : cs->c[c].stripe > 0 && sh->s[i].fine > 1) {
+                    mc_frac_add(&f, i, c);
+                    f.x[c] = k ? 0 : cs->c[c].stripe;
+                }
+        mc_frac_solve(&f, k ? mc_frac_steps(&f) : 0);
+        value[k] = f.value_s;
+        mc_frac_free(&f);
+    }
+    for (int i = 0; i < sh->n && value[1] > 0 && value[0] > MC_RAIL_KEEP * value[1]; i++) {
+        if (sh->s[i].fine <= 1)
+            continue;
+        for (int c = first[i]; c < first[i] + count[i]; c++)
+            cs->c[c].stripe = 0;
+        sh->s[i].fine = 1;
+    }
+    free(demand);
 }

@@ -103,14 +103,21 @@ int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *
     return best > (1 + MC_RELAY_FILL) * fluid;
 }
 
-int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root)
+int mc_cands_hosts_away(const mc_topo_t *topo, const mc_share_t *sh, int root, int *nlocal)
 {
-    int rhost = mc_topo_gpu_host(topo, root), nlocal = 0, remote = 0;
+    int rhost = mc_topo_gpu_host(topo, root), remote = 0;
+    *nlocal = 0;
     for (int i = 0; i < sh->ndests; i++) {
         int h = mc_topo_gpu_host(topo, sh->dests[i]);
-        nlocal += h == rhost;
+        *nlocal += h == rhost;
         remote += h != rhost && (i == 0 || mc_topo_gpu_host(topo, sh->dests[i - 1]) != h);
     }
+    return remote;
+}
+
+int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root)
+{
+    int nlocal, remote = mc_cands_hosts_away(topo, sh, root, &nlocal);
     /* one relay tree is no stripe: the rail trees already enter other hosts that way */
     return nlocal < 2 ? -1 : remote;
 }
@@ -134,5 +141,73 @@ mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_
     free(t.seen);
     free(par);
     free(chi);
+    return st;
+}
+
+/* The first network link of the route from a to b, -1 when it has none. */
+static int first_net(const mc_topo_t *topo, int a, int b)
+{
+    mc_route_t rt;
+    mc_err_t ignored = {0};
+    if (mc_topo_route(topo, a, b, &rt, &ignored) != MC_OK)
+        return -1;
+    for (int i = 0; i < rt.nlinks; i++)
+        if (topo->links[rt.links[i]].kind == MC_LINK_NET)
+            return rt.links[i];
+    return -1;
+}
+
+mc_status_t mc_cands_add_split(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                               int root, int fanout, int hubs, mc_err_t *err)
+{
+    int rhost = mc_topo_gpu_host(topo, root), nlocal = 0, first_remote = -1;
+    int *local = mc_xmalloc(sizeof(int) * (size_t)(sh->ndests + 1));
+    int *remote = mc_xmalloc(sizeof(int) * (size_t)(sh->ndests + 1)), nremote = 0;
+    for (int i = 0; i < sh->ndests; i++) {
+        if (mc_topo_gpu_host(topo, sh->dests[i]) == rhost)
+            local[nlocal++] = sh->dests[i];
+        else
+            remote[nremote++] = sh->dests[i];
+    }
+    mc_share_t in = *sh, out = *sh;
+    in.dests = local;
+    in.ndests = nlocal;
+    out.dests = remote;
+    out.ndests = nremote;
+    if (nremote > 0)
+        first_remote = mc_topo_gpu_host(topo, remote[0]);
+    mc_status_t st = MC_OK;
+    size_t room = sizeof(int) * (size_t)(2 * topo->ngpus + 1);
+    tree_t t = {mc_xmalloc(room), mc_xmalloc(room), 0,
+                mc_xcalloc((size_t)topo->ngpus, sizeof(int))};
+    int *par = mc_xmalloc(room), *chi = mc_xmalloc(room);
+    int first, ndev = nremote > 0 ? mc_topo_host_gpus(topo, rhost, &first) : 0;
+    int *ports = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), nports = 0;
+    /* the root's host: the scatter + all-gather among its destinations */
+    for (int i = 0; i < nlocal && ndev > 0 && st == MC_OK; i++)
+        st = relay_tree(cs, topo, &in, root, local[i], fanout, &t, par, chi, err);
+    /* the other hosts: one tree per NIC port of the root's host, straight from the root to the
+     * first remote host's GPU on that rail (the route's PXN hop on the rail's GPU is no relay),
+     * or with hubs one per port and remote host, from that host's GPU on the rail */
+    for (int k = 0; k < ndev && st == MC_OK; k++) {
+        int e = mc_topo_host_gpu_on_dev(topo, first_remote, k), port;
+        if (e < 0 || (port = first_net(topo, root, e)) < 0 || mc_ints_contain(ports, nports, port))
+            continue;
+        ports[nports++] = port;
+        for (int i = 0; i < nremote && st == MC_OK; i++) {
+            int h = mc_topo_gpu_host(topo, remote[i]), hub = mc_topo_host_gpu_on_dev(topo, h, k);
+            if (i == 0 || (hubs && h != mc_topo_gpu_host(topo, remote[i - 1]) && hub >= 0))
+                st = relay_tree(cs, topo, &out, root, i == 0 ? e : hub, fanout, &t, par, chi,
+                                err);
+        }
+    }
+    free(ports);
+    free(t.parent);
+    free(t.child);
+    free(t.seen);
+    free(par);
+    free(chi);
+    free(local);
+    free(remote);
     return st;
 }

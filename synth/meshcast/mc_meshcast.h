@@ -95,6 +95,13 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, int senders,
                                char *taken, int *units, mc_err_t *err);
+/* Takes the stripes back (stripe 0, the shares' units those of priced shares) where the stripe
+ * split of the shares that have one loads its busiest link more than the fractional optimum
+ * over every share's other trees (shapes and priced) does: there the stripes bring nothing the
+ * others lack, and their units and chunking serve the split only. Share i's trees are
+ * cs->c[first[i] .. first[i] + count[i]); frac_s: the optimum over all of them (pricing's). */
+void mc_rails_unstripe(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                       mc_shares_t *sh, const int *first, const int *count, double frac_s);
 
 /* Relay trees (candidates_relay.c). Whether a share's per-message overheads matter: its best
  * candidate among cs->c[first .. first + n) alone takes more than a tenth over its bandwidth time;
@@ -103,12 +110,24 @@ int mc_cands_small(const mc_cands_t *cs, int first, int n, uint64_t bytes, int *
 /* How many other hosts than root's the share's destinations are on; -1 when fewer than two of
  * them share root's host (no stripe to make). */
 int mc_cands_relay_hosts(const mc_topo_t *topo, const mc_share_t *sh, int root);
+/* How many other hosts than root's the share's destinations are on; *nlocal: how many of them
+ * share root's host. */
+int mc_cands_hosts_away(const mc_topo_t *topo, const mc_share_t *sh, int root, int *nlocal);
 /* Appends one tree per destination e of the share on root's host: root -> e, then from e to every
  * other destination (the host's shortest-path tree from e; the other hosts entered on e's rail,
  * as a tree of the given fan-out over their entry GPUs below e: 1 a chain, 0 each from e). Nothing
  * where mc_cands_relay_hosts is -1. */
 mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
                                 int root, int fanout, mc_err_t *err);
+/* The share's bytes twice, to its destinations on root's host and to the others: the relay trees
+ * of the root's host alone (root -> e -> its other destinations), then one tree per NIC port of
+ * root's host, root -> the first other host's GPU on that rail (the route through the rail's GPU,
+ * no store-and-forward there), the other hosts below it as in mc_cands_add_relays; with hubs,
+ * one such tree per port and other host, from that host's GPU on the rail. Where the
+ * network's message wait is long, the root's links send the bytes to both at once while the
+ * network's first message waits. Nothing when the share has no destination on another host. */
+mc_status_t mc_cands_add_split(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
+                               int root, int fanout, int hubs, mc_err_t *err);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an
@@ -171,6 +190,8 @@ void mc_frac_init(mc_frac_t *f, const mc_cands_t *cs, const mc_topo_t *topo, int
 void mc_frac_free(mc_frac_t *f);
 /* Makes candidate c a column of share s (at fraction 0). */
 void mc_frac_add(mc_frac_t *f, int s, int c);
+/* Steps per solve for the model's current size, within a fixed work (candidates_price.c). */
+int mc_frac_steps(const mc_frac_t *f);
 /* Improves the split for at most iters steps (a share without any fraction starts on its
  * cheapest column); fills value_s, lower_s, load and price. */
 void mc_frac_solve(mc_frac_t *f, int iters);
@@ -379,7 +400,8 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t min_bytes);
 /* Into *out, a copy of s whose pieces that have trees in relays (each piece's together) move on
- * those instead, the piece's bytes split evenly over them (multiples of 4 KiB), in phase 0, each
+ * those instead, the piece's bytes split evenly over each run of them that reaches the same
+ * destinations (multiples of 4 KiB), in phase 0, each
  * in its best chunk count at its planned rate (none below min_chunk bytes, unless alone it has
  * more); rates planned (synth_meshcast_striped.c). */
 mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,

@@ -75,6 +75,9 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
                                      fluid_bound(&r->bound), r->frac, &r->price,
                                      err),
                       out, st);
+    if (price && !r->opts->memory_limit)
+        mc_rails_unstripe(&r->cs, r->task, r->topo, &r->sh, r->first, r->count,
+                          r->price.frac_s);
 out:
     free(leaving);
     free(nleaving);

@@ -83,11 +83,17 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
     /* the other hosts below each relay as a chain, a binary tree, and each from the relay */
     static const struct {
         int fanout, remote; /* differs from the chain from this many other hosts on */
+        int split;          /* the root's host and the others apart (mc_cands_add_split), 2: with
+                             * a tree per other host as the hub of each rail (a binary tree or a
+                             * star over the other hosts from the first won none of the 13 cases
+                             * the split trees sped up in the sweep between hosts) */
         const char *name;
-    } sets[] = {{1, 0, "striped"}, {2, 3, "striped-tree"}, {0, 2, "striped-star"}};
-    mc_cands_t relays[3] = {{0}};
+    } sets[] = {{1, 0, 0, "striped"},    {2, 3, 0, "striped-tree"}, {0, 2, 0, "striped-star"},
+                {1, 1, 1, "split"},      {0, 2, 2, "split-hubs"}};
+    enum { NSETS = sizeof sets / sizeof sets[0] };
+    mc_cands_t relays[NSETS] = {{0}};
     mc_status_t st = MC_OK;
-    int remote = 0;
+    int remote = 0, away = 0; /* the most other hosts: of shares with relays, of any share */
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
     for (int i = 0; i < r->sh.n; i++) {
@@ -103,18 +109,24 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
             (sh->fine > 1 && v->t <= MC_RAIL_ALT_ROOM * r->bound.seconds) ||
             !mc_cands_small(&r->cs, r->first[i], r->count[i], pc->bytes, &root))
             continue;
-        int h = mc_cands_relay_hosts(r->topo, sh, root);
+        int h = mc_cands_relay_hosts(r->topo, sh, root), nlocal;
+        int a = mc_cands_hosts_away(r->topo, sh, root, &nlocal);
         remote = h > remote ? h : remote;
-        for (int k = 0; k < 3; k++)
-            MC_CHECK_GOTO(mc_cands_add_relays(&relays[k], r->topo, sh, root, sets[k].fanout, err),
+        away = a > away ? a : away;
+        for (int k = 0; k < NSETS; k++)
+            MC_CHECK_GOTO(sets[k].split ? mc_cands_add_split(&relays[k], r->topo, sh, root,
+                                                             sets[k].fanout, sets[k].split > 1,
+                                                             err)
+                                        : mc_cands_add_relays(&relays[k], r->topo, sh, root,
+                                                              sets[k].fanout, err),
                           out, st);
     }
-    for (int k = 0; k < 3; k++)
-        if (relays[k].n && remote >= sets[k].remote)
+    for (int k = 0; k < NSETS; k++)
+        if (relays[k].n && (sets[k].split ? away : remote) >= sets[k].remote)
             MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays[k], sets[k].name, SIZE_MAX, err),
                           out, st);
 out:
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NSETS; k++)
         mc_cands_free(&relays[k]);
     return st;
 }

@@ -17,6 +17,17 @@ static int has_piece(const mc_cands_t *relays, int piece)
     return 0;
 }
 
+/* Whether trees a and b of one piece reach the same of its destinations. */
+static int same_dests(const mc_task_t *task, const mc_cand_t *a, const mc_cand_t *b)
+{
+    const mc_piece_t *pc = &task->pieces[a->piece];
+    for (int i = 0; i < pc->ndests; i++)
+        if (mc_ints_contain(a->child, a->nedges, pc->dests[i]) !=
+            mc_ints_contain(b->child, b->nedges, pc->dests[i]))
+            return 0;
+    return 1;
+}
+
 static mc_status_t add_tree(mc_sched_t *d, const mc_topo_t *topo, const mc_cand_t *c,
                             uint64_t off, uint64_t len, mc_err_t *err)
 {
@@ -47,9 +58,12 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
         memcpy(dst->edges, src->edges, sizeof(mc_tree_edge_t) * (size_t)src->nedges);
         dst->nedges = dst->edge_cap = src->nedges;
     }
-    /* relays holds each piece's trees together */
+    /* relays holds each piece's trees together, those reaching the same destinations in a run
+     * (mc_cands_add_split: the root's host, then the others) */
     for (int a = 0, b; a < relays->n; a = b) {
-        for (b = a + 1; b < relays->n && relays->c[b].piece == relays->c[a].piece; b++)
+        for (b = a + 1; b < relays->n && relays->c[b].piece == relays->c[a].piece &&
+                        same_dests(s->task, &relays->c[a], &relays->c[b]);
+             b++)
             ;
         uint64_t bytes = s->task->pieces[relays->c[a].piece].bytes;
         uint64_t part = bytes / (uint64_t)(b - a) / STRIPE_GRANULE * STRIPE_GRANULE;

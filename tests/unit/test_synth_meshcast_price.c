@@ -16,6 +16,7 @@
 
 #include "sim/sim.h"
 #include "synth/meshcast/mc_meshcast.h"
+#include "test_synth_helpers.h"
 
 #define TOPO "topologies/dgx1-v100-hybrid-cube-mesh-topo.xml"
 #define BCAST_BYTES (256.0 * 1024 * 1024)
@@ -153,35 +154,6 @@ static void test_pricing_improves_poor_start(void **state)
         assert_true(sum[k] > 1 - 1e-6 && sum[k] < 1 + 1e-6); /* every share's bytes placed */
     priced_free(&p);
     mc_task_free(task);
-}
-
-/* Synthesizes task under an rlimit (budget out of reach); checks the schedule valid and never
- * below the bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
-static double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
-                        char plan[64])
-{
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    mc_sched_t *s = NULL;
-    mc_sim_result_t res = {0};
-    mc_err_t err = {0};
-    mc_bound_t b;
-    opts.rlimit = 300000;
-    opts.budget_s = 1000;
-    if (mc_synth_meshcast(task, topo, &opts, &s, &err) != MC_OK)
-        fail_msg("%s", err.msg);
-    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
-    assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
-    assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
-    assert_true(res.makespan_s >= b.seconds * (1 - 1e-9));
-    assert_non_null(strstr(s->params, "priced="));
-    double t = res.makespan_s;
-    *bound_s = b.seconds;
-    const char *at = strstr(s->params, "plan=");
-    assert_non_null(at);
-    snprintf(plan, 64, "%.*s", (int)strcspn(at + 5, " "), at + 5);
-    mc_sim_result_free(&res);
-    mc_sched_free(s);
-    return t;
 }
 
 /* The whole strategy on the same broadcast: valid, never below the bound, and within 1.3x of
