@@ -17,14 +17,28 @@ typedef struct sim_event {
     unsigned version; /* FINISH: the flow's rate version it was computed for */
 } sim_event_t;
 
-typedef struct sim_queue {
+/* sim_queue.c: a radix heap on the events' times, bucket 0 read from head; the events timed
+ * below the last one popped wait in the binary heap `early`. */
+#define SIM_QUEUE_BUCKETS 65
+typedef struct sim_bucket {
     sim_event_t *ev;
-    int n, cap;
+    int n, cap, head;
+} sim_bucket_t;
+
+typedef struct sim_queue {
+    sim_bucket_t b[SIM_QUEUE_BUCKETS];
+    uint64_t last;          /* the time bits bucket numbers are taken against */
+    sim_event_t *early;
+    int nearly, early_cap;
+    int n;                  /* events queued */
     long seq;
 } sim_queue_t;
 
 void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsigned version);
+/* The next event (NULL: none), left queued. */
+const sim_event_t *sim_queue_peek(sim_queue_t *q);
 sim_event_t sim_queue_pop(sim_queue_t *q);
+/* Empties the queue; insertion numbers go on. */
 void sim_queue_free(sim_queue_t *q);
 
 /* sim_motion.c: a flow's bytes in motion, as both simulators (sim.c, sim_exec.c) move them: what
