@@ -34,7 +34,7 @@ struct mc_sched_maxmin {
 
 /* Links of one solve up to which solve_scan picks the bottlenecks: it costs the links still open
  * per link fixed, the heap a logarithm per link and per stale or closed pop. */
-#define MM_SCAN_LINKS 48
+#define MM_SCAN_LINKS 256
 
 mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
 {

@@ -274,7 +274,7 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
         if (process(sm, &ev, now))
             last = now;
         /* events at the same instant (up to rounding) share one rate computation */
-        while (sm->q.n > 0 && sim_queue_peek(&sm->q)->t <= now * (1 + 1e-12) + 1e-18) {
+        while (sm->q.n > 0 && sim_queue_next(&sm->q) <= now * (1 + 1e-12) + 1e-18) {
             ev = sim_queue_pop(&sm->q);
             sm->work++;
             if (process(sm, &ev, now))

@@ -11,34 +11,47 @@ typedef enum { SIM_EV_ACTIVATE, SIM_EV_FINISH } sim_ev_kind_t;
 
 typedef struct sim_event {
     double t;
-    long seq;
     sim_ev_kind_t kind;
     int flow;
     unsigned version; /* FINISH: the flow's rate version it was computed for */
 } sim_event_t;
 
-/* sim_queue.c: a radix heap on the events' times, bucket 0 read from head; the events timed
- * below the last one popped wait in the binary heap `early`. */
-#define SIM_QUEUE_BUCKETS 65
+/* sim_queue.c: a radix heap on the events' times, in digits of SIM_QUEUE_DIGIT bits; the events
+ * timed below the last one popped wait in the binary heap `early`. An event is held in 16 bytes:
+ * its time, its flow (~flow for an activation) and its version; the early heap adds its
+ * insertion number. */
+#define SIM_QUEUE_DIGIT 4
+#define SIM_QUEUE_BUCKETS (1 + (64 / SIM_QUEUE_DIGIT << SIM_QUEUE_DIGIT))
+typedef struct sim_qev {
+    double t;
+    int code;
+    unsigned version;
+} sim_qev_t;
+
 typedef struct sim_bucket {
-    sim_event_t *ev;
-    int n, cap, head;
+    sim_qev_t *ev;
+    int n, cap, head;       /* head: bucket 0 is read from there */
+    uint64_t least;         /* the least time bits in the bucket */
 } sim_bucket_t;
 
 typedef struct sim_queue {
     sim_bucket_t b[SIM_QUEUE_BUCKETS];
+    uint64_t full[(SIM_QUEUE_BUCKETS + 63) / 64]; /* the buckets not empty */
     uint64_t last;          /* the time bits bucket numbers are taken against */
-    sim_event_t *early;
+    struct sim_early {
+        sim_qev_t ev;
+        long seq;
+    } *early;
     int nearly, early_cap;
     int n;                  /* events queued */
     long seq;
 } sim_queue_t;
 
 void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsigned version);
-/* The next event (NULL: none), left queued. */
-const sim_event_t *sim_queue_peek(sim_queue_t *q);
+/* The time of the next event; the queue must not be empty. */
+double sim_queue_next(sim_queue_t *q);
 sim_event_t sim_queue_pop(sim_queue_t *q);
-/* Empties the queue; insertion numbers go on. */
+/* Empties the queue. */
 void sim_queue_free(sim_queue_t *q);
 
 /* sim_motion.c: a flow's bytes in motion, as both simulators (sim.c, sim_exec.c) move them: what
