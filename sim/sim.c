@@ -26,6 +26,8 @@ typedef struct sim_flow {
 
 typedef struct sim_edge {
     const mc_tree_edge_t *e;
+    const int *links;       /* e's route, read at every re-rating of its flows */
+    int nlinks;
     int tree;
     int in_edge;            /* the edge that brings the parent its data, -1 from the root */
     int child_off, nchild;  /* edges leaving the child, in children[] */
@@ -94,7 +96,8 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             goto out;
         }
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
-        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .tree = ti, .in_edge = in,
+        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .links = ed->links, .nlinks = ed->nlinks,
+                                             .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed),
                                              .cap = mc_topo_conn_cap(topo, ed->parent, ed->child,
@@ -171,9 +174,9 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         f->m.remaining = f->bytes;
         f->m.rate = 0;
         f->m.t_upd = now;
-        for (int j = 0; j < e->e->nlinks; j++) {
-            link_add(&sm->links[e->e->links[j]], ev->flow);
-            sim_links_touch(&sm->lk, e->e->links[j]);
+        for (int j = 0; j < e->nlinks; j++) {
+            link_add(&sm->links[e->links[j]], ev->flow);
+            sim_links_touch(&sm->lk, e->links[j]);
         }
         return 1;
     }
@@ -181,9 +184,9 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         return 0;
     f->active = 0;
     f->m.remaining = 0;
-    for (int j = 0; j < e->e->nlinks; j++) {
-        link_remove(&sm->links[e->e->links[j]], ev->flow);
-        sim_links_touch(&sm->lk, e->e->links[j]);
+    for (int j = 0; j < e->nlinks; j++) {
+        link_remove(&sm->links[e->links[j]], ev->flow);
+        sim_links_touch(&sm->lk, e->links[j]);
     }
     e->arrived++;
     e->busy = 0;
@@ -223,7 +226,7 @@ static const int *on_link(const void *ctx, int l, int *n)
 static const int *flow_path(const void *ctx, int f, int *nlinks)
 {
     const sim_t *sm = ctx;
-    const mc_tree_edge_t *e = sm->edges[sm->flows[f].edge].e;
+    const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
     *nlinks = e->nlinks;
     return e->links;
 }

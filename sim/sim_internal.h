@@ -62,13 +62,6 @@ typedef struct sim_motion {
     unsigned version;
 } sim_motion_t;
 
-/* Flow i's links, for sim_motion_pack. */
-typedef const int *(*sim_path_fn)(const void *ctx, int i, int *nlinks);
-
-/* The links of n flows end to end in *links (grown as needed, capacity *cap): flow i's are
- * (*links)[off[i] .. off[i + 1]); off holds n + 1 entries. The max-min solver's input. */
-void sim_motion_pack(int n, sim_path_fn path, const void *ctx, int *off, int **links, int *cap);
-
 /* Moves m's bytes up to now at its old rate, then takes the new one; when it changed, queues the
  * flow's new finish (flow is its index in the queue's events). */
 void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
@@ -92,11 +85,12 @@ typedef struct sim_links {
     int flow_mark_cap;
     int *touched, ntouched;     /* the links an event touched, this epoch */
     /* after sim_links_rerate: the flows re-rated, their new rates, and the links they cross */
-    int *comp_flows, ncomp_flows, comp_flow_cap;
+    int *comp_flows, ncomp_flows;
     double *rates;
     int *comp_links, ncomp_links;
-    /* scratch */
+    /* scratch: the solver's input (comp_flows' links, from off[i], and connection limits) */
     int *off, off_cap, *clinks, clink_cap, rate_cap;
+    double *fcap;
     double *cap_left;
     int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
     double *free_rates;
