@@ -26,8 +26,8 @@ typedef struct sim_flow {
 
 typedef struct sim_edge {
     const mc_tree_edge_t *e;
-    const int *links;       /* e's route, read at every re-rating of its flows */
-    int nlinks;
+    int route, nlinks;      /* e's route, from routes[route]: side by side with the other
+                             * edges', since every re-rating reads its flows' routes */
     int tree;
     int in_edge;            /* the edge that brings the parent its data, -1 from the root */
     int child_off, nchild;  /* edges leaving the child, in children[] */
@@ -55,6 +55,7 @@ typedef struct sim {
     sim_edge_t *edges;
     int nedges, edge_cap;
     int *children, nchildren, children_cap;
+    int *routes, nroutes, route_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
     int keep_intervals;
@@ -96,13 +97,16 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             goto out;
         }
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
-        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .links = ed->links, .nlinks = ed->nlinks,
+        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .route = sm->nroutes, .nlinks = ed->nlinks,
                                              .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed),
                                              .cap = mc_topo_conn_cap(topo, ed->parent, ed->child,
                                                                         ed->links, ed->nlinks)};
         edge_of[ed->child] = sm->nedges++;
+        MC_GROW(sm->routes, sm->route_cap, sm->nroutes + ed->nlinks);
+        memcpy(sm->routes + sm->nroutes, ed->links, sizeof(int) * (size_t)ed->nlinks);
+        sm->nroutes += ed->nlinks;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
             uint64_t off, len;
@@ -175,8 +179,8 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         f->m.rate = 0;
         f->m.t_upd = now;
         for (int j = 0; j < e->nlinks; j++) {
-            link_add(&sm->links[e->links[j]], ev->flow);
-            sim_links_touch(&sm->lk, e->links[j]);
+            link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
+            sim_links_touch(&sm->lk, sm->routes[e->route + j]);
         }
         return 1;
     }
@@ -185,8 +189,8 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
     f->active = 0;
     f->m.remaining = 0;
     for (int j = 0; j < e->nlinks; j++) {
-        link_remove(&sm->links[e->links[j]], ev->flow);
-        sim_links_touch(&sm->lk, e->links[j]);
+        link_remove(&sm->links[sm->routes[e->route + j]], ev->flow);
+        sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
     e->arrived++;
     e->busy = 0;
@@ -228,7 +232,7 @@ static const int *flow_path(const void *ctx, int f, int *nlinks)
     const sim_t *sm = ctx;
     const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
     *nlinks = e->nlinks;
-    return e->links;
+    return sm->routes + e->route;
 }
 
 static double flow_cap(const void *ctx, int f)
@@ -262,7 +266,7 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
                              double t0, double *t_end, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    sm->nedges = sm->nflows = sm->nchildren = 0;
+    sm->nedges = sm->nflows = sm->nchildren = sm->nroutes = 0;
     for (int i = 0; i < n; i++)
         MC_CHECK_GOTO(build_tree(sm, trees[i], edge_of, err), out, st);
     double now = t0, last = t0;
@@ -408,6 +412,7 @@ static void sim_free(sim_t *sm)
     sim_queue_free(&sm->q);
     free(sm->edges);
     free(sm->children);
+    free(sm->routes);
     free(sm->flows);
 }
 
