@@ -417,8 +417,8 @@ static void sim_free(sim_t *sm)
 }
 
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
-                           int64_t *work_left, double horizon_s, mc_sim_result_t *res,
-                           mc_err_t *err)
+                           int64_t *work_left, double horizon_s, int64_t *nflows,
+                           mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
@@ -436,6 +436,8 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
                 flows += (int64_t)tr->nedges * tr->nchunks;
             }
     }
+    if (nflows)
+        *nflows = flows;
     if (work_left && 4 * flows > *work_left) {
         for (int p = 0; p < s->nphases; p++)
             sim_groups_free(&groups[p]);
@@ -477,25 +479,32 @@ out:
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, NULL, 0, res, err);
+    return sim_run(s, topo, 1, NULL, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, NULL, 0, res, err);
+    return sim_run(s, topo, 0, NULL, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, 0, res, err);
+    return sim_run(s, topo, 0, work_left, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, NULL, res, err);
+}
+
+mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
+                                  mc_err_t *err)
+{
+    return sim_run(s, topo, 0, work_left, horizon_s, nflows, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

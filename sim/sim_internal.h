@@ -5,6 +5,7 @@
 #define MC_SIM_INTERNAL_H
 
 #include "sched/sched.h"
+#include "sim/sim.h"
 #include "topo/topo.h"
 
 typedef enum { SIM_EV_ACTIVATE, SIM_EV_FINISH } sim_ev_kind_t;
@@ -104,6 +105,12 @@ void sim_links_touch(sim_links_t *lk, int l);
 /* Max-min fair rates, with connection limits, for the flows sharing links with the touched links,
  * directly or through other flows (comp_flows, rates, comp_links). */
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
+
+/* mc_sim_run_until that also says, in *nflows, how many flows the run had to simulate (those of
+ * the distinct groups: an allowance below 4 per flow is not started). */
+mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
+                                  mc_err_t *err);
 
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {
