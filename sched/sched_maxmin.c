@@ -139,13 +139,17 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
             m->nunfixed[l] = 0;
             m->used[nused++] = l;
         }
-        m->wsum[l] += weight ? weight[j] : 1.0;
+        if (weight)
+            m->wsum[l] += weight[j];
         m->nunfixed[l]++;
     }
     m->loff[0] = 0;
     for (int i = 0; i < nused; i++) {
-        m->lpos[m->used[i]] = m->loff[i];
-        m->loff[i + 1] = m->loff[i] + m->nunfixed[m->used[i]];
+        int l = m->used[i];
+        if (!weight) /* a sum of ones, exact */
+            m->wsum[l] = m->nunfixed[l];
+        m->lpos[l] = m->loff[i];
+        m->loff[i + 1] = m->loff[i] + m->nunfixed[l];
     }
     MC_GROW(m->ent, m->ent_cap, off[nflows]);
     for (int f = 0; f < nflows; f++)
