@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cost/cost_internal.h"
+#include "topo/topo_rings.h"
 
 /* The most chains NCCL's ring broadcast runs (synth_alpa_bcast.c, BCAST_MAX_CHAINS). */
 #define BCAST_MAX_CHAINS 32
@@ -412,16 +413,23 @@ typedef struct ring_scratch {
     int *entry;     /* per run: its GPUs that bring a NIC no earlier GPU of it brought */
     int *nentries;
     double *delay, *bw; /* one chain's routes, for its chunk count */
+    const mc_topo_ring_search_t **found; /* per run: NCCL's searched rings, NULL: rank order */
+    int *order;         /* one run's GPUs in a chain's order */
+    mc_topo_ring_cache_t *rings;
 } ring_scratch_t;
 
 /* NCCL's ring broadcast of a piece as alpa-bcast runs it (synth_ring.c): the ring keeps each
  * host's ranks together, hosts in rank order; it runs one chain per NIC that every host of the
- * group can drive (none but one inside a single host), chain c entering each host other than the
- * sender's at the c-th GPU of it that brings a NIC of its own, and the bytes split evenly over
- * the chains (each chain is NCCL's two duplicated channels: ct->conns). Returns the chain count;
- * *nruns gets the group's hosts, whose GPUs are in rs->gpus run by run, entries in rs->entry. */
-static int ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_out)
+ * group can drive (inside a single host one per ring NCCL's search finds where no NVSwitch joins
+ * the GPUs, else one), chain c entering each host other than the sender's at the c-th GPU of it
+ * that brings a NIC of its own and going round the host's searched ring c (rank order without
+ * one), and the bytes split evenly over the chains (each chain is NCCL's two duplicated channels:
+ * ct->conns). Gives the chain count; *nruns gets the group's hosts, whose GPUs are in rs->gpus
+ * run by run, entries in rs->entry, searched rings in rs->found. */
+static mc_status_t ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_out,
+                             int *nchains_out, mc_err_t *err)
 {
+    mc_status_t st = MC_OK;
     int nruns = 0;
     for (int i = 0; i < n; i++) {
         int h = ct->gpu_host[rs->group[i]];
@@ -455,9 +463,17 @@ static int ring_plan(mc_cost_topo_t *ct, ring_scratch_t *rs, int n, int *nruns_o
         if (nruns > 1 && k < nchains)
             nchains = k;
         rs->run_of[ct->gpu_host[rs->gpus[rs->start[r]]]] = -1;
+        int len = rs->start[r + 1] - rs->start[r];
+        rs->found[r] = NULL;
+        if (st == MC_OK && len > 1 && mc_topo_ring_searched(ct->topo, rs->gpus[rs->start[r]]))
+            st = mc_topo_ring_search_cached(rs->rings, ct->topo, rs->gpus + rs->start[r], len,
+                                            &rs->found[r], err);
     }
+    if (nruns == 1 && rs->found[0])
+        nchains = rs->found[0]->nrings < BCAST_MAX_CHAINS ? rs->found[0]->nrings : BCAST_MAX_CHAINS;
     *nruns_out = nruns;
-    return nchains < 1 ? 1 : nchains;
+    *nchains_out = nchains < 1 ? 1 : nchains;
+    return st;
 }
 
 /* One tensor's broadcasts to one consumer's mesh (Alpa reshards a tensor to each consumer on
@@ -487,7 +503,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
         }
         ct->host_out[ct->gpu_host[root]] += (double)p->bytes;
         rs->group[0] = root;
-        int nruns, nchains = ring_plan(ct, rs, n, &nruns);
+        int nruns, nchains;
+        if ((st = ring_plan(ct, rs, n, &nruns, &nchains, err)) != MC_OK)
+            break;
         double bytes = (double)p->bytes / nchains;
         for (int c = 0; c < nchains && st == MC_OK; c++) {
             int first = ct->nxfers, after = -1, hops = 0, prev = root;
@@ -495,8 +513,12 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
                 int len = rs->start[r + 1] - rs->start[r];
                 int at = r > 0 && rs->nentries[r] ? rs->entry[rs->start[r] + c % rs->nentries[r]]
                                                   : 0;
+                for (int j = 0; j < len; j++)
+                    rs->order[j] = rs->gpus[rs->start[r] + (at + j) % len];
+                if (rs->found[r])
+                    mc_topo_ring_from(rs->found[r], len, c, rs->order[0], rs->order);
                 for (int j = 0; j < len && st == MC_OK; j++) {
-                    int d = rs->gpus[rs->start[r] + (at + j) % len];
+                    int d = rs->order[j];
                     if (d == prev)
                         continue;
                     st = cost_send(ct, prev, d, bytes, after, &after, err);
@@ -528,7 +550,9 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     ring_scratch_t rs = {mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * (nh ? nh : 1)),
                          mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
                          mc_xmalloc(sizeof(int) * ng), mc_xmalloc(sizeof(int) * ng),
-                         mc_xmalloc(sizeof(double) * ng), mc_xmalloc(sizeof(double) * ng)};
+                         mc_xmalloc(sizeof(double) * ng), mc_xmalloc(sizeof(double) * ng),
+                         mc_xcalloc(ng, sizeof(*rs.found)), mc_xmalloc(sizeof(int) * ng),
+                         mc_topo_ring_cache_new()};
     memset(rs.run_of, 0xff, sizeof(int) * nh);
     for (int t = 0; t < task->ntensors && st == MC_OK; t++)
         for (int c = 0; c <= task->tensors[t].nmore && st == MC_OK; c++)
@@ -542,54 +566,10 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
     free(rs.nentries);
     free(rs.delay);
     free(rs.bw);
+    free(rs.found);
+    free(rs.order);
+    mc_topo_ring_cache_free(rs.rings);
     return st;
-}
-
-/* The chain of piece p on NCCL channel c of the nccl-ring strategy (synth_nccl_ring.c): from its
- * first holder through its destinations in the destination mesh's order, each run of the mesh's
- * GPUs on one host rotated to start at its c-th. Returns its GPUs in out (root first); *runs
- * gets the mesh's runs (hosts the ring crosses into). */
-static int ring_chain(const mc_cost_topo_t *ct, const mc_task_t *task, const mc_piece_t *p,
-                      int c, int *order, int *out, int *runs)
-{
-    const mc_mesh_t *ring = &task->meshes[task->tensors[p->tensor].dst.mesh];
-    int nd = ring->ndevices, root = first_holder(task, p), start = 0, n = 0;
-    *runs = 0;
-    for (int a = 0, b; a < nd; a = b, ++*runs) {
-        int h = ct->gpu_host[ring->devices[a]];
-        for (b = a + 1; b < nd && ct->gpu_host[ring->devices[b]] == h; b++)
-            ;
-        for (int i = a; i < b; i++)
-            order[i] = ring->devices[a + (i - a + c) % (b - a)];
-    }
-    while (order[start] != root && start < nd - 1)
-        start++;
-    out[n++] = root;
-    for (int k = 1; k <= nd; k++) {
-        int g = order[(start + k) % nd];
-        if (g != root && mc_ints_contain(p->dests, p->ndests, g))
-            out[n++] = g;
-    }
-    return n;
-}
-
-/* NCCL channels of piece p's ring (synth_nccl_ring.c, piece_channels): its root's NVLink lanes
- * (1 without NVLink, at most 32); over several hosts a whole number per NIC of the root's host. */
-static int ring_nccl_channels(const mc_cost_topo_t *ct, int root, int runs)
-{
-    const mc_topo_t *t = ct->topo;
-    int lanes = 0, h = ct->gpu_host[root];
-    for (int l = 0; l < t->nlinks; l++)
-        if (t->links[l].src == t->gpu_node[root] && t->links[l].kind == MC_LINK_NVL)
-            lanes += t->links[l].count;
-    lanes = lanes < 1 ? 1 : lanes > 32 ? 32 : lanes;
-    int nics = ct->host_ports[h];
-    if (runs < 2 || nics < 1)
-        return lanes;
-    int per = (lanes + nics - 1) / nics;
-    while (per > 1 && per * nics > 32)
-        per--;
-    return per * nics;
 }
 
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err)
@@ -599,26 +579,33 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
     size_t ng = (size_t)t->ngpus + 1;
     int *chain = mc_xmalloc(sizeof(int) * ng), *order = mc_xmalloc(sizeof(int) * ng), moving = 0;
     double *delay = mc_xmalloc(sizeof(double) * ng), *bw = mc_xmalloc(sizeof(double) * ng);
+    mc_topo_ring_cache_t *cache = mc_topo_ring_cache_new();
     for (int i = 0; i < task->npieces; i++)
         moving += task->pieces[i].ndests > 0;
     int k = ct->ring_split;
     for (int i = 0; i < task->npieces && st == MC_OK; i++) {
         const mc_piece_t *p = &task->pieces[i];
+        const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
         if (!p->ndests)
             continue;
-        int runs, n = ring_chain(ct, task, p, 0, order, chain, &runs);
-        int channels = ring_nccl_channels(ct, chain[0], runs);
+        /* the nccl-ring strategy's chains (synth_nccl_ring.c): NCCL's rings of the mesh */
+        int root = first_holder(task, p);
+        mc_topo_rings_t *r = NULL;
+        if ((st = mc_topo_rings_new(t, mesh->devices, mesh->ndevices, root, cache, &r, err)))
+            break;
+        int channels = mc_topo_rings_channels(t, r, root);
+        int sharers = mc_topo_rings_sharing(r, channels) * moving;
         double bytes = (double)p->bytes / channels;
         for (int c = 0; c < channels && st == MC_OK; c++) {
-            n = ring_chain(ct, task, p, c, order, chain, &runs);
-            /* its chunk count as the strategy picks it for the whole chain, every channel of
+            int n = mc_topo_rings_chain(r, root, p->dests, p->ndests, c, order, chain);
+            /* its chunk count as the strategy picks it for the whole chain, the channels of
              * every ring sharing its hops (synth_chain_chunks) */
             for (int j = 1; j < n && st == MC_OK; j++) {
                 const cost_route_t *rt;
                 st = cost_route(ct, chain[j - 1], chain[j], &rt, err);
                 if (st == MC_OK) {
                     delay[j - 1] = rt->delay;
-                    bw[j - 1] = rt->bw / (channels * moving);
+                    bw[j - 1] = rt->bw / sharers;
                 }
             }
             int c0 = chain_chunks(delay, bw, n - 1, bytes, bytes / COST_NCCL_STEP);
@@ -638,7 +625,9 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
                     .chunks = (int)fmax(1, m > 1 ? fmin(want, most) : want), .overlap = m};
             }
         }
+        mc_topo_rings_free(r);
     }
+    mc_topo_ring_cache_free(cache);
     free(chain);
     free(order);
     free(delay);

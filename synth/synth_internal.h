@@ -96,10 +96,10 @@ synth_ring_t *synth_ring_new(const mc_topo_t *topo);
 void synth_ring_free(synth_ring_t *r);
 
 /* Plans the ring broadcast of root to dests (global GPU ids, in communicator rank order) as
- * nchains chains (one per NCCL channel / NIC); chain k's GPUs in order go to
- * order[k * (ndests + 1) ...]. Returns the number of chains (>= 1, <= max_chains). */
-int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
-                    int *order);
+ * *nchains chains (>= 1, <= max_chains: one per NIC across hosts, one per searched ring inside a
+ * host with direct links); chain k's GPUs in order go to order[k * (ndests + 1) ...]. */
+mc_status_t synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests,
+                            int max_chains, int *order, int *nchains, mc_err_t *err);
 
 /* Part k of n of a range of bytes split evenly on element (esize bytes) boundaries, the first
  * parts one element larger when it does not divide; the last part takes what is left. */

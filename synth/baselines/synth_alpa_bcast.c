@@ -98,15 +98,19 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int s
 {
     const mc_piece_t *p = &c->task->pieces[piece];
     int nd = dests_in_mesh_order(c->task, piece, dst_mesh, c->dests);
-    int nchains = synth_ring_plan(c->ring, sender, c->dests, nd, BCAST_MAX_CHAINS, c->order);
+    int nchains;
+    mc_status_t st = synth_ring_plan(c->ring, sender, c->dests, nd, BCAST_MAX_CHAINS, c->order,
+                                     &nchains, err);
+    if (st != MC_OK)
+        return st;
     uint64_t esize = (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype), offset = 0;
     for (int k = 0; k < 2 * nchains; k++) {
         uint64_t part = synth_even_part(p->bytes, esize, 2 * nchains, k);
         if (!part)
             continue;
-        mc_status_t st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
-                                         c->order + (size_t)(k / 2) * (size_t)(nd + 1), nd + 1,
-                                         c->opts->chunk_bytes, 2, err);
+        st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
+                             c->order + (size_t)(k / 2) * (size_t)(nd + 1), nd + 1,
+                             c->opts->chunk_bytes, 2, err);
         if (st != MC_OK)
             return st;
         offset += part;

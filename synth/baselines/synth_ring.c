@@ -4,15 +4,20 @@
  * root's predecessor, pipelined in chunks. NCCL runs several channels, each its own ring, and
  * spreads them over the NICs a node's GPUs are close to; so a broadcast becomes one chain per NIC
  * that every host in the group can drive, each entering a host at a GPU next to a different NIC,
- * and the bytes are split over the chains. */
+ * and the bytes are split over the chains. Inside a host whose GPUs are joined by direct links
+ * (no NVSwitch) a chain goes round the ring NCCL's topology search finds over the group's GPUs of
+ * that host (topo/topo_rings.h; chain c on ring c), and a broadcast inside one such host runs a
+ * chain per searched ring; elsewhere a host's GPUs follow rank order and one host is one chain. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "synth/synth_internal.h"
+#include "topo/topo_rings.h"
 
 struct synth_ring {
     const mc_topo_t *topo;
     int *local_net;  /* per GPU: the nearest network port of its own host (node id), -1 if none */
+    mc_topo_ring_cache_t *rings;  /* NCCL's searched rings, per set of GPUs */
 };
 
 synth_ring_t *synth_ring_new(const mc_topo_t *topo)
@@ -20,6 +25,7 @@ synth_ring_t *synth_ring_new(const mc_topo_t *topo)
     synth_ring_t *r = mc_xcalloc(1, sizeof(*r));
     r->topo = topo;
     r->local_net = mc_topo_nearest_nics(topo);
+    r->rings = mc_topo_ring_cache_new();
     return r;
 }
 
@@ -28,6 +34,7 @@ void synth_ring_free(synth_ring_t *r)
     if (!r)
         return;
     free(r->local_net);
+    mc_topo_ring_cache_free(r->rings);
     free(r);
 }
 
@@ -63,13 +70,15 @@ static int collect_hosts(const synth_ring_t *r, const int *group, int ngroup, ho
     return nruns;
 }
 
-int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int max_chains,
-                    int *order)
+mc_status_t synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests,
+                            int max_chains, int *order, int *nchains, mc_err_t *err)
 {
+    mc_status_t st = MC_OK;
     int ngroup = ndests + 1;
     int *group = mc_xmalloc(sizeof(int) * (size_t)ngroup);
     host_run_t *runs = mc_xcalloc((size_t)ngroup, sizeof(*runs));
     int *store = mc_xmalloc(sizeof(int) * 2 * (size_t)ngroup * (size_t)ngroup);
+    const mc_topo_ring_search_t **found = mc_xcalloc((size_t)ngroup, sizeof(*found));
     group[0] = root;
     memcpy(group + 1, dests, sizeof(int) * (size_t)ndests);
     for (int i = 0; i < ngroup; i++) {
@@ -77,28 +86,40 @@ int synth_ring_plan(synth_ring_t *r, int root, const int *dests, int ndests, int
         runs[i].entries = runs[i].gpus + ngroup;
     }
     int nruns = collect_hosts(r, group, ngroup, runs);
-    /* Inside one host NCCL's rings ride NVLink, not NICs: one chain. */
-    int nchains = nruns > 1 ? max_chains : 1;
+    for (int h = 0; h < nruns && st == MC_OK; h++)
+        if (runs[h].n > 1 && mc_topo_ring_searched(r->topo, runs[h].gpus[0]))
+            st = mc_topo_ring_search_cached(r->rings, r->topo, runs[h].gpus, runs[h].n, &found[h],
+                                            err);
+    if (st != MC_OK)
+        goto out;
+    /* Inside one host NCCL's rings ride NVLink, not NICs: a chain per searched ring, else one. */
+    int n = nruns > 1 ? max_chains : found[0] ? found[0]->nrings : 1;
     for (int h = 0; h < nruns && nruns > 1; h++)
-        if (runs[h].nentries < nchains)
-            nchains = runs[h].nentries;
-    if (nchains < 1)
-        nchains = 1;
-    for (int c = 0; c < nchains; c++) {
+        if (runs[h].nentries < n)
+            n = runs[h].nentries;
+    n = n < 1 ? 1 : n > max_chains ? max_chains : n;
+    for (int c = 0; c < n; c++) {
         int *o = order + (size_t)c * (size_t)ngroup, k = 0;
         for (int h = 0; h < nruns; h++) {
             /* The root's host starts at the root; every other host at chain c's entry GPU. */
             int start = h == 0 ? 0 : runs[h].entries[c % (runs[h].nentries ? runs[h].nentries : 1)];
             if (!runs[h].nentries)
                 start = 0;
-            for (int j = 0; j < runs[h].n; j++)
-                o[k++] = runs[h].gpus[(start + j) % runs[h].n];
+            if (found[h])
+                mc_topo_ring_from(found[h], runs[h].n, c, runs[h].gpus[start], o + k);
+            else
+                for (int j = 0; j < runs[h].n; j++)
+                    o[k + j] = runs[h].gpus[(start + j) % runs[h].n];
+            k += runs[h].n;
         }
     }
+    *nchains = n;
+out:
+    free(found);
     free(group);
     free(runs);
     free(store);
-    return nchains;
+    return st;
 }
 
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,

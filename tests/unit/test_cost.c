@@ -216,6 +216,19 @@ static void test_alpa_chains_per_nic(void **state)
     mc_topo_free(topo);
 }
 
+/* alpa-bcast inside a DGX-1 (no NVSwitch): NCCL's ring broadcast runs on the rings its search
+ * finds over the 8 GPUs, 6 at 20 GB/s (topo/topo_rings.h), a chain each: every NVLink lane carries
+ * one ring's sixth of the 1 GiB (a two-lane pair two rings), so the busiest link takes
+ * 1 GiB / 6 / 20 GB/s, and the estimate is within 5% of the schedule. Mesh order through the
+ * CPUs, one chain, was 21 times the bound. */
+static void test_alpa_searched_rings(void **state)
+{
+    mc_topo_t *topo = load("topologies/dgx1-v100-hybrid-cube-mesh-topo.xml");
+    alpa_close(topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\nmove f32[16384,16384] S[_,_] -> D[_,_]\n",
+               1073741824.0 / 6 / 20e9);
+    mc_topo_free(topo);
+}
+
 /* LLaMA-2-70B's weights from training (dp64 x tp8) to generation (dp128 x tp4) on 128 DGX H100 *
  * (three moves of the scale suite's 1024-GPU case): every piece enters 64 hosts. Hosts relay to
  * hosts in a * shallow tree where the senders' traffic leaves room, not in a chain through all
@@ -530,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_alpa_at_once),
         cmocka_unit_test(test_alpa_chain_fill),
         cmocka_unit_test(test_alpa_chains_per_nic),
+        cmocka_unit_test(test_alpa_searched_rings),
         cmocka_unit_test(test_relay_depth),
         cmocka_unit_test(test_relay_as_entered),
         cmocka_unit_test(test_connection_limit),

@@ -231,33 +231,38 @@ static void test_alpa_p2p_conditions(void **state)
     assert_int_equal(trees_in_phase(f->s, 1, t, 8), 4);
 }
 
-/* nccl-ring, the calibration yardstick: an all-gather over host 0's four GPUs moves each GPU's
- * quarter around the ring from its owner on (GPU 2's block: 2 -> 3 -> 0 -> 1), split over one
- * chain per NVLink lane of the owner, all in one phase. */
+/* nccl-ring, the calibration yardstick: an all-gather over host 0's four GPUs (NVLink lanes of
+ * 20 GB/s, GPU 0 with 4) moves each GPU's quarter around NCCL's searched rings from its owner on:
+ * at 20 GB/s every lane of GPU 0 carries a ring, so 4 rings (80 GB/s), doubled to 8 channels by
+ * NCCL's connect step; each chain visits the other three GPUs, one NVLink hop each, all in one
+ * phase. */
 static void test_nccl_ring(void **state)
 {
     fixture_t *f = *state;
     synth(f, "nccl-ring", "mesh M={x:4}@0..3\nmove f32[1024,1024] M[x,_] -> M[_,_]\n");
     assert_int_equal(f->s->nphases, 1);
     int per_piece[4] = {0};
+    mc_err_t err = {0};
     for (int i = 0; i < f->s->ntrees; i++) {
         const mc_tree_t *t = &f->s->trees[i];
+        int seen = 1 << t->root;
         assert_int_equal(t->phase, 0);
         assert_int_equal(t->nedges, 3);
         for (int e = 0; e < 3; e++) {
+            mc_route_t r;
             assert_int_equal(t->edges[e].parent, e ? t->edges[e - 1].child : t->root);
-            assert_int_equal(t->edges[e].child, (t->root + e + 1) % 4);
+            assert_int_equal(mc_topo_route(f->topo, t->edges[e].parent, t->edges[e].child, &r,
+                                           &err),
+                             MC_OK);
+            assert_int_equal(r.nlinks, 1);
+            assert_int_equal(f->topo->links[r.links[0]].kind, MC_LINK_NVL);
+            seen |= 1 << t->edges[e].child;
         }
+        assert_int_equal(seen, 15);
         per_piece[t->root]++;
     }
-    for (int g = 0; g < 4; g++) {
-        int lanes = 0, node = f->topo->gpu_node[g];
-        for (int l = 0; l < f->topo->nlinks; l++)
-            if (f->topo->links[l].src == node && f->topo->links[l].kind == MC_LINK_NVL)
-                lanes += f->topo->links[l].count;
-        assert_true(lanes > 0);
-        assert_int_equal(per_piece[g], lanes);
-    }
+    for (int g = 0; g < 4; g++)
+        assert_int_equal(per_piece[g], 8);
 }
 
 /* Case 7: four 512 MiB pieces, each on one GPU of host 0, all going to hosts 1 and 2: every pair
