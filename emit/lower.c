@@ -699,6 +699,20 @@ static int tree_even(const mc_tree_t *tr, const mc_topo_t *topo)
     return 1;
 }
 
+/* A tree and its estimated time alone (share_units), ordered longest first. */
+typedef struct tree_time {
+    double t;
+    int tree;
+} tree_time_t;
+
+static int tree_time_cmp(const void *a, const void *b)
+{
+    const tree_time_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t > y->t ? -1 : 1;
+    return (x->tree > y->tree) - (x->tree < y->tree);
+}
+
 /* Per GPU and lane, in the current phase: how many edges or trees use it, and the pace and the
  * bottleneck key of the first (0: free). An entry whose stamp is not the phase's counts as free,
  * so a phase costs its edges, not the cluster's size. */
@@ -710,20 +724,25 @@ typedef struct lane_use {
 /* Lane modes, tried in this order until one fits in MC_RT_MAX_LANES (assign_lanes). */
 enum {
     LANES_PER_EDGE,       /* a lane per edge of a phase on each of its GPUs */
+    LANES_EDGE_SHARED,    /* the same, a few left without sharing where it costs least */
     LANES_PER_TREE_BW,    /* a lane per tree, parent and narrowest bandwidth (edge_groups) */
     LANES_PER_TREE,       /* a lane per tree of a phase on each of its GPUs */
     LANES_PER_TREE_SPREAD,/* the same for even trees (tree_even), a tree with no lane free
                            * sharing one (a few per GPU at most) */
     LANES_PER_EDGE_PACE,  /* edges of one pace (edge_pace) share lanes */
-    LANES_PER_PACE        /* trees of one pace share lanes, else the least used lane */
+    LANES_SHARED,         /* a lane per tree, those left without sharing where it costs least
+                           * (lane_share.c); always fits, so the last on the topology */
+    LANES_PER_PACE        /* without the topology: trees of one pace share lanes, else the least
+                           * used lane */
 };
 
 /* The lane for GPUs gpus[0..n) and pace p: the lowest lane that they all have free for p (unused
  * there, or used by trees of that pace). LANES_PER_TREE_SPREAD takes an unused lane first; only
  * when none is left, a lane of pace p, first one whose users on those GPUs have bottleneck key q
- * too, and among those the least used. LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES,
- * takes the one least used by them. Else -1. *shared: whether one of the GPUs already uses the
- * lane. */
+ * too, and among those the least used (none of its pace: -1, as a tree in step with one of
+ * another pace, say 73 chunks beside 37 of twice the size, ends far behind it).
+ * LANES_PER_PACE, with no lane free below MC_RT_MAX_LANES, takes the one least used by them.
+ * Else -1. *shared: whether one of the GPUs already uses the lane. */
 static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, uint64_t q, int how,
                      int *shared)
 {
@@ -747,7 +766,20 @@ static int first_fit(const lane_use_t *u, const int *gpus, int n, uint64_t p, ui
             least = l, least_load = load;
     }
     *shared = 1;
-    return same >= 0 ? same : how == LANES_PER_PACE || how == LANES_PER_TREE_SPREAD ? least : -1;
+    return same >= 0 ? same : how == LANES_PER_PACE ? least : -1;
+}
+
+/* Per lane: whether a user of it on GPUs gpus[0..n) has another bottleneck key than q. */
+static void lanes_apart(const lane_use_t *u, const int *gpus, int n, uint64_t q,
+                        unsigned char *apart)
+{
+    for (int l = 0; l < MC_RT_MAX_LANES; l++) {
+        apart[l] = 0;
+        for (int k = 0; !apart[l] && k < n; k++) {
+            size_t at = (size_t)gpus[k] * MC_RT_MAX_LANES + l;
+            apart[l] = u->stamp[at] == u->cur && u->neck[at] != q;
+        }
+    }
 }
 
 static void take(lane_use_t *u, const int *gpus, int n, int l, uint64_t p, uint64_t q)
@@ -774,20 +806,78 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
     for (int e = 0; e < tr->nedges; e++) {
         int p = tr->edges[e].parent, g = -1;
         nxt[e] = -1, lead[e] = tail[e] = e;
-        if (how == LANES_PER_TREE_BW && top_st[p] == stamp)
+        int bw_groups = how == LANES_PER_TREE_BW;
+        if (bw_groups && top_st[p] == stamp)
             for (g = top[p]; g >= 0 && edge_bw(&tr->edges[g], topo) != edge_bw(&tr->edges[e], topo);)
                 g = alt[g];
-        else if (how != LANES_PER_TREE_BW && how != LANES_PER_EDGE && how != LANES_PER_EDGE_PACE)
+        else if (!bw_groups && how != LANES_PER_EDGE && how != LANES_EDGE_SHARED &&
+                 how != LANES_PER_EDGE_PACE)
             g = e > 0 ? 0 : -1;
         if (g >= 0)
             lead[e] = g, nxt[tail[g]] = e, tail[g] = e;
-        else if (how == LANES_PER_TREE_BW)
+        else if (bw_groups)
             alt[e] = top_st[p] == stamp ? top[p] : -1, top[p] = e, top_st[p] = stamp;
     }
 }
 
-/* How many trees of a GPU in one phase may share a lane in LANES_PER_TREE_SPREAD: each one
- * that does moves in lockstep with another tree of its pace. */
+/* The time of one micro-step of edge ed of tree tr, in a user of a lane that moves in `steps`
+ * micro-steps, for lanes shared by estimated cost: its message overhead and latency plus its part
+ * of the tree's time in the plan, the tree's bytes at its planned rate (without one, at the share
+ * its bytes are of the load, seconds, the phase puts on the edge's busiest link). For an edge
+ * that is a chunk at that rate; a whole tree spreads it over its hops too, where a chunk at the
+ * rate, a rate over the phase, counted a tree of one chunk as long as the phase at each hop. */
+static double edge_step_s(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo,
+                          const double *load, int steps)
+{
+    double busiest = 0;
+    for (int l = 0; l < ed->nlinks; l++)
+        if (ed->links[l] >= 0 && ed->links[l] < topo->nlinks && load[ed->links[l]] > busiest)
+            busiest = load[ed->links[l]];
+    double rate = tr->rate > 0 ? tr->rate : busiest > 0 ? (double)tr->bytes / busiest : 0;
+    return mc_topo_links_delay(topo, ed->links, ed->nlinks) +
+           (rate > 0 ? (double)tr->bytes / rate / steps : 0);
+}
+
+/* For lanes shared by estimated cost: each group of tree ti's edges (lead[], nxt[]) becomes user
+ * gid0 + its first edge of sh, moving from its first parent's depth to past the last parent's
+ * depth plus the tree's chunks, each step as long as its slowest edge's (edge_step_s). dep[] and
+ * dep_st[] are per GPU (stamped with the user numbers). Returns the tree's estimated time alone:
+ * that of its longest user, its micro-steps times its step. */
+static double share_units(const mc_tree_t *tr, int ti, const int *gid0, const mc_topo_t *topo,
+                          const double *load, const int *lead, const int *nxt, int *dep,
+                          int *dep_st, mc_emit_share_t *sh)
+{
+    int maxd = 0;
+    double slowest = 0;
+    dep[tr->root] = 0, dep_st[tr->root] = gid0[ti] + 1;
+    for (int e = 0; e < tr->nedges; e++) {
+        const mc_tree_edge_t *ed = &tr->edges[e];
+        int pd = dep_st[ed->parent] == gid0[ti] + 1 ? dep[ed->parent] : 0;
+        dep[ed->child] = pd + 1, dep_st[ed->child] = gid0[ti] + 1;
+        maxd = pd + 1 > maxd ? pd + 1 : maxd;
+    }
+    for (int e = 0; e < tr->nedges; e++) {
+        if (lead[e] != e)
+            continue;
+        int first = -1, last = 0;
+        double step = 0;
+        for (int f = e; f >= 0; f = nxt[f]) {
+            int pd = dep[tr->edges[f].parent];
+            first = first < 0 || pd < first ? pd : first;
+            last = pd + tr->nchunks > last ? pd + tr->nchunks : last;
+        }
+        for (int f = e; f >= 0; f = nxt[f]) {
+            double t = edge_step_s(tr, &tr->edges[f], topo, load, last - first);
+            step = t > step ? t : step;
+        }
+        mc_emit_share_unit(sh, gid0[ti] + e, first, last, step);
+        slowest = step * (last - first) > slowest ? step * (last - first) : slowest;
+    }
+    return slowest;
+}
+
+/* How many trees (LANES_PER_TREE_SPREAD) or edges (LANES_EDGE_SHARED) of a GPU in one phase may
+ * share a lane: each one that does moves in lockstep with another. */
 #define LANES_SPREAD_SHARED (MC_RT_MAX_LANES / 8)
 
 /* Lanes of the edges, for the nccl backend, which runs each lane on its own communicator and
@@ -795,15 +885,17 @@ static void edge_groups(const mc_tree_t *tr, const mc_topo_t *topo, int how, int
  * share a lane, or one waits for every step of the other (a fast tree for a slow one, a relay's
  * receive of chunk c+1 for its send of chunk c). First fit, edge by edge: the lowest lane that
  * both its GPUs have free. Phases share the lanes, as each GPU finishes a phase before it starts
- * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, a lane per tree, parent and
- * narrowest bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane
- * per tree (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few trees per
- * GPU sharing a lane, of their pace where one fits, else the least used (at most
- * LANES_SPREAD_SHARED on any GPU);
- * beyond that, edges of the same pace on topo (edge_pace) share lanes, and when that still takes
- * more, trees of the same pace (tree_pace), a tree with no lane free then taking the one least
- * used by its GPUs. lane[] is per edge, numbered tree by tree (gid0). Returns how many lanes
- * there are, or -1 when there were not enough. */
+ * the next anyway. When that needs more than MC_RT_MAX_LANES lanes, the same with a few edges of
+ * the trees estimated shortest (at most LANES_SPREAD_SHARED on any GPU) sharing a lane where
+ * their lockstep costs least (lane_share.c); then a lane per tree, parent and narrowest
+ * bandwidth (edge_groups: siblings over links of one width in lockstep); then a lane per tree
+ * (its edges moving in lockstep); then, when every tree is even (tree_even), the same with a few
+ * trees per GPU sharing a lane of their pace (at most LANES_SPREAD_SHARED on any GPU); then edges
+ * of the same pace on topo (edge_pace) share lanes; beyond that, a lane per tree, the trees
+ * estimated shortest sharing where their lockstep costs least. Without the topology: a lane per
+ * edge, per tree, then trees of the same pace (tree_pace) sharing, a tree with no lane free
+ * taking the one least used by its GPUs. lane[] is per edge, numbered tree by tree (gid0).
+ * Returns how many lanes there are, or -1 when there were not enough. */
 static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, const int *gid0,
                         int how, uint16_t *lane)
 {
@@ -823,16 +915,44 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
     /* per GPU, in phase shared_ph[g]: how many of its trees share a lane (LANES_PER_TREE_SPREAD) */
     int *nshared = mc_xcalloc((size_t)ngpus + 1, sizeof *nshared);
     int *shared_ph = mc_xcalloc((size_t)ngpus + 1, sizeof *shared_ph);
-    double *load = how == LANES_PER_TREE_SPREAD ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load)
-                                                : NULL;
+    int est = how == LANES_SHARED || how == LANES_EDGE_SHARED;
+    double *load = how == LANES_PER_TREE_SPREAD || est
+                       ? mc_xcalloc((size_t)topo->nlinks + 1, sizeof *load) : NULL;
+    /* LANES_SHARED_*: the estimates, per GPU the depths in a tree, the trees of a phase from the
+     * longest estimated time alone to the shortest (those share, if any must) */
+    mc_emit_share_t sh = {0};
+    unsigned char apart[MC_RT_MAX_LANES];
+    int *dep = est ? mc_xcalloc(2 * ((size_t)ngpus + 1), sizeof *dep) : NULL;
+    int *order = mc_xcalloc((size_t)s->ntrees + 1, sizeof *order), norder;
+    tree_time_t *tt = est ? mc_xcalloc((size_t)s->ntrees + 1, sizeof *tt) : NULL;
+    if (est)
+        mc_emit_share_init(&sh, ngpus, gid0[s->ntrees]);
     for (int ph = 0; ph < s->nphases; ph++) {
         u.cur = ph + 1;
         if (load)
             phase_load(s, topo, ph, load);
+        norder = 0;
         for (int ti = 0; ti < s->ntrees; ti++) {
             const mc_tree_t *tr = &s->trees[ti];
             if (tr->phase != ph || tr->root < 0 || tr->root >= ngpus || !tr->nedges)
                 continue;
+            if (est) {
+                /* stamped apart from the assignment's own call below */
+                edge_groups(tr, topo, how, -(gid0[ti] + 1), lead, nxt, tail, alt, top, top_st);
+                tt[norder].t = share_units(tr, ti, gid0, topo, load, lead, nxt, dep,
+                                           dep + ngpus + 1, &sh);
+                tt[norder].tree = ti;
+            }
+            order[norder++] = ti;
+        }
+        if (est) {
+            mc_sort(tt, (size_t)norder, sizeof *tt, tree_time_cmp);
+            for (int i = 0; i < norder; i++)
+                order[i] = tt[i].tree;
+        }
+        for (int i = 0; i < norder; i++) {
+            int ti = order[i];
+            const mc_tree_t *tr = &s->trees[ti];
             if (how == LANES_PER_TREE_SPREAD && !tree_even(tr, topo)) {
                 nlanes = -1;
                 goto out;
@@ -853,12 +973,19 @@ static int assign_lanes(const mc_sched_t *s, const mc_topo_t *topo, int ngpus, c
                     }
                 if (lead[e] != e)
                     l = lane[gid0[ti] + lead[e]];
-                else if ((l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
-                    nlanes = -1;
-                    goto out;
-                } else {
+                else {
+                    if (est && (l = first_fit(&u, gpus, ng, p, q, LANES_PER_TREE, &shared)) < 0) {
+                        lanes_apart(&u, gpus, ng, q, apart);
+                        l = mc_emit_share_pick(&sh, gpus, ng, gid0[ti] + e, ph + 1, apart);
+                    } else if (!est && (l = first_fit(&u, gpus, ng, p, q, how, &shared)) < 0) {
+                        nlanes = -1;
+                        goto out;
+                    }
                     take(&u, gpus, ng, l, p, q);
-                    for (int k = 0; how == LANES_PER_TREE_SPREAD && shared && k < ng; k++) {
+                    if (est)
+                        mc_emit_share_take(&sh, gpus, ng, l, gid0[ti] + e, ph + 1);
+                    int capped = how == LANES_PER_TREE_SPREAD || how == LANES_EDGE_SHARED;
+                    for (int k = 0; capped && shared && k < ng; k++) {
                         int g = gpus[k];
                         nshared[g] = shared_ph[g] == ph + 1 ? nshared[g] + 1 : 1;
                         shared_ph[g] = ph + 1;
@@ -884,6 +1011,11 @@ out:
     free(nshared);
     free(shared_ph);
     free(load);
+    free(dep);
+    free(order);
+    free(tt);
+    if (est)
+        mc_emit_share_free(&sh);
     return nlanes;
 }
 
