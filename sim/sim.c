@@ -26,6 +26,8 @@ typedef struct sim_flow {
 
 typedef struct sim_edge {
     const mc_tree_edge_t *e;
+    int route, nlinks;      /* e's route, from routes[route]: side by side with the other
+                             * edges', since every re-rating reads its flows' routes */
     int tree;
     int in_edge;            /* the edge that brings the parent its data, -1 from the root */
     int child_off, nchild;  /* edges leaving the child, in children[] */
@@ -53,6 +55,7 @@ typedef struct sim {
     sim_edge_t *edges;
     int nedges, edge_cap;
     int *children, nchildren, children_cap;
+    int *routes, nroutes, route_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
     int keep_intervals;
@@ -94,12 +97,16 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             goto out;
         }
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
-        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .tree = ti, .in_edge = in,
+        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .route = sm->nroutes, .nlinks = ed->nlinks,
+                                             .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed),
                                              .cap = mc_topo_conn_cap(topo, ed->parent, ed->child,
                                                                         ed->links, ed->nlinks)};
         edge_of[ed->child] = sm->nedges++;
+        MC_GROW(sm->routes, sm->route_cap, sm->nroutes + ed->nlinks);
+        memcpy(sm->routes + sm->nroutes, ed->links, sizeof(int) * (size_t)ed->nlinks);
+        sm->nroutes += ed->nlinks;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
             uint64_t off, len;
@@ -171,9 +178,9 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         f->m.remaining = f->bytes;
         f->m.rate = 0;
         f->m.t_upd = now;
-        for (int j = 0; j < e->e->nlinks; j++) {
-            link_add(&sm->links[e->e->links[j]], ev->flow);
-            sim_links_touch(&sm->lk, e->e->links[j]);
+        for (int j = 0; j < e->nlinks; j++) {
+            link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
+            sim_links_touch(&sm->lk, sm->routes[e->route + j]);
         }
         return 1;
     }
@@ -181,9 +188,9 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         return 0;
     f->active = 0;
     f->m.remaining = 0;
-    for (int j = 0; j < e->e->nlinks; j++) {
-        link_remove(&sm->links[e->e->links[j]], ev->flow);
-        sim_links_touch(&sm->lk, e->e->links[j]);
+    for (int j = 0; j < e->nlinks; j++) {
+        link_remove(&sm->links[sm->routes[e->route + j]], ev->flow);
+        sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
     e->arrived++;
     e->busy = 0;
@@ -223,9 +230,9 @@ static const int *on_link(const void *ctx, int l, int *n)
 static const int *flow_path(const void *ctx, int f, int *nlinks)
 {
     const sim_t *sm = ctx;
-    const mc_tree_edge_t *e = sm->edges[sm->flows[f].edge].e;
+    const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
     *nlinks = e->nlinks;
-    return e->links;
+    return sm->routes + e->route;
 }
 
 static double flow_cap(const void *ctx, int f)
@@ -259,7 +266,7 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
                              double t0, double *t_end, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    sm->nedges = sm->nflows = sm->nchildren = 0;
+    sm->nedges = sm->nflows = sm->nchildren = sm->nroutes = 0;
     for (int i = 0; i < n; i++)
         MC_CHECK_GOTO(build_tree(sm, trees[i], edge_of, err), out, st);
     double now = t0, last = t0;
@@ -274,7 +281,7 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
         if (process(sm, &ev, now))
             last = now;
         /* events at the same instant (up to rounding) share one rate computation */
-        while (sm->q.n > 0 && sm->q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
+        while (sm->q.n > 0 && sim_queue_next(&sm->q) <= now * (1 + 1e-12) + 1e-18) {
             ev = sim_queue_pop(&sm->q);
             sm->work++;
             if (process(sm, &ev, now))
@@ -405,12 +412,13 @@ static void sim_free(sim_t *sm)
     sim_queue_free(&sm->q);
     free(sm->edges);
     free(sm->children);
+    free(sm->routes);
     free(sm->flows);
 }
 
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
-                           int64_t *work_left, double horizon_s, mc_sim_result_t *res,
-                           mc_err_t *err)
+                           int64_t *work_left, double horizon_s, int64_t *nflows,
+                           mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     size_t nl = (size_t)topo->nlinks + 1;
@@ -428,6 +436,8 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
                 flows += (int64_t)tr->nedges * tr->nchunks;
             }
     }
+    if (nflows)
+        *nflows = flows;
     if (work_left && 4 * flows > *work_left) {
         for (int p = 0; p < s->nphases; p++)
             sim_groups_free(&groups[p]);
@@ -469,25 +479,32 @@ out:
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, NULL, 0, res, err);
+    return sim_run(s, topo, 1, NULL, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, NULL, 0, res, err);
+    return sim_run(s, topo, 0, NULL, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, 0, res, err);
+    return sim_run(s, topo, 0, work_left, 0, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, NULL, res, err);
+}
+
+mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
+                                  mc_err_t *err)
+{
+    return sim_run(s, topo, 0, work_left, horizon_s, nflows, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

@@ -46,6 +46,17 @@ mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);
 
+/* Outcomes of mc_sim_run_until remembered by schedule, for one topology (sim_memo.c). */
+typedef struct mc_sim_memo mc_sim_memo_t;
+mc_sim_memo_t *mc_sim_memo_new(void);
+void mc_sim_memo_free(mc_sim_memo_t *m);
+/* mc_sim_run_until on topo, whose outcome (status, makespan_s, the work taken from *work_left)
+ * is that of an earlier run of the same schedule in m when that run decides it; then only
+ * makespan_s is set in res. */
+mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                            int64_t *work_left, double horizon_s, mc_sim_result_t *res,
+                            mc_err_t *err);
+
 /* mc_sim_run (timeline) or mc_sim_run_totals of a schedule whose instances may be compact
  * (mc_sched_load_compact): the expanded schedule's result, with each instance that renames its
  * template onto links and GPUs of the same figures timed as its template rather than simulated

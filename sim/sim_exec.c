@@ -277,7 +277,7 @@ mc_status_t mc_sim_exec_bounded(const mc_sched_t *s, const mc_topo_t *topo, int 
         int changed = process(&xs, &ev, now = ev.t);
         work++;
         /* events at the same instant (up to rounding) share one rate computation, as in sim.c */
-        while (xs.q.n > 0 && xs.q.ev[0].t <= now * (1 + 1e-12) + 1e-18) {
+        while (xs.q.n > 0 && sim_queue_next(&xs.q) <= now * (1 + 1e-12) + 1e-18) {
             ev = sim_queue_pop(&xs.q);
             changed |= process(&xs, &ev, now);
             work++;

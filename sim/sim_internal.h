@@ -5,26 +5,54 @@
 #define MC_SIM_INTERNAL_H
 
 #include "sched/sched.h"
+#include "sim/sim.h"
 #include "topo/topo.h"
 
 typedef enum { SIM_EV_ACTIVATE, SIM_EV_FINISH } sim_ev_kind_t;
 
 typedef struct sim_event {
     double t;
-    long seq;
     sim_ev_kind_t kind;
     int flow;
     unsigned version; /* FINISH: the flow's rate version it was computed for */
 } sim_event_t;
 
+/* sim_queue.c: a radix heap on the events' times, in digits of SIM_QUEUE_DIGIT bits; the events
+ * timed below the last one popped wait in the binary heap `early`. An event is held in 16 bytes:
+ * its time, its flow (~flow for an activation) and its version; the early heap adds its
+ * insertion number. */
+#define SIM_QUEUE_DIGIT 4
+#define SIM_QUEUE_BUCKETS (1 + (64 / SIM_QUEUE_DIGIT << SIM_QUEUE_DIGIT))
+typedef struct sim_qev {
+    double t;
+    int code;
+    unsigned version;
+} sim_qev_t;
+
+typedef struct sim_bucket {
+    sim_qev_t *ev;
+    int n, cap, head;       /* head: bucket 0 is read from there */
+    uint64_t least;         /* the least time bits in the bucket */
+} sim_bucket_t;
+
 typedef struct sim_queue {
-    sim_event_t *ev;
-    int n, cap;
+    sim_bucket_t b[SIM_QUEUE_BUCKETS];
+    uint64_t full[(SIM_QUEUE_BUCKETS + 63) / 64]; /* the buckets not empty */
+    uint64_t last;          /* the time bits bucket numbers are taken against */
+    struct sim_early {
+        sim_qev_t ev;
+        long seq;
+    } *early;
+    int nearly, early_cap;
+    int n;                  /* events queued */
     long seq;
 } sim_queue_t;
 
 void sim_queue_push(sim_queue_t *q, double t, sim_ev_kind_t kind, int flow, unsigned version);
+/* The time of the next event; the queue must not be empty. */
+double sim_queue_next(sim_queue_t *q);
 sim_event_t sim_queue_pop(sim_queue_t *q);
+/* Empties the queue. */
 void sim_queue_free(sim_queue_t *q);
 
 /* sim_motion.c: a flow's bytes in motion, as both simulators (sim.c, sim_exec.c) move them: what
@@ -34,13 +62,6 @@ typedef struct sim_motion {
     double remaining, rate, t_upd;
     unsigned version;
 } sim_motion_t;
-
-/* Flow i's links, for sim_motion_pack. */
-typedef const int *(*sim_path_fn)(const void *ctx, int i, int *nlinks);
-
-/* The links of n flows end to end in *links (grown as needed, capacity *cap): flow i's are
- * (*links)[off[i] .. off[i + 1]); off holds n + 1 entries. The max-min solver's input. */
-void sim_motion_pack(int n, sim_path_fn path, const void *ctx, int *off, int **links, int *cap);
 
 /* Moves m's bytes up to now at its old rate, then takes the new one; when it changed, queues the
  * flow's new finish (flow is its index in the queue's events). */
@@ -65,11 +86,12 @@ typedef struct sim_links {
     int flow_mark_cap;
     int *touched, ntouched;     /* the links an event touched, this epoch */
     /* after sim_links_rerate: the flows re-rated, their new rates, and the links they cross */
-    int *comp_flows, ncomp_flows, comp_flow_cap;
+    int *comp_flows, ncomp_flows;
     double *rates;
     int *comp_links, ncomp_links;
-    /* scratch */
+    /* scratch: the solver's input (comp_flows' links, from off[i], and connection limits) */
     int *off, off_cap, *clinks, clink_cap, rate_cap;
+    double *fcap;
     double *cap_left;
     int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
     double *free_rates;
@@ -83,6 +105,12 @@ void sim_links_touch(sim_links_t *lk, int l);
 /* Max-min fair rates, with connection limits, for the flows sharing links with the touched links,
  * directly or through other flows (comp_flows, rates, comp_links). */
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
+
+/* mc_sim_run_until that also says, in *nflows, how many flows the run had to simulate (those of
+ * the distinct groups: an allowance below 4 per flow is not started). */
+mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
+                                  mc_err_t *err);
 
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {

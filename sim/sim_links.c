@@ -33,6 +33,7 @@ void sim_links_free(sim_links_t *lk)
     free(lk->touched);
     free(lk->comp_links);
     free(lk->comp_flows);
+    free(lk->fcap);
     free(lk->off);
     free(lk->clinks);
     free(lk->rates);
@@ -61,7 +62,18 @@ void sim_links_touch(sim_links_t *lk, int l)
     lk->touched[lk->ntouched++] = l;
 }
 
-/* The flows connected through shared links to the touched links, and those links. */
+/* Room for need flows in the component's arrays (off takes one more). */
+static void room(sim_links_t *lk, int need)
+{
+    MC_GROW(lk->off, lk->off_cap, need);
+    lk->comp_flows = mc_xrealloc(lk->comp_flows, sizeof(int) * (size_t)lk->off_cap);
+    lk->fcap = mc_xrealloc(lk->fcap, sizeof(double) * (size_t)lk->off_cap);
+    MC_GROW(lk->rates, lk->rate_cap, lk->off_cap);
+}
+
+/* The flows connected through shared links to the touched links, and those links; the flows'
+ * links end to end in clinks (flow i's from off[i]) and their connection limits in fcap: the
+ * max-min solver's input, gathered as the flows are found. */
 static void component(sim_links_t *lk, const sim_flows_t *fl)
 {
     if (lk->flow_mark_cap < fl->nflows + 1) { /* new marks: of no epoch */
@@ -70,20 +82,30 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                sizeof(unsigned) * (size_t)(fl->nflows + 1 - lk->flow_mark_cap));
         lk->flow_mark_cap = fl->nflows + 1;
     }
-    lk->ncomp_links = lk->ncomp_flows = 0;
+    int n = 0, at = 0;
+    lk->ncomp_links = 0;
     for (int i = 0; i < lk->ntouched; i++)
         lk->comp_links[lk->ncomp_links++] = lk->touched[i];
+    if (!lk->off_cap)
+        room(lk, 1);
+    lk->off[0] = 0;
     for (int i = 0; i < lk->ncomp_links; i++) {
-        int n;
-        const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &n);
-        for (int k = 0; k < n; k++) {
+        int non;
+        const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &non);
+        for (int k = 0; k < non; k++) {
             int f = on[k], nl;
             if (lk->flow_mark[f] == lk->epoch)
                 continue;
             lk->flow_mark[f] = lk->epoch;
-            MC_GROW(lk->comp_flows, lk->comp_flow_cap, lk->ncomp_flows + 1);
-            lk->comp_flows[lk->ncomp_flows++] = f;
+            if (n + 2 > lk->off_cap)
+                room(lk, n + 2);
+            lk->comp_flows[n] = f;
+            lk->fcap[n] = fl->cap(fl->ctx, f);
             const int *links = fl->path(fl->ctx, f, &nl);
+            if (at + nl > lk->clink_cap)
+                MC_GROW(lk->clinks, lk->clink_cap, at + nl);
+            memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
+            lk->off[++n] = at += nl;
             for (int j = 0; j < nl; j++)
                 if (lk->link_mark[links[j]] != lk->epoch) {
                     lk->link_mark[links[j]] = lk->epoch;
@@ -91,35 +113,19 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                 }
         }
     }
-}
-
-typedef struct comp_ctx {
-    const sim_links_t *lk;
-    const sim_flows_t *fl;
-} comp_ctx_t;
-
-/* The links of the component's flow i. */
-static const int *comp_path(const void *ctx, int i, int *nlinks)
-{
-    const comp_ctx_t *c = ctx;
-    return c->fl->path(c->fl->ctx, c->lk->comp_flows[i], nlinks);
-}
-
-static double comp_cap(const sim_links_t *lk, const sim_flows_t *fl, int i)
-{
-    return fl->cap(fl->ctx, lk->comp_flows[i]);
+    lk->ncomp_flows = n;
 }
 
 /* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
  * limits: a flow whose fair share is above its connection's limit is held at the limit and the
  * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
  * a flow back only raises the others' shares, so the set of held flows only grows. */
-static void solve_capped(sim_links_t *lk, const sim_flows_t *fl, int n)
+static void solve_capped(sim_links_t *lk, int n)
 {
     mc_sched_maxmin_solve(lk->mm, n, lk->off, lk->clinks, NULL, lk->cap, lk->rates);
     int over = 0;
     for (int i = 0; i < n && !over; i++)
-        over = comp_cap(lk, fl, i) > 0 && lk->rates[i] > comp_cap(lk, fl, i);
+        over = lk->fcap[i] > 0 && lk->rates[i] > lk->fcap[i];
     if (!over)
         return;
     MC_GROW(lk->free_idx, lk->idx_cap, n + 1);
@@ -137,7 +143,7 @@ static void solve_capped(sim_links_t *lk, const sim_flows_t *fl, int n)
         lk->free_off[0] = 0;
         for (int j = 0; j < nfree; j++) {
             int i = lk->free_idx[j];
-            double c = comp_cap(lk, fl, i);
+            double c = lk->fcap[i];
             if (c > 0 && lk->rates[i] > c) {
                 lk->rates[i] = c;
                 for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
@@ -163,10 +169,5 @@ static void solve_capped(sim_links_t *lk, const sim_flows_t *fl, int n)
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl)
 {
     component(lk, fl);
-    int n = lk->ncomp_flows;
-    comp_ctx_t c = {lk, fl};
-    MC_GROW(lk->off, lk->off_cap, n + 1);
-    MC_GROW(lk->rates, lk->rate_cap, n + 1);
-    sim_motion_pack(n, comp_path, &c, lk->off, &lk->clinks, &lk->clink_cap);
-    solve_capped(lk, fl, n);
+    solve_capped(lk, lk->ncomp_flows);
 }

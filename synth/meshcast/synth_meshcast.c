@@ -481,7 +481,7 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
         goto out;
     }
     mc_err_t stopped = {0};
-    st = mc_sim_run_until(s, r->topo, work_left, horizon, &sim, &stopped);
+    st = mc_sim_run_memo(r->memo, s, r->topo, work_left, horizon, &sim, &stopped);
     v->simulated = st == MC_OK;
     v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     v->beaten = st == MC_ERR_TIMEOUT && horizon > 0 && sim.makespan_s > horizon;
@@ -841,7 +841,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
 {
     mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
-               .sim_work_left = MC_SIM_WORK};
+               .sim_work_left = MC_SIM_WORK, .memo = mc_sim_memo_new()};
     r.chunk = r.opts->chunk_bytes;
     run_t plain = r;
     mc_sched_t *s = NULL;
@@ -894,5 +894,6 @@ out:
     mc_sched_free(s);
     run_free(&r);
     run_free(&plain);
+    mc_sim_memo_free(r.memo);
     return st;
 }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "sim/sim.h"
 #include "synth/meshcast/mc_meshcast.h"
 
 /* One schedule the referee tries: a kind of plan (or VARIANT_FASTEST: the kind whose variants
@@ -35,6 +36,7 @@ typedef struct run {
     int64_t last_work_left; /* simulation work left to a last race (synth_meshcast_alt.c) */
     mc_bound_t bound;       /* the task's lower bound, computed once */
     variant_t kept;         /* the variant the referee kept */
+    mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
 } run_t;
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests/unit/test_sched_fixture.h"
 
@@ -289,6 +290,131 @@ static void test_maxmin_solver(void **state)
     mc_sched_maxmin_free(m);
 }
 
+/* Progressive filling as the solver defines it, with its priority queue an unsorted array: pop
+ * the least (key, link); a link whose flows are all fixed is dropped; one whose level rose above
+ * its key goes back at its level; else its unfixed flows, in flow order, are fixed at its level
+ * and charged to every link they cross. */
+static void ref_maxmin(int nlinks, int nflows, const int *off, const int *links,
+                       const double *weight, const double *cap, double *rate)
+{
+    double *rem = calloc((size_t)nlinks, sizeof(double)), *wsum = calloc((size_t)nlinks, 8);
+    double *key = calloc((size_t)nlinks, sizeof(double));
+    int *left = calloc((size_t)nlinks, sizeof(int)), *q = calloc((size_t)nlinks, sizeof(int));
+    char *used = calloc((size_t)nlinks, 1), *fixed = calloc((size_t)nflows, 1);
+    int nq = 0;
+    for (int j = 0; j < off[nflows]; j++) {
+        int l = links[j];
+        if (!used[l]) {
+            used[l] = 1;
+            rem[l] = cap[l];
+            q[nq++] = l;
+        }
+        wsum[l] += weight ? weight[j] : 1.0;
+        left[l]++;
+    }
+    for (int i = 0; i < nq; i++)
+        key[q[i]] = rem[q[i]] > 0 ? rem[q[i]] / wsum[q[i]] : 0.0;
+    for (int f = 0; f < nflows; f++) {
+        fixed[f] = off[f + 1] == off[f];
+        rate[f] = HUGE_VAL;
+    }
+    while (nq > 0) {
+        int b = 0;
+        for (int i = 1; i < nq; i++)
+            if (key[q[i]] < key[q[b]] || (key[q[i]] == key[q[b]] && q[i] < q[b]))
+                b = i;
+        int l = q[b];
+        q[b] = q[--nq];
+        if (left[l] <= 0)
+            continue;
+        double x = rem[l] > 0 ? rem[l] / wsum[l] : 0.0;
+        if (x > key[l]) {
+            key[l] = x;
+            q[nq++] = l;
+            continue;
+        }
+        for (int f = 0; f < nflows; f++) {
+            int on = 0;
+            for (int j = off[f]; j < off[f + 1]; j++)
+                on |= links[j] == l;
+            if (!on || fixed[f])
+                continue;
+            fixed[f] = 1;
+            rate[f] = x;
+            for (int j = off[f]; j < off[f + 1]; j++) {
+                double w = weight ? weight[j] : 1.0;
+                rem[links[j]] -= w * x;
+                wsum[links[j]] -= w;
+                left[links[j]]--;
+            }
+        }
+    }
+    free(rem);
+    free(wsum);
+    free(key);
+    free(left);
+    free(q);
+    free(used);
+    free(fixed);
+}
+
+/* The solver on random flow sets gives the reference's rates to the bit: up to 600 links, so
+ * that both its ways of picking bottlenecks run (a scan over the open links on small solves, a
+ * heap on large ones), weighted and not; bandwidths are small multiples of one that is not a
+ * round number and paths repeat, so that levels tie in exact arithmetic and rounding breaks the
+ * ties both ways: a level then drops below the key it was queued at, where the order of the
+ * queue's keys decides which link is fixed first. */
+static void test_maxmin_random(void **state)
+{
+    (void)state;
+    uint64_t seed = 12345;
+    int nlinks_max = 600, nflows_max = 400;
+    int *off = malloc(sizeof(int) * (size_t)(nflows_max + 1));
+    int *links = malloc(sizeof(int) * (size_t)(6 * nflows_max));
+    double *weight = malloc(sizeof(double) * (size_t)(6 * nflows_max));
+    double *cap = malloc(sizeof(double) * (size_t)nlinks_max);
+    double *got = malloc(sizeof(double) * (size_t)nflows_max);
+    double *want = malloc(sizeof(double) * (size_t)nflows_max);
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(nlinks_max);
+#define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+    for (int round = 0; round < 4000; round++) {
+        int nlinks = 2 + RND(round % 4 == 3 ? nlinks_max - 2 : 60);
+        int nflows = 2 + RND(round % 4 == 3 ? nflows_max - 2 : 80), n = 0;
+        for (int l = 0; l < nlinks; l++)
+            cap[l] = 370.8e9 / 7 * (1 + RND(8));
+        off[0] = 0;
+        for (int f = 0; f < nflows; f++) {
+            if (f > 0 && RND(4) == 0) { /* the previous flow's path again */
+                for (int j = off[f - 1]; j < off[f]; j++) {
+                    links[n] = links[j];
+                    weight[n++] = weight[j];
+                }
+            } else {
+                for (int k = 1 + RND(5); k > 0; k--) {
+                    links[n] = RND(nlinks);
+                    weight[n++] = 0.5 * (1 + RND(3));
+                }
+            }
+            off[f + 1] = n;
+        }
+        const double *w = round % 2 ? weight : NULL;
+        mc_sched_maxmin_solve(m, nflows, off, links, w, cap, got);
+        ref_maxmin(nlinks, nflows, off, links, w, cap, want);
+        for (int f = 0; f < nflows; f++)
+            if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
+                fail_msg("round %d, flow %d of %d: %.17g, want %.17g", round, f, nflows, got[f],
+                         want[f]);
+    }
+#undef RND
+    mc_sched_maxmin_free(m);
+    free(off);
+    free(links);
+    free(weight);
+    free(cap);
+    free(got);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_maxmin_solver),
+        cmocka_unit_test(test_maxmin_random),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }

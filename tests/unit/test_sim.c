@@ -254,6 +254,51 @@ static void test_horizon(void **state)
     mc_topo_free(t);
 }
 
+/* One run through the memo against the same run fresh: the same status, time and work taken;
+ * returns whether the memo simulated (a remembered outcome sets only the makespan). */
+static int memo_matches(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *t, int64_t work,
+                        double horizon)
+{
+    mc_sim_result_t fresh, res;
+    mc_err_t err = {0};
+    int64_t a = work, b = work;
+    mc_status_t want = mc_sim_run_until(s, t, &a, horizon, &fresh, &err);
+    assert_int_equal(mc_sim_run_memo(m, s, t, &b, horizon, &res, &err), want);
+    assert_true(res.makespan_s == fresh.makespan_s);
+    assert_true(a == b);
+    int simulated = want != MC_OK || res.link_busy_s != NULL;
+    mc_sim_result_free(&fresh);
+    mc_sim_result_free(&res);
+    return simulated;
+}
+
+/* The memo (mc_sim_run_memo) on the three-flow incast: every outcome is the fresh run's; an ended
+ * run decides a later one with as much allowance and no horizon or one past its end (not
+ * simulated again), but not one with too little allowance (stopped at the work limit), nor one
+ * with less than four units per flow, nor a horizon before its end; a schedule that differs in
+ * one byte is simulated. */
+static void test_memo(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sched_t *other = incast(t, 3, (double[]){1e6, 2e6, 3e6 + 1});
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L, end = t0 + 6e6 / B;
+    assert_true(memo_matches(m, s, t, 1000, 0));
+    assert_false(memo_matches(m, s, t, 1000, 0));
+    assert_false(memo_matches(m, s, t, 100, end * 2));
+    assert_true(memo_matches(m, s, t, 14, 0));
+    assert_true(memo_matches(m, s, t, 11, 0));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 4e6 / B));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 4e6 / B));
+    assert_true(memo_matches(m, other, t, 1000, 0));
+    assert_false(memo_matches(m, other, t, 1000, 0));
+    mc_sim_memo_free(m);
+    mc_sched_free(other);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
  * for the last 1 MB. */
 static void test_three_flows_share_a_link(void **state)
@@ -436,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_three_flows_share_a_link),
         cmocka_unit_test(test_bounded_work),
+        cmocka_unit_test(test_memo),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),

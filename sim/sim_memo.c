@@ -1,0 +1,142 @@
+/* Outcomes of bounded simulations remembered by schedule (mc_sim_run_memo). The meshcast
+ * strategy's referee builds the same schedule from different recipes (the plan made whole is
+ * often the solved plan itself, a stagger or a channel spread may change nothing): on a 1 GiB
+ * all-gather over 8 OCI A100 boxes 11 of its 40 simulations, 8% of their work, timed a schedule
+ * it had timed already. A run's outcome under an allowance W and a horizon H follows from an
+ * earlier run of the same schedule, since the simulation is deterministic and stops only at the
+ * end of a batch of events, once its work passes W or its simulated time passes H:
+ * - a run that ended, having used w work for n flows at makespan t, ends the same way under any
+ *   W >= max(w, 4n) (4 per flow: the least it starts with) and H = 0 or H >= t;
+ * - a run that stopped past its horizon H, having used w <= its allowance, stops at the same
+ *   batch under the same H and any W >= max(w, 4n).
+ * The schedules are compared in full (what the simulator reads of them), not by a hash alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "sim/sim_internal.h"
+
+/* Words of keys kept at most (32 MB): larger schedules are simulated every time. */
+#define MEMO_MAX_WORDS (4 << 20)
+
+typedef struct memo_entry {
+    uint64_t hash;
+    size_t key, len;     /* its key in keys[] */
+    int ended;           /* 1: ran to the end; 0: stopped past `horizon` */
+    double horizon, t;   /* t: the makespan, or the time reached when stopped */
+    int64_t work, flows;
+} memo_entry_t;
+
+struct mc_sim_memo {
+    memo_entry_t *e;
+    int n, cap;
+    int64_t *keys;
+    size_t nkeys, keys_cap;
+    int64_t *scratch;
+    size_t nscratch, scratch_cap;
+};
+
+mc_sim_memo_t *mc_sim_memo_new(void)
+{
+    return mc_xcalloc(1, sizeof(mc_sim_memo_t));
+}
+
+void mc_sim_memo_free(mc_sim_memo_t *m)
+{
+    if (!m)
+        return;
+    free(m->e);
+    free(m->keys);
+    free(m->scratch);
+    free(m);
+}
+
+static void put(mc_sim_memo_t *m, int64_t x)
+{
+    if (m->nscratch == m->scratch_cap) {
+        m->scratch_cap = m->scratch_cap ? 2 * m->scratch_cap : 1024;
+        m->scratch = mc_xrealloc(m->scratch, sizeof(int64_t) * m->scratch_cap);
+    }
+    m->scratch[m->nscratch++] = x;
+}
+
+/* The schedule as the simulator reads it, into m->scratch. */
+static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
+{
+    m->nscratch = 0;
+    put(m, s->nphases);
+    put(m, s->ntrees);
+    for (int t = 0; t < s->ntrees; t++) {
+        const mc_tree_t *tr = &s->trees[t];
+        put(m, tr->phase);
+        put(m, tr->root);
+        put(m, tr->nchunks);
+        put(m, (int64_t)tr->bytes);
+        put(m, tr->nedges);
+        for (int e = 0; e < tr->nedges; e++) {
+            const mc_tree_edge_t *ed = &tr->edges[e];
+            put(m, ed->parent);
+            put(m, ed->child);
+            put(m, ed->nlinks);
+            for (int j = 0; j < ed->nlinks; j++)
+                put(m, ed->links[j]);
+        }
+    }
+}
+
+/* The remembered outcome that decides this run, or NULL. */
+static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, int64_t work_left,
+                                double horizon)
+{
+    for (int i = 0; i < m->n; i++) {
+        const memo_entry_t *e = &m->e[i];
+        if (e->hash != hash || e->len != m->nscratch ||
+            memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
+            continue;
+        if (work_left < e->work || work_left < 4 * e->flows)
+            continue;
+        if (e->ended ? horizon == 0 || e->t <= horizon : horizon == e->horizon)
+            return e;
+    }
+    return NULL;
+}
+
+static void remember(mc_sim_memo_t *m, uint64_t hash, int ended, double horizon, double t,
+                     int64_t work, int64_t flows)
+{
+    if (m->nkeys + m->nscratch > MEMO_MAX_WORDS)
+        return;
+    if (m->nkeys + m->nscratch > m->keys_cap) {
+        m->keys_cap = 2 * (m->nkeys + m->nscratch);
+        m->keys = mc_xrealloc(m->keys, sizeof(int64_t) * m->keys_cap);
+    }
+    memcpy(m->keys + m->nkeys, m->scratch, sizeof(int64_t) * m->nscratch);
+    MC_GROW(m->e, m->cap, m->n + 1);
+    m->e[m->n++] = (memo_entry_t){hash, m->nkeys, m->nscratch, ended, horizon, t, work, flows};
+    m->nkeys += m->nscratch;
+}
+
+mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                            int64_t *work_left, double horizon_s, mc_sim_result_t *res,
+                            mc_err_t *err)
+{
+    key_of(m, s);
+    uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
+    const memo_entry_t *e = find(m, hash, *work_left, horizon_s);
+    if (e) {
+        memset(res, 0, sizeof *res);
+        res->makespan_s = e->t;
+        *work_left -= e->work;
+        return e->ended ? MC_OK
+                        : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
+                                     horizon_s);
+    }
+    int64_t before = *work_left, flows = 0;
+    mc_status_t st = sim_run_until_counted(s, topo, work_left, horizon_s, &flows, res, err);
+    int64_t used = before - *work_left;
+    if (st == MC_OK)
+        remember(m, hash, 1, horizon_s, res->makespan_s, used, flows);
+    else if (st == MC_ERR_TIMEOUT && used > 0 && used <= before)
+        remember(m, hash, 0, horizon_s, res->makespan_s, used, flows);
+    return st;
+}
