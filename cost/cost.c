@@ -81,6 +81,7 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->ltail = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->lheld = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->lholders = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
+    ct->lfwd = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
@@ -117,6 +118,7 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->ltail);
     free(ct->lheld);
     free(ct->lholders);
+    free(ct->lfwd);
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
@@ -394,17 +396,21 @@ static double makespan(mc_cost_topo_t *ct, int c)
         /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
         double cut = m->units * cinv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
-        /* a forwarded hop on a link that holders' transfers keep busy from the start streams
-         * the rest of the link's load behind them, not all of it behind its own first chunk */
-        own = up ? fmin(m->first + (cc - 1) * chunk,
-                        fmax(ct->lstart[m->link] + m->pace, m->first + (cc - 1) * m->alone * cinv))
-                 : m->drained;
+        own = up ? m->first + (cc - 1) * chunk : m->drained;
+        /* split trees: a forwarded hop on a link that holders' transfers keep busy from the
+         * start streams the rest of the link's load behind them, not all of it behind its own
+         * first chunk */
+        if (up && ct->split)
+            own = fmin(own, fmax(ct->lstart[m->link] + m->pace,
+                                 m->first + (cc - 1) * m->alone * cinv));
         own += (cc - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
-        /* its last chunk moves alone once its link's load is through (a fan-out at home behind
-         * a hop into the host that ends after the host's links are idle) */
+        /* split trees: once its link's load would be through, only the forwarded hops on it
+         * are left to share it with its last chunk (a fan-out at home behind a hop into the
+         * host, on links the holders' hops through the host's NICs kept busy first) */
         double end = fmin(ct->lstart[m->link], ct->ltail[m->link]) + m->pace;
         double at = up ? up->last + m->delay : 0;
-        last = up ? at + (at < end ? chunk : fmin(chunk, m->alone * cinv)) : 0; /* a holder's */
+        last = up ? at + (at < end || !ct->split ? chunk : fmin(chunk, ct->lfwd[m->link] * cinv))
+                  : 0;
         m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
@@ -419,11 +425,12 @@ static double makespan(mc_cost_topo_t *ct, int c)
  * another host, say) shares the link with those that started before it and still ends with the
  * link's load, as the simulator's max-min sharing has it: p2p's broadcast over two MI300X boxes
  * puts the send to GPU 1 (3.9 us of delay) and one to the other box (22.5 us) on GPU 0's xGMI
- * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. Where the link
- * also carries forwarded transfers (hops after a relay), those join only once their first bytes
- * have come in (their own and their sender's delays): until then the holders have the link to
- * themselves, then an equal share each, so they end before the link's load is through (the split
- * trees' hub hops share every NIC with the root hops: docs/cost-model.md, "Forwarded hops"). */
+ * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. In the split
+ * trees' plan, where the link also carries forwarded transfers (hops after a relay), those join
+ * only once their first bytes have come in (their own and their sender's delays): until then the
+ * holders have the link to themselves, then an equal share each, so they end before the link's
+ * load is through (the hub hops share every NIC with the root hops: docs/cost-model.md,
+ * "Forwarded hops"). */
 static void drain_from_holders(mc_cost_topo_t *ct)
 {
     for (int i = 0; i < ct->ntouched; i++) {
@@ -431,12 +438,14 @@ static void drain_from_holders(mc_cost_topo_t *ct)
         ct->lstart[l] = ct->ltail[l] = INFINITY;
         ct->lheld[l] = 0;
         ct->lholders[l] = 0;
+        ct->lfwd[l] = 0;
     }
     for (int i = 0; i < ct->nxfers; i++) {
         const cost_time_t *m = &ct->times[i];
         int l = m->link, up = ct->xfers[i].after;
         if (up >= 0) {
             ct->ltail[l] = fmin(ct->ltail[l], ct->times[up].delay + m->delay);
+            ct->lfwd[l] += ct->xfers[i].bytes / ct->topo->links[l].bw;
             continue;
         }
         ct->lstart[l] = fmin(ct->lstart[l], m->delay);
@@ -453,7 +462,7 @@ static void drain_from_holders(mc_cost_topo_t *ct)
             continue;
         int l = m->link, nh = ct->lholders[l], nf = ct->flows[l] - nh;
         double start = ct->lstart[l], join = fmax(ct->ltail[l], start), end = start + m->pace;
-        if (nf > 0 && join < end) {
+        if (ct->split && nf > 0 && join < end) {
             double left = ct->lheld[l] - (join - start);
             end = fmin(end, left > 0 ? join + left * (nh + nf) / nh : start + ct->lheld[l]);
         }

@@ -95,6 +95,7 @@ struct mc_cost_topo {
                          * when forwarded transfers join it (drain_from_holders) */
     double *lheld;      /* per link: the seconds of its holders' transfers (drain_from_holders) */
     int *lholders;      /* per link: holders' transfers whose busiest link it is */
+    double *lfwd;       /* per link: the seconds of the forwarded transfers whose busiest it is */
     int *flows;         /* transfers per link */
     int *touched, ntouched;
     cost_xfer_t *xfers;

@@ -514,9 +514,9 @@ static void test_rail_stripes(void **state)
  * bf16 matrix that two GPUs of every other host need (bench/intra.cases x4-paper-replace), and
  * each an eighth of it for two GPUs of one other host (x4-paper-reorder). The strategy's split
  * trees win both; their hub hops share every NIC with the root hops, and their fan-outs at home
- * end after the NICs are idle, which the estimate had paid as the whole link's load behind each
- * relay and a chunk at the link's share: 1.137 and 1.105 times the simulated time. Within 5% now
- * (docs/cost-model.md, "Forwarded hops"). */
+ * end after the holders' hops are through, which the estimate had paid as the whole link's load
+ * behind each relay and a last chunk at the link's share: 1.137 and 1.105 times the simulated
+ * time. Within 5% now (docs/cost-model.md, "Forwarded hops"). */
 static void test_split_trees(void **state)
 {
     (void)state;
