@@ -255,15 +255,16 @@ static void test_horizon(void **state)
 }
 
 /* One run through the memo against the same run fresh: the same status, time and work taken;
- * returns whether the memo simulated (a remembered outcome sets only the makespan). */
+ * returns whether the memo simulated (a remembered outcome sets only the makespan). work < 0:
+ * no allowance. */
 static int memo_matches(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *t, int64_t work,
                         double horizon)
 {
     mc_sim_result_t fresh, res;
     mc_err_t err = {0};
     int64_t a = work, b = work;
-    mc_status_t want = mc_sim_run_until(s, t, &a, horizon, &fresh, &err);
-    assert_int_equal(mc_sim_run_memo(m, s, t, &b, horizon, &res, &err), want);
+    mc_status_t want = mc_sim_run_until(s, t, work < 0 ? NULL : &a, horizon, &fresh, &err);
+    assert_int_equal(mc_sim_run_memo(m, s, t, work < 0 ? NULL : &b, horizon, &res, &err), want);
     assert_true(res.makespan_s == fresh.makespan_s);
     assert_true(a == b);
     int simulated = want != MC_OK || res.link_busy_s != NULL;
@@ -295,6 +296,27 @@ static void test_memo(void **state)
     assert_false(memo_matches(m, other, t, 1000, 0));
     mc_sim_memo_free(m);
     mc_sched_free(other);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* The memo without an allowance (synth's summary under --sim-work 0): a run without one is not
+ * remembered, a run stopped past its horizon does not decide it, and a run that ended does (the
+ * same makespan, not simulated again). */
+static void test_memo_unbounded(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 4e6 / B));
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, 1000, 0));
+    assert_false(memo_matches(m, s, t, -1, 0));
+    assert_false(memo_matches(m, s, t, -1, t0 + 7e6 / B));
+    mc_sim_memo_free(m);
     mc_sched_free(s);
     mc_topo_free(t);
 }
@@ -482,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_three_flows_share_a_link),
         cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_memo_unbounded),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),
