@@ -60,32 +60,14 @@ out:
     return st;
 }
 
-/* The time the busiest link of d needs at its full bandwidth for all the bytes crossing it: a
- * lower bound on d's simulated makespan, since the simulator never runs a link above its
- * bandwidth and every chunk of a tree crosses every link of every edge's route once. */
-static double busiest_link_s(const mc_sched_t *d, const mc_topo_t *topo)
-{
-    double *load = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double)), most = 0;
-    for (int i = 0; i < d->ntrees; i++)
-        for (int e = 0; e < d->trees[i].nedges; e++)
-            for (int j = 0; j < d->trees[i].edges[e].nlinks; j++) {
-                int l = d->trees[i].edges[e].links[j];
-                if (topo->links[l].bw <= 0)
-                    continue;
-                load[l] += (double)d->trees[i].bytes / topo->links[l].bw;
-                most = load[l] > most ? load[l] : most;
-            }
-    free(load);
-    return most;
-}
-
 /* Whether no try of race_alt(r, s, v, make, arg, _, ntries) can replace the winner: every valid
  * schedule it would time has a busiest link slower than the winner (by more than the simulator's
  * rounding), so none can finish first, whatever allowance it is given. A race cut this way ends as
  * if run, but for the allowance it would have used: so only the last race is cut (the striped
  * sets' races share one allowance, and the first set's tries, all lost, spend it all on a 1 GiB
  * all-gather over 8 OCI A100 boxes, where a later set's would not lose by this bound). There the
- * rings' busiest links need 5.51 ms, the winner 5.21 ms: their three tries ran 0.6 s to lose. */
+ * rings' busiest links need 5.51 ms, the winner 5.21 ms: their three tries ran 0.7-1.1 s of
+ * CPU to lose. */
 static mc_status_t race_lost(run_t *r, const mc_sched_t *s, const verdict_t *v, alt_fn make,
                              const void *arg, size_t ntries, int *lost, mc_err_t *err)
 {
@@ -100,7 +82,7 @@ static mc_status_t race_lost(run_t *r, const mc_sched_t *s, const verdict_t *v, 
             break;
         if (tries[i][0] > 1)
             mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
-        *lost = busiest_link_s(d, r->topo) > v->t * (1 + 1e-6) &&
+        *lost = mc_sched_busiest_link_s(d, r->topo) > v->t * (1 + 1e-6) &&
                 mc_sched_validate(d, r->topo, &buf) == 0;
         mc_sched_free(d);
     }

@@ -321,6 +321,27 @@ static void test_memo_unbounded(void **state)
     mc_topo_free(t);
 }
 
+/* The busiest link at full bandwidth (mc_sched_busiest_link_s) bounds the simulated makespan from
+ * below: on the incast the shared link carries all 6 MB (6 MB/B, the makespan less the latency);
+ * with one flow's link at B/8 that link is the busiest (8 MB/B for its 1 MB), still below. */
+static void test_busiest_link_bound(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL), *slow = topo_incast(3, (double[]){B / 8, B, B});
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sched_t *s2 = incast(slow, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t res;
+    assert_close(mc_sched_busiest_link_s(s, t), 6e6 / B);
+    assert_true(mc_sched_busiest_link_s(s, t) <= run(s, t, &res));
+    mc_sim_result_free(&res);
+    assert_close(mc_sched_busiest_link_s(s2, slow), 8e6 / B);
+    assert_true(mc_sched_busiest_link_s(s2, slow) <= run(s2, slow, &res));
+    mc_sim_result_free(&res);
+    mc_sched_free(s2);
+    mc_sched_free(s);
+    mc_topo_free(slow);
+    mc_topo_free(t);
+}
+
 /* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
  * for the last 1 MB. */
 static void test_three_flows_share_a_link(void **state)
@@ -505,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_memo),
         cmocka_unit_test(test_memo_unbounded),
+        cmocka_unit_test(test_busiest_link_bound),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),
