@@ -105,6 +105,7 @@ int cmd_synth(int argc, char **argv)
     mc_task_t *task = NULL;
     mc_sched_t *s = NULL;
     mc_sim_result_t sim = {0};
+    mc_sim_memo_t *memo = NULL;
     mc_err_t err = {0};
     mc_status_t st = MC_OK;
     int rc = parse_args(argc, argv, &a);
@@ -113,13 +114,16 @@ int cmd_synth(int argc, char **argv)
     MC_CHECK_GOTO(cli_load_topo(a.topo, a.quiet, &topo, &err), out, st);
     MC_CHECK_GOTO(cli_task_build(&a.task, argc - optind, argv + optind, topo, &task, &err), out,
                   st);
+    /* the referee's simulations, so that the summary does not simulate again a schedule that
+     * it ran to the end */
+    a.opts.memo = memo = mc_sim_memo_new();
     MC_CHECK_GOTO(mc_synth(a.strategy, task, topo, &a.opts, &s, &err), out, st);
     mc_bound_t bound;
     MC_CHECK_GOTO(mc_task_bound(task, topo, &bound, &err), out, st);
     /* past the allowance, the time the simulation reached is a lower bound: said as such */
     int64_t work = a.opts.sim_work;
     mc_err_t stopped = {0};
-    st = mc_sim_run_bounded(s, topo, work ? &work : NULL, &sim, &stopped);
+    st = mc_sim_run_memo(memo, s, topo, work ? &work : NULL, 0, &sim, &stopped);
     int estimated = st == MC_ERR_TIMEOUT;
     if (st != MC_OK && !estimated) {
         err = stopped;
@@ -139,6 +143,7 @@ int cmd_synth(int argc, char **argv)
         printf("  %s\n", s->params);
 out:
     mc_sim_result_free(&sim);
+    mc_sim_memo_free(memo);
     mc_sched_free(s);
     mc_task_free(task);
     mc_topo_free(topo);

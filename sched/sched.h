@@ -96,6 +96,11 @@ mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *rou
  * one shorter; *off is relative to the tree's offset. */
 void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len);
 
+/* The time the busiest link needs at its full bandwidth for all the bytes crossing it, in every
+ * phase: a lower bound on the simulated makespan, since the simulator never runs a link above its
+ * bandwidth and every chunk of a tree crosses every link of every edge's route once. */
+double mc_sched_busiest_link_s(const mc_sched_t *s, const mc_topo_t *topo);
+
 /* Sets every tree's rate to its max-min fair share of the links of its phase, so that trees that
  * share links within a phase are within capacity (a tree whose edges cross one link k times loads
  * it k times its rate). */

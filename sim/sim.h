@@ -52,7 +52,8 @@ mc_sim_memo_t *mc_sim_memo_new(void);
 void mc_sim_memo_free(mc_sim_memo_t *m);
 /* mc_sim_run_until on topo, whose outcome (status, makespan_s, the work taken from *work_left)
  * is that of an earlier run of the same schedule in m when that run decides it; then only
- * makespan_s is set in res. */
+ * makespan_s is set in res. work_left NULL: no allowance (an earlier run that ended decides it;
+ * a run without one is not remembered). */
 mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
                             int64_t *work_left, double horizon_s, mc_sim_result_t *res,
                             mc_err_t *err);

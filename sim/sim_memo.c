@@ -84,8 +84,9 @@ static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
     }
 }
 
-/* The remembered outcome that decides this run, or NULL. */
-static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, int64_t work_left,
+/* The remembered outcome that decides this run, or NULL. work_left NULL: no allowance, under
+ * which a run that ended ends the same way. */
+static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, const int64_t *work_left,
                                 double horizon)
 {
     for (int i = 0; i < m->n; i++) {
@@ -93,7 +94,7 @@ static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, int64_t w
         if (e->hash != hash || e->len != m->nscratch ||
             memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
             continue;
-        if (work_left < e->work || work_left < 4 * e->flows)
+        if (work_left ? *work_left < e->work || *work_left < 4 * e->flows : !e->ended)
             continue;
         if (e->ended ? horizon == 0 || e->t <= horizon : horizon == e->horizon)
             return e;
@@ -122,15 +123,18 @@ mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo
 {
     key_of(m, s);
     uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
-    const memo_entry_t *e = find(m, hash, *work_left, horizon_s);
+    const memo_entry_t *e = find(m, hash, work_left, horizon_s);
     if (e) {
         memset(res, 0, sizeof *res);
         res->makespan_s = e->t;
-        *work_left -= e->work;
+        if (work_left)
+            *work_left -= e->work;
         return e->ended ? MC_OK
                         : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
                                      horizon_s);
     }
+    if (!work_left) /* its work is not counted: nothing to remember */
+        return sim_run_until_counted(s, topo, NULL, horizon_s, NULL, res, err);
     int64_t before = *work_left, flows = 0;
     mc_status_t st = sim_run_until_counted(s, topo, work_left, horizon_s, &flows, res, err);
     int64_t used = before - *work_left;

@@ -22,9 +22,14 @@ typedef struct mc_synth_opts {
     int64_t sim_work;       /* allowance of the simulation that synth and bench report
                              * (mc_sim_run_bounded's units); 0 = none. Past it, the time is an
                              * estimate: where the simulation had got to */
+    mc_sim_memo_t *memo;    /* NULL, or a memo of simulations on this call's topology that the
+                             * strategy may time through and fill (meshcast's referee does), so
+                             * that the caller's simulation of the schedule it returns is
+                             * answered from the memo when the referee ran that very schedule to
+                             * the end: the same outcome, not simulated twice */
 } mc_synth_opts_t;
 
-#define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK}
+#define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK, NULL}
 
 /* The optimizer's wall-clock budget in seconds: the caller's, else 10 s, except that an rlimit
  * given alone is the only bound (MC_SYNTH_NO_BUDGET_S), so that its results are the same on any

@@ -841,7 +841,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
 {
     mc_synth_opts_t defaults = MC_SYNTH_OPTS_DEFAULT;
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
-               .sim_work_left = MC_SIM_WORK, .memo = mc_sim_memo_new()};
+               .sim_work_left = MC_SIM_WORK};
+    r.memo = r.opts->memo ? r.opts->memo : mc_sim_memo_new();
     r.chunk = r.opts->chunk_bytes;
     run_t plain = r;
     mc_sched_t *s = NULL;
@@ -894,6 +895,7 @@ out:
     mc_sched_free(s);
     run_free(&r);
     run_free(&plain);
-    mc_sim_memo_free(r.memo);
+    if (r.memo != r.opts->memo)
+        mc_sim_memo_free(r.memo);
     return st;
 }

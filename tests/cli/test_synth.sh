@@ -85,6 +85,18 @@ expect_exit 0 "all-gather over 4 hosts" -- "$MESHCAST" synth -q --rlimit 2000000
   --mesh 'M={g:32}@0..31' 'f32[8192,8192] M[g,_] -> M[_,_]' -o "$TMP/ag.xml"
 expect_grep "$TMP/out" '^meshcast: .* ratio 1\.(0[0-9]|10)' "all-gather within 1.10 of the bound"
 expect_grep "$TMP/out" ' sim_s=' "all-gather simulated, not estimated"
+# The summary's time is then the referee's run of the written schedule, taken from its memo
+# (mc_sim_run_memo): that of a fresh simulation of the file, and the same line with no allowance.
+cp "$TMP/out" "$TMP/ag.out"
+expect_exit 0 "all-gather simulated afresh" -- "$MESHCAST" sim --topo $dgxa "$TMP/ag.xml"
+expect_true "summary's time is the fresh simulation's" -- bash -c \
+  '[ "$(grep -o "simulated [^,]*" "$1" | cut -d" " -f2-)" = "$(awk "/^makespan/{print \$2 \" \" \$3}" "$2")" ]' \
+  _ "$TMP/ag.out" "$TMP/out"
+expect_exit 0 "all-gather, sim-work 0" -- "$MESHCAST" synth -q --rlimit 2000000 --sim-work 0 \
+  --topo $dgxa --mesh 'M={g:32}@0..31' 'f32[8192,8192] M[g,_] -> M[_,_]' -o "$TMP/ag0.xml"
+expect_true "the same line without an allowance" -- bash -c \
+  'diff <(sed "s/ag0\.xml/ag.xml/" "$1") "$2"' _ "$TMP/out" "$TMP/ag.out"
+expect_true "the same schedule without an allowance" -- cmp "$TMP/ag.xml" "$TMP/ag0.xml"
 
 # A memory bound below the shards themselves cannot hold: the schedule is refused, not written.
 expect_exit 1 "memory limit too small" -- "$MESHCAST" synth --topo $topo --strategy p2p \

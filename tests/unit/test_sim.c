@@ -255,15 +255,16 @@ static void test_horizon(void **state)
 }
 
 /* One run through the memo against the same run fresh: the same status, time and work taken;
- * returns whether the memo simulated (a remembered outcome sets only the makespan). */
+ * returns whether the memo simulated (a remembered outcome sets only the makespan). work < 0:
+ * no allowance. */
 static int memo_matches(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *t, int64_t work,
                         double horizon)
 {
     mc_sim_result_t fresh, res;
     mc_err_t err = {0};
     int64_t a = work, b = work;
-    mc_status_t want = mc_sim_run_until(s, t, &a, horizon, &fresh, &err);
-    assert_int_equal(mc_sim_run_memo(m, s, t, &b, horizon, &res, &err), want);
+    mc_status_t want = mc_sim_run_until(s, t, work < 0 ? NULL : &a, horizon, &fresh, &err);
+    assert_int_equal(mc_sim_run_memo(m, s, t, work < 0 ? NULL : &b, horizon, &res, &err), want);
     assert_true(res.makespan_s == fresh.makespan_s);
     assert_true(a == b);
     int simulated = want != MC_OK || res.link_busy_s != NULL;
@@ -296,6 +297,48 @@ static void test_memo(void **state)
     mc_sim_memo_free(m);
     mc_sched_free(other);
     mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* The memo without an allowance (synth's summary under --sim-work 0): a run without one is not
+ * remembered, a run stopped past its horizon does not decide it, and a run that ended does (the
+ * same makespan, not simulated again). */
+static void test_memo_unbounded(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 4e6 / B));
+    assert_true(memo_matches(m, s, t, -1, 0));
+    assert_true(memo_matches(m, s, t, 1000, 0));
+    assert_false(memo_matches(m, s, t, -1, 0));
+    assert_false(memo_matches(m, s, t, -1, t0 + 7e6 / B));
+    mc_sim_memo_free(m);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* The busiest link at full bandwidth (mc_sched_busiest_link_s) bounds the simulated makespan from
+ * below: on the incast the shared link carries all 6 MB (6 MB/B, the makespan less the latency);
+ * with one flow's link at B/8 that link is the busiest (8 MB/B for its 1 MB), still below. */
+static void test_busiest_link_bound(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL), *slow = topo_incast(3, (double[]){B / 8, B, B});
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sched_t *s2 = incast(slow, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t res;
+    assert_close(mc_sched_busiest_link_s(s, t), 6e6 / B);
+    assert_true(mc_sched_busiest_link_s(s, t) <= run(s, t, &res));
+    mc_sim_result_free(&res);
+    assert_close(mc_sched_busiest_link_s(s2, slow), 8e6 / B);
+    assert_true(mc_sched_busiest_link_s(s2, slow) <= run(s2, slow, &res));
+    mc_sim_result_free(&res);
+    mc_sched_free(s2);
+    mc_sched_free(s);
+    mc_topo_free(slow);
     mc_topo_free(t);
 }
 
@@ -482,6 +525,8 @@ int main(void)
         cmocka_unit_test(test_three_flows_share_a_link),
         cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_memo_unbounded),
+        cmocka_unit_test(test_busiest_link_bound),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
         cmocka_unit_test(test_phases_in_sequence),
