@@ -367,6 +367,22 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *f
     return pace;
 }
 
+/* A forwarded hop of the split trees' plan (docs/cost-model.md, "Forwarded hops"): on a link
+ * that holders' transfers keep busy from the start it streams the rest of the link's load behind
+ * them, not all of it behind its own first chunk (*own); and once its link's load would be
+ * through, only the forwarded hops on it are left to share it with its last chunk (*last: a
+ * fan-out at home behind a hop into the host, on links the holders' hops through the host's NICs
+ * kept busy first). */
+static void split_hop(const mc_cost_topo_t *ct, const cost_time_t *m, const cost_time_t *up,
+                      int cc, double cinv, double *own, double *last)
+{
+    int l = m->link;
+    *own = fmin(*own, fmax(ct->lstart[l] + m->pace, m->first + (cc - 1) * m->alone * cinv));
+    double at = up->last + m->delay;
+    if (at >= fmin(ct->lstart[l], ct->ltail[l]) + m->pace)
+        *last = fmin(*last, at + ct->lfwd[l] * cinv);
+}
+
 /* The makespan if every transfer moves in c chunks. A transfer's link share is taken as its
  * busiest link's load spread over that link's whole busy time (pace: every flow on a link ends
  * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
@@ -397,20 +413,10 @@ static double makespan(mc_cost_topo_t *ct, int c)
         double cut = m->units * cinv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
         own = up ? m->first + (cc - 1) * chunk : m->drained;
-        /* split trees: a forwarded hop on a link that holders' transfers keep busy from the
-         * start streams the rest of the link's load behind them, not all of it behind its own
-         * first chunk */
+        last = up ? up->last + m->delay + chunk : 0; /* a holder's: drained */
         if (up && ct->split)
-            own = fmin(own, fmax(ct->lstart[m->link] + m->pace,
-                                 m->first + (cc - 1) * m->alone * cinv));
+            split_hop(ct, m, up, cc, cinv, &own, &last);
         own += (cc - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
-        /* split trees: once its link's load would be through, only the forwarded hops on it
-         * are left to share it with its last chunk (a fan-out at home behind a hop into the
-         * host, on links the holders' hops through the host's NICs kept busy first) */
-        double end = fmin(ct->lstart[m->link], ct->ltail[m->link]) + m->pace;
-        double at = up ? up->last + m->delay : 0;
-        last = up ? at + (at < end || !ct->split ? chunk : fmin(chunk, ct->lfwd[m->link] * cinv))
-                  : 0;
         m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
@@ -436,21 +442,26 @@ static void drain_from_holders(mc_cost_topo_t *ct)
     for (int i = 0; i < ct->ntouched; i++) {
         int l = ct->touched[i];
         ct->lstart[l] = ct->ltail[l] = INFINITY;
-        ct->lheld[l] = 0;
-        ct->lholders[l] = 0;
-        ct->lfwd[l] = 0;
+        if (ct->split) {
+            ct->lheld[l] = ct->lfwd[l] = 0;
+            ct->lholders[l] = 0;
+        }
     }
     for (int i = 0; i < ct->nxfers; i++) {
         const cost_time_t *m = &ct->times[i];
         int l = m->link, up = ct->xfers[i].after;
+        if (up < 0)
+            ct->lstart[l] = fmin(ct->lstart[l], m->delay);
+        if (!ct->split)
+            continue;
+        double sec = ct->xfers[i].bytes / ct->topo->links[l].bw;
         if (up >= 0) {
             ct->ltail[l] = fmin(ct->ltail[l], ct->times[up].delay + m->delay);
-            ct->lfwd[l] += ct->xfers[i].bytes / ct->topo->links[l].bw;
-            continue;
+            ct->lfwd[l] += sec;
+        } else {
+            ct->lheld[l] += sec;
+            ct->lholders[l]++;
         }
-        ct->lstart[l] = fmin(ct->lstart[l], m->delay);
-        ct->lheld[l] += ct->xfers[i].bytes / ct->topo->links[l].bw;
-        ct->lholders[l]++;
     }
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
