@@ -79,6 +79,9 @@ mc_cost_topo_t *mc_cost_topo_new(const mc_topo_t *topo)
     ct->load = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->lstart = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->ltail = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->lheld = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
+    ct->lholders = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
+    ct->lfwd = mc_xcalloc((size_t)topo->nlinks, sizeof(double));
     ct->flows = mc_xcalloc((size_t)topo->nlinks, sizeof(int));
     ct->touched = mc_xmalloc(sizeof(int) * (size_t)topo->nlinks);
     ct->gpu_out = mc_xcalloc((size_t)ng, sizeof(double));
@@ -113,6 +116,9 @@ void mc_cost_topo_free(mc_cost_topo_t *ct)
     free(ct->load);
     free(ct->lstart);
     free(ct->ltail);
+    free(ct->lheld);
+    free(ct->lholders);
+    free(ct->lfwd);
     free(ct->flows);
     free(ct->touched);
     free(ct->xfers);
@@ -361,6 +367,22 @@ static double route_pace(const mc_cost_topo_t *ct, const cost_route_t *r, int *f
     return pace;
 }
 
+/* A forwarded hop of the split trees' plan (docs/cost-model.md, "Forwarded hops"): on a link
+ * that holders' transfers keep busy from the start it streams the rest of the link's load behind
+ * them, not all of it behind its own first chunk (*own); and once its link's load would be
+ * through, only the forwarded hops on it are left to share it with its last chunk (*last: a
+ * fan-out at home behind a hop into the host, on links the holders' hops through the host's NICs
+ * kept busy first). */
+static void split_hop(const mc_cost_topo_t *ct, const cost_time_t *m, const cost_time_t *up,
+                      int cc, double cinv, double *own, double *last)
+{
+    int l = m->link;
+    *own = fmin(*own, fmax(ct->lstart[l] + m->pace, m->first + (cc - 1) * m->alone * cinv));
+    double at = up->last + m->delay;
+    if (at >= fmin(ct->lstart[l], ct->ltail[l]) + m->pace)
+        *last = fmin(*last, at + ct->lfwd[l] * cinv);
+}
+
 /* The makespan if every transfer moves in c chunks. A transfer's link share is taken as its
  * busiest link's load spread over that link's whole busy time (pace: every flow on a link ends
  * when the link's bytes are through), so it streams its c chunks at pace / c each. Its first
@@ -390,9 +412,11 @@ static double makespan(mc_cost_topo_t *ct, int c)
         /* channels of c chunks of ct->min_chunk or more each, cut from a tree of one unit */
         double cut = m->units * cinv;
         int ch = cut >= COST_CHANNELS_MAX ? COST_CHANNELS_MAX : (int)cut;
-        own = (up ? m->first + (cc - 1) * chunk : m->drained) +
-              (cc - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
+        own = up ? m->first + (cc - 1) * chunk : m->drained;
         last = up ? up->last + m->delay + chunk : 0; /* a holder's: drained */
+        if (up && ct->split)
+            split_hop(ct, m, up, cc, cinv, &own, &last);
+        own += (cc - 1) * m->delay * (ch > m->flows ? recip[ch] : m->inv_flows);
         m->last = own > last ? own : last;
         if (m->last > t)
             t = m->last;
@@ -407,22 +431,53 @@ static double makespan(mc_cost_topo_t *ct, int c)
  * another host, say) shares the link with those that started before it and still ends with the
  * link's load, as the simulator's max-min sharing has it: p2p's broadcast over two MI300X boxes
  * puts the send to GPU 1 (3.9 us of delay) and one to the other box (22.5 us) on GPU 0's xGMI
- * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. */
+ * link to GPU 1, which ends 3.9 us plus its busy time in, not 22.5 us plus it. In the split
+ * trees' plan, where the link also carries forwarded transfers (hops after a relay), those join
+ * only once their first bytes have come in (their own and their sender's delays): until then the
+ * holders have the link to themselves, then an equal share each, so they end before the link's
+ * load is through (the hub hops share every NIC with the root hops: docs/cost-model.md,
+ * "Forwarded hops"). */
 static void drain_from_holders(mc_cost_topo_t *ct)
 {
-    for (int i = 0; i < ct->ntouched; i++)
-        ct->lstart[ct->touched[i]] = INFINITY;
-    for (int i = 0; i < ct->nxfers; i++)
-        if (ct->xfers[i].after < 0 && ct->times[i].delay < ct->lstart[ct->times[i].link])
-            ct->lstart[ct->times[i].link] = ct->times[i].delay;
+    for (int i = 0; i < ct->ntouched; i++) {
+        int l = ct->touched[i];
+        ct->lstart[l] = ct->ltail[l] = INFINITY;
+        if (ct->split) {
+            ct->lheld[l] = ct->lfwd[l] = 0;
+            ct->lholders[l] = 0;
+        }
+    }
+    for (int i = 0; i < ct->nxfers; i++) {
+        const cost_time_t *m = &ct->times[i];
+        int l = m->link, up = ct->xfers[i].after;
+        if (up < 0)
+            ct->lstart[l] = fmin(ct->lstart[l], m->delay);
+        if (!ct->split)
+            continue;
+        double sec = ct->xfers[i].bytes / ct->topo->links[l].bw;
+        if (up >= 0) {
+            ct->ltail[l] = fmin(ct->ltail[l], ct->times[up].delay + m->delay);
+            ct->lfwd[l] += sec;
+        } else {
+            ct->lheld[l] += sec;
+            ct->lholders[l]++;
+        }
+    }
     for (int i = 0; i < ct->nxfers; i++) {
         cost_time_t *m = &ct->times[i];
         const cost_route_t *r = &ct->routes[ct->xfers[i].route];
         double bytes = ct->xfers[i].bytes;
         double alone = fmax(bytes / r->bw,
                             r->cap > 0 && ct->conns ? bytes / (r->cap * ct->conns) : 0);
-        if (ct->xfers[i].after < 0)
-            m->drained = fmax(ct->lstart[m->link] + m->pace, m->delay + alone);
+        if (ct->xfers[i].after >= 0)
+            continue;
+        int l = m->link, nh = ct->lholders[l], nf = ct->flows[l] - nh;
+        double start = ct->lstart[l], join = fmax(ct->ltail[l], start), end = start + m->pace;
+        if (ct->split && nf > 0 && join < end) {
+            double left = ct->lheld[l] - (join - start);
+            end = fmin(end, left > 0 ? join + left * (nh + nf) / nh : start + ct->lheld[l]);
+        }
+        m->drained = fmax(end, m->delay + alone);
     }
 }
 
@@ -596,6 +651,7 @@ static void time_of(mc_cost_topo_t *ct, int max_chunks, mc_cost_t *out)
         ct->times[i].pace = fmax(route_pace(ct, r, &flows, &ct->times[i].link), held);
         conn_s = fmax(conn_s, held);
         ct->times[i].delay = r->delay;
+        ct->times[i].alone = ct->xfers[i].bytes / r->bw;
         cost_time_t *m = &ct->times[i];
         m->flows = flows > ct->staggered ? flows : ct->staggered;
         m->inv_flows = 1.0 / m->flows;

@@ -45,6 +45,7 @@ typedef struct cost_time {
     double first, last; /* arrival of its first and last chunk */
     int link;       /* its busiest link */
     double drained; /* from a holder: when its bytes are through (drain_from_holders) */
+    double alone;   /* its bytes at its route's bandwidth, the link to itself */
 } cost_time_t;
 
 /* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
@@ -90,7 +91,11 @@ struct mc_cost_topo {
     double *load;       /* bytes per link */
     double *lstart;     /* per link: when the holders' transfers on it start moving bytes, or
                          * a ring's first chunk reaches it (rings_floor) */
-    double *ltail;      /* per link: the shortest tail of ring hops after it (rings_floor) */
+    double *ltail;      /* per link: the shortest tail of ring hops after it (rings_floor), or
+                         * when forwarded transfers join it (drain_from_holders) */
+    double *lheld;      /* per link: the seconds of its holders' transfers (drain_from_holders) */
+    int *lholders;      /* per link: holders' transfers whose busiest link it is */
+    double *lfwd;       /* per link: the seconds of the forwarded transfers whose busiest it is */
     int *flows;         /* transfers per link */
     int *touched, ntouched;
     cost_xfer_t *xfers;
