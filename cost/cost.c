@@ -780,9 +780,9 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
             *out = other;
     }
     /* ... and rail stripes, for the pieces that leave a host holding all of them (cost_rails.c) */
-    int stripes = 0;
+    int stripes = 0, split = 0;
     if (st == MC_OK && s == MC_COST_MESHCAST)
-        st = cost_rails_any(ct, task, &stripes, err);
+        st = cost_rails_any(ct, task, &stripes, &split, err);
     if (st == MC_OK && stripes) {
         mc_cost_t other;
         ct->rails = 1;
@@ -792,7 +792,7 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
             *out = other;
     }
     /* ... and the split trees of the last race (synth_meshcast_alt.c), for the same pieces */
-    if (st == MC_OK && s == MC_COST_MESHCAST) {
+    if (st == MC_OK && split) {
         mc_cost_t other;
         ct->split = 1;
         st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);

@@ -172,11 +172,13 @@ mc_status_t cost_traffic_alpa_bcast(mc_cost_topo_t *ct, const mc_task_t *task, m
  * cut into ct->ring_split staggered channels. */
 mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t *err);
 
-/* meshcast's rail stripes (cost_rails.c): whether some piece would be striped (a piece leaving a
- * host that holds all of it, over two rails or more, in trees large enough); the per-call counts
+/* meshcast's rail stripes (cost_rails.c): whether some piece would be striped (*any: a piece
+ * leaving a host that holds all of it, over two rails or more, in trees large enough) and whether
+ * some piece leaves such a host at all (*split: cost_split_lay lays it); the per-call counts
  * cost_rails_lay reads; and piece p laid as stripes over its holder host's rails (*laid: 1) or
  * left to the other forms (0: it does not stripe). */
-mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err);
+mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, int *split,
+                           mc_err_t *err);
 void cost_rails_prepare(mc_cost_topo_t *ct, const mc_task_t *task);
 mc_status_t cost_rails_lay(mc_cost_topo_t *ct, const mc_piece_t *p, int *laid, mc_err_t *err);
 /* meshcast's split trees (synth/meshcast/candidates_relay.c, mc_cands_add_split): piece p, held

@@ -166,12 +166,13 @@ static int stripe_fits(const stripes_t *sp, const mc_piece_t *p, int nrails)
            (double)p->bytes / RAIL_UNIT_MIN >= lcm;
 }
 
-mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, mc_err_t *err)
+mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, int *split,
+                           mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     stripes_t sp;
     cost_rails_prepare(ct, task);
-    *any = 0;
+    *any = *split = 0;
     for (int i = 0; i < task->npieces && st == MC_OK && !*any; i++) {
         int ok, span;
         st = stripes_of(ct, &task->pieces[i], &sp, &ok, err);
@@ -179,6 +180,7 @@ mc_status_t cost_rails_any(mc_cost_topo_t *ct, const mc_task_t *task, int *any, 
                                                  : sp.nusable;
         span = span < 1 ? 1 : span;
         set_hubs(ct, &sp, span);
+        *split |= ok;
         *any = ok && stripe_fits(&sp, &task->pieces[i], span);
     }
     return st;
