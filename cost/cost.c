@@ -735,6 +735,20 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
     return MC_OK;
 }
 
+/* meshcast's traffic estimated once more with one of its plan forms switched on (*form: ct's
+ * straight, rails or split flag), kept in *out where it is faster. */
+static mc_status_t plan_faster(mc_cost_topo_t *ct, const mc_task_t *task, int *form,
+                               mc_cost_t *out, mc_err_t *err)
+{
+    mc_cost_t other;
+    *form = 1;
+    mc_status_t st = estimate(ct, task, cost_traffic_meshcast, MC_COST_MESHCAST, &other, err);
+    *form = 0;
+    if (st == MC_OK && other.seconds < out->seconds)
+        *out = other;
+    return st;
+}
+
 mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc_cost_opts_t *opts,
                              mc_cost_t *out, mc_err_t *err)
 {
@@ -770,36 +784,19 @@ mc_status_t mc_cost_estimate(mc_cost_topo_t *ct, const mc_task_t *task, const mc
      * piece too small to pipeline pays whole (an all-gather, whose every host holds as much as
      * it sends, gains nothing from relays) */
     if (st == MC_OK && s == MC_COST_MESHCAST && relayed) {
-        mc_cost_t other;
         ct->fan = best_fan;
-        ct->straight = 1;
-        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
-        ct->straight = 0;
+        st = plan_faster(ct, task, &ct->straight, out, err);
         ct->fan = COST_FAN_STAR;
-        if (st == MC_OK && other.seconds < out->seconds)
-            *out = other;
     }
     /* ... and rail stripes, for the pieces that leave a host holding all of them (cost_rails.c) */
     int stripes = 0, split = 0;
     if (st == MC_OK && s == MC_COST_MESHCAST)
         st = cost_rails_any(ct, task, &stripes, &split, err);
-    if (st == MC_OK && stripes) {
-        mc_cost_t other;
-        ct->rails = 1;
-        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
-        ct->rails = 0;
-        if (st == MC_OK && other.seconds < out->seconds)
-            *out = other;
-    }
+    if (st == MC_OK && stripes)
+        st = plan_faster(ct, task, &ct->rails, out, err);
     /* ... and the split trees of the last race (synth_meshcast_alt.c), for the same pieces */
-    if (st == MC_OK && split) {
-        mc_cost_t other;
-        ct->split = 1;
-        st = estimate(ct, task, cost_traffic_meshcast, s, &other, err);
-        ct->split = 0;
-        if (st == MC_OK && other.seconds < out->seconds)
-            *out = other;
-    }
+    if (st == MC_OK && split)
+        st = plan_faster(ct, task, &ct->split, out, err);
     /* Without a switch, meshcast packs load-priced trees fractionally over every path (column
      * generation), which no single fan-out shape above expresses; it gets within its message
      * overheads of the lower bound's bandwidth term (the fluid optimum: cuts and max-flows) when
