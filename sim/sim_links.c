@@ -100,8 +100,7 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
             if (n + 2 > lk->off_cap)
                 room(lk, n + 2);
             lk->comp_flows[n] = f;
-            lk->fcap[n] = fl->cap(fl->ctx, f);
-            const int *links = fl->path(fl->ctx, f, &nl);
+            const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[n]);
             if (at + nl > lk->clink_cap)
                 MC_GROW(lk->clinks, lk->clink_cap, at + nl);
             memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
