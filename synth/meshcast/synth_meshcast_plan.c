@@ -178,6 +178,7 @@ typedef struct fill {
     int64_t *load;  /* [k * nlinks + l] */
     int64_t *phase; /* [k] */
     int *at_phase;  /* [k]: trees and links of phase k as slow as the phase (0 when it is empty) */
+    int64_t *local; /* [(c - first) * K + k]: with_unit of the piece being placed, -1: unknown */
 } fill_t;
 
 /* Tree time or link load going from before to after in phase k: keeps at_phase[k] counting the
@@ -207,9 +208,9 @@ static void rescan(fill_t *f, int k, const int64_t *load)
     f->at_phase[k] = n;
 }
 
-/* Phase k's time if candidate c took one more unit there; *local gets the same without the
- * phase's other trees and links: the busiest of c's own links, or c's own time. */
-static int64_t with_unit(const fill_t *f, int c, int k, int64_t *local)
+/* Candidate c's time in phase k if it took one more unit there, without the phase's other trees
+ * and links: the busiest of c's own links, or c's own time. */
+static int64_t with_unit(const fill_t *f, int c, int k)
 {
     const mc_pcand_t *pc = &f->pl->cands[c];
     int64_t t = (f->out->units[c * f->K + k] + 1) * pc->unit_ps + pc->fixed_ps;
@@ -219,8 +220,7 @@ static int64_t with_unit(const fill_t *f, int c, int k, int64_t *local)
         if (l > t)
             t = l;
     }
-    *local = t;
-    return t > f->phase[k] ? t : f->phase[k];
+    return t;
 }
 
 /* Places one unit of piece p where it grows the estimate least; among equals, where its own links
@@ -233,7 +233,10 @@ static void place_unit(fill_t *f, int first, int end)
     int64_t best_inc = 0, best_t = 0, best_local = 0;
     for (int c = first; c < end; c++)
         for (int k = 0; k <= f->nopen && k < f->K; k++) {
-            int64_t local, t = with_unit(f, c, k, &local);
+            int64_t *known = &f->local[(size_t)(c - first) * (size_t)f->K + (size_t)k];
+            if (*known < 0)
+                *known = with_unit(f, c, k);
+            int64_t local = *known, t = local > f->phase[k] ? local : f->phase[k];
             int used = f->out->units[c * f->K + k] > 0;
             int64_t inc = t - f->phase[k];
             if (best_c < 0 || inc < best_inc ||
@@ -264,6 +267,9 @@ static void place_unit(fill_t *f, int first, int end)
     }
     if (best_k == f->nopen)
         f->nopen++;
+    /* only phase best_k's loads and trees changed */
+    for (int c = first; c < end; c++)
+        f->local[(size_t)(c - first) * (size_t)f->K + (size_t)best_k] = -1;
 }
 
 /* Takes piece p's units (candidates first..end) out of every phase. A phase's time is scanned
@@ -307,6 +313,12 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
     f.load = mc_xcalloc((size_t)f.K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
     f.phase = mc_xcalloc((size_t)f.K, sizeof(int64_t));
     f.at_phase = mc_xcalloc((size_t)f.K, sizeof(int));
+    int most = 1;
+    for (int c = 0, n = 0; c < pl->ncands; c++) {
+        n = c > 0 && pl->cands[c].piece == pl->cands[c - 1].piece ? n + 1 : 1;
+        most = n > most ? n : most;
+    }
+    f.local = mc_xmalloc(sizeof(int64_t) * (size_t)most * (size_t)f.K);
     for (int round = 0; round <= MC_GREEDY_ROUNDS; round++)
         for (int c = 0, p = 0; p < pl->npieces; p++) {
             int first = c;
@@ -314,12 +326,15 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
                 c++;
             if (round > 0)
                 lift_piece(&f, first, c);
+            for (size_t i = 0; i < (size_t)(c - first) * (size_t)f.K; i++)
+                f.local[i] = -1;
             for (int u = 0; u < pl->units[p] && c > first; u++)
                 place_unit(&f, first, c);
         }
     free(f.load);
     free(f.phase);
     free(f.at_phase);
+    free(f.local);
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);
 }
