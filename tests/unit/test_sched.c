@@ -415,6 +415,57 @@ static void test_maxmin_random(void **state)
     free(want);
 }
 
+/* The solver's larger problems (above its scan's 256 links) on link ids up to 2^17, so that its
+ * sort of the links takes three bytes of link id: paths as the simulator's, a run of links shared
+ * by flows from one GPU and one into another, where many levels tie (equal bandwidths, equal
+ * counts) and some links have no capacity left (level 0); the rates match the reference's to
+ * the bit. */
+static void test_maxmin_wide_ids(void **state)
+{
+    (void)state;
+    uint64_t seed = 777;
+    int nids = 1 << 17, nflows_max = 900, ngpus = 48, per = 6;
+    int *off = malloc(sizeof(int) * (size_t)(nflows_max + 1));
+    int *links = malloc(sizeof(int) * (size_t)(2 * per * nflows_max));
+    double *cap = malloc(sizeof(double) * (size_t)nids);
+    double *got = malloc(sizeof(double) * (size_t)nflows_max);
+    double *want = malloc(sizeof(double) * (size_t)nflows_max);
+    int *id = malloc(sizeof(int) * (size_t)(2 * ngpus * per));
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(nids);
+#define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+    for (int round = 0; round < 60; round++) {
+        /* per GPU, per links out and per links in, each at a random id */
+        for (int i = 0; i < 2 * ngpus * per; i++) {
+            id[i] = RND(nids);
+            cap[id[i]] = RND(20) == 0 ? 0.0 : 48e9 * (1 + RND(3)) / 3;
+        }
+        int nflows = 200 + RND(nflows_max - 200), n = 0;
+        off[0] = 0;
+        for (int f = 0; f < nflows; f++) {
+            int src = RND(ngpus), dst = RND(ngpus);
+            for (int k = 0; k < per; k++)
+                links[n++] = id[src * per + k];
+            for (int k = 0; k < per; k++)
+                links[n++] = id[(ngpus + dst) * per + k];
+            off[f + 1] = n;
+        }
+        mc_sched_maxmin_solve(m, nflows, off, links, NULL, cap, got);
+        ref_maxmin(nids, nflows, off, links, NULL, cap, want);
+        for (int f = 0; f < nflows; f++)
+            if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
+                fail_msg("round %d, flow %d of %d: %.17g, want %.17g", round, f, nflows, got[f],
+                         want[f]);
+    }
+#undef RND
+    mc_sched_maxmin_free(m);
+    free(off);
+    free(links);
+    free(cap);
+    free(got);
+    free(want);
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_maxmin_solver),
         cmocka_unit_test(test_maxmin_random),
+        cmocka_unit_test(test_maxmin_wide_ids),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }
