@@ -42,6 +42,7 @@ struct mc_sched_maxmin {
         int link;
     } *srt, *srt_tmp;
     int srt_cap;
+    uint64_t *lbits; /* per link: whether this solve uses it */
 };
 
 /* Links of one solve up to which solve_scan picks the bottlenecks: it costs the links still open
@@ -60,6 +61,7 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
     m->lpos = mc_xcalloc(n, sizeof(int));
     m->used = mc_xcalloc(n, sizeof(int));
     m->loff = mc_xcalloc(n + 1, sizeof(int));
+    m->lbits = mc_xcalloc(n / 64 + 1, sizeof(uint64_t));
     return m;
 }
 
@@ -82,6 +84,7 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->open);
     free(m->srt);
     free(m->srt_tmp);
+    free(m->lbits);
     free(m);
 }
 
@@ -231,40 +234,28 @@ static double bits_key(uint64_t u)
     return k;
 }
 
-/* Sorts m->srt[0..n) by (key, link): least significant digits first, each pass stable, the
- * link's bytes before the key's; a pass where every item has the same digit is skipped. */
+/* Sorts m->srt[0..n), in link order, by (key, link): by the key's bytes, least significant first,
+ * each pass stable; a pass where every item has the same byte is skipped. */
 static void sort_items(mc_sched_maxmin_t *m, int n)
 {
-    enum { KEY_DIGITS = 8, LINK_DIGITS = 4 };
-    unsigned cnt[LINK_DIGITS + KEY_DIGITS][256];
-    int nld = 1;
-    while (nld < LINK_DIGITS && (unsigned)(m->nlinks - 1) >> (8 * nld))
-        nld++;
+    enum { DIGITS = 8 };
+    unsigned cnt[DIGITS][256];
     memset(cnt, 0, sizeof cnt);
-    for (int i = 0; i < n; i++) {
-        for (int d = 0; d < nld; d++)
-            cnt[d][(unsigned)m->srt[i].link >> (8 * d) & 255]++;
-        for (int d = 0; d < KEY_DIGITS; d++)
-            cnt[LINK_DIGITS + d][m->srt[i].bits >> (8 * d) & 255]++;
-    }
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < DIGITS; d++)
+            cnt[d][m->srt[i].bits >> (8 * d) & 255]++;
     struct sort_item *src = m->srt, *dst = m->srt_tmp;
-    for (int p = 0; p < LINK_DIGITS + KEY_DIGITS; p++) {
-        if (p >= nld && p < LINK_DIGITS)
-            continue;
-        int key = p >= LINK_DIGITS, shift = 8 * (key ? p - LINK_DIGITS : p);
-        unsigned first = key ? src[0].bits >> shift & 255 : (unsigned)src[0].link >> shift & 255;
-        if (cnt[p][first] == (unsigned)n)
+    for (int d = 0; d < DIGITS; d++) {
+        if (cnt[d][src[0].bits >> (8 * d) & 255] == (unsigned)n)
             continue;
         unsigned at = 0;
-        for (int d = 0; d < 256; d++) {
-            unsigned c = cnt[p][d];
-            cnt[p][d] = at;
+        for (int v = 0; v < 256; v++) {
+            unsigned c = cnt[d][v];
+            cnt[d][v] = at;
             at += c;
         }
-        for (int i = 0; i < n; i++) {
-            unsigned d = key ? src[i].bits >> shift & 255 : (unsigned)src[i].link >> shift & 255;
-            dst[cnt[p][d]++] = src[i];
-        }
+        for (int i = 0; i < n; i++)
+            dst[cnt[d][src[i].bits >> (8 * d) & 255]++] = src[i];
         struct sort_item *t = src;
         src = dst;
         dst = t;
@@ -287,11 +278,23 @@ static void solve_sorted(mc_sched_maxmin_t *m, int nused, int nleft, const int *
         m->srt_tmp = mc_xrealloc(m->srt_tmp, sizeof(*m->srt) * (size_t)nused);
         m->srt_cap = nused;
     }
+    /* the links in order, from a bitmap of those used, for the sort's ties */
+    int lo = m->nlinks, hi = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
         m->lpos[l] = i; /* used[] order is the local index fix_link takes */
-        m->srt[i] = (struct sort_item){key_bits(level(m, l)), l};
+        m->lbits[l >> 6] |= 1ull << (l & 63);
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
     }
+    int n = 0;
+    for (int w = lo >> 6; w <= hi >> 6; w++)
+        for (uint64_t b = m->lbits[w]; b; b &= b - 1) {
+            int l = 64 * w + __builtin_ctzll(b);
+            m->srt[n++] = (struct sort_item){key_bits(level(m, l)), l};
+        }
+    for (int w = lo >> 6; w <= hi >> 6; w++)
+        m->lbits[w] = 0;
     sort_items(m, nused);
     m->nheap = 0;
     for (int h = 0; nleft > 0;) {
