@@ -75,7 +75,8 @@ typedef struct mc_topo {
     int graph_ready;
     int node_cap, link_cap, warn_cap;
     int *link_index, link_index_cap;    /* open hash of (src, dst, kind) -> link id, -1 empty */
-    struct mc_route_cache *route_cache; /* owned by topo_route.c */
+    struct mc_route_cache *route_cache;       /* owned by topo_route.c */
+    struct mc_host_spt_cache *host_spt_cache; /* owned by topo_host_spt.c */
 } mc_topo_t;
 
 /* Software overhead per message on a link kind (seconds), and the default hop latency. The
@@ -139,6 +140,13 @@ mc_status_t mc_topo_load_memory(const char *buf, size_t len, const char *name, m
 int mc_topo_gpu_host(const mc_topo_t *t, int gpu);
 /* The GPUs of host h: *first and the count (GPU ids go host by host), in O(log GPUs). */
 int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first);
+/* The shortest-path tree from GPU src over the GPUs of its host (every route between two of them
+ * an edge weighted by its time per byte, plus a little per link so that among equal rates fewer
+ * relays win). *g0 gets the host's first GPU and *parent its n = mc_topo_host_gpus entries:
+ * parent[v] is the index (from *g0) of GPU *g0 + v's parent, negative for src. Computed once per
+ * GPU and cached inside t. */
+mc_status_t mc_topo_host_spt(const mc_topo_t *t, int src, int *g0, const int **parent,
+                             mc_err_t *err);
 /* The GPU of host h with device index dev (its rail), or -1. */
 int mc_topo_host_gpu_on_dev(const mc_topo_t *t, int h, int dev);
 /* Node id of a node by its name, -1 if none. */

@@ -235,6 +235,7 @@ void mc_topo_free(mc_topo_t *t)
     if (!t)
         return;
     mc_topo_route_cache_free(t);
+    mc_topo_host_spt_cache_free(t);
     if (t->graph_ready)
         igraph_destroy(&t->graph);
     for (int i = 0; i < t->nwarnings; i++)

@@ -1,5 +1,5 @@
 /* Internals shared by the files of topo/: the NCCL XML reader that the cluster loader reuses
- * for nodes given as NCCL files, and the route cache's cleanup. */
+ * for nodes given as NCCL files, and the route and shortest-path caches' cleanup. */
 #ifndef MC_TOPO_INTERNAL_H
 #define MC_TOPO_INTERNAL_H
 
@@ -22,5 +22,7 @@ mc_status_t mc_cluster_xml_build(mc_topo_t *t, xmlDocPtr doc, const char *path,
 
 /* Frees the routes topo_route.c cached inside t. */
 void mc_topo_route_cache_free(mc_topo_t *t);
+/* Frees the shortest-path trees topo_host_spt.c cached inside t. */
+void mc_topo_host_spt_cache_free(mc_topo_t *t);
 
 #endif

@@ -1,6 +1,6 @@
 /* One candidate tree of the meshcast strategy: a set of GPU edges from a root, turned into what
  * the optimizer needs (the topology links its routes cross and how often, its pipelined rate, its
- * hop overhead), and the intra-host shortest-path trees the generators use (igraph Dijkstra). */
+ * hop overhead), and the intra-host shortest-path trees the generators use (mc_topo_host_spt). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,80 +224,32 @@ double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_byt
     return t > 0 ? t : 0;
 }
 
-/* Weights of the complete GPU graph of one host: 1/bw of each route, plus a little per hop so
- * that among equal rates the tree with fewer relays wins. */
-static mc_status_t host_graph(const mc_topo_t *topo, int g0, int n, igraph_t *g,
-                              igraph_vector_t *w, mc_err_t *err)
-{
-    igraph_vector_int_t edges;
-    igraph_vector_int_init(&edges, 0);
-    igraph_vector_init(w, 0);
-    mc_status_t st = MC_OK;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            if (a == b)
-                continue;
-            mc_route_t r;
-            MC_CHECK_GOTO(mc_topo_route(topo, g0 + a, g0 + b, &r, err), out, st);
-            igraph_vector_int_push_back(&edges, a);
-            igraph_vector_int_push_back(&edges, b);
-            igraph_vector_push_back(w, 1.0 / r.bw + 1e-15 * (1 + r.nlinks));
-        }
-    if (igraph_create(g, &edges, n, IGRAPH_DIRECTED) != IGRAPH_SUCCESS)
-        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: igraph could not build a host graph",
-                        __FILE__, __LINE__);
-out:
-    igraph_vector_int_destroy(&edges);
-    if (st != MC_OK)
-        igraph_vector_destroy(w);
-    return st;
-}
-
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err)
 {
-    int host = mc_topo_gpu_host(topo, src);
-    int g0 = src, g1 = src;
-    while (g0 > 0 && mc_topo_gpu_host(topo, g0 - 1) == host)
-        g0--;
-    while (g1 + 1 < topo->ngpus && mc_topo_gpu_host(topo, g1 + 1) == host)
-        g1++;
-    int n = g1 - g0 + 1;
-    igraph_t g;
-    igraph_vector_t w;
-    igraph_vector_int_t par;
-    if (host_graph(topo, g0, n, &g, &w, err) != MC_OK)
+    int g0;
+    const int *par;
+    if (mc_topo_host_spt(topo, src, &g0, &par, err) != MC_OK)
         return -1;
-    igraph_vector_int_init(&par, 0);
-    int ne = -1;
+    int n = mc_topo_host_gpus(topo, mc_topo_gpu_host(topo, src), &g0);
     int *keep = mc_xcalloc((size_t)n, sizeof(int));
     int *depth = mc_xcalloc((size_t)n, sizeof(int));
-    if (igraph_get_shortest_paths_dijkstra(&g, NULL, NULL, src - g0, igraph_vss_all(), &w,
-                                           IGRAPH_OUT, &par, NULL) != IGRAPH_SUCCESS) {
-        mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: igraph Dijkstra failed", __FILE__, __LINE__);
-        goto out;
-    }
     /* keep every GPU on the way from src to a wanted one: those not wanted are relays */
     for (int i = 0; i < nwant; i++)
-        for (int v = want[i] - g0; v != src - g0 && v >= 0 && !keep[v];
-             v = (int)VECTOR(par)[v])
+        for (int v = want[i] - g0; v != src - g0 && v >= 0 && !keep[v]; v = par[v])
             keep[v] = 1;
     for (int v = 0; v < n; v++)
-        for (int u = v; keep[v] && u != src - g0 && u >= 0; u = (int)VECTOR(par)[u])
+        for (int u = v; keep[v] && u != src - g0 && u >= 0; u = par[u])
             depth[v]++;
     /* parents before children: by depth, then by GPU id */
-    ne = 0;
+    int ne = 0;
     for (int d = 1; d <= n; d++)
         for (int v = 0; v < n; v++)
             if (keep[v] && depth[v] == d) {
-                parent[ne] = g0 + (int)VECTOR(par)[v];
+                parent[ne] = g0 + par[v];
                 child[ne++] = g0 + v;
             }
-out:
     free(keep);
     free(depth);
-    igraph_vector_int_destroy(&par);
-    igraph_vector_destroy(&w);
-    igraph_destroy(&g);
     return ne;
 }

@@ -149,9 +149,10 @@ double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_byt
  * bytes/s through its edges' connection limits; at least 1. */
 int mc_cand_copies(const mc_cand_t *c, double rate);
 
-/* The intra-host shortest-path tree (igraph Dijkstra over the host's GPUs, weight 1/bw of the
- * route) from src to every GPU in want[0..nwant): appends the edges to parent/child (sized by the
- * caller for the host's GPU count) and returns how many it appended, or -1 on error. */
+/* The intra-host shortest-path tree (mc_topo_host_spt: Dijkstra over the host's GPUs, weight
+ * 1/bw of the route) from src to every GPU in want[0..nwant): appends the edges to parent/child
+ * (sized by the caller for the host's GPU count) and returns how many it appended, or -1 on
+ * error. */
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
 

@@ -177,11 +177,40 @@ typedef struct fill {
     int balance;    /* break ties by the load of the candidate's own links */
     int64_t *load;  /* [k * nlinks + l] */
     int64_t *phase; /* [k] */
+    int *at_phase;  /* [k]: trees and links of phase k as slow as the phase (0 when it is empty) */
+    int64_t *local; /* [(c - first) * K + k]: with_unit of the piece being placed, -1: unknown */
 } fill_t;
 
-/* Phase k's time if candidate c took one more unit there; *local gets the same without the
- * phase's other trees and links: the busiest of c's own links, or c's own time. */
-static int64_t with_unit(const fill_t *f, int c, int k, int64_t *local)
+/* Tree time or link load going from before to after in phase k: keeps at_phase[k] counting the
+ * items that set the phase's time. */
+static void track(fill_t *f, int k, int64_t before, int64_t after)
+{
+    if (f->phase[k] <= 0)
+        return;
+    f->at_phase[k] += (after == f->phase[k]) - (before == f->phase[k]);
+}
+
+static int64_t tree_ps(const mc_pcand_t *pc, int u)
+{
+    return u > 0 ? u * pc->unit_ps + pc->fixed_ps : 0;
+}
+
+/* Phase k's time and its count of items that set it, from a full scan. */
+static void rescan(fill_t *f, int k, const int64_t *load)
+{
+    int64_t t = phase_ps_at(f->pl, f->out, k, load);
+    int n = 0;
+    for (int c = 0; c < f->pl->ncands && t > 0; c++)
+        n += tree_ps(&f->pl->cands[c], f->out->units[c * f->K + k]) == t;
+    for (int l = 0; l < f->pl->nlinks && t > 0; l++)
+        n += load[l] == t;
+    f->phase[k] = t;
+    f->at_phase[k] = n;
+}
+
+/* Candidate c's time in phase k if it took one more unit there, without the phase's other trees
+ * and links: the busiest of c's own links, or c's own time. */
+static int64_t with_unit(const fill_t *f, int c, int k)
 {
     const mc_pcand_t *pc = &f->pl->cands[c];
     int64_t t = (f->out->units[c * f->K + k] + 1) * pc->unit_ps + pc->fixed_ps;
@@ -191,8 +220,7 @@ static int64_t with_unit(const fill_t *f, int c, int k, int64_t *local)
         if (l > t)
             t = l;
     }
-    *local = t;
-    return t > f->phase[k] ? t : f->phase[k];
+    return t;
 }
 
 /* Places one unit of piece p where it grows the estimate least; among equals, where its own links
@@ -205,7 +233,10 @@ static void place_unit(fill_t *f, int first, int end)
     int64_t best_inc = 0, best_t = 0, best_local = 0;
     for (int c = first; c < end; c++)
         for (int k = 0; k <= f->nopen && k < f->K; k++) {
-            int64_t local, t = with_unit(f, c, k, &local);
+            int64_t *known = &f->local[(size_t)(c - first) * (size_t)f->K + (size_t)k];
+            if (*known < 0)
+                *known = with_unit(f, c, k);
+            int64_t local = *known, t = local > f->phase[k] ? local : f->phase[k];
             int used = f->out->units[c * f->K + k] > 0;
             int64_t inc = t - f->phase[k];
             if (best_c < 0 || inc < best_inc ||
@@ -220,37 +251,51 @@ static void place_unit(fill_t *f, int first, int end)
             }
         }
     const mc_pcand_t *pc = &f->pl->cands[best_c];
-    f->out->units[best_c * f->K + best_k]++;
-    for (int i = 0; i < pc->nlinks; i++)
-        f->load[(size_t)best_k * (size_t)f->pl->nlinks + (size_t)pc->links[i]] += pc->link_ps[i];
-    f->phase[best_k] = best_t;
+    int *u = &f->out->units[best_c * f->K + best_k];
+    int64_t *load = f->load + (size_t)best_k * (size_t)f->pl->nlinks;
+    if (best_t > f->phase[best_k]) {
+        /* a new slowest: only this tree and its links can be as slow */
+        f->phase[best_k] = best_t;
+        f->at_phase[best_k] = 0;
+    }
+    track(f, best_k, tree_ps(pc, *u), tree_ps(pc, *u + 1));
+    (*u)++;
+    for (int i = 0; i < pc->nlinks; i++) {
+        int64_t *l = &load[pc->links[i]];
+        track(f, best_k, *l, *l + pc->link_ps[i]);
+        *l += pc->link_ps[i];
+    }
     if (best_k == f->nopen)
         f->nopen++;
+    /* only phase best_k's loads and trees changed */
+    for (int c = first; c < end; c++)
+        f->local[(size_t)(c - first) * (size_t)f->K + (size_t)best_k] = -1;
 }
 
 /* Takes piece p's units (candidates first..end) out of every phase. A phase's time is scanned
- * again only where one of the piece's trees or links was as slow as the phase: elsewhere the
- * tree or link that set it is untouched (a full scan per piece and phase was most of the
- * synthesis time on many-piece tasks: 4,032 pieces and 29,065 trees over 64 GPUs). */
+ * again only when nothing is left as slow as it was: at_phase counts what set it (a full scan per
+ * piece and phase was most of the synthesis time on many-piece tasks, 4,032 pieces and 29,065
+ * trees over 64 GPUs; a scan whenever a lifted tree or link had set the time still was, once
+ * every tree of an all-to-all is equally slow). */
 static void lift_piece(fill_t *f, int first, int end)
 {
     for (int k = 0; k < f->K; k++) {
         int64_t *load = f->load + (size_t)k * (size_t)f->pl->nlinks;
-        int touched = 0;
         for (int c = first; c < end; c++) {
             const mc_pcand_t *pc = &f->pl->cands[c];
             int u = f->out->units[c * f->K + k];
             if (u <= 0)
                 continue;
-            touched |= u * pc->unit_ps + pc->fixed_ps >= f->phase[k];
+            track(f, k, tree_ps(pc, u), 0);
             for (int i = 0; i < pc->nlinks; i++) {
-                touched |= load[pc->links[i]] >= f->phase[k];
-                load[pc->links[i]] -= u * pc->link_ps[i];
+                int64_t *l = &load[pc->links[i]];
+                track(f, k, *l, *l - u * pc->link_ps[i]);
+                *l -= u * pc->link_ps[i];
             }
             f->out->units[c * f->K + k] = 0;
         }
-        if (touched)
-            f->phase[k] = phase_ps_at(f->pl, f->out, k, load);
+        if (f->phase[k] > 0 && f->at_phase[k] == 0)
+            rescan(f, k, load);
     }
 }
 
@@ -267,6 +312,13 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
     sol_init(pl, out, f.K);
     f.load = mc_xcalloc((size_t)f.K * (size_t)(pl->nlinks + 1), sizeof(int64_t));
     f.phase = mc_xcalloc((size_t)f.K, sizeof(int64_t));
+    f.at_phase = mc_xcalloc((size_t)f.K, sizeof(int));
+    int most = 1;
+    for (int c = 0, n = 0; c < pl->ncands; c++) {
+        n = c > 0 && pl->cands[c].piece == pl->cands[c - 1].piece ? n + 1 : 1;
+        most = n > most ? n : most;
+    }
+    f.local = mc_xmalloc(sizeof(int64_t) * (size_t)most * (size_t)f.K);
     for (int round = 0; round <= MC_GREEDY_ROUNDS; round++)
         for (int c = 0, p = 0; p < pl->npieces; p++) {
             int first = c;
@@ -274,11 +326,15 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
                 c++;
             if (round > 0)
                 lift_piece(&f, first, c);
+            for (size_t i = 0; i < (size_t)(c - first) * (size_t)f.K; i++)
+                f.local[i] = -1;
             for (int u = 0; u < pl->units[p] && c > first; u++)
                 place_unit(&f, first, c);
         }
     free(f.load);
     free(f.phase);
+    free(f.at_phase);
+    free(f.local);
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);
 }

@@ -9,12 +9,14 @@
 /* A relay tree's part of its piece is a multiple of this many bytes (the last takes the rest). */
 #define STRIPE_GRANULE 4096u
 
-static int has_piece(const mc_cands_t *relays, int piece)
+/* Which pieces have relay trees: one flag per piece of the task (a scan of relays per tree was
+ * quadratic, a fifth of the synthesis of an all-to-all over 64 GPUs: 4,032 pieces). */
+static char *pieces_of(const mc_task_t *task, const mc_cands_t *relays)
 {
+    char *has = mc_xcalloc((size_t)task->npieces + 1, 1);
     for (int c = 0; c < relays->n; c++)
-        if (relays->c[c].piece == piece)
-            return 1;
-    return 0;
+        has[relays->c[c].piece] = 1;
+    return has;
 }
 
 /* Whether trees a and b of one piece reach the same of its destinations. */
@@ -45,11 +47,12 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
 {
     mc_sched_t *d = mc_sched_new(s->task, topo, s->strategy);
     mc_status_t st = MC_OK;
+    char *relayed = pieces_of(s->task, relays);
     d->mem_limit = s->mem_limit;
     d->nphases = s->nphases > 0 ? s->nphases : 1;
     for (int t = 0; t < s->ntrees; t++) {
         const mc_tree_t *src = &s->trees[t];
-        if (has_piece(relays, src->piece))
+        if (relayed[src->piece])
             continue;
         int u = mc_sched_add_tree(d, src->piece, src->offset, src->bytes, src->root, src->phase,
                                   src->nchunks);
@@ -75,6 +78,7 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
         }
     }
     if (st != MC_OK) {
+        free(relayed);
         mc_sched_free(d);
         return st;
     }
@@ -83,13 +87,14 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
      * chunks than alone (none below min_chunk) */
     for (int t = 0, c = 0; t < d->ntrees; t++) {
         mc_tree_t *tr = &d->trees[t];
-        if (!has_piece(relays, tr->piece))
+        if (!relayed[tr->piece])
             continue;
         uint64_t most = tr->bytes / min_chunk;
         int n = mc_cand_chunks(&relays->c[c++], tr->bytes, 0, tr->rate);
         tr->nchunks = (uint64_t)n <= most ? n : most > (uint64_t)tr->nchunks ? (int)most
                                                                              : tr->nchunks;
     }
+    free(relayed);
     *out = d;
     return MC_OK;
 }

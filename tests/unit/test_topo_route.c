@@ -1,6 +1,6 @@
 /* Routes between GPUs: NVLink direct and through the NVSwitch, PCIe and the CPU link inside a
  * host, across hosts over NICs and switches, and PXN on a two-rail build. Expected links and
- * figures are read off the DGX-1 file and the small builds below. */
+ * figures are read off the DGX-1 file and the small builds below; the host's shortest-path trees. */
 #include "test_topo_helpers.h"
 
 #include <math.h>
@@ -212,13 +212,43 @@ static void test_route_cache_size(void **state)
     mc_topo_free(t);
 }
 
+/* The host's shortest-path tree from a GPU on DGX-1: every GPU hangs off src by parents, no path
+ * is slower per byte than the GPU's direct route (Dijkstra over the complete host graph), GPU 5
+ * (6 GB/s across the sockets from GPU 0) is reached over NVLinks through a relay, and a second
+ * call returns the cached tree. */
+static void test_host_spt(void **state)
+{
+    mc_topo_t *t = load_ok(SHARED "dgx1-v100-hybrid-cube-mesh-topo.xml");
+    mc_err_t err = {0};
+    const int *par, *again;
+    int g0 = -1, g0b = -1;
+    assert_int_equal(mc_topo_host_spt(t, 0, &g0, &par, &err), MC_OK);
+    assert_int_equal(g0, 0);
+    assert_true(par[0] < 0);
+    for (int v = 1; v < 8; v++) {
+        double path = 0;
+        int hops = 0;
+        for (int u = v; u != 0; u = par[u], hops++) {
+            assert_true(par[u] >= 0 && par[u] < 8 && hops < 8);
+            path += 1.0 / route_ok(t, par[u], u).bw;
+        }
+        assert_true(path <= 1.0 / route_ok(t, 0, v).bw * (1 + 1e-9));
+    }
+    assert_int_not_equal(par[5], 0);
+    assert_true(route_ok(t, par[5], 5).bw / 1e9 >= 20.0);
+    assert_int_equal(mc_topo_host_spt(t, 0, &g0b, &again, &err), MC_OK);
+    assert_ptr_equal(again, par);
+    assert_int_equal(g0b, 0);
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgx1_routes),     cmocka_unit_test(test_nvswitch_route),
         cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
         cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
-        cmocka_unit_test(test_route_cache_size),
+        cmocka_unit_test(test_route_cache_size), cmocka_unit_test(test_host_spt),
     };
     return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
 }
