@@ -33,6 +33,7 @@ struct mc_sched_maxmin {
         int link;
     } *heap;
     int nheap, heap_cap;
+    int nused;        /* links of the last solve of two flows or more, for a resolve */
     /* solve_scan: per link of the solve, its key (as the heap would hold it) and its level */
     double *key, *lev;
     int *open, scan_cap;
@@ -371,6 +372,20 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
     }
 }
 
+/* The bottlenecks of the links of this solve (m->used) whose flows are set up (m->fixed, and the
+ * links' sums): by the scan or the sort, as the links not closed yet are few or many. */
+static void solve_open(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
+                       const int *links, const double *weight, double *rate)
+{
+    int nopen = 0;
+    for (int i = 0; i < nused; i++)
+        nopen += m->nunfixed[m->used[i]] > 0;
+    if (nopen <= MM_SCAN_LINKS)
+        solve_scan(m, nused, nleft, off, links, weight, rate);
+    else
+        solve_sorted(m, nused, nleft, off, links, weight, rate);
+}
+
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate)
 {
@@ -389,8 +404,44 @@ void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, con
         nleft += !m->fixed[f];
         rate[f] = HUGE_VAL;
     }
-    if (nused <= MM_SCAN_LINKS)
-        solve_scan(m, nused, nleft, off, links, weight, rate);
-    else
-        solve_sorted(m, nused, nleft, off, links, weight, rate);
+    m->nused = nused;
+    solve_open(m, nused, nleft, off, links, weight, rate);
+}
+
+/* The solve of the flows not held, in their order, as a problem of their own would be: the same
+ * links with their flows (the held ones are fixed already, so fixing a link skips them, as if
+ * they were not there), each link's sums over the flows not held, summed in the same order; the
+ * links only held flows cross are closed from the start. Only the index is kept. */
+void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                             const double *weight, const char *held, const double *cap,
+                             double *rate)
+{
+    if (nflows == 1) { /* solved without an index */
+        if (!held[0])
+            solve_one(off, links, weight, cap, rate);
+        return;
+    }
+    for (int i = 0; i < m->nused; i++) {
+        int l = m->used[i];
+        m->cap_rem[l] = cap[l];
+        m->wsum[l] = 0;
+        m->nunfixed[l] = 0;
+    }
+    int nleft = 0;
+    for (int f = 0; f < nflows; f++) {
+        m->fixed[f] = held[f] || off[f + 1] == off[f];
+        if (held[f])
+            continue;
+        nleft += !m->fixed[f];
+        rate[f] = HUGE_VAL;
+        for (int j = off[f]; j < off[f + 1]; j++) {
+            if (weight)
+                m->wsum[links[j]] += weight[j];
+            m->nunfixed[links[j]]++;
+        }
+    }
+    if (!weight) /* a sum of ones, exact */
+        for (int i = 0; i < m->nused; i++)
+            m->wsum[m->used[i]] = m->nunfixed[m->used[i]];
+    solve_open(m, m->nused, nleft, off, links, weight, rate);
 }

@@ -466,6 +466,100 @@ static void test_maxmin_wide_ids(void **state)
     free(id);
 }
 
+/* mc_sched_maxmin_resolve against the solve of the flows not held alone: random flow sets as in
+ * test_maxmin_random (scan and sort, weighted and not), a quarter of the flows held and their
+ * rates taken off the capacities (some down to nothing), then as many more again on the
+ * capacities left (a second resolve on the same index), down to one flow not held; the rates of
+ * the flows not held match to the bit and the held ones keep theirs. */
+static void test_maxmin_resolve(void **state)
+{
+    (void)state;
+    uint64_t seed = 4242;
+    int nlinks_max = 600, nflows_max = 400;
+    int *off = malloc(sizeof(int) * (size_t)(nflows_max + 1));
+    int *links = malloc(sizeof(int) * (size_t)(6 * nflows_max));
+    double *weight = malloc(sizeof(double) * (size_t)(6 * nflows_max));
+    int *roff = malloc(sizeof(int) * (size_t)(nflows_max + 1));
+    int *rlinks = malloc(sizeof(int) * (size_t)(6 * nflows_max));
+    double *rweight = malloc(sizeof(double) * (size_t)(6 * nflows_max));
+    double *cap = malloc(sizeof(double) * (size_t)nlinks_max);
+    double *got = malloc(sizeof(double) * (size_t)nflows_max);
+    double *was = malloc(sizeof(double) * (size_t)nflows_max);
+    double *want = malloc(sizeof(double) * (size_t)nflows_max);
+    char *held = malloc((size_t)nflows_max);
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(nlinks_max);
+    mc_sched_maxmin_t *fresh = mc_sched_maxmin_new(nlinks_max);
+#define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+    for (int round = 0; round < 2000; round++) {
+        int nlinks = 2 + RND(round % 4 == 3 ? nlinks_max - 2 : 60);
+        int nflows = 2 + RND(round % 4 == 3 ? nflows_max - 2 : 80), n = 0;
+        for (int l = 0; l < nlinks; l++)
+            cap[l] = 370.8e9 / 7 * (1 + RND(8));
+        off[0] = 0;
+        for (int f = 0; f < nflows; f++) {
+            for (int k = RND(8) == 0 ? 0 : 1 + RND(5); k > 0; k--) {
+                links[n] = RND(nlinks);
+                weight[n++] = 0.5 * (1 + RND(3));
+            }
+            off[f + 1] = n;
+            held[f] = 0;
+        }
+        const double *w = round % 2 ? weight : NULL;
+        mc_sched_maxmin_solve(m, nflows, off, links, w, cap, got);
+        for (int step = 0; step < 2; step++) {
+            int nfree = 0;
+            for (int f = 0; f < nflows; f++) {
+                if (!held[f] && (RND(4) == 0 || round % 8 == 5)) {
+                    held[f] = 1;
+                    for (int j = off[f]; j < off[f + 1]; j++)
+                        cap[links[j]] -= RND(3) == 0 ? got[f] : got[f] / 2;
+                }
+                nfree += !held[f];
+            }
+            if (round % 8 == 5) { /* all but the last flow held, or all of them */
+                held[nflows - 1] = step == 0 ? 0 : 1;
+                nfree = step == 0;
+            }
+            memcpy(was, got, sizeof(double) * (size_t)nflows);
+            mc_sched_maxmin_resolve(m, nflows, off, links, w, held, cap, got);
+            int k = 0, at = 0;
+            roff[0] = 0;
+            for (int f = 0; f < nflows; f++) {
+                if (held[f])
+                    continue;
+                for (int j = off[f]; j < off[f + 1]; j++) {
+                    rlinks[at] = links[j];
+                    rweight[at++] = weight[j];
+                }
+                roff[++k] = at;
+            }
+            assert_int_equal(k, nfree);
+            if (nfree > 0)
+                mc_sched_maxmin_solve(fresh, nfree, roff, rlinks, w ? rweight : NULL, cap, want);
+            for (int f = 0, i = 0; f < nflows; f++) {
+                const double *expect = held[f] ? &was[f] : &want[i++];
+                if (memcmp(&got[f], expect, sizeof(double)) != 0)
+                    fail_msg("round %d, step %d, flow %d of %d (held %d): %.17g, want %.17g",
+                             round, step, f, nflows, held[f], got[f], *expect);
+            }
+        }
+    }
+#undef RND
+    mc_sched_maxmin_free(m);
+    mc_sched_maxmin_free(fresh);
+    free(off);
+    free(links);
+    free(weight);
+    free(roff);
+    free(rlinks);
+    free(rweight);
+    free(cap);
+    free(got);
+    free(was);
+    free(want);
+    free(held);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_maxmin_solver),
         cmocka_unit_test(test_maxmin_random),
         cmocka_unit_test(test_maxmin_wide_ids),
+        cmocka_unit_test(test_maxmin_resolve),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }
