@@ -6,9 +6,10 @@
  * its flows at its level. The simulator solves hundreds of thousands of problems; on the small
  * ones (tens of links) a scan over the links still open picks the same link in the same order,
  * keys and all (solve_scan). On the larger ones (hundreds of links, where most links are closed
- * by other links' fixes before their key comes up, and few are re-keyed) the initial keys are
- * radix-sorted once and only the re-keyed links go through a heap (solve_sorted): a closed link
- * costs a test instead of a heap pop. Both stop once every flow is fixed. */
+ * by other links' fixes before their key comes up) the initial keys are radix-sorted once and
+ * only the re-keyed links go through a heap (solve_sorted): a closed link costs a test instead of
+ * a heap pop. Both stop once every flow is fixed. A solve again with some flows held (the
+ * simulator's connection limits) keeps the link index (mc_sched_maxmin_resolve). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
