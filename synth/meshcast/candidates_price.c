@@ -248,8 +248,9 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
             memcpy(bumped, f->price, sizeof(double) * (size_t)topo->nlinks);
             for (int j = 0; j < f->ncols[s]; j++) {
                 const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
-                for (int i = 0; i < t->nlinks && mc_frac_tree_cost(f, t, eps) <= have * (1 + 1e-9);
-                     i++)
+                if (mc_frac_tree_cost(f, t, eps) > have * (1 + 1e-9))
+                    continue;
+                for (int i = 0; i < t->nlinks; i++)
                     bumped[t->links[i]] = f->price[t->links[i]] + top;
             }
         }

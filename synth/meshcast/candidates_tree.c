@@ -164,8 +164,8 @@ static double max2(double a, double b)
  * the tree is one copy, one connection per edge, and no hop is faster than its limit. */
 static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_spb, int capped)
 {
-    double chunk = bytes / n, first = 0, slowest = 0;
-    double *at = mc_xmalloc(sizeof(double) * (size_t)c->nedges);
+    double chunk = bytes / n, first = 0, slowest = 0, on_stack[64];
+    double *at = c->nedges <= 64 ? on_stack : mc_xmalloc(sizeof(double) * (size_t)c->nedges);
     for (int e = 0; e < c->nedges; e++) {
         double spb = max2(max2(c->edge_spb[e], capped ? c->edge_conn_spb[e] : 0), min_spb);
         double t = c->edge_hop[e] + chunk * spb;
@@ -175,7 +175,8 @@ static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_sp
         if (t > slowest)
             slowest = t;
     }
-    free(at);
+    if (at != on_stack)
+        free(at);
     return first + (n - 1) * slowest;
 }
 
@@ -192,9 +193,14 @@ static int best_chunks(const mc_cand_t *c, double bytes, double min_spb, int cap
             lo = m1;
     }
     int best = lo;
-    for (int n = lo + 1; n <= hi; n++)
-        if (pipelined_s(c, bytes, n, min_spb, cap) < pipelined_s(c, bytes, best, min_spb, cap))
+    double best_s = pipelined_s(c, bytes, lo, min_spb, cap);
+    for (int n = lo + 1; n <= hi; n++) {
+        double s = pipelined_s(c, bytes, n, min_spb, cap);
+        if (s < best_s) {
             best = n;
+            best_s = s;
+        }
+    }
     return best;
 }
 
