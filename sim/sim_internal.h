@@ -93,8 +93,8 @@ typedef struct sim_links {
     int *off, off_cap, *clinks, clink_cap, rate_cap;
     double *fcap;
     double *cap_left;
-    int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
-    double *free_rates;
+    char *held;                 /* per flow of the component: held at its connection's limit */
+    int held_cap;
 } sim_links_t;
 
 void sim_links_init(sim_links_t *lk, const mc_topo_t *topo);
