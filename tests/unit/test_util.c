@@ -149,6 +149,20 @@ static void test_buf_and_format(void **state)
         mc_buf_printf(&b, "%d,", i);
     assert_int_equal(strncmp(b.data, "0,1,2,", 6), 0);
     assert_int_equal(b.len, strlen(b.data));
+    assert_int_equal(b.len, 10 * 2 + 90 * 3 + 900 * 4);
+    assert_string_equal(b.data + b.len - 8, "998,999,");
+    mc_buf_free(&b);
+    /* a text longer than the free room is formatted again once the buffer has grown; an empty
+     * one leaves it as it was */
+    char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    mc_buf_printf(&b, "<%s>", "a");
+    mc_buf_printf(&b, "%s", "");
+    mc_buf_printf(&b, "[%s]%d", big, 7);
+    assert_int_equal(b.len, 3 + 1 + 999 + 2);
+    assert_int_equal(strncmp(b.data, "<a>[xxx", 7), 0);
+    assert_string_equal(b.data + b.len - 4, "xx]7");
     mc_buf_free(&b);
     char s[32];
     assert_string_equal(mc_fmt_bytes(1u << 30, s, sizeof s), "1.00 GiB");
