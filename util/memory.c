@@ -100,8 +100,8 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n)
 }
 
 /* Formats straight into the buffer's free room, and again once it has grown when the text did
- * not fit (a temporary string per call, formatted twice, was a seventh of the synthesis of
- * 4,032 pieces: the components' keys are written a link at a time). */
+ * not fit: most calls format once, with no temporary string (the components' keys and the
+ * schedule files are written a few characters at a time). */
 void mc_buf_printf(mc_buf_t *b, const char *fmt, ...)
 {
     va_list ap, again;
