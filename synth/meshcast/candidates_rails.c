@@ -8,6 +8,7 @@
  * (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the root's NVLink
  * rate over two. On the root's own rail the local fan-out starts at another GPU, one tree per
  * choice, so that the split spreads it. Each tree's stripe is its part in that split. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@
  * bound striped; a broadcast of 64 MiB over 8 OCI A100 boxes (1.1 MiB per tree) from 2.70 to
  * 1.75, host 0's shards to those boxes (1.1 MiB) from 2.47 to 1.48. */
 #define MC_RAIL_TREE_MIN (1024.0 * 1024.0)
+/* A port counts as fed when its GPUs' routes to it reach this share of its rate (a NIC of 25 GB/s
+ * behind a 24 GB/s PCIe link is fed by one GPU of 24). */
+#define MC_RAIL_FED 0.9
 
 typedef struct rails {
     mc_cands_t *cs;
@@ -60,6 +64,21 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     if (nwant == 0)
         return MC_OK;
     int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
+    if (k < 0)
+        return MC_ERR_INTERNAL;
+    for (int i = 0; i < k; i++)
+        edge(r, r->spar[i], r->schi[i]);
+    return MC_OK;
+}
+
+/* Reaches g (in src's host) from src (in the tree) by the host's shortest-path tree: over a
+ * partial mesh (MI250: GPU 0 has xGMI to 1, 4 and 6 only) through xGMI relays rather than the
+ * direct route, which would cross both GPUs' PCIe bridges and the switch their NICs hang from. */
+static mc_status_t reach(rails_t *r, int src, int g, mc_err_t *err)
+{
+    if (src == g)
+        return MC_OK;
+    int k = mc_cands_host_spt(r->topo, src, &g, 1, r->spar, r->schi, err);
     if (k < 0)
         return MC_ERR_INTERNAL;
     for (int i = 0; i < k; i++)
@@ -105,13 +124,13 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     r->seen[root] = 1;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
+    mc_status_t st = MC_OK;
     if (r->local)
-        edge(r, root, x);
+        st = reach(r, root, x, err);
     else
         x = root;
     int prev = x, from = x;
-    mc_status_t st = MC_OK;
-    if (hub >= 0) {
+    if (hub >= 0 && st == MC_OK) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
         st = fan_out(r, r->hosts[hub], from, err);
@@ -120,8 +139,8 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
      * candidates.c list them: a tree they already have is found again, not added twice */
     for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
         if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
-            edge(r, root, y);
-            st = fan_out(r, h0, y, err);
+            st = reach(r, root, y, err);
+            st = st == MC_OK ? fan_out(r, h0, y, err) : st;
             mine = 1;
         }
         if (i == r->nhosts || i == hub || st != MC_OK)
@@ -190,36 +209,55 @@ static int span_of(const char *mine, int ndev)
     return n;
 }
 
-/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: on each port
+/* Marks in usable[] the rails of host h0 that a NIC port needs to send at its rate: on each port
  * (by the route to the first remote host's GPU on the rail), the root's own rail r0 when it is
- * on it, else the first; returns how many. A host with one NIC (PCIe boxes, the paper's
- * p3.8xlarge) has one rail: nothing to stripe. */
+ * on it, then the others in order while the GPUs taken so far feed the port less than its rate
+ * (the slowest link of a GPU's route before the port). One GPU per port where a GPU's PCIe is as
+ * fast as its NIC (two GPUs per NIC on a p4d: the second would only share the port); two where it
+ * is half as fast (MI250: 12 GB/s x8 bridges under a 24 GB/s NIC, so one rail per port left half
+ * of each NIC idle and a broadcast over 8 hosts at 2.45 of the bound). Returns how many. A host
+ * with one NIC whose GPUs each fill it (the paper's p3.8xlarge) has one rail: nothing to stripe. */
 static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable)
 {
     const mc_topo_t *t = r->topo;
     mc_err_t ignored = {0};
-    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0, own = -1;
+    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0;
+    double *feed = mc_xmalloc(sizeof(double) * (size_t)(ndev + 1));
+    double *fed = mc_xcalloc((size_t)t->nlinks + 1, sizeof(double));
+    int *order = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), norder = 0;
     memset(usable, 0, (size_t)ndev);
     for (int k = 0; k < ndev; k++) {
         int x = mc_topo_host_gpu_on_dev(t, h0, k);
         int to = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
         mc_route_t rt;
         port[k] = -1;
+        feed[k] = HUGE_VAL;
         if (x < 0 || to < 0 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
             continue;
-        for (int i = 0; i < rt.nlinks && port[k] < 0; i++)
+        for (int i = 0; i < rt.nlinks && port[k] < 0; i++) {
             if (t->links[rt.links[i]].kind == MC_LINK_NET)
                 port[k] = rt.links[i];
+            else if (t->links[rt.links[i]].bw < feed[k])
+                feed[k] = t->links[rt.links[i]].bw;
+        }
         if (x == r0)
-            own = port[k];
+            order[norder++] = k;
     }
-    for (int k = 0; k < ndev; k++) {
-        int x = mc_topo_host_gpu_on_dev(t, h0, k);
-        usable[k] = port[k] >= 0 &&
-                    (port[k] == own ? x == r0 : !mc_ints_contain(port, k, port[k]));
-        n += usable[k];
+    for (int k = 0; k < ndev; k++)
+        if (norder == 0 || order[0] != k)
+            order[norder++] = k;
+    for (int i = 0; i < norder; i++) {
+        int k = order[i];
+        if (port[k] < 0 || fed[port[k]] >= t->links[port[k]].bw * MC_RAIL_FED)
+            continue;
+        fed[port[k]] += feed[k];
+        usable[k] = 1;
+        n++;
     }
     free(port);
+    free(feed);
+    free(fed);
+    free(order);
     return n;
 }
 
