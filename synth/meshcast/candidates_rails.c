@@ -42,6 +42,8 @@ typedef struct rails {
     int *hosts, nhosts;   /* the remote destination hosts, ascending */
     int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
     int local;            /* the share has destinations in the root host */
+    int stride;           /* per rail k: its tree in the root host (candidates_home.c) at k x stride */
+    int *hpar, *hchi, *hne;
 } rails_t;
 
 static void edge(rails_t *r, int a, int b)
@@ -64,21 +66,6 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     if (nwant == 0)
         return MC_OK;
     int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
-    if (k < 0)
-        return MC_ERR_INTERNAL;
-    for (int i = 0; i < k; i++)
-        edge(r, r->spar[i], r->schi[i]);
-    return MC_OK;
-}
-
-/* Reaches g (in src's host) from src (in the tree) by the host's shortest-path tree: over a
- * partial mesh (MI250: GPU 0 has xGMI to 1, 4 and 6 only) through xGMI relays rather than the
- * direct route, which would cross both GPUs' PCIe bridges and the switch their NICs hang from. */
-static mc_status_t reach(rails_t *r, int src, int g, mc_err_t *err)
-{
-    if (src == g)
-        return MC_OK;
-    int k = mc_cands_host_spt(r->topo, src, &g, 1, r->spar, r->schi, err);
     if (k < 0)
         return MC_ERR_INTERNAL;
     for (int i = 0; i < k; i++)
@@ -111,39 +98,32 @@ static int remote_hosts(const rails_t *r, int h0, int *hosts)
     return n;
 }
 
-/* One tree: root -> x (unless x is the root); from x on rail k, a chain over the remote hosts
- * (hub < 0) or the hub host first and from its entry every other remote host (a two-level
- * star: the hub's NIC sends to each, a NIC per rail); the root host's destinations reached from
- * y (root -> y first unless y is x or the root). Appended when it is complete. */
-static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_err_t *err)
+/* One tree: its part in the root host (home trees, when the host has destinations: from the root
+ * through x, the rail GPU, to them); from x on rail k, a chain over the remote hosts (hub < 0) or
+ * the hub host first and from its entry every other remote host (a two-level star: the hub's NIC
+ * sends to each, a NIC per rail). Appended when it is complete. */
+static mc_status_t build(rails_t *r, int root, int x, int k, int hub, mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
-    int h0 = mc_topo_gpu_host(t, root);
     memset(r->seen, 0, sizeof(int) * (size_t)t->ngpus);
     r->ne = 0;
     r->seen[root] = 1;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
-    mc_status_t st = MC_OK;
     if (r->local)
-        st = reach(r, root, x, err);
+        for (int i = 0; i < r->hne[k]; i++)
+            edge(r, r->hpar[k * r->stride + i], r->hchi[k * r->stride + i]);
     else
         x = root;
     int prev = x, from = x;
-    if (hub >= 0 && st == MC_OK) {
+    mc_status_t st = MC_OK;
+    if (hub >= 0) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
         st = fan_out(r, r->hosts[hub], from, err);
     }
-    /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
-     * candidates.c list them: a tree they already have is found again, not added twice */
-    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
-        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
-            st = reach(r, root, y, err);
-            st = st == MC_OK ? fan_out(r, h0, y, err) : st;
-            mine = 1;
-        }
-        if (i == r->nhosts || i == hub || st != MC_OK)
+    for (int i = 0; i < r->nhosts && st == MC_OK; i++) {
+        if (i == hub)
             continue;
         int e = entry(r, r->hosts[i], k);
         edge(r, hub >= 0 ? from : prev, e);
@@ -160,6 +140,47 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     if (pst == MC_OK && at >= 0 && r->nmade < r->capmade)
         r->made[r->nmade++] = at;
     return pst;
+}
+
+/* The root host's trees of the rails given (mine), into r->hpar, hchi, hne. */
+static mc_status_t home(rails_t *r, int h0, int r0, int ndev, const char *mine, mc_err_t *err)
+{
+    const mc_topo_t *t = r->topo;
+    int *roots = mc_xmalloc(sizeof(int) * (size_t)(3 * ndev + 1)), *xs = roots + ndev;
+    int *to = xs + ndev, nrails = 0, nwant = 0;
+    for (int i = 0; i < r->pc->ndests; i++)
+        if (mc_topo_gpu_host(t, r->pc->dests[i]) == h0)
+            r->want[nwant++] = r->pc->dests[i];
+    for (int k = 0; k < ndev; k++) {
+        int x = mc_topo_host_gpu_on_dev(t, h0, k);
+        if (!mine[k] || x < 0)
+            continue;
+        roots[nrails] = mc_ints_contain(r->pc->holders, r->pc->nholders, x) ? x : r0;
+        xs[nrails] = x;
+        to[nrails++] = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
+    }
+    r->stride = nwant + 2;
+    r->hpar = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1) * (size_t)r->stride);
+    r->hchi = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1) * (size_t)r->stride);
+    r->hne = mc_xcalloc((size_t)ndev + 1, sizeof(int));
+    int *ne = mc_xmalloc(sizeof(int) * (size_t)(nrails + 1));
+    mc_status_t st = MC_OK;
+    if (mc_cands_home_trees(t, roots, xs, to, nrails, r->want, nwant, r->stride, r->hpar,
+                            r->hchi, ne) < 0)
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: a GPU of host %d is unreachable from %d",
+                        __FILE__, __LINE__, h0, roots[0]);
+    /* rail k's tree at k x stride: the solver filled them in rail order */
+    for (int k = ndev - 1, i = nrails - 1; k >= 0 && st == MC_OK; k--) {
+        int x = mc_topo_host_gpu_on_dev(t, h0, k);
+        if (!mine[k] || x < 0)
+            continue;
+        memmove(r->hpar + k * r->stride, r->hpar + i * r->stride, sizeof(int) * (size_t)ne[i]);
+        memmove(r->hchi + k * r->stride, r->hchi + i * r->stride, sizeof(int) * (size_t)ne[i]);
+        r->hne[k] = ne[i--];
+    }
+    free(roots);
+    free(ne);
+    return st;
 }
 
 int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh)
@@ -309,8 +330,10 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                        (senders == 1 || span_of(mine, ndev) >= 2)
                    ? r.nhosts
                    : 0;
-    r.capmade = 2 * ndev + hubs + 2;
+    r.capmade = hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
+    if (local && ndev > 0)
+        st = home(&r, root_host, r0, ndev, mine, err);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
@@ -318,19 +341,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         if (!mine[k] || x < 0)
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
-        /* on the root's own rail, when the share stripes over others too, its host's fan-out
-         * starts at another GPU, in turn: the root's links carry each byte once */
-        int turn = root == x && local && span_of(mine, ndev) > 1;
         for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
             r.nmade = 0;
-            for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
-                int y = turn ? mc_topo_host_gpu_on_dev(topo, root_host, (k + j + hub + 1) % ndev)
-                             : x;
-                if (y == x && turn)
-                    y = mc_topo_host_gpu_on_dev(topo, root_host, (k + 1) % ndev);
-                if (y >= 0)
-                    st = build(&r, root, x, y, k, hub, err);
-            }
+            st = build(&r, root, x, k, hub, err);
             /* the rail's part goes to its two-level trees, or to its chains without hubs */
             if (hub < 0 && hubs > 0)
                 continue;
@@ -385,6 +398,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.spar);
     free(r.schi);
     free(r.hosts);
+    free(r.hpar);
+    free(r.hchi);
+    free(r.hne);
     return st;
 }
 

@@ -155,6 +155,14 @@ int mc_cand_copies(const mc_cand_t *c, double rate);
  * error. */
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
+/* The root host's part of rail-stripe trees (candidates_home.c): for each of nrails rails, the
+ * tree from roots[k] through its rail GPU xs[k] (whose stripe leaves for GPU to[k], -1: none) to
+ * every one of dests (GPUs of that host), planned around the load of the others; edges parents
+ * first into par, chi at k x stride (stride: ndests + 1 or more), their count in ne[k]. Returns
+ * -1 when some GPU could not be reached. */
+int mc_cands_home_trees(const mc_topo_t *topo, const int *roots, const int *xs, const int *to,
+                        int nrails, const int *dests, int ndests, int stride, int *par, int *chi,
+                        int *ne);
 
 /* Appends a tree built from edges like mc_cands_push, without looking for an earlier copy;
  * returns its index, or -1 on error. */
