@@ -73,6 +73,21 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     return MC_OK;
 }
 
+/* Reaches g (in src's host) from src (in the tree) by the host's shortest-path tree: over a
+ * partial mesh (MI250: GPU 0 has xGMI to 1, 4 and 6 only) through xGMI relays rather than the
+ * direct route, which would cross both GPUs' PCIe bridges and the switch their NICs hang from. */
+static mc_status_t reach(rails_t *r, int src, int g, mc_err_t *err)
+{
+    if (src == g)
+        return MC_OK;
+    int k = mc_cands_host_spt(r->topo, src, &g, 1, r->spar, r->schi, err);
+    if (k < 0)
+        return MC_ERR_INTERNAL;
+    for (int i = 0; i < k; i++)
+        edge(r, r->spar[i], r->schi[i]);
+    return MC_OK;
+}
+
 /* Where the stripe of rail k enters host h: its GPU on that rail (a relay when it needs
  * nothing), else the host's first destination. */
 static int entry(const rails_t *r, int h, int k)
@@ -98,32 +113,42 @@ static int remote_hosts(const rails_t *r, int h0, int *hosts)
     return n;
 }
 
-/* One tree: its part in the root host (home trees, when the host has destinations: from the root
- * through x, the rail GPU, to them); from x on rail k, a chain over the remote hosts (hub < 0) or
+/* One tree: its part in the root host (with several rails, the home trees: from the root
+ * through x, the rail GPU, to its destinations; with one, root -> x and x's shortest-path tree
+ * there, as at every other host); from x on rail k, a chain over the remote hosts (hub < 0) or
  * the hub host first and from its entry every other remote host (a two-level star: the hub's NIC
  * sends to each, a NIC per rail). Appended when it is complete. */
 static mc_status_t build(rails_t *r, int root, int x, int k, int hub, mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
+    int h0 = mc_topo_gpu_host(t, root);
     memset(r->seen, 0, sizeof(int) * (size_t)t->ngpus);
     r->ne = 0;
     r->seen[root] = 1;
+    mc_status_t st = MC_OK;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
-    if (r->local)
+    if (r->local && r->hne)
         for (int i = 0; i < r->hne[k]; i++)
             edge(r, r->hpar[k * r->stride + i], r->hchi[k * r->stride + i]);
+    else if (r->local)
+        st = reach(r, root, x, err);
     else
         x = root;
     int prev = x, from = x;
-    mc_status_t st = MC_OK;
-    if (hub >= 0) {
+    if (hub >= 0 && st == MC_OK) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
         st = fan_out(r, r->hosts[hub], from, err);
     }
-    for (int i = 0; i < r->nhosts && st == MC_OK; i++) {
-        if (i == hub)
+    /* the hosts in ascending order, the root host's fan-out in its place, as the shapes of
+     * candidates.c list them: a tree they already have is found again, not added twice */
+    for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
+        if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
+            st = fan_out(r, h0, x, err);
+            mine = 1;
+        }
+        if (i == r->nhosts || i == hub || st != MC_OK)
             continue;
         int e = entry(r, r->hosts[i], k);
         edge(r, hub >= 0 ? from : prev, e);
@@ -332,7 +357,8 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                    : 0;
     r.capmade = hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
-    if (local && ndev > 0)
+    /* the root host's trees planned together where several rails load its links */
+    if (local && span_of(mine, ndev) >= 2)
         st = home(&r, root_host, r0, ndev, mine, err);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
