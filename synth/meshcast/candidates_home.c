@@ -11,18 +11,18 @@
 
 #include "synth/meshcast/mc_meshcast.h"
 
-/* Adds one stripe to the load (stripes per byte/s) of every link on the route from a to b. */
-static void charge(const mc_topo_t *t, int a, int b, double *load)
+/* Adds w stripes to the load (stripes per byte/s) of every link on the route from a to b. */
+static void charge(const mc_topo_t *t, int a, int b, double w, double *load)
 {
     mc_route_t rt;
     mc_err_t ignored = {0};
     if (a != b && mc_topo_route(t, a, b, &rt, &ignored) == MC_OK)
         for (int i = 0; i < rt.nlinks; i++)
-            load[rt.links[i]] += 1.0 / t->links[rt.links[i]].bw;
+            load[rt.links[i]] += w / t->links[rt.links[i]].bw;
 }
 
-/* The busiest link of the route from a to b once it carries one more stripe. */
-static double peak(const mc_topo_t *t, int a, int b, const double *load)
+/* The busiest link of the route from a to b once it carries w more stripes. */
+static double peak(const mc_topo_t *t, int a, int b, double w, const double *load)
 {
     mc_route_t rt;
     mc_err_t ignored = {0};
@@ -30,71 +30,85 @@ static double peak(const mc_topo_t *t, int a, int b, const double *load)
     if (mc_topo_route(t, a, b, &rt, &ignored) != MC_OK)
         return HUGE_VAL;
     for (int i = 0; i < rt.nlinks; i++) {
-        double v = load[rt.links[i]] + 1.0 / t->links[rt.links[i]].bw;
+        double v = load[rt.links[i]] + w / t->links[rt.links[i]].bw;
         most = v > most ? v : most;
     }
     return most;
 }
 
 /* Whether (p, d) beats (q, e): a less loaded busiest link, or as loaded (within rounding) and
- * shallower. */
-static int less(double p, int d, double q, int e)
+ * shallower; a load up to level (the busiest link's before the tree) counts as none, since the
+ * split is at that level anyway: a tree stays as shallow as the host's routes allow until its
+ * links fill (a deeper one pays more pipeline fill, and its chunks cost the simulator more). */
+static int less(double p, int d, double q, int e, double level)
 {
+    p = p > level ? p : level;
+    q = q > level ? q : level;
     return p < q * (1 - 1e-9) || (p <= q * (1 + 1e-9) && d < e);
 }
 
-/* One rail's tree over the GPUs g[0..n) (g[0] the root; with via, g[1] the rail GPU): first the
- * path from the root to the rail GPU whose busiest link is least loaded (Dijkstra on that
- * bottleneck over every GPU of g), then the others joined one at a time by the least loaded edge
- * from the tree (Prim on the same measure); ties go to the shallower. Edges parents first into
- * par, chi; returns their count. */
-static int grow(const mc_topo_t *t, const int *g, int n, int via, const double *load, int *par,
-                int *chi)
+/* The path from g[0] to g[1] among the GPUs g[0..n) whose busiest link, carrying w more, is
+ * least loaded (Dijkstra on that bottleneck, fewer hops on a tie); edges into par, chi, marked in
+ * in[]; returns their count. */
+static int path(const mc_topo_t *t, const int *g, int n, double w, const double *load,
+                double level, int *par, int *chi, char *in)
 {
     double *best = mc_xmalloc(sizeof(double) * (size_t)n);
-    int *depth = mc_xcalloc((size_t)n, sizeof(int)), *from = mc_xmalloc(sizeof(int) * (size_t)n);
-    char *in = mc_xcalloc((size_t)n, 1);
+    int *hops = mc_xcalloc((size_t)n, sizeof(int)), *from = mc_xmalloc(sizeof(int) * (size_t)n);
+    char *done = mc_xcalloc((size_t)n, 1);
     for (int v = 0; v < n; v++) {
         best[v] = HUGE_VAL;
         from[v] = -1;
     }
     best[0] = 0;
-    for (int u = via ? 0 : -1; u >= 0 && u != 1;) {
-        in[u] = 1;
+    for (int u = 0; u >= 0 && u != 1;) {
+        done[u] = 1;
         for (int v = 0; v < n; v++) {
-            double p = in[v] ? HUGE_VAL : peak(t, g[u], g[v], load);
+            double p = done[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load);
             p = p > best[u] ? p : best[u];
-            if (!in[v] && less(p, depth[u] + 1, best[v], depth[v])) {
+            if (!done[v] && less(p, hops[u] + 1, best[v], hops[v], level)) {
                 best[v] = p;
-                depth[v] = depth[u] + 1;
+                hops[v] = hops[u] + 1;
                 from[v] = u;
             }
         }
         u = -1;
         for (int v = 0; v < n; v++)
-            if (!in[v] && best[v] < HUGE_VAL &&
-                (u < 0 || less(best[v], depth[v], best[u], depth[u])))
+            if (!done[v] && best[v] < HUGE_VAL &&
+                (u < 0 || less(best[v], hops[v], best[u], hops[u], level)))
                 u = v;
     }
-    /* keep only the path to the rail GPU */
-    memset(in, 0, (size_t)n);
-    in[0] = 1;
-    int m = 0;
-    for (int v = 1; via && from[v] >= 0; v = from[v])
-        m++;
-    for (int v = 1, i = m - 1; via && from[v] >= 0; v = from[v], i--) {
+    int m = from[1] >= 0 ? hops[1] : 0;
+    for (int v = 1, i = m - 1; i >= 0; v = from[v], i--) {
         par[i] = g[from[v]];
         chi[i] = g[v];
         in[v] = 1;
     }
-    int ne = m;
+    free(best);
+    free(hops);
+    free(from);
+    free(done);
+    return m;
+}
+
+/* Joins the GPUs of g not yet in[] the tree (ne edges so far, parents first) one at a time by
+ * the edge from the tree whose busiest link, carrying w more, is least loaded (Prim on that
+ * bottleneck; the shallower on a tie); returns the count of edges. */
+static int join(const mc_topo_t *t, const int *g, int n, double w, const double *load,
+                double level, int *par, int *chi, int ne, char *in)
+{
+    int *depth = mc_xcalloc((size_t)n, sizeof(int));
+    for (int i = 0; i < ne; i++)
+        for (int v = 0; v < n; v++)
+            if (g[v] == chi[i])
+                depth[v] = i + 1;
     for (;;) {
         int bu = -1, bv = -1;
         double bp = HUGE_VAL;
         for (int u = 0; u < n; u++)
             for (int v = 0; in[u] && v < n; v++) {
-                double p = in[v] ? HUGE_VAL : peak(t, g[u], g[v], load);
-                if (p < HUGE_VAL && (bu < 0 || less(p, depth[u] + 1, bp, depth[bu] + 1))) {
+                double p = in[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load);
+                if (p < HUGE_VAL && (bu < 0 || less(p, depth[u] + 1, bp, depth[bu] + 1, level))) {
                     bp = p;
                     bu = u;
                     bv = v;
@@ -107,38 +121,54 @@ static int grow(const mc_topo_t *t, const int *g, int n, int via, const double *
         par[ne] = g[bu];
         chi[ne++] = g[bv];
     }
-    free(best);
     free(depth);
-    free(from);
-    free(in);
     return ne;
 }
 
-int mc_cands_home_trees(const mc_topo_t *t, const int *roots, const int *xs, const int *to,
-                        int nrails, const int *dests, int ndests, int stride, int *par, int *chi,
-                        int *ne)
+static double busiest(const mc_topo_t *t, const double *load)
+{
+    double most = 0;
+    for (int l = 0; l < t->nlinks; l++)
+        most = load[l] > most ? load[l] : most;
+    return most;
+}
+
+int mc_cands_home_trees(const mc_topo_t *t, const mc_home_t *h, int *par, int *chi, int *ne)
 {
     double *load = mc_xcalloc((size_t)t->nlinks + 1, sizeof(double));
-    int *g = mc_xmalloc(sizeof(int) * (size_t)(ndests + 2));
-    for (int k = 0; k < nrails; k++)
-        if (to[k] >= 0)
-            charge(t, xs[k], to[k], load);
+    int *g = mc_xmalloc(sizeof(int) * (size_t)h->n * (size_t)(h->ndests + 2));
+    int *ng = mc_xmalloc(sizeof(int) * (size_t)(h->n + 1)), stride = h->ndests + 2;
+    char *in = mc_xcalloc((size_t)h->n * (size_t)stride, 1);
+    for (int k = 0; k < h->ndep; k++)
+        charge(t, h->dep_from[k], h->dep_to[k], 1, load);
+    /* first every tree's path from its root to its first GPU, so that the trees joined after see
+     * the root's links taken by the paths of the trees joined later */
+    for (int e = 0; e < h->n; e++) {
+        int *ge = g + (size_t)e * stride, n = 0;
+        ge[n++] = h->roots[e];
+        ge[n++] = h->firsts[e];
+        for (int i = 0; i < h->ndests; i++)
+            if (h->dests[i] != h->roots[e] && h->dests[i] != h->firsts[e])
+                ge[n++] = h->dests[i];
+        ng[e] = n;
+        in[(size_t)e * stride] = 1;
+        ne[e] = path(t, ge, n, h->ws[e], load, busiest(t, load), par + (size_t)e * stride, chi + (size_t)e * stride,
+                     in + (size_t)e * stride);
+        for (int i = 0; i < ne[e]; i++)
+            charge(t, par[(size_t)e * stride + i], chi[(size_t)e * stride + i], h->ws[e], load);
+    }
     int ok = 1;
-    for (int k = 0; k < nrails && ok; k++) {
-        int n = 0;
-        g[n++] = roots[k];
-        if (xs[k] != roots[k])
-            g[n++] = xs[k];
-        for (int i = 0; i < ndests; i++)
-            if (dests[i] != roots[k] && dests[i] != xs[k])
-                g[n++] = dests[i];
-        ne[k] = grow(t, g, n, xs[k] != roots[k], load, par + (size_t)k * stride,
-                     chi + (size_t)k * stride);
-        ok = ne[k] == n - 1;
-        for (int i = 0; i < ne[k]; i++)
-            charge(t, par[(size_t)k * stride + i], chi[(size_t)k * stride + i], load);
+    for (int e = 0; e < h->n && ok; e++) {
+        int m = ne[e];
+        ne[e] = join(t, g + (size_t)e * stride, ng[e], h->ws[e], load, busiest(t, load), par + (size_t)e * stride,
+                     chi + (size_t)e * stride, m, in + (size_t)e * stride);
+        ok = ne[e] == ng[e] - 1;
+        for (int i = m; i < ne[e]; i++)
+            charge(t, par[(size_t)e * stride + i], chi[(size_t)e * stride + i], h->ws[e], load);
     }
     free(load);
     free(g);
+    free(ng);
+    free(in);
     return ok ? 0 : -1;
 }

@@ -2,12 +2,14 @@
  * root host, per rail k it is given, trees whose root hands the bytes once to the GPU x on rail
  * k of its own host; x sends them out on its own NIC, as a chain across the destination hosts or
  * through one hub host that sends them to every other one (entering each host at its GPU on rail
- * k, which fans out inside it), and fans them out inside the root host. Striped over the rails,
- * the root's links carry each byte once and every NIC sends each stripe at most once per hop: the
- * host's whole NIC rate. The shape trees (candidates.c) send every stripe out of the root twice
- * (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the root's NVLink
- * rate over two. On the root's own rail the local fan-out starts at another GPU, one tree per
- * choice, so that the split spreads it. Each tree's stripe is its part in that split. */
+ * k, which fans out inside it), and the root host's destinations get them on the way. Striped
+ * over the rails, the root's links carry each byte once and every NIC sends each stripe at most
+ * once per hop: the host's whole NIC rate. The shape trees (candidates.c) send every stripe out
+ * of the root twice (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the
+ * root's NVLink rate over two. Where the share has several rails, the root host's part of every
+ * rail's trees is planned with the others' load (candidates_home.c); on the root's own rail its
+ * trees start at another GPU each, so that the split spreads that stripe too. Each tree's stripe
+ * is its part in that split. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,8 @@ typedef struct rails {
     int *hosts, nhosts;   /* the remote destination hosts, ascending */
     int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
     int local;            /* the share has destinations in the root host */
-    int stride;           /* per rail k: its tree in the root host (candidates_home.c) at k x stride */
+    int stride, ndev;     /* the root host's trees (candidates_home.c): that of rail k whose */
+    int *slot;            /* first GPU has dev d at slot[k x ndev + d] x stride (-1: none) */
     int *hpar, *hchi, *hne;
 } rails_t;
 
@@ -113,12 +116,13 @@ static int remote_hosts(const rails_t *r, int h0, int *hosts)
     return n;
 }
 
-/* One tree: its part in the root host (with several rails, the home trees: from the root
- * through x, the rail GPU, to its destinations; with one, root -> x and x's shortest-path tree
- * there, as at every other host); from x on rail k, a chain over the remote hosts (hub < 0) or
- * the hub host first and from its entry every other remote host (a two-level star: the hub's NIC
- * sends to each, a NIC per rail). Appended when it is complete. */
-static mc_status_t build(rails_t *r, int root, int x, int k, int hub, mc_err_t *err)
+/* One tree: its part in the root host (with several rails, a home tree: from the root first to
+ * the host's GPU of dev d, the rail GPU x unless x is the root, then to its destinations; with
+ * one, root -> x and x's shortest-path tree there, as at every other host); from x on rail k, a
+ * chain over the remote hosts (hub < 0) or the hub host first and from its entry every other
+ * remote host (a two-level star: the hub's NIC sends to each, a NIC per rail). Appended when it
+ * is complete. */
+static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
     int h0 = mc_topo_gpu_host(t, root);
@@ -126,11 +130,12 @@ static mc_status_t build(rails_t *r, int root, int x, int k, int hub, mc_err_t *
     r->ne = 0;
     r->seen[root] = 1;
     mc_status_t st = MC_OK;
+    int ht = r->slot ? r->slot[k * r->ndev + d] : -1;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
-    if (r->local && r->hne)
-        for (int i = 0; i < r->hne[k]; i++)
-            edge(r, r->hpar[k * r->stride + i], r->hchi[k * r->stride + i]);
+    if (r->local && ht >= 0)
+        for (int i = 0; i < r->hne[ht]; i++)
+            edge(r, r->hpar[ht * r->stride + i], r->hchi[ht * r->stride + i]);
     else if (r->local)
         st = reach(r, root, x, err);
     else
@@ -167,44 +172,75 @@ static mc_status_t build(rails_t *r, int root, int x, int k, int hub, mc_err_t *
     return pst;
 }
 
-/* The root host's trees of the rails given (mine), into r->hpar, hchi, hne. */
-static mc_status_t home(rails_t *r, int h0, int r0, int ndev, const char *mine, mc_err_t *err)
+/* The dev of the first GPU in the root host of rail k's tree for hub (-1: a chain, the j-th):
+ * the rail GPU's own, unless it is the root (own): then its trees start at each other GPU in
+ * turn, so that the root's links carry each byte of its own stripe once. */
+static int first_dev(int k, int own, int hub, int j, int ndev)
+{
+    return own ? (k + 1 + (hub >= 0 ? hub : j) % (ndev - 1)) % ndev : k;
+}
+
+/* How many chains rail k has: one per first GPU where they carry the root's own stripe (no
+ * hubs), else one. */
+static int nchains(int own, int hubs, int ndev)
+{
+    return own && !hubs ? ndev - 1 : 1;
+}
+
+/* The root host's trees of the rails given (mine), for each rail and first GPU its trees use
+ * (first_dev), weighted by the part of the rail's stripe they carry (hubs: how many two-level
+ * trees a rail has, 0: the chains carry it). */
+static mc_status_t home(rails_t *r, int h0, int r0, int ndev, const char *mine, int hubs,
+                        mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
-    int *roots = mc_xmalloc(sizeof(int) * (size_t)(3 * ndev + 1)), *xs = roots + ndev;
-    int *to = xs + ndev, nrails = 0, nwant = 0;
+    int nwant = 0, n = 0, ndep = 0;
     for (int i = 0; i < r->pc->ndests; i++)
         if (mc_topo_gpu_host(t, r->pc->dests[i]) == h0)
             r->want[nwant++] = r->pc->dests[i];
+    int cap = ndev * ndev + 1;
+    int *roots = mc_xmalloc(sizeof(int) * (size_t)(4 * cap)), *firsts = roots + cap;
+    int *dep_from = firsts + cap, *dep_to = dep_from + cap;
+    double *ws = mc_xcalloc((size_t)cap, sizeof(double));
+    r->ndev = ndev;
+    r->slot = mc_xmalloc(sizeof(int) * (size_t)cap);
+    for (int i = 0; i < cap; i++)
+        r->slot[i] = -1;
     for (int k = 0; k < ndev; k++) {
         int x = mc_topo_host_gpu_on_dev(t, h0, k);
         if (!mine[k] || x < 0)
             continue;
-        roots[nrails] = mc_ints_contain(r->pc->holders, r->pc->nholders, x) ? x : r0;
-        xs[nrails] = x;
-        to[nrails++] = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
+        int root = mc_ints_contain(r->pc->holders, r->pc->nholders, x) ? x : r0, own = root == x;
+        dep_from[ndep] = x;
+        dep_to[ndep] = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
+        ndep += dep_to[ndep] >= 0;
+        /* the chains carry the stripe without hubs, else (weight 0) the two-level trees */
+        for (int hub = -1; hub < hubs; hub++)
+            for (int j = 0; j < (hub < 0 ? nchains(own, hubs, ndev) : 1); j++) {
+                int d = first_dev(k, own, hub, j, ndev), g = mc_topo_host_gpu_on_dev(t, h0, d);
+                if (g < 0)
+                    continue;
+                if (r->slot[k * ndev + d] < 0) {
+                    roots[n] = root;
+                    firsts[n] = g;
+                    r->slot[k * ndev + d] = n++;
+                }
+                ws[r->slot[k * ndev + d]] +=
+                    (hub < 0) == !hubs ? 1.0 / (hubs ? hubs : nchains(own, hubs, ndev)) : 0;
+            }
     }
     r->stride = nwant + 2;
-    r->hpar = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1) * (size_t)r->stride);
-    r->hchi = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1) * (size_t)r->stride);
-    r->hne = mc_xcalloc((size_t)ndev + 1, sizeof(int));
-    int *ne = mc_xmalloc(sizeof(int) * (size_t)(nrails + 1));
+    r->hpar = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
+    r->hchi = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
+    r->hne = mc_xcalloc((size_t)n + 1, sizeof(int));
+    mc_home_t h = {.n = n, .roots = roots, .firsts = firsts, .ws = ws, .dests = r->want,
+                   .ndests = nwant, .dep_from = dep_from, .dep_to = dep_to, .ndep = ndep};
     mc_status_t st = MC_OK;
-    if (mc_cands_home_trees(t, roots, xs, to, nrails, r->want, nwant, r->stride, r->hpar,
-                            r->hchi, ne) < 0)
+    if (mc_cands_home_trees(t, &h, r->hpar, r->hchi, r->hne) < 0)
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: a GPU of host %d is unreachable from %d",
-                        __FILE__, __LINE__, h0, roots[0]);
-    /* rail k's tree at k x stride: the solver filled them in rail order */
-    for (int k = ndev - 1, i = nrails - 1; k >= 0 && st == MC_OK; k--) {
-        int x = mc_topo_host_gpu_on_dev(t, h0, k);
-        if (!mine[k] || x < 0)
-            continue;
-        memmove(r->hpar + k * r->stride, r->hpar + i * r->stride, sizeof(int) * (size_t)ne[i]);
-        memmove(r->hchi + k * r->stride, r->hchi + i * r->stride, sizeof(int) * (size_t)ne[i]);
-        r->hne[k] = ne[i--];
-    }
+                        __FILE__, __LINE__, h0, r0);
     free(roots);
-    free(ne);
+    free(ws);
     return st;
 }
 
@@ -355,11 +391,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                        (senders == 1 || span_of(mine, ndev) >= 2)
                    ? r.nhosts
                    : 0;
-    r.capmade = hubs + 2;
+    r.capmade = ndev + hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
     /* the root host's trees planned together where several rails load its links */
     if (local && span_of(mine, ndev) >= 2)
-        st = home(&r, root_host, r0, ndev, mine, err);
+        st = home(&r, root_host, r0, ndev, mine, hubs, err);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
@@ -367,9 +403,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         if (!mine[k] || x < 0)
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
+        int own = root == x && r.slot; /* its trees start in turn (home trees only) */
         for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
             r.nmade = 0;
-            st = build(&r, root, x, k, hub, err);
+            for (int j = 0; j < (hub < 0 ? nchains(own, hubs, ndev) : 1) && st == MC_OK; j++)
+                st = build(&r, root, x, first_dev(k, own, hub, j, ndev), k, hub, err);
             /* the rail's part goes to its two-level trees, or to its chains without hubs */
             if (hub < 0 && hubs > 0)
                 continue;
@@ -424,6 +462,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.spar);
     free(r.schi);
     free(r.hosts);
+    free(r.slot);
     free(r.hpar);
     free(r.hchi);
     free(r.hne);
