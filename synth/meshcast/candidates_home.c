@@ -91,9 +91,12 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
     return m;
 }
 
-/* Joins the GPUs of g not yet in[] the tree (ne edges so far, parents first) one at a time by
- * the edge from the tree whose busiest link, carrying w more, is least loaded (Prim on that
- * bottleneck; the shallower on a tie); returns the count of edges. */
+/* Joins the GPUs of g not yet in[] the tree (its path, ne edges, parents first) one at a time
+ * by the edge from the tree whose busiest link, carrying w more, is least loaded (Prim on that
+ * bottleneck; the shallower on a tie), never from the root (g[0]): every stripe of the host
+ * leaves it, so its links carry each byte once, on the paths (on an NVSwitch the root would
+ * otherwise be the shallowest parent of every GPU until its link filled); returns the count of
+ * edges. */
 static int join(const mc_topo_t *t, const int *g, int n, double w, const double *load,
                 double level, int *par, int *chi, int ne, char *in)
 {
@@ -105,7 +108,7 @@ static int join(const mc_topo_t *t, const int *g, int n, double w, const double 
     for (;;) {
         int bu = -1, bv = -1;
         double bp = HUGE_VAL;
-        for (int u = 0; u < n; u++)
+        for (int u = ne > 0; u < n; u++)
             for (int v = 0; in[u] && v < n; v++) {
                 double p = in[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load);
                 if (p < HUGE_VAL && (bu < 0 || less(p, depth[u] + 1, bp, depth[bu] + 1, level))) {
