@@ -91,6 +91,33 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
     return m;
 }
 
+/* Prim's state over the GPUs g[0..n) of one tree: per GPU outside it, its best edge from the
+ * tree so far (the busiest link's load with w more, the depth it would have, the parent). */
+typedef struct prim {
+    const mc_topo_t *t;
+    const int *g;
+    int n;
+    double w, level;
+    const double *load;
+    char *in;
+    double *best;
+    int *depth, *from;
+} prim_t;
+
+/* Offers every edge from u, in the tree, to the GPUs outside it. */
+static void offer(prim_t *p, int u)
+{
+    for (int v = 0; v < p->n; v++) {
+        double b = p->in[v] ? HUGE_VAL : peak(p->t, p->g[u], p->g[v], p->w, p->load);
+        if (b < HUGE_VAL &&
+            (p->from[v] < 0 || less(b, p->depth[u] + 1, p->best[v], p->depth[v], p->level))) {
+            p->best[v] = b;
+            p->depth[v] = p->depth[u] + 1;
+            p->from[v] = u;
+        }
+    }
+}
+
 /* Joins the GPUs of g not yet in[] the tree (its path, ne edges, parents first) one at a time
  * by the edge from the tree whose busiest link, carrying w more, is least loaded (Prim on that
  * bottleneck; the shallower on a tie), never from the root (g[0]): every stripe of the host
@@ -100,31 +127,35 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
 static int join(const mc_topo_t *t, const int *g, int n, double w, const double *load,
                 double level, int *par, int *chi, int ne, char *in)
 {
-    int *depth = mc_xcalloc((size_t)n, sizeof(int));
-    for (int i = 0; i < ne; i++)
-        for (int v = 0; v < n; v++)
-            if (g[v] == chi[i])
-                depth[v] = i + 1;
+    prim_t p = {.t = t, .g = g, .n = n, .w = w, .level = level, .load = load, .in = in};
+    p.best = mc_xmalloc(sizeof(double) * (size_t)n);
+    p.depth = mc_xcalloc((size_t)n, sizeof(int));
+    p.from = mc_xmalloc(sizeof(int) * (size_t)n);
+    for (int v = 0; v < n; v++) {
+        p.best[v] = HUGE_VAL;
+        p.from[v] = -1;
+        for (int i = 0; i < ne; i++)
+            p.depth[v] = g[v] == chi[i] ? i + 1 : p.depth[v];
+    }
+    for (int u = ne > 0; u < n; u++)
+        if (in[u])
+            offer(&p, u);
     for (;;) {
-        int bu = -1, bv = -1;
-        double bp = HUGE_VAL;
-        for (int u = ne > 0; u < n; u++)
-            for (int v = 0; in[u] && v < n; v++) {
-                double p = in[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load);
-                if (p < HUGE_VAL && (bu < 0 || less(p, depth[u] + 1, bp, depth[bu] + 1, level))) {
-                    bp = p;
-                    bu = u;
-                    bv = v;
-                }
-            }
-        if (bu < 0)
+        int bv = -1;
+        for (int v = 0; v < n; v++)
+            if (!in[v] && p.from[v] >= 0 &&
+                (bv < 0 || less(p.best[v], p.depth[v], p.best[bv], p.depth[bv], level)))
+                bv = v;
+        if (bv < 0)
             break;
         in[bv] = 1;
-        depth[bv] = depth[bu] + 1;
-        par[ne] = g[bu];
+        par[ne] = g[p.from[bv]];
         chi[ne++] = g[bv];
+        offer(&p, bv);
     }
-    free(depth);
+    free(p.best);
+    free(p.depth);
+    free(p.from);
     return ne;
 }
 
