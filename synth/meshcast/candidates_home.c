@@ -1,10 +1,11 @@
 /* The root host's part of rail-stripe trees (candidates_rails.c, docs/synthesis.md "Rail
- * stripes"): per rail, the tree that takes the stripe from its root to the rail's GPU and to
- * every destination of the root host, planned for all the rails together by the load their
- * stripes put on each link. Every stripe starts at the root there, so the trees the other hosts
- * use (the entry GPU's shortest-path tree, which already fills some links exactly: on a MI250
- * three stripes on a one-lane xGMI link) plus a path from the root overload the links around
- * it, where trees planned around each other's load fit. */
+ * stripes"): per rail, the trees that take the stripe from its root to a first GPU (the rail's,
+ * or on the root's own rail each other GPU in turn) and to every destination of the root host,
+ * planned for all the rails together by the load their stripes put on each link. Every stripe
+ * starts at the root there, so the trees the other hosts use (the entry GPU's shortest-path
+ * tree, which already fills some links exactly: on a MI250 three stripes on a one-lane xGMI
+ * link) plus a path from the root overload the links around it, where trees planned around each
+ * other's load fit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,7 @@ static int join(const mc_topo_t *t, const int *g, int n, double w, const double 
     return ne;
 }
 
+/* The busiest link's load: the level a tree may fill its links to at no cost (less). */
 static double busiest(const mc_topo_t *t, const double *load)
 {
     double most = 0;
@@ -186,16 +188,17 @@ int mc_cands_home_trees(const mc_topo_t *t, const mc_home_t *h, int *par, int *c
                 ge[n++] = h->dests[i];
         ng[e] = n;
         in[(size_t)e * stride] = 1;
-        ne[e] = path(t, ge, n, h->ws[e], load, busiest(t, load), par + (size_t)e * stride, chi + (size_t)e * stride,
-                     in + (size_t)e * stride);
+        ne[e] = path(t, ge, n, h->ws[e], load, busiest(t, load), par + (size_t)e * stride,
+                     chi + (size_t)e * stride, in + (size_t)e * stride);
         for (int i = 0; i < ne[e]; i++)
             charge(t, par[(size_t)e * stride + i], chi[(size_t)e * stride + i], h->ws[e], load);
     }
     int ok = 1;
     for (int e = 0; e < h->n && ok; e++) {
         int m = ne[e];
-        ne[e] = join(t, g + (size_t)e * stride, ng[e], h->ws[e], load, busiest(t, load), par + (size_t)e * stride,
-                     chi + (size_t)e * stride, m, in + (size_t)e * stride);
+        ne[e] = join(t, g + (size_t)e * stride, ng[e], h->ws[e], load, busiest(t, load),
+                     par + (size_t)e * stride, chi + (size_t)e * stride, m,
+                     in + (size_t)e * stride);
         ok = ne[e] == ng[e] - 1;
         for (int i = m; i < ne[e]; i++)
             charge(t, par[(size_t)e * stride + i], chi[(size_t)e * stride + i], h->ws[e], load);
