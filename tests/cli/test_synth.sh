@@ -113,8 +113,8 @@ expect_grep "$TMP/out" ' sim_s=' "8-host all-gather states a simulated time"
 # 24 GB/s for 8 GPUs whose x8 PCIe bridges carry 12 GB/s, a partial xGMI mesh): each NIC needs
 # the stripes of both its GPUs, and the root host's trees, every stripe starting at GPU 0, must
 # be planned around each other's load on its one- and two-lane xGMI links. One rail per NIC and
-# the root's hops to non-neighbours over PCIe: 2.45 of the bound (fractional optimum 1.81); a
-# rail per GPU: 2.24 (1.21); the root host's trees planned together: 1.07, fractional 1.00.
+# the root's hops to non-neighbours over PCIe: 2.34 of the bound (fractional optimum 1.36); a
+# rail per GPU: 2.24 (1.21); the root host's trees planned together: 1.06, fractional 1.00.
 printf '<cluster version="1" name="mi250-x8"><nodes file="%s" count="8"/><network><switch latency="1us"/></network></cluster>\n' \
   "$ROOT/topologies/rccl-topo_8p1h.xml" > "$TMP/mi250-x8.xml"
 expect_exit 0 "broadcast over 8 MI250 hosts" -- "$MESHCAST" synth -q --rlimit 2000000 \
