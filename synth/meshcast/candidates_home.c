@@ -22,14 +22,17 @@ static void charge(const mc_topo_t *t, int a, int b, double w, double *load)
             load[rt.links[i]] += w / t->links[rt.links[i]].bw;
 }
 
-/* The busiest link of the route from a to b once it carries w more stripes. */
-static double peak(const mc_topo_t *t, int a, int b, double w, const double *load)
+/* The busiest link of the route from a to b once it carries w more stripes; *len gets the
+ * route's length as the host's shortest-path trees weigh it (mc_topo_host_spt: time per byte,
+ * a little more per hop). */
+static double peak(const mc_topo_t *t, int a, int b, double w, const double *load, double *len)
 {
     mc_route_t rt;
     mc_err_t ignored = {0};
     double most = 0;
     if (mc_topo_route(t, a, b, &rt, &ignored) != MC_OK)
         return HUGE_VAL;
+    *len = 1.0 / rt.bw + 1e-15 * (1 + rt.nlinks);
     for (int i = 0; i < rt.nlinks; i++) {
         double v = load[rt.links[i]] + w / t->links[rt.links[i]].bw;
         most = v > most ? v : most;
@@ -38,10 +41,12 @@ static double peak(const mc_topo_t *t, int a, int b, double w, const double *loa
 }
 
 /* Whether (p, d) beats (q, e): a less loaded busiest link, or as loaded (within rounding) and
- * shallower; a load up to level (the busiest link's before the tree) counts as none, since the
- * split is at that level anyway: a tree stays as shallow as the host's routes allow until its
- * links fill (a deeper one pays more pipeline fill, and its chunks cost the simulator more). */
-static int less(double p, int d, double q, int e, double level)
+ * nearer (d, e: the distance from the root along the tree, as the host's shortest-path trees
+ * weigh routes); a load up to level (the busiest link's before the tree) counts as none, since
+ * the split is at that level anyway: with nothing loaded a tree is the host's shortest-path tree,
+ * and leaves it only where its links would fill (a deeper tree pays more pipeline fill, and its
+ * chunks cost the simulator more). */
+static int less(double p, double d, double q, double e, double level)
 {
     p = p > level ? p : level;
     q = q > level ? q : level;
@@ -49,12 +54,13 @@ static int less(double p, int d, double q, int e, double level)
 }
 
 /* The path from g[0] to g[1] among the GPUs g[0..n) whose busiest link, carrying w more, is
- * least loaded (Dijkstra on that bottleneck, fewer hops on a tie); edges into par, chi, marked in
+ * least loaded (Dijkstra on that bottleneck, the nearer on a tie); edges into par, chi, marked in
  * in[]; returns their count. */
 static int path(const mc_topo_t *t, const int *g, int n, double w, const double *load,
                 double level, int *par, int *chi, char *in)
 {
     double *best = mc_xmalloc(sizeof(double) * (size_t)n);
+    double *dist = mc_xcalloc((size_t)n, sizeof(double));
     int *hops = mc_xcalloc((size_t)n, sizeof(int)), *from = mc_xmalloc(sizeof(int) * (size_t)n);
     char *done = mc_xcalloc((size_t)n, 1);
     for (int v = 0; v < n; v++) {
@@ -65,10 +71,11 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
     for (int u = 0; u >= 0 && u != 1;) {
         done[u] = 1;
         for (int v = 0; v < n; v++) {
-            double p = done[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load);
+            double len = 0, p = done[v] ? HUGE_VAL : peak(t, g[u], g[v], w, load, &len);
             p = p > best[u] ? p : best[u];
-            if (!done[v] && less(p, hops[u] + 1, best[v], hops[v], level)) {
+            if (!done[v] && less(p, dist[u] + len, best[v], dist[v], level)) {
                 best[v] = p;
+                dist[v] = dist[u] + len;
                 hops[v] = hops[u] + 1;
                 from[v] = u;
             }
@@ -76,7 +83,7 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
         u = -1;
         for (int v = 0; v < n; v++)
             if (!done[v] && best[v] < HUGE_VAL &&
-                (u < 0 || less(best[v], hops[v], best[u], hops[u], level)))
+                (u < 0 || less(best[v], dist[v], best[u], dist[u], level)))
                 u = v;
     }
     int m = from[1] >= 0 ? hops[1] : 0;
@@ -86,6 +93,7 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
         in[v] = 1;
     }
     free(best);
+    free(dist);
     free(hops);
     free(from);
     free(done);
@@ -93,7 +101,7 @@ static int path(const mc_topo_t *t, const int *g, int n, double w, const double 
 }
 
 /* Prim's state over the GPUs g[0..n) of one tree: per GPU outside it, its best edge from the
- * tree so far (the busiest link's load with w more, the depth it would have, the parent). */
+ * tree so far (the busiest link's load with w more, the distance it would have, the parent). */
 typedef struct prim {
     const mc_topo_t *t;
     const int *g;
@@ -101,19 +109,19 @@ typedef struct prim {
     double w, level;
     const double *load;
     char *in;
-    double *best;
-    int *depth, *from;
+    double *best, *dist;
+    int *from;
 } prim_t;
 
 /* Offers every edge from u, in the tree, to the GPUs outside it. */
 static void offer(prim_t *p, int u)
 {
     for (int v = 0; v < p->n; v++) {
-        double b = p->in[v] ? HUGE_VAL : peak(p->t, p->g[u], p->g[v], p->w, p->load);
-        if (b < HUGE_VAL &&
-            (p->from[v] < 0 || less(b, p->depth[u] + 1, p->best[v], p->depth[v], p->level))) {
+        double len = 0, b = p->in[v] ? HUGE_VAL : peak(p->t, p->g[u], p->g[v], p->w, p->load, &len);
+        if (b < HUGE_VAL && (p->from[v] < 0 || less(b, p->dist[u] + len, p->best[v], p->dist[v],
+                                                    p->level))) {
             p->best[v] = b;
-            p->depth[v] = p->depth[u] + 1;
+            p->dist[v] = p->dist[u] + len;
             p->from[v] = u;
         }
     }
@@ -121,7 +129,7 @@ static void offer(prim_t *p, int u)
 
 /* Joins the GPUs of g not yet in[] the tree (its path, ne edges, parents first) one at a time
  * by the edge from the tree whose busiest link, carrying w more, is least loaded (Prim on that
- * bottleneck; the shallower on a tie), never from the root (g[0]): every stripe of the host
+ * bottleneck; the nearer on a tie), never from the root (g[0]): every stripe of the host
  * leaves it, so its links carry each byte once, on the paths (on an NVSwitch the root would
  * otherwise be the shallowest parent of every GPU until its link filled); returns the count of
  * edges. */
@@ -130,14 +138,21 @@ static int join(const mc_topo_t *t, const int *g, int n, double w, const double 
 {
     prim_t p = {.t = t, .g = g, .n = n, .w = w, .level = level, .load = load, .in = in};
     p.best = mc_xmalloc(sizeof(double) * (size_t)n);
-    p.depth = mc_xcalloc((size_t)n, sizeof(int));
+    p.dist = mc_xcalloc((size_t)n, sizeof(double));
     p.from = mc_xmalloc(sizeof(int) * (size_t)n);
     for (int v = 0; v < n; v++) {
         p.best[v] = HUGE_VAL;
         p.from[v] = -1;
-        for (int i = 0; i < ne; i++)
-            p.depth[v] = g[v] == chi[i] ? i + 1 : p.depth[v];
     }
+    /* the path's distances, edge after edge from the root */
+    for (int i = 0; i < ne; i++)
+        for (int v = 0; v < n; v++)
+            for (int a = 0; g[v] == chi[i] && a < n; a++)
+                if (g[a] == par[i]) {
+                    double len = 0;
+                    peak(t, par[i], chi[i], w, load, &len);
+                    p.dist[v] = p.dist[a] + len;
+                }
     for (int u = ne > 0; u < n; u++)
         if (in[u])
             offer(&p, u);
@@ -145,7 +160,7 @@ static int join(const mc_topo_t *t, const int *g, int n, double w, const double 
         int bv = -1;
         for (int v = 0; v < n; v++)
             if (!in[v] && p.from[v] >= 0 &&
-                (bv < 0 || less(p.best[v], p.depth[v], p.best[bv], p.depth[bv], level)))
+                (bv < 0 || less(p.best[v], p.dist[v], p.best[bv], p.dist[bv], level)))
                 bv = v;
         if (bv < 0)
             break;
@@ -155,7 +170,7 @@ static int join(const mc_topo_t *t, const int *g, int n, double w, const double 
         offer(&p, bv);
     }
     free(p.best);
-    free(p.depth);
+    free(p.dist);
     free(p.from);
     return ne;
 }
@@ -169,7 +184,8 @@ static double busiest(const mc_topo_t *t, const double *load)
     return most;
 }
 
-int mc_cands_home_trees(const mc_topo_t *t, const mc_home_t *h, int *par, int *chi, int *ne)
+int mc_cands_home_trees(const mc_topo_t *t, const mc_home_t *h, int *par, int *chi, int *ne,
+                        int *npath)
 {
     double *load = mc_xcalloc((size_t)t->nlinks + 1, sizeof(double));
     int *g = mc_xmalloc(sizeof(int) * (size_t)h->n * (size_t)(h->ndests + 2));
@@ -195,7 +211,7 @@ int mc_cands_home_trees(const mc_topo_t *t, const mc_home_t *h, int *par, int *c
     }
     int ok = 1;
     for (int e = 0; e < h->n && ok; e++) {
-        int m = ne[e];
+        int m = npath[e] = ne[e];
         ne[e] = join(t, g + (size_t)e * stride, ng[e], h->ws[e], load, busiest(t, load),
                      par + (size_t)e * stride, chi + (size_t)e * stride, m,
                      in + (size_t)e * stride);

@@ -46,7 +46,7 @@ typedef struct rails {
     int local;            /* the share has destinations in the root host */
     int stride, ndev;     /* the root host's trees (candidates_home.c): that of rail k whose */
     int *slot;            /* first GPU has dev d at slot[k x ndev + d] x stride (-1: none) */
-    int *hpar, *hchi, *hne;
+    int *hpar, *hchi, *hne, *hpath;
 } rails_t;
 
 static void edge(rails_t *r, int a, int b)
@@ -131,10 +131,13 @@ static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_
     r->seen[root] = 1;
     mc_status_t st = MC_OK;
     int ht = r->slot ? r->slot[k * r->ndev + d] : -1;
+    /* a home tree's path to x first, its other edges in the root host's place among the hosts
+     * (all of them there on the root's own rail), as the shapes of candidates.c order theirs */
+    int lead = ht >= 0 && x != root ? r->hpath[ht] : 0;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
     if (r->local && ht >= 0)
-        for (int i = 0; i < r->hne[ht]; i++)
+        for (int i = 0; i < lead; i++)
             edge(r, r->hpar[ht * r->stride + i], r->hchi[ht * r->stride + i]);
     else if (r->local)
         st = reach(r, root, x, err);
@@ -150,6 +153,8 @@ static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_
      * candidates.c list them: a tree they already have is found again, not added twice */
     for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
         if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
+            for (int j = lead; ht >= 0 && j < r->hne[ht]; j++)
+                edge(r, r->hpar[ht * r->stride + j], r->hchi[ht * r->stride + j]);
             st = fan_out(r, h0, x, err);
             mine = 1;
         }
@@ -174,10 +179,12 @@ static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_
 
 /* The dev of the first GPU in the root host of rail k's tree for hub (-1: a chain, the j-th):
  * the rail GPU's own, unless it is the root (own): then its trees start at each other GPU in
- * turn, so that the root's links carry each byte of its own stripe once. */
+ * turn (hub h at the (h + 2)-th GPU after the root's, the root's own turn going to the next), so
+ * that the root's links carry each byte of its own stripe once. */
 static int first_dev(int k, int own, int hub, int j, int ndev)
 {
-    return own ? (k + 1 + (hub >= 0 ? hub : j) % (ndev - 1)) % ndev : k;
+    int d = hub >= 0 ? (k + hub + 2) % ndev : (k + 1 + j) % ndev;
+    return !own ? k : d == k ? (k + 1) % ndev : d;
 }
 
 /* How many chains rail k has: one per first GPU where they carry the root's own stripe (no
@@ -233,10 +240,11 @@ static mc_status_t home(rails_t *r, int h0, int r0, int ndev, const char *mine, 
     r->hpar = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
     r->hchi = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
     r->hne = mc_xcalloc((size_t)n + 1, sizeof(int));
+    r->hpath = mc_xcalloc((size_t)n + 1, sizeof(int));
     mc_home_t h = {.n = n, .roots = roots, .firsts = firsts, .ws = ws, .dests = r->want,
                    .ndests = nwant, .dep_from = dep_from, .dep_to = dep_to, .ndep = ndep};
     mc_status_t st = MC_OK;
-    if (mc_cands_home_trees(t, &h, r->hpar, r->hchi, r->hne) < 0)
+    if (mc_cands_home_trees(t, &h, r->hpar, r->hchi, r->hne, r->hpath) < 0)
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: a GPU of host %d is unreachable from %d",
                         __FILE__, __LINE__, h0, r0);
     free(roots);
@@ -466,6 +474,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.hpar);
     free(r.hchi);
     free(r.hne);
+    free(r.hpath);
     return st;
 }
 

@@ -169,8 +169,10 @@ typedef struct mc_home {
 } mc_home_t;
 
 /* Plans the trees of h around each other's load: edges parents first into par, chi at
- * e x (ndests + 2), their count in ne[e]. Returns -1 when some GPU could not be reached. */
-int mc_cands_home_trees(const mc_topo_t *topo, const mc_home_t *h, int *par, int *chi, int *ne);
+ * e x (ndests + 2), their count in ne[e], the first npath[e] of them the path from the root to
+ * the first GPU. Returns -1 when some GPU could not be reached. */
+int mc_cands_home_trees(const mc_topo_t *topo, const mc_home_t *h, int *par, int *chi, int *ne,
+                        int *npath);
 
 /* Appends a tree built from edges like mc_cands_push, without looking for an earlier copy;
  * returns its index, or -1 on error. */
