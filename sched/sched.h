@@ -115,6 +115,13 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks);
 void mc_sched_maxmin_free(mc_sched_maxmin_t *m);
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate);
+/* After mc_sched_maxmin_solve of these flows on m: the rates of the flows not held (held[f] == 0)
+ * on capacities cap, as mc_sched_maxmin_solve of those flows alone, in their order, gives them, to
+ * the bit, without indexing the links again; the rates of the held flows are left as they are.
+ * The simulator holds flows at their connection limits this way (sim/sim_links.c). */
+void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                             const double *weight, const char *held, const double *cap,
+                             double *rate);
 
 /* Appends text with XML's special characters escaped, for text and attribute values (the schedule
  * writer and the simulator's SVG timelines use it). */

@@ -1,12 +1,19 @@
 /* Weighted max-min fair rates by progressive filling: repeatedly find the link whose remaining
  * capacity per unit of unfixed weight is smallest, fix its flows at that level, and charge them to
  * their other links. A link's level never drops as flows are fixed elsewhere (up to rounding), so
- * a heap with lazy re-keying finds the next bottleneck in O(log links). The simulator solves
- * hundreds of thousands of small problems (tens of links), where most of the heap's pops were of
- * links whose flows were all fixed already: there, a scan over the links still open picks the
- * same link in the same order, keys and all (solve_scan), at a fraction of the cost. */
+ * a priority queue with lazy re-keying finds the next bottleneck: pop the least (key, link), drop
+ * it if its flows are all fixed, queue it again at its level if that rose above its key, else fix
+ * its flows at its level. The simulator solves hundreds of thousands of problems; on the small
+ * ones (tens of links) a scan over the links still open picks the same link in the same order,
+ * keys and all (solve_scan). On the larger ones (hundreds of links, where most links are closed
+ * by other links' fixes before their key comes up) the initial keys are radix-sorted once and
+ * only the re-keyed links go through a heap (solve_sorted): a closed link costs a test instead of
+ * a heap pop. Both stop once every flow is fixed. A solve again with some flows held (the
+ * simulator's connection limits) keeps the link index (mc_sched_maxmin_resolve). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/sched.h"
 
@@ -27,13 +34,21 @@ struct mc_sched_maxmin {
         int link;
     } *heap;
     int nheap, heap_cap;
+    int nused;        /* links of the last solve of two flows or more, for a resolve */
     /* solve_scan: per link of the solve, its key (as the heap would hold it) and its level */
     double *key, *lev;
     int *open, scan_cap;
+    /* solve_sorted: the links by initial (key, link), and the radix sort's other buffer */
+    struct sort_item {
+        uint64_t bits; /* the key, as an integer in the same order */
+        int link;
+    } *srt, *srt_tmp;
+    int srt_cap;
+    uint64_t *lbits; /* per link: whether this solve uses it */
 };
 
 /* Links of one solve up to which solve_scan picks the bottlenecks: it costs the links still open
- * per link fixed, the heap a logarithm per link and per stale or closed pop. */
+ * per link fixed, solve_sorted a radix sort of the links and a logarithm per re-keyed link. */
 #define MM_SCAN_LINKS 256
 
 mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
@@ -48,6 +63,7 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
     m->lpos = mc_xcalloc(n, sizeof(int));
     m->used = mc_xcalloc(n, sizeof(int));
     m->loff = mc_xcalloc(n + 1, sizeof(int));
+    m->lbits = mc_xcalloc(n / 64 + 1, sizeof(uint64_t));
     return m;
 }
 
@@ -68,6 +84,9 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->key);
     free(m->lev);
     free(m->open);
+    free(m->srt);
+    free(m->srt_tmp);
+    free(m->lbits);
     free(m);
 }
 
@@ -158,15 +177,18 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
     return nused;
 }
 
-/* Fixes the unfixed flows of link l at rate x and charges them to all their links. */
-static void fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const int *links,
+/* Fixes the unfixed flows of link l at rate x and charges them to all their links; returns how
+ * many it fixed. */
+static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const int *links,
                      const double *weight, double *rate)
 {
+    int n = 0;
     for (int e = m->loff[i]; e < m->loff[i + 1]; e++) {
         int f = m->ent[e];
         if (m->fixed[f])
             continue;
         m->fixed[f] = 1;
+        n++;
         rate[f] = x;
         for (int j = off[f]; j < off[f + 1]; j++) {
             int l2 = links[j];
@@ -176,6 +198,7 @@ static void fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, cons
             m->nunfixed[l2]--;
         }
     }
+    return n;
 }
 
 /* One flow alone (the common case between link-disjoint trees): its narrowest link. A link it
@@ -195,40 +218,121 @@ static void solve_one(const int *off, const int *links, const double *weight, co
     }
 }
 
-/* Fixes the links in heap order: pop the least (key, link); a link whose flows are all fixed is
- * dropped; one whose level rose above its key is pushed again at its level; else its flows are
- * fixed at its level. */
-static void solve_heap(mc_sched_maxmin_t *m, int nused, const int *off, const int *links,
-                       const double *weight, double *rate)
+/* A key as an integer of the same order: keys are levels, never NaN; -0 counts as +0, as the
+ * comparisons of before() do. */
+static uint64_t key_bits(double k)
 {
-    /* used[] order becomes the local index; remember it through lpos for re-keyed links. */
-    m->nheap = 0;
-    for (int i = 0; i < nused; i++) {
-        m->lpos[m->used[i]] = i;
-        heap_push(m, level(m, m->used[i]), m->used[i]);
-    }
-    while (m->nheap > 0) {
-        struct heap_item it = heap_pop(m);
-        int l = it.link;
-        if (m->nunfixed[l] <= 0)
+    uint64_t u;
+    k = k == 0 ? 0.0 : k;
+    memcpy(&u, &k, sizeof u);
+    return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+static double bits_key(uint64_t u)
+{
+    double k;
+    u = u >> 63 ? u & ~(1ull << 63) : ~u;
+    memcpy(&k, &u, sizeof k);
+    return k;
+}
+
+/* Sorts m->srt[0..n), in link order, by (key, link): by the key's bytes, least significant first,
+ * each pass stable; a pass where every item has the same byte is skipped. */
+static void sort_items(mc_sched_maxmin_t *m, int n)
+{
+    enum { DIGITS = 8 };
+    unsigned cnt[DIGITS][256];
+    memset(cnt, 0, sizeof cnt);
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < DIGITS; d++)
+            cnt[d][m->srt[i].bits >> (8 * d) & 255]++;
+    struct sort_item *src = m->srt, *dst = m->srt_tmp;
+    for (int d = 0; d < DIGITS; d++) {
+        if (cnt[d][src[0].bits >> (8 * d) & 255] == (unsigned)n)
             continue;
-        double x = level(m, l);
-        if (x > it.key) {
-            heap_push(m, x, l);
-            continue;
+        unsigned at = 0;
+        for (int v = 0; v < 256; v++) {
+            unsigned c = cnt[d][v];
+            cnt[d][v] = at;
+            at += c;
         }
-        fix_link(m, m->lpos[l], x, off, links, weight, rate);
+        for (int i = 0; i < n; i++)
+            dst[cnt[d][src[i].bits >> (8 * d) & 255]++] = src[i];
+        struct sort_item *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != m->srt) {
+        m->srt_tmp = m->srt;
+        m->srt = src;
     }
 }
 
-/* solve_heap's pops without the heap. Between two fixes nothing changes, so the pops up to the
+/* The queue's pops, its initial entries from the sorted links and the re-keyed ones from the
+ * heap: each link has one entry in one of them, and the least of the two heads is the least
+ * entry, so the pops come in the same order as from one heap. A closed link at the sorted head
+ * is passed over: the queue would drop it when popped, and nothing else happens in between. */
+static void solve_sorted(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
+                         const int *links, const double *weight, double *rate)
+{
+    if (nused > m->srt_cap) {
+        m->srt = mc_xrealloc(m->srt, sizeof(*m->srt) * (size_t)nused);
+        m->srt_tmp = mc_xrealloc(m->srt_tmp, sizeof(*m->srt) * (size_t)nused);
+        m->srt_cap = nused;
+    }
+    /* the links in order, from a bitmap of those used, for the sort's ties */
+    int lo = m->nlinks, hi = 0;
+    for (int i = 0; i < nused; i++) {
+        int l = m->used[i];
+        m->lpos[l] = i; /* used[] order is the local index fix_link takes */
+        m->lbits[l >> 6] |= 1ull << (l & 63);
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
+    }
+    int n = 0;
+    for (int w = lo >> 6; w <= hi >> 6; w++)
+        for (uint64_t b = m->lbits[w]; b; b &= b - 1) {
+            int l = 64 * w + __builtin_ctzll(b);
+            m->srt[n++] = (struct sort_item){key_bits(level(m, l)), l};
+        }
+    for (int w = lo >> 6; w <= hi >> 6; w++)
+        m->lbits[w] = 0;
+    sort_items(m, nused);
+    m->nheap = 0;
+    for (int h = 0; nleft > 0;) {
+        while (h < nused && m->nunfixed[m->srt[h].link] <= 0)
+            h++;
+        double key = h < nused ? bits_key(m->srt[h].bits) : 0;
+        int l;
+        if (m->nheap > 0 && (h == nused || before(m->heap[0].key, m->heap[0].link, key,
+                                                  m->srt[h].link))) {
+            struct heap_item it = heap_pop(m);
+            if (m->nunfixed[it.link] <= 0)
+                continue;
+            key = it.key;
+            l = it.link;
+        } else if (h < nused) {
+            l = m->srt[h++].link;
+        } else {
+            return;
+        }
+        double x = level(m, l);
+        if (x > key) {
+            heap_push(m, x, l);
+            continue;
+        }
+        nleft -= fix_link(m, m->lpos[l], x, off, links, weight, rate);
+    }
+}
+
+/* The queue's pops without a queue. Between two fixes nothing changes, so the pops up to the
  * next fix are: in (key, link) order, every link pushed again at its level while that is above
  * its key, until the first whose level is not; that link is the least by (its level if above its
  * key, else its key; link), and the links pushed again on the way are those before it by (key,
  * link) whose level is above their key. One pass finds the link, a second re-keys those; the
  * links whose flows are all fixed leave the open set (the heap would drop them when popped). */
-static void solve_scan(mc_sched_maxmin_t *m, int nused, const int *off, const int *links,
-                       const double *weight, double *rate)
+static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
+                       const int *links, const double *weight, double *rate)
 {
     if (nused > m->scan_cap) {
         m->key = mc_xrealloc(m->key, sizeof(double) * (size_t)nused);
@@ -240,7 +344,7 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, const int *off, const in
         m->key[i] = level(m, m->used[i]);
         m->open[i] = i;
     }
-    for (int nopen = nused;;) {
+    for (int nopen = nused; nleft > 0;) {
         int best = -1;
         double bk = 0;
         for (int j = 0; j < nopen;) {
@@ -265,8 +369,22 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, const int *off, const in
             if (m->lev[j] > m->key[i] && before(m->key[i], m->used[i], bk, bl))
                 m->key[i] = m->lev[j];
         }
-        fix_link(m, best, x, off, links, weight, rate);
+        nleft -= fix_link(m, best, x, off, links, weight, rate);
     }
+}
+
+/* The bottlenecks of the links of this solve (m->used) whose flows are set up (m->fixed, and the
+ * links' sums): by the scan or the sort, as the links not closed yet are few or many. */
+static void solve_open(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
+                       const int *links, const double *weight, double *rate)
+{
+    int nopen = 0;
+    for (int i = 0; i < nused; i++)
+        nopen += m->nunfixed[m->used[i]] > 0;
+    if (nopen <= MM_SCAN_LINKS)
+        solve_scan(m, nused, nleft, off, links, weight, rate);
+    else
+        solve_sorted(m, nused, nleft, off, links, weight, rate);
 }
 
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
@@ -281,12 +399,50 @@ void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, con
         m->fixed = mc_xrealloc(m->fixed, (size_t)nflows);
         m->fixed_cap = nflows;
     }
+    int nleft = 0;
     for (int f = 0; f < nflows; f++) {
         m->fixed[f] = off[f + 1] == off[f];
+        nleft += !m->fixed[f];
         rate[f] = HUGE_VAL;
     }
-    if (nused <= MM_SCAN_LINKS)
-        solve_scan(m, nused, off, links, weight, rate);
-    else
-        solve_heap(m, nused, off, links, weight, rate);
+    m->nused = nused;
+    solve_open(m, nused, nleft, off, links, weight, rate);
+}
+
+/* The solve of the flows not held, in their order, as a problem of their own would be: the same
+ * links with their flows (the held ones are fixed already, so fixing a link skips them, as if
+ * they were not there), each link's sums over the flows not held, summed in the same order; the
+ * links only held flows cross are closed from the start. Only the index is kept. */
+void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
+                             const double *weight, const char *held, const double *cap,
+                             double *rate)
+{
+    if (nflows == 1) { /* solved without an index */
+        if (!held[0])
+            solve_one(off, links, weight, cap, rate);
+        return;
+    }
+    for (int i = 0; i < m->nused; i++) {
+        int l = m->used[i];
+        m->cap_rem[l] = cap[l];
+        m->wsum[l] = 0;
+        m->nunfixed[l] = 0;
+    }
+    int nleft = 0;
+    for (int f = 0; f < nflows; f++) {
+        m->fixed[f] = held[f] || off[f + 1] == off[f];
+        if (held[f])
+            continue;
+        nleft += !m->fixed[f];
+        rate[f] = HUGE_VAL;
+        for (int j = off[f]; j < off[f + 1]; j++) {
+            if (weight)
+                m->wsum[links[j]] += weight[j];
+            m->nunfixed[links[j]]++;
+        }
+    }
+    if (!weight) /* a sum of ones, exact */
+        for (int i = 0; i < m->nused; i++)
+            m->wsum[m->used[i]] = m->nunfixed[m->used[i]];
+    solve_open(m, m->nused, nleft, off, links, weight, rate);
 }

@@ -25,8 +25,9 @@ typedef struct sim_flow {
 } sim_flow_t;
 
 typedef struct sim_edge {
-    const mc_tree_edge_t *e;
-    int route, nlinks;      /* e's route, from routes[route]: side by side with the other
+    int child;              /* the GPU it feeds (not the schedule's edge: a run stopped at its
+                             * allowance goes on with another copy of the same schedule) */
+    int route, nlinks;      /* its route, from routes[route]: side by side with the other
                              * edges', since every re-rating reads its flows' routes */
     int tree;
     int in_edge;            /* the edge that brings the parent its data, -1 from the root */
@@ -44,10 +45,10 @@ typedef struct sim_link {
     int niv, iv_cap;
 } sim_link_t;
 
-typedef struct sim {
+struct sim_run {
     const mc_sched_t *s;
     const mc_topo_t *topo;
-    mc_sim_result_t *res;
+    mc_sim_result_t res;
     sim_link_t *links;
     sim_links_t lk;         /* capacities and the rate computation (sim_links.c) */
     sim_queue_t q;
@@ -62,7 +63,20 @@ typedef struct sim {
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
     double horizon;          /* simulated time past which it stops (0: none) */
-} sim_t;
+    int64_t nflows_all;      /* flows of its distinct groups: what it has to simulate */
+    /* where the run is, so that one stopped at its allowance can go on (sim_run_until_counted):
+     * phase `phase` began at t0 and its groups so far end at t_end; group `group` is in its
+     * event loop (in_group) at `now`, its last event that moved something at `last` */
+    sim_groups_t *groups;
+    int nphases, phase, group, in_group;
+    double t0, t_end, now, last;
+    int *edge_of;
+    /* the phase's groups: per group its end and flows; per link of a group (link_off), its busy
+     * time, bytes and timeline length before the group ran, then what the group added */
+    double *busy, *bytes, *end;
+    int *at;
+    long *gflows;
+};
 
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
 {
@@ -97,7 +111,8 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             goto out;
         }
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
-        sm->edges[sm->nedges] = (sim_edge_t){.e = ed, .route = sm->nroutes, .nlinks = ed->nlinks,
+        sm->edges[sm->nedges] = (sim_edge_t){.child = ed->child, .route = sm->nroutes,
+                                             .nlinks = ed->nlinks,
                                              .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed),
@@ -136,7 +151,7 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
     sm->nchildren += n;
 out:
     for (int i = base; i < sm->nedges; i++)
-        edge_of[sm->edges[i].e->child] = -1;
+        edge_of[sm->edges[i].child] = -1;
     return st;
 }
 
@@ -213,8 +228,8 @@ static void record(sim_t *sm, int l, double now, double rate)
             MC_GROW(sl->iv, sl->iv_cap, sl->niv + 1);
             sl->iv[sl->niv++] = (mc_sim_interval_t){l, sl->since, now, sl->rate};
         }
-        sm->res->link_busy_s[l] += now - sl->since;
-        sm->res->link_bytes[l] += sl->rate * (now - sl->since);
+        sm->res.link_busy_s[l] += now - sl->since;
+        sm->res.link_bytes[l] += sl->rate * (now - sl->since);
     }
     sl->rate = rate;
     sl->since = now;
@@ -227,25 +242,20 @@ static const int *on_link(const void *ctx, int l, int *n)
     return sm->links[l].flows;
 }
 
-static const int *flow_path(const void *ctx, int f, int *nlinks)
+static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
 {
     const sim_t *sm = ctx;
     const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
     *nlinks = e->nlinks;
+    *cap = e->cap;
     return sm->routes + e->route;
-}
-
-static double flow_cap(const void *ctx, int f)
-{
-    const sim_t *sm = ctx;
-    return sm->edges[sm->flows[f].edge].cap;
 }
 
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
-    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, flow_cap};
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path};
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
@@ -261,18 +271,48 @@ static void recompute(sim_t *sm, double now)
     }
 }
 
-/* Runs the n trees of one phase in trees[] from t0; returns their end time in *t_end. */
-static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int *edge_of,
-                             double t0, double *t_end, mc_err_t *err)
+/* Sets up the n trees of one group in trees[] to run from t0: their edges, flows and first
+ * chunks. */
+static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc_err_t *err)
 {
-    mc_status_t st = MC_OK;
     sm->nedges = sm->nflows = sm->nchildren = sm->nroutes = 0;
-    for (int i = 0; i < n; i++)
-        MC_CHECK_GOTO(build_tree(sm, trees[i], edge_of, err), out, st);
-    double now = t0, last = t0;
+    for (int i = 0; i < n; i++) {
+        mc_status_t st = build_tree(sm, trees[i], sm->edge_of, err);
+        if (st != MC_OK)
+            return st;
+    }
+    sm->now = sm->last = t0;
     for (int i = 0; i < sm->nedges; i++)
         if (sm->edges[i].in_edge < 0)
-            try_start(sm, i, now);
+            try_start(sm, i, sm->now);
+    return MC_OK;
+}
+
+/* Whether the run must stop here: past its allowance (MC_ERR_TIMEOUT, the state kept so that it
+ * can go on) or past its horizon. Checked after each batch of events, and first when a stopped
+ * run goes on under a new allowance, so that it stops where a run begun afresh would. */
+static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
+{
+    if (sm->work_max && sm->work > sm->work_max) {
+        sm->stopped_at = sm->now;
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld events, "
+                          "flows and links re-rated)", (long long)sm->work_max);
+    }
+    /* now may be a superseded finish (stale events pop after the last flow): the makespan is at
+     * least the last event that moved something */
+    if (sm->horizon > 0 && sm->last > sm->horizon) {
+        sm->stopped_at = sm->last;
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
+                          sm->horizon);
+    }
+    return MC_OK;
+}
+
+/* Runs the group set up by group_begin to its end, or until stop_here; returns its end time in
+ * *t_end. */
+static mc_status_t group_events(sim_t *sm, int phase, double *t_end, mc_err_t *err)
+{
+    double now = sm->now, last = sm->last;
     while (sm->q.n > 0) {
         sim_event_t ev = sim_queue_pop(&sm->q);
         now = ev.t;
@@ -289,47 +329,34 @@ static mc_status_t run_trees(sim_t *sm, int phase, const int *trees, int n, int 
         }
         if (sm->lk.ntouched)
             recompute(sm, now);
-        if (sm->work_max && sm->work > sm->work_max) {
-            sm->stopped_at = now;
-            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld events, "
-                            "flows and links re-rated)", (long long)sm->work_max);
-            goto out;
-        }
-        /* now may be a superseded finish (stale events pop after the last flow): the makespan
-         * is at least the last event that moved something */
-        if (sm->horizon > 0 && last > sm->horizon) {
-            sm->stopped_at = last;
-            st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
-                            sm->horizon);
-            goto out;
-        }
+        sm->now = now;
+        sm->last = last;
+        mc_status_t st = stop_here(sm, err);
+        if (st != MC_OK)
+            return st;
     }
     for (int i = 0; i < sm->nedges; i++)
-        if (sm->edges[i].arrived < sm->edges[i].nchunks) {
-            st = mc_err_set(err, MC_ERR_INTERNAL, "sim: phase %d stalled on tree %d", phase,
-                            sm->edges[i].tree);
-            goto out;
-        }
-    sm->res->nflows += sm->nflows;
+        if (sm->edges[i].arrived < sm->edges[i].nchunks)
+            return mc_err_set(err, MC_ERR_INTERNAL, "sim: phase %d stalled on tree %d", phase,
+                              sm->edges[i].tree);
+    sm->res.nflows += sm->nflows;
     *t_end = last;
-out:
     sim_queue_free(&sm->q);
-    return st;
+    return MC_OK;
 }
 
 /* Group k of g is a copy of group r, simulated already: its links get r's per-link results of
  * this phase (from index at[j] of r's j-th link's timeline), renumbered. */
-static void copy_group(sim_t *sm, const sim_groups_t *g, int k, int r, const double *busy,
-                       const double *bytes, const int *at)
+static void copy_group(sim_t *sm, const sim_groups_t *g, int k, int r)
 {
-    mc_sim_result_t *res = sm->res;
+    mc_sim_result_t *res = &sm->res;
     for (int j = 0; j < g->link_off[r + 1] - g->link_off[r]; j++) {
         int from = g->links[g->link_off[r] + j], to = g->links[g->link_off[k] + j];
         int i = g->link_off[r] + j;
-        res->link_busy_s[to] += busy[i];
-        res->link_bytes[to] += bytes[i];
+        res->link_busy_s[to] += sm->busy[i];
+        res->link_bytes[to] += sm->bytes[i];
         sim_link_t *src = &sm->links[from], *dst = &sm->links[to];
-        for (int v = at[i]; v < src->niv; v++) {
+        for (int v = sm->at[i]; v < src->niv; v++) {
             MC_GROW(dst->iv, dst->iv_cap, dst->niv + 1);
             dst->iv[dst->niv] = src->iv[v];
             dst->iv[dst->niv++].link = to;
@@ -337,57 +364,75 @@ static void copy_group(sim_t *sm, const sim_groups_t *g, int k, int r, const dou
     }
 }
 
-/* Runs one phase from t0, each distinct group of link-disjoint trees once (sim_groups.c);
- * returns its end time in *t_end. */
-static mc_status_t run_phase(sim_t *sm, int phase, const sim_groups_t *g, int *edge_of,
-                             double t0, double *t_end, mc_err_t *err)
+static void phase_free(sim_t *sm)
+{
+    free(sm->busy);
+    free(sm->bytes);
+    free(sm->at);
+    free(sm->end);
+    free(sm->gflows);
+    sm->busy = sm->bytes = sm->end = NULL;
+    sm->at = NULL;
+    sm->gflows = NULL;
+}
+
+/* Runs the current phase from its current group, each distinct group of link-disjoint trees once
+ * (sim_groups.c), until its end (then sm->t_end is its end time) or until stop_here. */
+static mc_status_t run_phase(sim_t *sm, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int n = g->ngroups, nl = g->link_off[n];
-    double *busy = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
-    double *bytes = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
-    int *at = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
-    double *end = mc_xmalloc(sizeof(double) * (size_t)(n + 1));
-    long *flows = mc_xmalloc(sizeof(long) * (size_t)(n + 1));
-    *t_end = t0;
-    for (int k = 0; k < n; k++) {
-        int r = g->same_as[k];
+    const sim_groups_t *g = &sm->groups[sm->phase];
+    int n = g->ngroups;
+    if (!sm->busy) {
+        int nl = g->link_off[n];
+        sm->busy = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
+        sm->bytes = mc_xmalloc(sizeof(double) * (size_t)(nl + 1));
+        sm->at = mc_xmalloc(sizeof(int) * (size_t)(nl + 1));
+        sm->end = mc_xmalloc(sizeof(double) * (size_t)(n + 1));
+        sm->gflows = mc_xmalloc(sizeof(long) * (size_t)(n + 1));
+        sm->t_end = sm->t0;
+    }
+    for (; sm->group < n; sm->group++) {
+        int k = sm->group, r = g->same_as[k];
         if (r >= 0) {
-            copy_group(sm, g, k, r, busy, bytes, at);
-            end[k] = end[r];
-            sm->res->nflows += flows[r];
+            copy_group(sm, g, k, r);
+            sm->end[k] = sm->end[r];
+            sm->res.nflows += sm->gflows[r];
         } else {
-            for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
-                busy[i] = sm->res->link_busy_s[g->links[i]];
-                bytes[i] = sm->res->link_bytes[g->links[i]];
-                at[i] = sm->links[g->links[i]].niv;
+            if (!sm->in_group) {
+                for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
+                    sm->busy[i] = sm->res.link_busy_s[g->links[i]];
+                    sm->bytes[i] = sm->res.link_bytes[g->links[i]];
+                    sm->at[i] = sm->links[g->links[i]].niv;
+                }
+                sm->gflows[k] = sm->res.nflows;
+                st = group_begin(sm, g->trees + g->tree_off[k],
+                                 g->tree_off[k + 1] - g->tree_off[k], sm->t0, err);
+                if (st != MC_OK)
+                    return st;
+                sm->in_group = 1;
             }
-            long before = sm->res->nflows;
-            MC_CHECK_GOTO(run_trees(sm, phase, g->trees + g->tree_off[k],
-                                    g->tree_off[k + 1] - g->tree_off[k], edge_of, t0, &end[k],
-                                    err), out, st);
-            flows[k] = sm->res->nflows - before;
+            st = group_events(sm, sm->phase, &sm->end[k], err);
+            if (st != MC_OK)
+                return st;
+            sm->in_group = 0;
+            sm->gflows[k] = sm->res.nflows - sm->gflows[k];
             for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
-                busy[i] = sm->res->link_busy_s[g->links[i]] - busy[i];
-                bytes[i] = sm->res->link_bytes[g->links[i]] - bytes[i];
+                sm->busy[i] = sm->res.link_busy_s[g->links[i]] - sm->busy[i];
+                sm->bytes[i] = sm->res.link_bytes[g->links[i]] - sm->bytes[i];
             }
         }
-        if (end[k] > *t_end)
-            *t_end = end[k];
+        if (sm->end[k] > sm->t_end)
+            sm->t_end = sm->end[k];
     }
-out:
-    free(busy);
-    free(bytes);
-    free(at);
-    free(end);
-    free(flows);
+    phase_free(sm);
     return st;
 }
 
 /* The per-link timelines, concatenated in link order. */
 static void gather_intervals(sim_t *sm)
 {
-    mc_sim_result_t *r = sm->res;
+    mc_sim_result_t *r = &sm->res;
     size_t n = 0;
     for (int l = 0; l < sm->topo->nlinks; l++)
         n += (size_t)sm->links[l].niv;
@@ -401,8 +446,10 @@ static void gather_intervals(sim_t *sm)
     }
 }
 
-static void sim_free(sim_t *sm)
+void sim_run_free(sim_t *sm)
 {
+    if (!sm)
+        return;
     for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
         free(sm->links[l].iv);
@@ -414,97 +461,138 @@ static void sim_free(sim_t *sm)
     free(sm->children);
     free(sm->routes);
     free(sm->flows);
+    for (int p = 0; p < sm->nphases; p++)
+        sim_groups_free(&sm->groups[p]);
+    free(sm->groups);
+    free(sm->edge_of);
+    phase_free(sm);
+    mc_sim_result_free(&sm->res);
+    free(sm);
 }
 
+/* A run of s set up at its start. */
+static sim_t *sim_new(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals)
+{
+    size_t nl = (size_t)topo->nlinks + 1;
+    sim_t *sm = mc_xcalloc(1, sizeof *sm);
+    *sm = (sim_t){.s = s, .topo = topo, .keep_intervals = keep_intervals,
+                  .nphases = s->nphases};
+    sm->groups = mc_xcalloc((size_t)s->nphases + 1, sizeof(sim_groups_t));
+    for (int p = 0; p < s->nphases; p++) {
+        sim_groups_build(s, topo, p, &sm->groups[p]);
+        const sim_groups_t *g = &sm->groups[p];
+        for (int k = 0; k < g->ngroups; k++)
+            for (int i = g->tree_off[k]; g->same_as[k] < 0 && i < g->tree_off[k + 1]; i++) {
+                const mc_tree_t *tr = &s->trees[g->trees[i]];
+                sm->nflows_all += (int64_t)tr->nedges * tr->nchunks;
+            }
+    }
+    sm->res.nlinks = topo->nlinks;
+    sm->res.link_busy_s = mc_xcalloc(nl, sizeof(double));
+    sm->res.link_bytes = mc_xcalloc(nl, sizeof(double));
+    sm->links = mc_xcalloc(nl, sizeof(sim_link_t));
+    sim_links_init(&sm->lk, topo);
+    sm->edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
+    for (int g = 0; g < topo->ngpus; g++)
+        sm->edge_of[g] = -1;
+    return sm;
+}
+
+/* Runs sm from where it is to its end or until stop_here; its result moves to *res, of which
+ * only makespan_s is set when it stopped (the time reached). */
+static mc_status_t sim_go(sim_t *sm, mc_sim_result_t *res, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    memset(res, 0, sizeof *res);
+    if (sm->in_group)
+        MC_CHECK_GOTO(stop_here(sm, err), out, st);
+    for (; sm->phase < sm->nphases; sm->phase++, sm->group = 0) {
+        MC_CHECK_GOTO(run_phase(sm, err), out, st);
+        sm->t0 = sm->t_end;
+    }
+    sm->res.makespan_s = sm->t0;
+    gather_intervals(sm);
+    *res = sm->res;
+    memset(&sm->res, 0, sizeof sm->res);
+out:
+    if (st == MC_ERR_TIMEOUT)
+        res->makespan_s = sm->stopped_at;
+    return st;
+}
+
+/* Runs s (the timeline kept when keep_intervals) within the allowance *work_left (NULL: none)
+ * up to horizon_s (0: none); *nflows gets the flows it has to simulate. With run not NULL, *run
+ * NULL begins the run and *run not NULL takes on a run that its allowance stopped with no horizon
+ * (sim_run_until_counted); *run gets the run when its allowance stops it with no horizon, else
+ * NULL. */
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
-                           int64_t *work_left, double horizon_s, int64_t *nflows,
+                           int64_t *work_left, double horizon_s, int64_t *nflows, sim_t **run,
                            mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    size_t nl = (size_t)topo->nlinks + 1;
-    memset(res, 0, sizeof(*res));
-    sim_groups_t *groups = mc_xcalloc((size_t)s->nphases + 1, sizeof(sim_groups_t));
+    sim_t *sm = run ? *run : NULL;
+    if (sm)
+        sm->s = s; /* the same trees, perhaps another copy of them */
+    else
+        sm = sim_new(s, topo, keep_intervals);
+    if (run)
+        *run = NULL;
+    if (nflows)
+        *nflows = sm->nflows_all;
+    memset(res, 0, sizeof *res);
     /* every flow simulated costs two events and two re-ratings at least, and in practice more:
      * a schedule with more flows to simulate than a quarter of the allowance is not started */
-    int64_t flows = 0;
-    for (int p = 0; p < s->nphases; p++) {
-        sim_groups_build(s, topo, p, &groups[p]);
-        for (int k = 0; work_left && k < groups[p].ngroups; k++)
-            for (int i = groups[p].tree_off[k]; groups[p].same_as[k] < 0 &&
-                                                 i < groups[p].tree_off[k + 1]; i++) {
-                const mc_tree_t *tr = &s->trees[groups[p].trees[i]];
-                flows += (int64_t)tr->nedges * tr->nchunks;
-            }
+    if (work_left && 4 * sm->nflows_all > *work_left) {
+        st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
+                        (long long)sm->nflows_all);
+        if (run && sm->in_group) /* still as it was stopped */
+            *run = sm;
+        else
+            sim_run_free(sm);
+        return st;
     }
-    if (nflows)
-        *nflows = flows;
-    if (work_left && 4 * flows > *work_left) {
-        for (int p = 0; p < s->nphases; p++)
-            sim_groups_free(&groups[p]);
-        free(groups);
-        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
-                          (long long)flows);
-    }
-    res->nlinks = topo->nlinks;
-    res->link_busy_s = mc_xcalloc(nl, sizeof(double));
-    res->link_bytes = mc_xcalloc(nl, sizeof(double));
-    sim_t sm = {.s = s, .topo = topo, .res = res, .keep_intervals = keep_intervals,
-                .work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0,
-                .horizon = horizon_s};
-    sm.links = mc_xcalloc(nl, sizeof(sim_link_t));
-    sim_links_init(&sm.lk, topo);
-    int *edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
-    for (int g = 0; g < topo->ngpus; g++)
-        edge_of[g] = -1;
-    double t = 0;
-    for (int p = 0; p < s->nphases; p++)
-        MC_CHECK_GOTO(run_phase(&sm, p, &groups[p], edge_of, t, &t, err), out, st);
-    res->makespan_s = t;
-    gather_intervals(&sm);
-out:
-    for (int p = 0; p < s->nphases; p++)
-        sim_groups_free(&groups[p]);
-    free(groups);
+    sm->work_max = work_left ? (*work_left > 0 ? *work_left : 1) : 0;
+    sm->horizon = horizon_s;
+    st = sim_go(sm, res, err);
+    /* its work from the start, as a run begun afresh with this allowance takes */
     if (work_left)
-        *work_left -= sm.work;
-    free(edge_of);
-    sim_free(&sm);
-    if (st != MC_OK)
-        mc_sim_result_free(res);
-    if (st == MC_ERR_TIMEOUT)
-        res->makespan_s = sm.stopped_at;
+        *work_left -= sm->work;
+    if (run && st == MC_ERR_TIMEOUT && horizon_s == 0 && work_left)
+        *run = sm;
+    else
+        sim_run_free(sm);
     return st;
 }
 
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, NULL, 0, NULL, res, err);
+    return sim_run(s, topo, 1, NULL, 0, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, NULL, 0, NULL, res, err);
+    return sim_run(s, topo, 0, NULL, 0, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, 0, NULL, res, err);
+    return sim_run(s, topo, 0, work_left, 0, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, NULL, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, NULL, NULL, res, err);
 }
 
 mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
-                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
-                                  mc_err_t *err)
+                                  double horizon_s, int64_t *nflows, sim_t **run,
+                                  mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, nflows, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, nflows, run, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

@@ -57,6 +57,9 @@ void mc_sim_memo_free(mc_sim_memo_t *m);
 mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
                             int64_t *work_left, double horizon_s, mc_sim_result_t *res,
                             mc_err_t *err);
+/* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
+ * than being simulated again from the start. */
+long mc_sim_memo_resumed(const mc_sim_memo_t *m);
 
 /* mc_sim_run (timeline) or mc_sim_run_totals of a schedule whose instances may be compact
  * (mc_sched_load_compact): the expanded schedule's result, with each instance that renames its

@@ -154,24 +154,19 @@ static const int *on_link(const void *ctx, int l, int *n)
     return xs->lflows[l];
 }
 
-static const int *flow_path(const void *ctx, int f, int *nlinks)
+static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
 {
     const xsim_t *xs = ctx;
     *nlinks = xs->flows[f].e->nlinks;
+    *cap = xs->flows[f].cap;
     return xs->flows[f].e->links;
-}
-
-static double flow_cap(const void *ctx, int f)
-{
-    const xsim_t *xs = ctx;
-    return xs->flows[f].cap;
 }
 
 /* New max-min rates for the flows around the touched links; a flow whose rate changed gets a
  * new finish event. */
 static void rerate(xsim_t *xs, double now)
 {
-    sim_flows_t fl = {xs, xs->nflows, on_link, flow_path, flow_cap};
+    sim_flows_t fl = {xs, xs->nflows, on_link, flow_path};
     sim_links_rerate(&xs->lk, &fl);
     for (int i = 0; i < xs->lk.ncomp_flows; i++)
         sim_motion_rerate(&xs->flows[xs->lk.comp_flows[i]].m, xs->lk.rates[i], now, &xs->q,

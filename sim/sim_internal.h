@@ -69,13 +69,13 @@ void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q,
 
 /* sim_links.c: the per-link state both simulators share, and their rate computation. The flows
  * stay the simulator's: sim_flows_t says how many there are (numbered from 0), which are active
- * on a link (on_link), what flow f crosses (path) and its connection's limit (cap, 0: none). */
+ * on a link (on_link), what flow f crosses and its connection's limit (path: the links, *cap 0
+ * for none; one call, since every re-rating asks both of every flow of its component). */
 typedef struct sim_flows {
     const void *ctx;
     int nflows;
     const int *(*on_link)(const void *ctx, int l, int *n);
-    const int *(*path)(const void *ctx, int f, int *nlinks);
-    double (*cap)(const void *ctx, int f);
+    const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
 } sim_flows_t;
 
 typedef struct sim_links {
@@ -93,8 +93,8 @@ typedef struct sim_links {
     int *off, off_cap, *clinks, clink_cap, rate_cap;
     double *fcap;
     double *cap_left;
-    int *free_idx, *free_off, *free_links, idx_cap, off_cap2, links_cap2, frate_cap;
-    double *free_rates;
+    char *held;                 /* per flow of the component: held at its connection's limit */
+    int held_cap;
 } sim_links_t;
 
 void sim_links_init(sim_links_t *lk, const mc_topo_t *topo);
@@ -106,11 +106,21 @@ void sim_links_touch(sim_links_t *lk, int l);
  * directly or through other flows (comp_flows, rates, comp_links). */
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
 
+/* A simulation in progress (sim.c). */
+typedef struct sim_run sim_t;
+
 /* mc_sim_run_until that also says, in *nflows, how many flows the run had to simulate (those of
- * the distinct groups: an allowance below 4 per flow is not started). */
+ * the distinct groups: an allowance below 4 per flow is not started), and that can stop and go
+ * on. With run not NULL: *run NULL begins a run; *run not NULL is a run of the same trees (as the
+ * simulator reads them, perhaps another copy) that its allowance stopped with no horizon, and it
+ * goes on from where it stopped, charged its work from the start: the outcome, makespan and work
+ * of a run begun afresh under this allowance and horizon, without simulating again what it had.
+ * Then *run gets the run when its allowance stops it with no horizon (for sim_run_free or to go
+ * on), else NULL. */
 mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
-                                  double horizon_s, int64_t *nflows, mc_sim_result_t *res,
-                                  mc_err_t *err);
+                                  double horizon_s, int64_t *nflows, sim_t **run,
+                                  mc_sim_result_t *res, mc_err_t *err);
+void sim_run_free(sim_t *run);
 
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {

@@ -37,10 +37,7 @@ void sim_links_free(sim_links_t *lk)
     free(lk->off);
     free(lk->clinks);
     free(lk->rates);
-    free(lk->free_idx);
-    free(lk->free_off);
-    free(lk->free_links);
-    free(lk->free_rates);
+    free(lk->held);
     memset(lk, 0, sizeof *lk);
 }
 
@@ -100,8 +97,7 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
             if (n + 2 > lk->off_cap)
                 room(lk, n + 2);
             lk->comp_flows[n] = f;
-            lk->fcap[n] = fl->cap(fl->ctx, f);
-            const int *links = fl->path(fl->ctx, f, &nl);
+            const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[n]);
             if (at + nl > lk->clink_cap)
                 MC_GROW(lk->clinks, lk->clink_cap, at + nl);
             memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
@@ -119,7 +115,8 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
 /* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
  * limits: a flow whose fair share is above its connection's limit is held at the limit and the
  * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
- * a flow back only raises the others' shares, so the set of held flows only grows. */
+ * a flow back only raises the others' shares, so the set of held flows only grows; the solver
+ * shares it again on the index of the first solve (mc_sched_maxmin_resolve). */
 static void solve_capped(sim_links_t *lk, int n)
 {
     mc_sched_maxmin_solve(lk->mm, n, lk->off, lk->clinks, NULL, lk->cap, lk->rates);
@@ -128,41 +125,31 @@ static void solve_capped(sim_links_t *lk, int n)
         over = lk->fcap[i] > 0 && lk->rates[i] > lk->fcap[i];
     if (!over)
         return;
-    MC_GROW(lk->free_idx, lk->idx_cap, n + 1);
-    MC_GROW(lk->free_off, lk->off_cap2, n + 1);
-    MC_GROW(lk->free_rates, lk->frate_cap, n + 1);
-    MC_GROW(lk->free_links, lk->links_cap2, lk->off[n] + 1);
+    MC_GROW(lk->held, lk->held_cap, n + 1);
+    memset(lk->held, 0, (size_t)n);
     for (int i = 0; i < lk->ncomp_links; i++)
         lk->cap_left[lk->comp_links[i]] = lk->cap[lk->comp_links[i]];
-    int nfree = n;
-    for (int i = 0; i < n; i++)
-        lk->free_idx[i] = i;
     while (over) {
-        int k = 0, at = 0;
+        int nfree = 0;
         over = 0;
-        lk->free_off[0] = 0;
-        for (int j = 0; j < nfree; j++) {
-            int i = lk->free_idx[j];
+        for (int i = 0; i < n; i++) {
             double c = lk->fcap[i];
+            if (lk->held[i])
+                continue;
             if (c > 0 && lk->rates[i] > c) {
                 lk->rates[i] = c;
                 for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
                     lk->cap_left[lk->clinks[x]] -= c;
+                lk->held[i] = 1;
                 over = 1;
                 continue;
             }
-            lk->free_idx[k++] = i;
-            for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
-                lk->free_links[at++] = lk->clinks[x];
-            lk->free_off[k] = at;
+            nfree++;
         }
-        nfree = k;
         if (!over || !nfree)
             break;
-        mc_sched_maxmin_solve(lk->mm, nfree, lk->free_off, lk->free_links, NULL, lk->cap_left,
-                              lk->free_rates);
-        for (int j = 0; j < nfree; j++)
-            lk->rates[lk->free_idx[j]] = lk->free_rates[j];
+        mc_sched_maxmin_resolve(lk->mm, n, lk->off, lk->clinks, NULL, lk->held, lk->cap_left,
+                                lk->rates);
     }
 }
 

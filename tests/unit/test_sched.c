@@ -358,48 +358,111 @@ static void ref_maxmin(int nlinks, int nflows, const int *off, const int *links,
     free(fixed);
 }
 
+/* Random flow sets for the solver's tests: up to 600 links and 400 flows (every fourth round),
+ * else up to 60 and 80; bandwidths small multiples of one that is not a round number, paths of 1
+ * to 5 links, a quarter of them the previous flow's again, weights 0.5, 1 or 1.5. */
+#define RF_LINKS 600
+#define RF_FLOWS 400
+typedef struct rnd_flows {
+    uint64_t seed;
+    int nlinks, nflows;
+    int off[RF_FLOWS + 1], links[6 * RF_FLOWS];
+    double weight[6 * RF_FLOWS], cap[RF_LINKS];
+} rnd_flows_t;
+
+static int rnd(rnd_flows_t *r, int n)
+{
+    r->seed = r->seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (int)(r->seed >> 33) % n;
+}
+
+static void rnd_flows_draw(rnd_flows_t *r, int round)
+{
+    int n = 0;
+    r->nlinks = 2 + rnd(r, round % 4 == 3 ? RF_LINKS - 2 : 60);
+    r->nflows = 2 + rnd(r, round % 4 == 3 ? RF_FLOWS - 2 : 80);
+    for (int l = 0; l < r->nlinks; l++)
+        r->cap[l] = 370.8e9 / 7 * (1 + rnd(r, 8));
+    r->off[0] = 0;
+    for (int f = 0; f < r->nflows; f++) {
+        if (f > 0 && rnd(r, 4) == 0) { /* the previous flow's path again */
+            for (int j = r->off[f - 1]; j < r->off[f]; j++) {
+                r->links[n] = r->links[j];
+                r->weight[n++] = r->weight[j];
+            }
+        } else {
+            for (int k = 1 + rnd(r, 5); k > 0; k--) {
+                r->links[n] = rnd(r, r->nlinks);
+                r->weight[n++] = 0.5 * (1 + rnd(r, 3));
+            }
+        }
+        r->off[f + 1] = n;
+    }
+}
+
 /* The solver on random flow sets gives the reference's rates to the bit: up to 600 links, so
  * that both its ways of picking bottlenecks run (a scan over the open links on small solves, a
- * heap on large ones), weighted and not; bandwidths are small multiples of one that is not a
- * round number and paths repeat, so that levels tie in exact arithmetic and rounding breaks the
- * ties both ways: a level then drops below the key it was queued at, where the order of the
- * queue's keys decides which link is fixed first. */
+ * sort of the links on large ones), weighted and not; bandwidths are small multiples of one that
+ * is not a round number and paths repeat, so that levels tie in exact arithmetic and rounding
+ * breaks the ties both ways: a level then drops below the key it was queued at, where the order
+ * of the queue's keys decides which link is fixed first. */
 static void test_maxmin_random(void **state)
 {
     (void)state;
-    uint64_t seed = 12345;
-    int nlinks_max = 600, nflows_max = 400;
+    rnd_flows_t *r = calloc(1, sizeof *r);
+    double got[RF_FLOWS], want[RF_FLOWS];
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(RF_LINKS);
+    r->seed = 12345;
+    for (int round = 0; round < 4000; round++) {
+        rnd_flows_draw(r, round);
+        const double *w = round % 2 ? r->weight : NULL;
+        mc_sched_maxmin_solve(m, r->nflows, r->off, r->links, w, r->cap, got);
+        ref_maxmin(r->nlinks, r->nflows, r->off, r->links, w, r->cap, want);
+        for (int f = 0; f < r->nflows; f++)
+            if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
+                fail_msg("round %d, flow %d of %d: %.17g, want %.17g", round, f, r->nflows,
+                         got[f], want[f]);
+    }
+    mc_sched_maxmin_free(m);
+    free(r);
+}
+
+/* The solver's larger problems (above its scan's 256 links) on link ids up to 2^17, so that its
+ * sort of the links takes three bytes of link id: paths as the simulator's, a run of links shared
+ * by flows from one GPU and one into another, where many levels tie (equal bandwidths, equal
+ * counts) and some links have no capacity left (level 0); the rates match the reference's to
+ * the bit. */
+static void test_maxmin_wide_ids(void **state)
+{
+    (void)state;
+    uint64_t seed = 777;
+    int nids = 1 << 17, nflows_max = 900, ngpus = 48, per = 6;
     int *off = malloc(sizeof(int) * (size_t)(nflows_max + 1));
-    int *links = malloc(sizeof(int) * (size_t)(6 * nflows_max));
-    double *weight = malloc(sizeof(double) * (size_t)(6 * nflows_max));
-    double *cap = malloc(sizeof(double) * (size_t)nlinks_max);
+    int *links = malloc(sizeof(int) * (size_t)(2 * per * nflows_max));
+    double *cap = malloc(sizeof(double) * (size_t)nids);
     double *got = malloc(sizeof(double) * (size_t)nflows_max);
     double *want = malloc(sizeof(double) * (size_t)nflows_max);
-    mc_sched_maxmin_t *m = mc_sched_maxmin_new(nlinks_max);
+    int *id = malloc(sizeof(int) * (size_t)(2 * ngpus * per));
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(nids);
 #define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
-    for (int round = 0; round < 4000; round++) {
-        int nlinks = 2 + RND(round % 4 == 3 ? nlinks_max - 2 : 60);
-        int nflows = 2 + RND(round % 4 == 3 ? nflows_max - 2 : 80), n = 0;
-        for (int l = 0; l < nlinks; l++)
-            cap[l] = 370.8e9 / 7 * (1 + RND(8));
+    for (int round = 0; round < 60; round++) {
+        /* per GPU, per links out and per links in, each at a random id */
+        for (int i = 0; i < 2 * ngpus * per; i++) {
+            id[i] = RND(nids);
+            cap[id[i]] = RND(20) == 0 ? 0.0 : 48e9 * (1 + RND(3)) / 3;
+        }
+        int nflows = 200 + RND(nflows_max - 200), n = 0;
         off[0] = 0;
         for (int f = 0; f < nflows; f++) {
-            if (f > 0 && RND(4) == 0) { /* the previous flow's path again */
-                for (int j = off[f - 1]; j < off[f]; j++) {
-                    links[n] = links[j];
-                    weight[n++] = weight[j];
-                }
-            } else {
-                for (int k = 1 + RND(5); k > 0; k--) {
-                    links[n] = RND(nlinks);
-                    weight[n++] = 0.5 * (1 + RND(3));
-                }
-            }
+            int src = RND(ngpus), dst = RND(ngpus);
+            for (int k = 0; k < per; k++)
+                links[n++] = id[src * per + k];
+            for (int k = 0; k < per; k++)
+                links[n++] = id[(ngpus + dst) * per + k];
             off[f + 1] = n;
         }
-        const double *w = round % 2 ? weight : NULL;
-        mc_sched_maxmin_solve(m, nflows, off, links, w, cap, got);
-        ref_maxmin(nlinks, nflows, off, links, w, cap, want);
+        mc_sched_maxmin_solve(m, nflows, off, links, NULL, cap, got);
+        ref_maxmin(nids, nflows, off, links, NULL, cap, want);
         for (int f = 0; f < nflows; f++)
             if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
                 fail_msg("round %d, flow %d of %d: %.17g, want %.17g", round, f, nflows, got[f],
@@ -409,10 +472,75 @@ static void test_maxmin_random(void **state)
     mc_sched_maxmin_free(m);
     free(off);
     free(links);
-    free(weight);
     free(cap);
     free(got);
     free(want);
+    free(id);
+}
+
+/* mc_sched_maxmin_resolve against the solve of the flows not held alone, on the flow sets of
+ * test_maxmin_random: a quarter of the flows held and their rates, or half of them, taken off
+ * their links' capacities (a bottleneck's down to nothing), then as many more again on the
+ * capacities left (a second resolve on the same index); every eighth round all flows but the last
+ * are held, then all. The rates of the flows not held match to the bit, the held ones keep theirs. */
+static void test_maxmin_resolve(void **state)
+{
+    (void)state;
+    rnd_flows_t *r = calloc(1, sizeof *r);
+    int roff[RF_FLOWS + 1], rlinks[6 * RF_FLOWS];
+    double rweight[6 * RF_FLOWS], got[RF_FLOWS], was[RF_FLOWS], want[RF_FLOWS];
+    char held[RF_FLOWS];
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(RF_LINKS);
+    mc_sched_maxmin_t *fresh = mc_sched_maxmin_new(RF_LINKS);
+    r->seed = 4242;
+    for (int round = 0; round < 2000; round++) {
+        rnd_flows_draw(r, round);
+        int nflows = r->nflows, all = round % 8 == 5;
+        const double *w = round % 2 ? r->weight : NULL;
+        memset(held, 0, sizeof held);
+        mc_sched_maxmin_solve(m, nflows, r->off, r->links, w, r->cap, got);
+        for (int step = 0; step < 2; step++) {
+            int nfree = 0;
+            for (int f = 0; f < nflows; f++) {
+                if (!held[f] && (all || rnd(r, 4) == 0)) {
+                    held[f] = 1;
+                    for (int j = r->off[f]; j < r->off[f + 1]; j++)
+                        r->cap[r->links[j]] -= rnd(r, 3) == 0 ? got[f] : got[f] / 2;
+                }
+                nfree += !held[f];
+            }
+            if (all) { /* all but the last flow held, then all of them */
+                held[nflows - 1] = step == 1;
+                nfree = step == 0;
+            }
+            memcpy(was, got, sizeof(double) * (size_t)nflows);
+            mc_sched_maxmin_resolve(m, nflows, r->off, r->links, w, held, r->cap, got);
+            int k = 0, at = 0;
+            roff[0] = 0;
+            for (int f = 0; f < nflows; f++) {
+                if (held[f])
+                    continue;
+                for (int j = r->off[f]; j < r->off[f + 1]; j++) {
+                    rlinks[at] = r->links[j];
+                    rweight[at++] = r->weight[j];
+                }
+                roff[++k] = at;
+            }
+            assert_int_equal(k, nfree);
+            if (nfree > 0)
+                mc_sched_maxmin_solve(fresh, nfree, roff, rlinks, w ? rweight : NULL, r->cap,
+                                      want);
+            for (int f = 0, i = 0; f < nflows; f++) {
+                const double *expect = held[f] ? &was[f] : &want[i++];
+                if (memcmp(&got[f], expect, sizeof(double)) != 0)
+                    fail_msg("round %d, step %d, flow %d of %d (held %d): %.17g, want %.17g",
+                             round, step, f, nflows, held[f], got[f], *expect);
+            }
+        }
+    }
+    mc_sched_maxmin_free(m);
+    mc_sched_maxmin_free(fresh);
+    free(r);
 }
 
 int main(void)
@@ -435,6 +563,8 @@ int main(void)
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_maxmin_solver),
         cmocka_unit_test(test_maxmin_random),
+        cmocka_unit_test(test_maxmin_wide_ids),
+        cmocka_unit_test(test_maxmin_resolve),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }

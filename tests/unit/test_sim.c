@@ -254,9 +254,9 @@ static void test_horizon(void **state)
     mc_topo_free(t);
 }
 
-/* One run through the memo against the same run fresh: the same status, time and work taken;
- * returns whether the memo simulated (a remembered outcome sets only the makespan). work < 0:
- * no allowance. */
+/* One run through the memo against the same run fresh: the same status, time and work taken,
+ * and the same per-link figures where it simulated; returns whether the memo simulated (a
+ * remembered outcome sets only the makespan). work < 0: no allowance. */
 static int memo_matches(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *t, int64_t work,
                         double horizon)
 {
@@ -267,6 +267,9 @@ static int memo_matches(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *
     assert_int_equal(mc_sim_run_memo(m, s, t, work < 0 ? NULL : &b, horizon, &res, &err), want);
     assert_true(res.makespan_s == fresh.makespan_s);
     assert_true(a == b);
+    for (int l = 0; want == MC_OK && res.link_busy_s && l < t->nlinks; l++)
+        assert_true(res.link_busy_s[l] == fresh.link_busy_s[l] &&
+                    res.link_bytes[l] == fresh.link_bytes[l]);
     int simulated = want != MC_OK || res.link_busy_s != NULL;
     mc_sim_result_free(&fresh);
     mc_sim_result_free(&res);
@@ -318,6 +321,62 @@ static void test_memo_unbounded(void **state)
     assert_false(memo_matches(m, s, t, -1, t0 + 7e6 / B));
     mc_sim_memo_free(m);
     mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* The three-flow incast in 8 chunks each, then a 1 MB tree in 4 chunks in a second phase: 28
+ * flows. */
+static mc_sched_t *incast_then_tree(const mc_topo_t *t)
+{
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    for (int i = 0; i < 3; i++)
+        edge(s, t, mc_sched_add_tree(s, 0, 0, (uint64_t)(i + 1) * 1000000, i, 0, 8), i, 3, 3,
+             (int[]){i, 4, 3});
+    edge(s, t, mc_sched_add_tree(s, 0, 0, 1000000, 0, 1, 4), 0, 3, 3, (int[]){0, 4, 3});
+    return s;
+}
+
+/* memo_matches; returns how many runs the memo has taken on from where an allowance stopped
+ * them. */
+static long memo_resumes(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *t, int64_t work,
+                         double horizon)
+{
+    memo_matches(m, s, t, work, horizon);
+    return mc_sim_memo_resumed(m);
+}
+
+/* A run its allowance stopped with no horizon goes on from where it stopped (synth's summary of a
+ * plan the referee could only estimate): under a larger allowance it stops again or ends exactly
+ * as a run begun afresh (status, time, per-link figures, work taken from the start), across the
+ * phase boundary and on another copy of the schedule (the first freed); one ended is then
+ * remembered; a smaller allowance, or a horizon, begins afresh; no allowance takes it on too. */
+static void test_memo_resume(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast_then_tree(t), *copy = incast_then_tree(t);
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    int64_t all = 1000000;
+    assert_int_equal(mc_sim_run_bounded(s, t, &all, &res, &err), MC_OK);
+    mc_sim_result_free(&res);
+    int64_t used = 1000000 - all, least = 4 * 28;
+    assert_true(used > least + 30);
+    int64_t w1 = least + (used - least) / 3, w2 = least + 2 * (used - least) / 3;
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    assert_int_equal(memo_resumes(m, s, t, w1, 0), 0);
+    assert_int_equal(memo_resumes(m, s, t, w1 - 1, 0), 0);
+    assert_int_equal(memo_resumes(m, s, t, w1, 1.0), 0);
+    mc_sched_free(s);
+    assert_int_equal(memo_resumes(m, copy, t, w2, 0), 1);
+    assert_int_equal(memo_resumes(m, copy, t, 1000000, 0), 2);
+    assert_int_equal(memo_resumes(m, copy, t, 1000000, 0), 2);
+    mc_sim_memo_free(m);
+    m = mc_sim_memo_new();
+    assert_int_equal(memo_resumes(m, copy, t, w2, 0), 0);
+    assert_int_equal(memo_resumes(m, copy, t, -1, 0), 1);
+    assert_int_equal(memo_resumes(m, copy, t, -1, 0), 1);
+    mc_sim_memo_free(m);
+    mc_sched_free(copy);
     mc_topo_free(t);
 }
 
@@ -526,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_memo),
         cmocka_unit_test(test_memo_unbounded),
+        cmocka_unit_test(test_memo_resume),
         cmocka_unit_test(test_busiest_link_bound),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
