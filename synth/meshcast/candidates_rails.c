@@ -2,12 +2,15 @@
  * root host, per rail k it is given, trees whose root hands the bytes once to the GPU x on rail
  * k of its own host; x sends them out on its own NIC, as a chain across the destination hosts or
  * through one hub host that sends them to every other one (entering each host at its GPU on rail
- * k, which fans out inside it), and fans them out inside the root host. Striped over the rails,
- * the root's links carry each byte once and every NIC sends each stripe at most once per hop: the
- * host's whole NIC rate. The shape trees (candidates.c) send every stripe out of the root twice
- * (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the root's NVLink
- * rate over two. On the root's own rail the local fan-out starts at another GPU, one tree per
- * choice, so that the split spreads it. Each tree's stripe is its part in that split. */
+ * k, which fans out inside it), and the root host's destinations get them on the way. Striped
+ * over the rails, the root's links carry each byte once and every NIC sends each stripe at most
+ * once per hop: the host's whole NIC rate. The shape trees (candidates.c) send every stripe out
+ * of the root twice (its own fan-out beside the PXN hop), which bounds a one-GPU broadcast at the
+ * root's NVLink rate over two. Where the share has several rails, the root host's part of every
+ * rail's trees is planned with the others' load (candidates_home.c); on the root's own rail its
+ * trees start at another GPU each, so that the split spreads that stripe too. Each tree's stripe
+ * is its part in that split. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,9 @@
  * bound striped; a broadcast of 64 MiB over 8 OCI A100 boxes (1.1 MiB per tree) from 2.70 to
  * 1.75, host 0's shards to those boxes (1.1 MiB) from 2.47 to 1.48. */
 #define MC_RAIL_TREE_MIN (1024.0 * 1024.0)
+/* A port counts as fed when its GPUs' routes to it reach this share of its rate (a NIC of 25 GB/s
+ * behind a 24 GB/s PCIe link is fed by one GPU of 24). */
+#define MC_RAIL_FED 0.9
 
 typedef struct rails {
     mc_cands_t *cs;
@@ -38,6 +44,9 @@ typedef struct rails {
     int *hosts, nhosts;   /* the remote destination hosts, ascending */
     int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
     int local;            /* the share has destinations in the root host */
+    int stride, ndev;     /* the root host's trees (candidates_home.c): that of rail k whose */
+    int *slot;            /* first GPU has dev d at slot[k x ndev + d] x stride (-1: none) */
+    int *hpar, *hchi, *hne, *hpath;
 } rails_t;
 
 static void edge(rails_t *r, int a, int b)
@@ -60,6 +69,21 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     if (nwant == 0)
         return MC_OK;
     int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
+    if (k < 0)
+        return MC_ERR_INTERNAL;
+    for (int i = 0; i < k; i++)
+        edge(r, r->spar[i], r->schi[i]);
+    return MC_OK;
+}
+
+/* Reaches g (in src's host) from src (in the tree) by the host's shortest-path tree: over a
+ * partial mesh (MI250: GPU 0 has xGMI to 1, 4 and 6 only) through xGMI relays rather than the
+ * direct route, which would cross both GPUs' PCIe bridges and the switch their NICs hang from. */
+static mc_status_t reach(rails_t *r, int src, int g, mc_err_t *err)
+{
+    if (src == g)
+        return MC_OK;
+    int k = mc_cands_host_spt(r->topo, src, &g, 1, r->spar, r->schi, err);
     if (k < 0)
         return MC_ERR_INTERNAL;
     for (int i = 0; i < k; i++)
@@ -92,26 +116,35 @@ static int remote_hosts(const rails_t *r, int h0, int *hosts)
     return n;
 }
 
-/* One tree: root -> x (unless x is the root); from x on rail k, a chain over the remote hosts
- * (hub < 0) or the hub host first and from its entry every other remote host (a two-level
- * star: the hub's NIC sends to each, a NIC per rail); the root host's destinations reached from
- * y (root -> y first unless y is x or the root). Appended when it is complete. */
-static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_err_t *err)
+/* One tree: its part in the root host (with several rails, a home tree: from the root first to
+ * the host's GPU of dev d, the rail GPU x unless x is the root, then to its destinations; with
+ * one, root -> x and x's shortest-path tree there, as at every other host); from x on rail k, a
+ * chain over the remote hosts (hub < 0) or the hub host first and from its entry every other
+ * remote host (a two-level star: the hub's NIC sends to each, a NIC per rail). Appended when it
+ * is complete. */
+static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_err_t *err)
 {
     const mc_topo_t *t = r->topo;
     int h0 = mc_topo_gpu_host(t, root);
     memset(r->seen, 0, sizeof(int) * (size_t)t->ngpus);
     r->ne = 0;
     r->seen[root] = 1;
+    mc_status_t st = MC_OK;
+    int ht = r->slot ? r->slot[k * r->ndev + d] : -1;
+    /* a home tree's path to x first, its other edges in the root host's place among the hosts
+     * (all of them there on the root's own rail), as the shapes of candidates.c order theirs */
+    int lead = ht >= 0 && x != root ? r->hpath[ht] : 0;
     /* without destinations in the root host, x is only the route's PXN hop (mc_topo_route
      * passes through it): as a relay it would add a store-and-forward */
-    if (r->local)
-        edge(r, root, x);
+    if (r->local && ht >= 0)
+        for (int i = 0; i < lead; i++)
+            edge(r, r->hpar[ht * r->stride + i], r->hchi[ht * r->stride + i]);
+    else if (r->local)
+        st = reach(r, root, x, err);
     else
         x = root;
     int prev = x, from = x;
-    mc_status_t st = MC_OK;
-    if (hub >= 0) {
+    if (hub >= 0 && st == MC_OK) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
         st = fan_out(r, r->hosts[hub], from, err);
@@ -120,8 +153,9 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
      * candidates.c list them: a tree they already have is found again, not added twice */
     for (int i = 0, mine = !r->local; i <= r->nhosts && st == MC_OK; i++) {
         if (!mine && (i == r->nhosts || r->hosts[i] > h0)) {
-            edge(r, root, y);
-            st = fan_out(r, h0, y, err);
+            for (int j = lead; ht >= 0 && j < r->hne[ht]; j++)
+                edge(r, r->hpar[ht * r->stride + j], r->hchi[ht * r->stride + j]);
+            st = fan_out(r, h0, x, err);
             mine = 1;
         }
         if (i == r->nhosts || i == hub || st != MC_OK)
@@ -141,6 +175,81 @@ static mc_status_t build(rails_t *r, int root, int x, int y, int k, int hub, mc_
     if (pst == MC_OK && at >= 0 && r->nmade < r->capmade)
         r->made[r->nmade++] = at;
     return pst;
+}
+
+/* The dev of the first GPU in the root host of rail k's tree for hub (-1: a chain, the j-th):
+ * the rail GPU's own, unless it is the root (own): then its trees start at each other GPU in
+ * turn (hub h at the (h + 2)-th GPU after the root's, the root's own turn going to the next), so
+ * that the root's links carry each byte of its own stripe once. */
+static int first_dev(int k, int own, int hub, int j, int ndev)
+{
+    int d = hub >= 0 ? (k + hub + 2) % ndev : (k + 1 + j) % ndev;
+    return !own ? k : d == k ? (k + 1) % ndev : d;
+}
+
+/* How many chains rail k has: one per first GPU where they carry the root's own stripe (no
+ * hubs), else one. */
+static int nchains(int own, int hubs, int ndev)
+{
+    return own && !hubs ? ndev - 1 : 1;
+}
+
+/* The root host's trees of the rails given (mine), for each rail and first GPU its trees use
+ * (first_dev), weighted by the part of the rail's stripe they carry (hubs: how many two-level
+ * trees a rail has, 0: the chains carry it). */
+static mc_status_t home(rails_t *r, int h0, int r0, int ndev, const char *mine, int hubs,
+                        mc_err_t *err)
+{
+    const mc_topo_t *t = r->topo;
+    int nwant = 0, n = 0, ndep = 0;
+    for (int i = 0; i < r->pc->ndests; i++)
+        if (mc_topo_gpu_host(t, r->pc->dests[i]) == h0)
+            r->want[nwant++] = r->pc->dests[i];
+    int cap = ndev * ndev + 1;
+    int *roots = mc_xmalloc(sizeof(int) * (size_t)(4 * cap)), *firsts = roots + cap;
+    int *dep_from = firsts + cap, *dep_to = dep_from + cap;
+    double *ws = mc_xcalloc((size_t)cap, sizeof(double));
+    r->ndev = ndev;
+    r->slot = mc_xmalloc(sizeof(int) * (size_t)cap);
+    for (int i = 0; i < cap; i++)
+        r->slot[i] = -1;
+    for (int k = 0; k < ndev; k++) {
+        int x = mc_topo_host_gpu_on_dev(t, h0, k);
+        if (!mine[k] || x < 0)
+            continue;
+        int root = mc_ints_contain(r->pc->holders, r->pc->nholders, x) ? x : r0, own = root == x;
+        dep_from[ndep] = x;
+        dep_to[ndep] = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
+        ndep += dep_to[ndep] >= 0;
+        /* the chains carry the stripe without hubs, else (weight 0) the two-level trees */
+        for (int hub = -1; hub < hubs; hub++)
+            for (int j = 0; j < (hub < 0 ? nchains(own, hubs, ndev) : 1); j++) {
+                int d = first_dev(k, own, hub, j, ndev), g = mc_topo_host_gpu_on_dev(t, h0, d);
+                if (g < 0)
+                    continue;
+                if (r->slot[k * ndev + d] < 0) {
+                    roots[n] = root;
+                    firsts[n] = g;
+                    r->slot[k * ndev + d] = n++;
+                }
+                ws[r->slot[k * ndev + d]] +=
+                    (hub < 0) == !hubs ? 1.0 / (hubs ? hubs : nchains(own, hubs, ndev)) : 0;
+            }
+    }
+    r->stride = nwant + 2;
+    r->hpar = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
+    r->hchi = mc_xmalloc(sizeof(int) * (size_t)(n + 1) * (size_t)r->stride);
+    r->hne = mc_xcalloc((size_t)n + 1, sizeof(int));
+    r->hpath = mc_xcalloc((size_t)n + 1, sizeof(int));
+    mc_home_t h = {.n = n, .roots = roots, .firsts = firsts, .ws = ws, .dests = r->want,
+                   .ndests = nwant, .dep_from = dep_from, .dep_to = dep_to, .ndep = ndep};
+    mc_status_t st = MC_OK;
+    if (mc_cands_home_trees(t, &h, r->hpar, r->hchi, r->hne, r->hpath) < 0)
+        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: a GPU of host %d is unreachable from %d",
+                        __FILE__, __LINE__, h0, r0);
+    free(roots);
+    free(ws);
+    return st;
 }
 
 int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t *sh)
@@ -190,36 +299,55 @@ static int span_of(const char *mine, int ndev)
     return n;
 }
 
-/* Marks in usable[] the rails of host h0 that leave by a NIC port of their own: on each port
+/* Marks in usable[] the rails of host h0 that a NIC port needs to send at its rate: on each port
  * (by the route to the first remote host's GPU on the rail), the root's own rail r0 when it is
- * on it, else the first; returns how many. A host with one NIC (PCIe boxes, the paper's
- * p3.8xlarge) has one rail: nothing to stripe. */
+ * on it, then the others in order while the GPUs taken so far feed the port less than its rate
+ * (the slowest link of a GPU's route before the port). One GPU per port where a GPU's PCIe is as
+ * fast as its NIC (two GPUs per NIC on a p4d: the second would only share the port); two where it
+ * is half as fast (MI250: 12 GB/s x8 bridges under a 24 GB/s NIC, so one rail per port left half
+ * of each NIC idle and a broadcast over 8 hosts at 2.45 of the bound). Returns how many. A host
+ * with one NIC whose GPUs each fill it (the paper's p3.8xlarge) has one rail: nothing to stripe. */
 static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable)
 {
     const mc_topo_t *t = r->topo;
     mc_err_t ignored = {0};
-    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0, own = -1;
+    int *port = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), n = 0;
+    double *feed = mc_xmalloc(sizeof(double) * (size_t)(ndev + 1));
+    double *fed = mc_xcalloc((size_t)t->nlinks + 1, sizeof(double));
+    int *order = mc_xmalloc(sizeof(int) * (size_t)(ndev + 1)), norder = 0;
     memset(usable, 0, (size_t)ndev);
     for (int k = 0; k < ndev; k++) {
         int x = mc_topo_host_gpu_on_dev(t, h0, k);
         int to = mc_topo_host_gpu_on_dev(t, r->hosts[0], k);
         mc_route_t rt;
         port[k] = -1;
+        feed[k] = HUGE_VAL;
         if (x < 0 || to < 0 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
             continue;
-        for (int i = 0; i < rt.nlinks && port[k] < 0; i++)
+        for (int i = 0; i < rt.nlinks && port[k] < 0; i++) {
             if (t->links[rt.links[i]].kind == MC_LINK_NET)
                 port[k] = rt.links[i];
+            else if (t->links[rt.links[i]].bw < feed[k])
+                feed[k] = t->links[rt.links[i]].bw;
+        }
         if (x == r0)
-            own = port[k];
+            order[norder++] = k;
     }
-    for (int k = 0; k < ndev; k++) {
-        int x = mc_topo_host_gpu_on_dev(t, h0, k);
-        usable[k] = port[k] >= 0 &&
-                    (port[k] == own ? x == r0 : !mc_ints_contain(port, k, port[k]));
-        n += usable[k];
+    for (int k = 0; k < ndev; k++)
+        if (norder == 0 || order[0] != k)
+            order[norder++] = k;
+    for (int i = 0; i < norder; i++) {
+        int k = order[i];
+        if (port[k] < 0 || fed[port[k]] >= t->links[port[k]].bw * MC_RAIL_FED)
+            continue;
+        fed[port[k]] += feed[k];
+        usable[k] = 1;
+        n++;
     }
     free(port);
+    free(feed);
+    free(fed);
+    free(order);
     return n;
 }
 
@@ -271,8 +399,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                        (senders == 1 || span_of(mine, ndev) >= 2)
                    ? r.nhosts
                    : 0;
-    r.capmade = 2 * ndev + hubs + 2;
+    r.capmade = ndev + hubs + 2;
     r.made = mc_xmalloc(sizeof(int) * (size_t)r.capmade);
+    /* the root host's trees planned together where several rails load its links */
+    if (local && span_of(mine, ndev) >= 2)
+        st = home(&r, root_host, r0, ndev, mine, hubs, err);
     int *per_rail = mc_xcalloc((size_t)(ndev + 1) * (size_t)r.capmade, sizeof(int));
     int *nper = mc_xcalloc((size_t)ndev + 1, sizeof(int)), nrails = 0;
     for (int k = 0; k < ndev && st == MC_OK; k++) {
@@ -280,19 +411,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         if (!mine[k] || x < 0)
             continue;
         int root = mc_ints_contain(pc->holders, pc->nholders, x) ? x : r0;
-        /* on the root's own rail, when the share stripes over others too, its host's fan-out
-         * starts at another GPU, in turn: the root's links carry each byte once */
-        int turn = root == x && local && span_of(mine, ndev) > 1;
+        int own = root == x && r.slot; /* its trees start in turn (home trees only) */
         for (int hub = -1; hub < hubs && st == MC_OK; hub++) {
             r.nmade = 0;
-            for (int j = turn; j < (turn && hub < 0 ? ndev : turn + 1) && st == MC_OK; j++) {
-                int y = turn ? mc_topo_host_gpu_on_dev(topo, root_host, (k + j + hub + 1) % ndev)
-                             : x;
-                if (y == x && turn)
-                    y = mc_topo_host_gpu_on_dev(topo, root_host, (k + 1) % ndev);
-                if (y >= 0)
-                    st = build(&r, root, x, y, k, hub, err);
-            }
+            for (int j = 0; j < (hub < 0 ? nchains(own, hubs, ndev) : 1) && st == MC_OK; j++)
+                st = build(&r, root, x, first_dev(k, own, hub, j, ndev), k, hub, err);
             /* the rail's part goes to its two-level trees, or to its chains without hubs */
             if (hub < 0 && hubs > 0)
                 continue;
@@ -347,6 +470,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.spar);
     free(r.schi);
     free(r.hosts);
+    free(r.slot);
+    free(r.hpar);
+    free(r.hchi);
+    free(r.hne);
+    free(r.hpath);
     return st;
 }
 

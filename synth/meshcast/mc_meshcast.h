@@ -155,6 +155,24 @@ int mc_cand_copies(const mc_cand_t *c, double rate);
  * error. */
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
+/* The root host's part of rail-stripe trees (candidates_home.c): n trees, tree e from roots[e]
+ * first to firsts[e] (another GPU of the host), then to every one of dests, carrying ws[e]
+ * stripes, while the stripes leave the host from dep_from[k] to dep_to[k] (k < ndep). */
+typedef struct mc_home {
+    int n;
+    const int *roots, *firsts;
+    const double *ws;
+    const int *dests;
+    int ndests;
+    const int *dep_from, *dep_to;
+    int ndep;
+} mc_home_t;
+
+/* Plans the trees of h around each other's load: edges parents first into par, chi at
+ * e x (ndests + 2), their count in ne[e], the first npath[e] of them the path from the root to
+ * the first GPU. Returns -1 when some GPU could not be reached. */
+int mc_cands_home_trees(const mc_topo_t *topo, const mc_home_t *h, int *par, int *chi, int *ne,
+                        int *npath);
 
 /* Appends a tree built from edges like mc_cands_push, without looking for an earlier copy;
  * returns its index, or -1 on error. */
