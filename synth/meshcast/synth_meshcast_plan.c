@@ -43,13 +43,18 @@ void mc_plan_sol_copy(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol
     dst->est_ps = src->est_ps;
 }
 
+/* A tree's time carrying u units (0 for none). */
+static int64_t tree_ps(const mc_pcand_t *pc, int u)
+{
+    return u > 0 ? u * pc->unit_ps + pc->fixed_ps : 0;
+}
+
 /* Phase k's time given its link loads (load[0..nlinks)): the slowest tree or the busiest link. */
 static int64_t phase_ps_at(const mc_plan_t *pl, const mc_plan_sol_t *s, int k, const int64_t *load)
 {
     int64_t t = 0;
     for (int c = 0; c < pl->ncands; c++) {
-        int u = s->units[c * s->nphases + k];
-        int64_t tc = u > 0 ? u * pl->cands[c].unit_ps + pl->cands[c].fixed_ps : 0;
+        int64_t tc = tree_ps(&pl->cands[c], s->units[c * s->nphases + k]);
         if (tc > t)
             t = tc;
     }
@@ -188,11 +193,6 @@ static void track(fill_t *f, int k, int64_t before, int64_t after)
     if (f->phase[k] <= 0)
         return;
     f->at_phase[k] += (after == f->phase[k]) - (before == f->phase[k]);
-}
-
-static int64_t tree_ps(const mc_pcand_t *pc, int u)
-{
-    return u > 0 ? u * pc->unit_ps + pc->fixed_ps : 0;
 }
 
 /* Phase k's time and its count of items that set it, from a full scan. */
@@ -439,7 +439,7 @@ static int slowest_tree(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64
     for (int c = 0; c < pl->ncands; c++) {
         if (s->units[c] <= 0)
             continue;
-        int64_t tc = s->units[c] * pl->cands[c].unit_ps + pl->cands[c].fixed_ps;
+        int64_t tc = tree_ps(&pl->cands[c], s->units[c]);
         *excess += tc > lmax ? tc - lmax : 0;
         if (tc > tmax) {
             tmax = tc;
