@@ -115,7 +115,15 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks);
 void mc_sched_maxmin_free(mc_sched_maxmin_t *m);
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate);
-/* After mc_sched_maxmin_solve of these flows on m: the rates of the flows not held (held[f] == 0)
+/* mc_sched_maxmin_solve of unweighted flows where flow f stands for count[f] identical flows (the
+ * same links in the same order): the rates, to the bit, that the solve of the flows written out
+ * gives each of them (identical flows are fixed together, and a link is charged once per flow, by
+ * as many subtractions). The simulator solves its flows by route this way (sim/sim_links.c). With
+ * weight not NULL, count is not read. */
+void mc_sched_maxmin_solve_counted(mc_sched_maxmin_t *m, int nflows, const int *off,
+                                   const int *links, const double *weight, const int *count,
+                                   const double *cap, double *rate);
+/* After mc_sched_maxmin_solve (or _counted, with the same counts) of these flows on m: the rates of the flows not held (held[f] == 0)
  * on capacities cap, as mc_sched_maxmin_solve of those flows alone, in their order, gives them, to
  * the bit, without indexing the links again; the rates of the held flows are left as they are.
  * The simulator holds flows at their connection limits this way (sim/sim_links.c). */

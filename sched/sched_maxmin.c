@@ -29,6 +29,7 @@ struct mc_sched_maxmin {
     int *ent, ent_cap;/* flow ids per link */
     char *fixed;
     int fixed_cap;
+    const int *count; /* per flow of this solve: how many identical flows it stands for (NULL: 1) */
     struct heap_item {
         double key;
         int link;
@@ -149,26 +150,29 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
             m->stamp[l] = 0;
         m->epoch = 1;
     }
-    for (int j = 0; j < off[nflows]; j++) {
-        int l = links[j];
-        if (m->stamp[l] != m->epoch) {
-            m->stamp[l] = m->epoch;
-            m->cap_rem[l] = cap[l];
-            m->wsum[l] = 0;
-            m->nunfixed[l] = 0;
-            m->used[nused++] = l;
+    for (int f = 0; f < nflows; f++)
+        for (int j = off[f]; j < off[f + 1]; j++) {
+            int l = links[j];
+            if (m->stamp[l] != m->epoch) {
+                m->stamp[l] = m->epoch;
+                m->cap_rem[l] = cap[l];
+                m->wsum[l] = 0;
+                m->nunfixed[l] = 0;
+                m->lpos[l] = 0;
+                m->used[nused++] = l;
+            }
+            if (weight)
+                m->wsum[l] += weight[j];
+            m->nunfixed[l] += m->count ? m->count[f] : 1;
+            m->lpos[l]++; /* its entries, one per flow given */
         }
-        if (weight)
-            m->wsum[l] += weight[j];
-        m->nunfixed[l]++;
-    }
     m->loff[0] = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
         if (!weight) /* a sum of ones, exact */
             m->wsum[l] = m->nunfixed[l];
+        m->loff[i + 1] = m->loff[i] + m->lpos[l];
         m->lpos[l] = m->loff[i];
-        m->loff[i + 1] = m->loff[i] + m->nunfixed[l];
     }
     MC_GROW(m->ent, m->ent_cap, off[nflows]);
     for (int f = 0; f < nflows; f++)
@@ -178,24 +182,34 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
 }
 
 /* Fixes the unfixed flows of link l at rate x and charges them to all their links; returns how
- * many it fixed. */
+ * many it fixed. A flow that stands for k identical flows is charged k times, one subtraction
+ * each, as the k flows would be: every flow this call fixes takes the same x, so the order of the
+ * subtractions does not change a link's remaining capacity. */
 static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const int *links,
                      const double *weight, double *rate)
 {
     int n = 0;
     for (int e = m->loff[i]; e < m->loff[i + 1]; e++) {
-        int f = m->ent[e];
+        int f = m->ent[e], k = m->count ? m->count[f] : 1;
         if (m->fixed[f])
             continue;
         m->fixed[f] = 1;
-        n++;
+        n += k;
         rate[f] = x;
         for (int j = off[f]; j < off[f + 1]; j++) {
             int l2 = links[j];
-            double w = weight ? weight[j] : 1.0;
-            m->cap_rem[l2] -= w * x;
-            m->wsum[l2] -= w;
-            m->nunfixed[l2]--;
+            if (weight) {
+                m->cap_rem[l2] -= weight[j] * x;
+                m->wsum[l2] -= weight[j];
+                m->nunfixed[l2]--;
+                continue;
+            }
+            double c = m->cap_rem[l2];
+            for (int r = 0; r < k; r++)
+                c -= x;
+            m->cap_rem[l2] = c;
+            m->wsum[l2] -= k;
+            m->nunfixed[l2] -= k;
         }
     }
     return n;
@@ -387,10 +401,28 @@ static void solve_open(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
         solve_sorted(m, nused, nleft, off, links, weight, rate);
 }
 
+/* The flows' count: every flow with a link counted count[f] times (NULL: once). */
+static int flows_left(const mc_sched_maxmin_t *m, int nflows, const int *off)
+{
+    int nleft = 0;
+    for (int f = 0; f < nflows; f++)
+        if (off[f + 1] > off[f])
+            nleft += m->count ? m->count[f] : 1;
+    return nleft;
+}
+
 void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, const int *links,
                            const double *weight, const double *cap, double *rate)
 {
-    if (nflows == 1) {
+    mc_sched_maxmin_solve_counted(m, nflows, off, links, weight, NULL, cap, rate);
+}
+
+void mc_sched_maxmin_solve_counted(mc_sched_maxmin_t *m, int nflows, const int *off,
+                                   const int *links, const double *weight, const int *count,
+                                   const double *cap, double *rate)
+{
+    m->count = weight ? NULL : count;
+    if (nflows == 1 && (!m->count || m->count[0] == 1)) {
         solve_one(off, links, weight, cap, rate);
         return;
     }
@@ -399,12 +431,11 @@ void mc_sched_maxmin_solve(mc_sched_maxmin_t *m, int nflows, const int *off, con
         m->fixed = mc_xrealloc(m->fixed, (size_t)nflows);
         m->fixed_cap = nflows;
     }
-    int nleft = 0;
     for (int f = 0; f < nflows; f++) {
         m->fixed[f] = off[f + 1] == off[f];
-        nleft += !m->fixed[f];
         rate[f] = HUGE_VAL;
     }
+    int nleft = flows_left(m, nflows, off);
     m->nused = nused;
     solve_open(m, nused, nleft, off, links, weight, rate);
 }
@@ -417,7 +448,7 @@ void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, c
                              const double *weight, const char *held, const double *cap,
                              double *rate)
 {
-    if (nflows == 1) { /* solved without an index */
+    if (nflows == 1 && (!m->count || m->count[0] == 1)) { /* solved without an index */
         if (!held[0])
             solve_one(off, links, weight, cap, rate);
         return;
@@ -433,12 +464,13 @@ void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, c
         m->fixed[f] = held[f] || off[f + 1] == off[f];
         if (held[f])
             continue;
-        nleft += !m->fixed[f];
+        int k = m->count ? m->count[f] : 1;
+        nleft += m->fixed[f] ? 0 : k;
         rate[f] = HUGE_VAL;
         for (int j = off[f]; j < off[f + 1]; j++) {
             if (weight)
                 m->wsum[links[j]] += weight[j];
-            m->nunfixed[links[j]]++;
+            m->nunfixed[links[j]] += k;
         }
     }
     if (!weight) /* a sum of ones, exact */

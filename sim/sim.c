@@ -22,6 +22,7 @@ typedef struct sim_flow {
     double bytes;
     sim_motion_t m;
     int active;
+    int cls;                /* its edge's route class, beside what a re-rating reads of it */
 } sim_flow_t;
 
 typedef struct sim_edge {
@@ -36,7 +37,17 @@ typedef struct sim_edge {
     int flow_base;
     double delay;           /* alpha + hop latencies, paid by every chunk */
     double cap;             /* the connection's rate limit (mc_topo_conn_cap), 0 for none */
+    int cls;                /* its route class (sim_class) */
 } sim_edge_t;
+
+/* Route classes: the distinct (route, connection limit) pairs of a run's edges, numbered in the
+ * order met; a hash table of their numbers, open addressing. Flows of one class get one max-min
+ * rate, so the solver takes each class once (sim_links.c). */
+typedef struct sim_classes {
+    int n, cap, *off, *links, nlinks, links_cap;
+    double *conn;
+    int *slot, nslots;      /* class + 1, 0 for an empty slot */
+} sim_classes_t;
 
 typedef struct sim_link {
     int *flows, n, cap;     /* active flows */
@@ -59,6 +70,7 @@ struct sim_run {
     int *routes, nroutes, route_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
+    sim_classes_t cls;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
@@ -81,6 +93,56 @@ struct sim_run {
 static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
 {
     return mc_topo_links_delay(topo, e->links, e->nlinks);
+}
+
+static uint64_t route_hash(const int *links, int n, double conn)
+{
+    uint64_t h = 1469598103934665603ull, b;
+    memcpy(&b, &conn, sizeof b);
+    h = (h ^ b) * 1099511628211ull;
+    for (int j = 0; j < n; j++)
+        h = (h ^ (uint32_t)links[j]) * 1099511628211ull;
+    return h ^ h >> 29;
+}
+
+static int class_is(const sim_classes_t *c, int k, const int *links, int n, double conn)
+{
+    return c->off[k + 1] - c->off[k] == n && c->conn[k] == conn &&
+           !memcmp(c->links + c->off[k], links, sizeof(int) * (size_t)n);
+}
+
+/* The number of the class of a route and connection limit, a new one if none has them. */
+static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
+{
+    if (2 * (c->n + 1) > c->nslots) { /* grow, and place the classes again */
+        free(c->slot);
+        c->nslots = c->nslots ? 2 * c->nslots : 64;
+        c->slot = mc_xcalloc((size_t)c->nslots, sizeof(int));
+        for (int k = 0; k < c->n; k++) {
+            uint64_t h = route_hash(c->links + c->off[k], c->off[k + 1] - c->off[k], c->conn[k]);
+            size_t i = h & (size_t)(c->nslots - 1);
+            while (c->slot[i])
+                i = (i + 1) & (size_t)(c->nslots - 1);
+            c->slot[i] = k + 1;
+        }
+    }
+    size_t i = route_hash(links, n, conn) & (size_t)(c->nslots - 1);
+    for (; c->slot[i]; i = (i + 1) & (size_t)(c->nslots - 1))
+        if (class_is(c, c->slot[i] - 1, links, n, conn))
+            return c->slot[i] - 1;
+    int k = c->n++;
+    c->slot[i] = k + 1;
+    if (c->n + 1 > c->cap) {
+        c->cap = 2 * c->n + 16;
+        c->off = mc_xrealloc(c->off, sizeof(int) * (size_t)c->cap);
+        c->conn = mc_xrealloc(c->conn, sizeof(double) * (size_t)c->cap);
+        c->off[0] = 0;
+    }
+    MC_GROW(c->links, c->links_cap, c->nlinks + n);
+    memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
+    c->off[k + 1] = c->nlinks += n;
+    c->conn[k] = conn;
+    return k;
 }
 
 /* Adds the edges and flows of tree ti to the phase. */
@@ -111,13 +173,14 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             goto out;
         }
         MC_GROW(sm->edges, sm->edge_cap, sm->nedges + 1);
+        double conn = mc_topo_conn_cap(topo, ed->parent, ed->child, ed->links, ed->nlinks);
         sm->edges[sm->nedges] = (sim_edge_t){.child = ed->child, .route = sm->nroutes,
                                              .nlinks = ed->nlinks,
                                              .tree = ti, .in_edge = in,
                                              .nchunks = tr->nchunks, .flow_base = sm->nflows,
-                                             .delay = edge_delay(topo, ed),
-                                             .cap = mc_topo_conn_cap(topo, ed->parent, ed->child,
-                                                                        ed->links, ed->nlinks)};
+                                             .delay = edge_delay(topo, ed), .cap = conn,
+                                             .cls = sim_class(&sm->cls, ed->links, ed->nlinks,
+                                                              conn)};
         edge_of[ed->child] = sm->nedges++;
         MC_GROW(sm->routes, sm->route_cap, sm->nroutes + ed->nlinks);
         memcpy(sm->routes + sm->nroutes, ed->links, sizeof(int) * (size_t)ed->nlinks);
@@ -127,7 +190,8 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
             uint64_t off, len;
             mc_tree_chunk(tr, k, &off, &len);
             sm->flows[sm->nflows++] = (sim_flow_t){.edge = sm->nedges - 1, .chunk = k,
-                                                   .bytes = (double)len};
+                                                   .bytes = (double)len,
+                                                   .cls = sm->edges[sm->nedges - 1].cls};
         }
     }
     /* children lists (edges whose parent is this edge's child), by counting */
@@ -251,11 +315,17 @@ static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
     return sm->routes + e->route;
 }
 
+static int flow_class(const void *ctx, int f)
+{
+    const sim_t *sm = ctx;
+    return sm->flows[f].cls;
+}
+
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
-    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path};
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, flow_class, sm->cls.n};
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
@@ -461,6 +531,10 @@ void sim_run_free(sim_t *sm)
     free(sm->children);
     free(sm->routes);
     free(sm->flows);
+    free(sm->cls.off);
+    free(sm->cls.links);
+    free(sm->cls.conn);
+    free(sm->cls.slot);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

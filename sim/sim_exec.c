@@ -166,7 +166,7 @@ static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
  * new finish event. */
 static void rerate(xsim_t *xs, double now)
 {
-    sim_flows_t fl = {xs, xs->nflows, on_link, flow_path};
+    sim_flows_t fl = {.ctx = xs, .nflows = xs->nflows, .on_link = on_link, .path = flow_path};
     sim_links_rerate(&xs->lk, &fl);
     for (int i = 0; i < xs->lk.ncomp_flows; i++)
         sim_motion_rerate(&xs->flows[xs->lk.comp_flows[i]].m, xs->lk.rates[i], now, &xs->q,

@@ -70,12 +70,17 @@ void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q,
 /* sim_links.c: the per-link state both simulators share, and their rate computation. The flows
  * stay the simulator's: sim_flows_t says how many there are (numbered from 0), which are active
  * on a link (on_link), what flow f crosses and its connection's limit (path: the links, *cap 0
- * for none; one call, since every re-rating asks both of every flow of its component). */
+ * for none; one call, since every re-rating asks both of every flow of its component), and
+ * optionally its route class (klass, NULL: none; below nclasses): flows of one class cross the
+ * same links in the same order under the same limit, so they get the same max-min rate, and the
+ * solver takes each class once with its count of flows. */
 typedef struct sim_flows {
     const void *ctx;
     int nflows;
     const int *(*on_link)(const void *ctx, int l, int *n);
     const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
+    int (*klass)(const void *ctx, int f);
+    int nclasses;
 } sim_flows_t;
 
 typedef struct sim_links {
@@ -89,11 +94,16 @@ typedef struct sim_links {
     int *comp_flows, ncomp_flows;
     double *rates;
     int *comp_links, ncomp_links;
-    /* scratch: the solver's input (comp_flows' links, from off[i], and connection limits) */
+    /* scratch: the solver's input, one entry per route class of the component (a flow without
+     * a class is one of its own): its links from off[c] in clinks, its connection limit, its
+     * count of flows, its rate; per flow of the component its entry (comp_cls) */
     int *off, off_cap, *clinks, clink_cap, rate_cap;
-    double *fcap;
+    double *fcap, *crate;
+    int *ccount, *comp_cls, ncls;
+    unsigned *cls_mark;         /* per class: the epoch it was last met in, and its entry then */
+    int *cls_at, cls_cap;
     double *cap_left;
-    char *held;                 /* per flow of the component: held at its connection's limit */
+    char *held, *newly;         /* per entry: held at its connection's limit; held this round */
     int held_cap;
 } sim_links_t;
 

@@ -34,6 +34,12 @@ void sim_links_free(sim_links_t *lk)
     free(lk->comp_links);
     free(lk->comp_flows);
     free(lk->fcap);
+    free(lk->crate);
+    free(lk->ccount);
+    free(lk->comp_cls);
+    free(lk->cls_mark);
+    free(lk->cls_at);
+    free(lk->newly);
     free(lk->off);
     free(lk->clinks);
     free(lk->rates);
@@ -47,6 +53,7 @@ void sim_links_begin(sim_links_t *lk)
     if (++lk->epoch == 0) { /* wrapped: clear the marks */
         memset(lk->link_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
         memset(lk->flow_mark, 0, sizeof(unsigned) * (size_t)lk->flow_mark_cap);
+        memset(lk->cls_mark, 0, sizeof(unsigned) * (size_t)lk->cls_cap);
         lk->epoch = 1;
     }
 }
@@ -59,27 +66,44 @@ void sim_links_touch(sim_links_t *lk, int l)
     lk->touched[lk->ntouched++] = l;
 }
 
-/* Room for need flows in the component's arrays (off takes one more). */
+/* Room for need flows and entries in the component's arrays (off takes one more). */
 static void room(sim_links_t *lk, int need)
 {
     MC_GROW(lk->off, lk->off_cap, need);
-    lk->comp_flows = mc_xrealloc(lk->comp_flows, sizeof(int) * (size_t)lk->off_cap);
-    lk->fcap = mc_xrealloc(lk->fcap, sizeof(double) * (size_t)lk->off_cap);
+    size_t n = (size_t)lk->off_cap;
+    lk->comp_flows = mc_xrealloc(lk->comp_flows, sizeof(int) * n);
+    lk->comp_cls = mc_xrealloc(lk->comp_cls, sizeof(int) * n);
+    lk->ccount = mc_xrealloc(lk->ccount, sizeof(int) * n);
+    lk->fcap = mc_xrealloc(lk->fcap, sizeof(double) * n);
+    lk->crate = mc_xrealloc(lk->crate, sizeof(double) * n);
     MC_GROW(lk->rates, lk->rate_cap, lk->off_cap);
 }
 
-/* The flows connected through shared links to the touched links, and those links; the flows'
- * links end to end in clinks (flow i's from off[i]) and their connection limits in fcap: the
- * max-min solver's input, gathered as the flows are found. */
+/* Marks of no epoch for n items, where *mark holds *cap. */
+static void marks(unsigned **mark, int *cap, int n)
+{
+    if (*cap >= n)
+        return;
+    *mark = mc_xrealloc(*mark, sizeof(unsigned) * (size_t)n);
+    memset(*mark + *cap, 0, sizeof(unsigned) * (size_t)(n - *cap));
+    *cap = n;
+}
+
+/* The flows connected through shared links to the touched links, and those links, in the order
+ * they are found; the solver's input, gathered as the flows are found: per entry (a route class
+ * met, or a flow without one) its links end to end in clinks (from off[c]), its connection limit
+ * in fcap and its count of flows. A flow of a class met already only adds one to its count: its
+ * links are the class's, marked already. */
 static void component(sim_links_t *lk, const sim_flows_t *fl)
 {
-    if (lk->flow_mark_cap < fl->nflows + 1) { /* new marks: of no epoch */
-        lk->flow_mark = mc_xrealloc(lk->flow_mark, sizeof(unsigned) * (size_t)(fl->nflows + 1));
-        memset(lk->flow_mark + lk->flow_mark_cap, 0,
-               sizeof(unsigned) * (size_t)(fl->nflows + 1 - lk->flow_mark_cap));
-        lk->flow_mark_cap = fl->nflows + 1;
+    marks(&lk->flow_mark, &lk->flow_mark_cap, fl->nflows + 1);
+    if (fl->klass) {
+        int had = lk->cls_cap;
+        marks(&lk->cls_mark, &lk->cls_cap, fl->nclasses + 1);
+        if (lk->cls_cap > had)
+            lk->cls_at = mc_xrealloc(lk->cls_at, sizeof(int) * (size_t)lk->cls_cap);
     }
-    int n = 0, at = 0;
+    int n = 0, nc = 0, at = 0;
     lk->ncomp_links = 0;
     for (int i = 0; i < lk->ntouched; i++)
         lk->comp_links[lk->ncomp_links++] = lk->touched[i];
@@ -97,11 +121,22 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
             if (n + 2 > lk->off_cap)
                 room(lk, n + 2);
             lk->comp_flows[n] = f;
-            const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[n]);
+            int c = fl->klass ? fl->klass(fl->ctx, f) : -1;
+            if (c >= 0 && lk->cls_mark[c] == lk->epoch) {
+                lk->ccount[lk->comp_cls[n++] = lk->cls_at[c]]++;
+                continue;
+            }
+            if (c >= 0) {
+                lk->cls_mark[c] = lk->epoch;
+                lk->cls_at[c] = nc;
+            }
+            lk->comp_cls[n++] = nc;
+            lk->ccount[nc] = 1;
+            const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[nc]);
             if (at + nl > lk->clink_cap)
                 MC_GROW(lk->clinks, lk->clink_cap, at + nl);
             memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
-            lk->off[++n] = at += nl;
+            lk->off[++nc] = at += nl;
             for (int j = 0; j < nl; j++)
                 if (lk->link_mark[links[j]] != lk->epoch) {
                     lk->link_mark[links[j]] = lk->epoch;
@@ -110,51 +145,61 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
         }
     }
     lk->ncomp_flows = n;
+    lk->ncls = nc;
 }
 
-/* Max-min fair rates for the component's n flows (their links in off/clinks), with connection
- * limits: a flow whose fair share is above its connection's limit is held at the limit and the
- * capacity it leaves is shared again among the others, until no flow is above its limit. Holding
- * a flow back only raises the others' shares, so the set of held flows only grows; the solver
- * shares it again on the index of the first solve (mc_sched_maxmin_resolve). */
-static void solve_capped(sim_links_t *lk, int n)
+/* Max-min fair rates for the component's nc entries (their links in off/clinks, their counts of
+ * flows in ccount), with connection limits: a flow whose fair share is above its connection's
+ * limit is held at the limit and the capacity it leaves is shared again among the others, until
+ * no flow is above its limit. Holding a flow back only raises the others' shares, so the set of
+ * held flows only grows; the solver shares it again on the index of the first solve
+ * (mc_sched_maxmin_resolve). The flows of an entry share its rate and limit, so they are held
+ * together; the capacity they leave is taken flow by flow in the component's order, as if each
+ * were an entry of its own. */
+static void solve_capped(sim_links_t *lk, int nc)
 {
-    mc_sched_maxmin_solve(lk->mm, n, lk->off, lk->clinks, NULL, lk->cap, lk->rates);
+    mc_sched_maxmin_solve_counted(lk->mm, nc, lk->off, lk->clinks, NULL, lk->ccount, lk->cap,
+                                  lk->crate);
     int over = 0;
-    for (int i = 0; i < n && !over; i++)
-        over = lk->fcap[i] > 0 && lk->rates[i] > lk->fcap[i];
+    for (int i = 0; i < nc && !over; i++)
+        over = lk->fcap[i] > 0 && lk->crate[i] > lk->fcap[i];
     if (!over)
         return;
-    MC_GROW(lk->held, lk->held_cap, n + 1);
-    memset(lk->held, 0, (size_t)n);
+    MC_GROW(lk->held, lk->held_cap, nc + 1);
+    lk->newly = mc_xrealloc(lk->newly, (size_t)lk->held_cap);
+    memset(lk->held, 0, (size_t)nc);
     for (int i = 0; i < lk->ncomp_links; i++)
         lk->cap_left[lk->comp_links[i]] = lk->cap[lk->comp_links[i]];
     while (over) {
         int nfree = 0;
         over = 0;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < nc; i++) {
             double c = lk->fcap[i];
-            if (lk->held[i])
-                continue;
-            if (c > 0 && lk->rates[i] > c) {
-                lk->rates[i] = c;
-                for (int x = lk->off[i]; x < lk->off[i + 1]; x++)
-                    lk->cap_left[lk->clinks[x]] -= c;
-                lk->held[i] = 1;
-                over = 1;
-                continue;
-            }
-            nfree++;
+            lk->newly[i] = !lk->held[i] && c > 0 && lk->crate[i] > c;
+            over |= lk->newly[i];
+            nfree += !lk->held[i] && !lk->newly[i];
         }
+        for (int k = 0; over && k < lk->ncomp_flows; k++) {
+            int i = lk->comp_cls[k];
+            for (int x = lk->off[i]; lk->newly[i] && x < lk->off[i + 1]; x++)
+                lk->cap_left[lk->clinks[x]] -= lk->fcap[i];
+        }
+        for (int i = 0; i < nc; i++)
+            if (lk->newly[i]) {
+                lk->crate[i] = lk->fcap[i];
+                lk->held[i] = 1;
+            }
         if (!over || !nfree)
             break;
-        mc_sched_maxmin_resolve(lk->mm, n, lk->off, lk->clinks, NULL, lk->held, lk->cap_left,
-                                lk->rates);
+        mc_sched_maxmin_resolve(lk->mm, nc, lk->off, lk->clinks, NULL, lk->held, lk->cap_left,
+                                lk->crate);
     }
 }
 
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl)
 {
     component(lk, fl);
-    solve_capped(lk, lk->ncomp_flows);
+    solve_capped(lk, lk->ncls);
+    for (int k = 0; k < lk->ncomp_flows; k++)
+        lk->rates[k] = lk->crate[lk->comp_cls[k]];
 }

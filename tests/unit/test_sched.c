@@ -478,6 +478,68 @@ static void test_maxmin_wide_ids(void **state)
     free(id);
 }
 
+/* Flows that stand for several identical ones (mc_sched_maxmin_solve_counted, the simulator's
+ * route classes) against the flows written out, on the flow sets of test_maxmin_random: each
+ * drawn flow stands for 1 to 4 copies, and the copies are written out interleaved with the other
+ * flows' (a copy's place drawn at random). The counted solve gives every copy's rate to the bit;
+ * then whole classes are held (a third of them, their rates taken off their links' capacities)
+ * and the counted resolve gives the resolve of the copies the same rates. Charging a class once
+ * by count x rate instead of count subtractions fails it. */
+static void test_maxmin_counted(void **state)
+{
+    (void)state;
+    enum { COPIES = 4 };
+    rnd_flows_t *r = calloc(1, sizeof *r);
+    int count[RF_FLOWS], cls[COPIES * RF_FLOWS], xoff[COPIES * RF_FLOWS + 1];
+    int *xlinks = malloc(sizeof(int) * 6 * COPIES * RF_FLOWS);
+    double got[RF_FLOWS], want[COPIES * RF_FLOWS];
+    char held[RF_FLOWS], xheld[COPIES * RF_FLOWS];
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(RF_LINKS), *x = mc_sched_maxmin_new(RF_LINKS);
+    r->seed = 9090;
+    for (int round = 0; round < 3000; round++) {
+        rnd_flows_draw(r, round);
+        int nx = 0, at = 0;
+        for (int f = 0; f < r->nflows; f++) {
+            count[f] = 1 + rnd(r, COPIES);
+            for (int k = 0; k < count[f]; k++) {
+                int i = rnd(r, nx + 1); /* the copy's place among those written so far */
+                memmove(&cls[i + 1], &cls[i], sizeof(int) * (size_t)(nx - i));
+                cls[i] = f;
+                nx++;
+            }
+        }
+        xoff[0] = 0;
+        for (int i = 0; i < nx; i++) {
+            for (int j = r->off[cls[i]]; j < r->off[cls[i] + 1]; j++)
+                xlinks[at++] = r->links[j];
+            xoff[i + 1] = at;
+        }
+        mc_sched_maxmin_solve_counted(m, r->nflows, r->off, r->links, NULL, count, r->cap, got);
+        mc_sched_maxmin_solve(x, nx, xoff, xlinks, NULL, r->cap, want);
+        for (int step = 0; step < 2; step++) {
+            for (int i = 0; i < nx; i++)
+                if (memcmp(&got[cls[i]], &want[i], sizeof(double)) != 0)
+                    fail_msg("round %d, step %d, copy %d of flow %d (x%d): %.17g, want %.17g",
+                             round, step, i, cls[i], count[cls[i]], got[cls[i]], want[i]);
+            if (step == 1)
+                break;
+            for (int f = 0; f < r->nflows; f++)
+                held[f] = rnd(r, 3) == 0;
+            for (int i = 0; i < nx; i++) {
+                xheld[i] = held[cls[i]];
+                for (int j = r->off[cls[i]]; xheld[i] && j < r->off[cls[i] + 1]; j++)
+                    r->cap[r->links[j]] -= got[cls[i]] / 2;
+            }
+            mc_sched_maxmin_resolve(m, r->nflows, r->off, r->links, NULL, held, r->cap, got);
+            mc_sched_maxmin_resolve(x, nx, xoff, xlinks, NULL, xheld, r->cap, want);
+        }
+    }
+    mc_sched_maxmin_free(m);
+    mc_sched_maxmin_free(x);
+    free(xlinks);
+    free(r);
+}
+
 /* mc_sched_maxmin_resolve against the solve of the flows not held alone, on the flow sets of
  * test_maxmin_random: a quarter of the flows held and their rates, or half of them, taken off
  * their links' capacities (a bottleneck's down to nothing), then as many more again on the
@@ -565,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_maxmin_random),
         cmocka_unit_test(test_maxmin_wide_ids),
         cmocka_unit_test(test_maxmin_resolve),
+        cmocka_unit_test(test_maxmin_counted),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }
