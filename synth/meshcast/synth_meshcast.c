@@ -349,7 +349,8 @@ static mc_status_t add_copies(run_t *r, mc_sched_t *s, const mc_cand_t *cand, in
     for (uint64_t at = 0; at < len; at += part) {
         uint64_t l = len - at < part ? len - at : part;
         int t = mc_sched_add_tree(s, piece, off + at, l, cand->root, k,
-                                  mc_cand_chunks(cand, l, r->chunk, 0));
+                                  r->chunk ? mc_cand_chunks(cand, l, r->chunk, 0)
+                                           : mc_chunk_memo_get(r->chunks, cand, l));
         MC_GROW(*cand_of, *cap, t + 1);
         (*cand_of)[t] = cand;
         for (int e = 0; e < cand->nedges; e++) {
@@ -843,6 +844,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     run_t r = {.task = task, .topo = topo, .opts = opts ? opts : &defaults,
                .sim_work_left = MC_SIM_WORK};
     r.memo = r.opts->memo ? r.opts->memo : mc_sim_memo_new();
+    r.chunks = mc_chunk_memo_new();
     r.chunk = r.opts->chunk_bytes;
     run_t plain = r;
     mc_sched_t *s = NULL;
@@ -902,5 +904,6 @@ out:
     run_free(&plain);
     if (r.memo != r.opts->memo)
         mc_sim_memo_free(r.memo);
+    mc_chunk_memo_free(r.chunks);
     return st;
 }

@@ -19,6 +19,8 @@ typedef struct variant {
     int channel_big; /* only the trees of at least half the largest tree's bytes */
 } variant_t;
 
+typedef struct mc_chunk_memo mc_chunk_memo_t;
+
 typedef struct run {
     mc_task_t *task;
     const mc_topo_t *topo;
@@ -37,7 +39,14 @@ typedef struct run {
     mc_bound_t bound;       /* the task's lower bound, computed once */
     variant_t kept;         /* the variant the referee kept */
     mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
+    mc_chunk_memo_t *chunks; /* the trees' chunk counts so far (both syntheses share it) */
 } run_t;
+
+/* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, 0)), kept by
+ * what they depend on (synth_meshcast_chunks.c): the same counts, each searched once. */
+mc_chunk_memo_t *mc_chunk_memo_new(void);
+void mc_chunk_memo_free(mc_chunk_memo_t *m);
+int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes);
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */

@@ -1,0 +1,114 @@
+/* The referee's memo of chunk counts: a tree's count (mc_cand_chunks, a search over its pipelined
+ * time) depends only on the tree's per-edge costs and its bytes, and the referee asks it of the
+ * same trees, or of trees of the same shape on other GPUs, for every form of every plan it
+ * builds. The memo keys a count by exactly what the search reads (per edge: its seconds per byte,
+ * its connection's, its hop, the edge above it; the bytes), compared in full on a hit, so it
+ * returns what the search would. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth/meshcast/synth_meshcast_run.h"
+#include "util/util.h"
+
+typedef struct chunk_entry {
+    uint64_t hash, bytes;
+    int nedges, nchunks;
+    int at;                 /* its edges' costs in the pool: spb, conn_spb, hop, then up */
+} chunk_entry_t;
+
+struct mc_chunk_memo {
+    chunk_entry_t *e;
+    int n, cap;
+    int *slot, nslots;      /* entry + 1, 0 for an empty slot */
+    double *pool;
+    int npool, pool_cap;
+};
+
+mc_chunk_memo_t *mc_chunk_memo_new(void)
+{
+    return mc_xcalloc(1, sizeof(mc_chunk_memo_t));
+}
+
+void mc_chunk_memo_free(mc_chunk_memo_t *m)
+{
+    if (!m)
+        return;
+    free(m->e);
+    free(m->slot);
+    free(m->pool);
+    free(m);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * 1099511628211ull;
+}
+
+static uint64_t bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes)
+{
+    uint64_t h = mix(mix(1469598103934665603ull, bytes), (uint64_t)c->nedges);
+    for (int i = 0; i < c->nedges; i++)
+        h = mix(mix(mix(mix(h, bits(c->edge_spb[i])), bits(c->edge_conn_spb[i])),
+                    bits(c->edge_hop[i])), (uint64_t)(int64_t)c->edge_up[i]);
+    return h ^ h >> 31;
+}
+
+static int same(const mc_chunk_memo_t *m, const chunk_entry_t *e, const mc_cand_t *c,
+                uint64_t bytes)
+{
+    if (e->bytes != bytes || e->nedges != c->nedges)
+        return 0;
+    const double *p = m->pool + e->at;
+    size_t n = (size_t)c->nedges;
+    for (size_t i = 0; i < n; i++)
+        if (bits(p[i]) != bits(c->edge_spb[i]) || bits(p[n + i]) != bits(c->edge_conn_spb[i]) ||
+            bits(p[2 * n + i]) != bits(c->edge_hop[i]) || p[3 * n + i] != (double)c->edge_up[i])
+            return 0;
+    return 1;
+}
+
+static void place(mc_chunk_memo_t *m, int k)
+{
+    size_t i = m->e[k].hash & (size_t)(m->nslots - 1);
+    while (m->slot[i])
+        i = (i + 1) & (size_t)(m->nslots - 1);
+    m->slot[i] = k + 1;
+}
+
+int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes)
+{
+    if (2 * (m->n + 1) > m->nslots) {
+        free(m->slot);
+        m->nslots = m->nslots ? 2 * m->nslots : 256;
+        m->slot = mc_xcalloc((size_t)m->nslots, sizeof(int));
+        for (int k = 0; k < m->n; k++)
+            place(m, k);
+    }
+    uint64_t h = cand_hash(c, bytes);
+    for (size_t i = h & (size_t)(m->nslots - 1); m->slot[i]; i = (i + 1) & (size_t)(m->nslots - 1)) {
+        const chunk_entry_t *e = &m->e[m->slot[i] - 1];
+        if (e->hash == h && same(m, e, c, bytes))
+            return e->nchunks;
+    }
+    size_t n = (size_t)c->nedges;
+    MC_GROW(m->e, m->cap, m->n + 1);
+    MC_GROW(m->pool, m->pool_cap, m->npool + 4 * c->nedges);
+    double *p = m->pool + m->npool;
+    for (size_t i = 0; i < n; i++) {
+        p[i] = c->edge_spb[i];
+        p[n + i] = c->edge_conn_spb[i];
+        p[2 * n + i] = c->edge_hop[i];
+        p[3 * n + i] = c->edge_up[i];
+    }
+    m->e[m->n] = (chunk_entry_t){h, bytes, c->nedges, mc_cand_chunks(c, bytes, 0, 0), m->npool};
+    m->npool += 4 * c->nedges;
+    place(m, m->n);
+    return m->e[m->n++].nchunks;
+}
