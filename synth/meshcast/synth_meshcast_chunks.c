@@ -82,6 +82,11 @@ static void place(mc_chunk_memo_t *m, int k)
     m->slot[i] = k + 1;
 }
 
+int mc_chunk_memo_size(const mc_chunk_memo_t *m)
+{
+    return m->n;
+}
+
 int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes)
 {
     if (2 * (m->n + 1) > m->nslots) {

@@ -47,6 +47,8 @@ typedef struct run {
 mc_chunk_memo_t *mc_chunk_memo_new(void);
 void mc_chunk_memo_free(mc_chunk_memo_t *m);
 int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes);
+/* How many counts it holds (searches made). */
+int mc_chunk_memo_size(const mc_chunk_memo_t *m);
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */

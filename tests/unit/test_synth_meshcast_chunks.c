@@ -14,6 +14,7 @@
 
 #include "sim/sim.h"
 #include "synth/meshcast/mc_meshcast.h"
+#include "synth/meshcast/synth_meshcast_run.h"
 
 #define TOPO "topologies/aws-p3.8xlarge-x5.xml"
 #define GIB (1ull << 30)
@@ -221,6 +222,57 @@ static void test_channels_only_the_large_trees(void **state)
     mc_sched_free(s);
 }
 
+/* The referee's memo of chunk counts (synth_meshcast_chunks.c) on random trees of up to 12 edges
+ * (costs drawn from a few values, so that trees repeat): every count is mc_cand_chunks' for the
+ * tree and bytes; a tree asked again in other arrays (another piece's tree of the same shape) is
+ * not searched again; a tree whose one hop differs by one ulp, or the same tree with other bytes,
+ * is. */
+static void test_chunk_memo(void **state)
+{
+    (void)state;
+    enum { E = 12, TREES = 400 };
+    double spb[2][E], conn[2][E], hop[2][E];
+    int up[2][E];
+    uint64_t seed = 31;
+    const uint64_t sizes[3] = {4u << 20, 16u << 20, 3u << 18};
+    mc_chunk_memo_t *m = mc_chunk_memo_new();
+#define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+    for (int t = 0; t < TREES; t++) {
+        mc_cand_t c[2] = {{.nedges = 1 + RND(E)}};
+        for (int e = 0; e < c[0].nedges; e++) {
+            spb[0][e] = 1.0 / (12e9 * (1 + RND(3)));
+            conn[0][e] = RND(2) ? 0 : 1.0 / 20e9;
+            hop[0][e] = 1e-6 * (1 + RND(3));
+            up[0][e] = e == 0 ? -1 : RND(e + 1) - 1;
+        }
+        memcpy(spb[1], spb[0], sizeof spb[0]);
+        memcpy(conn[1], conn[0], sizeof conn[0]);
+        memcpy(hop[1], hop[0], sizeof hop[0]);
+        memcpy(up[1], up[0], sizeof up[0]);
+        for (int k = 0; k < 2; k++)
+            c[k] = (mc_cand_t){.nedges = c[0].nedges, .edge_spb = spb[k], .edge_conn_spb = conn[k],
+                               .edge_hop = hop[k], .edge_up = up[k]};
+        uint64_t bytes = sizes[RND(3)];
+        mc_chunk_memo_t *one = mc_chunk_memo_new(); /* this tree's alone */
+        int n = mc_chunk_memo_get(m, &c[0], bytes);
+        assert_int_equal(n, mc_cand_chunks(&c[0], bytes, 0, 0));
+        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes), n);
+        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes), n);
+        assert_int_equal(mc_chunk_memo_size(one), 1);
+        hop[1][c[0].nedges - 1] = nextafter(hop[1][c[0].nedges - 1], 1.0);
+        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes), mc_cand_chunks(&c[1], bytes, 0, 0));
+        assert_int_equal(mc_chunk_memo_size(one), 2);
+        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes + 1),
+                         mc_cand_chunks(&c[0], bytes + 1, 0, 0));
+        assert_int_equal(mc_chunk_memo_size(one), 3);
+        assert_int_equal(mc_chunk_memo_get(m, &c[1], bytes), mc_cand_chunks(&c[1], bytes, 0, 0));
+        mc_chunk_memo_free(one);
+    }
+#undef RND
+    assert_true(mc_chunk_memo_size(m) < 2 * TREES); /* trees repeated: each searched once */
+    mc_chunk_memo_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_channels_beat_the_best_chunk_count),
         cmocka_unit_test(test_channels_keep_the_smallest_chunk),
         cmocka_unit_test(test_channels_only_the_large_trees),
+        cmocka_unit_test(test_chunk_memo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
