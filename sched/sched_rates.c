@@ -7,12 +7,6 @@
 
 #include "sched/sched.h"
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 static void push_link(int l, int **links, double **weight, int *n, int *cap)
 {
     if (*n + 1 > *cap) {
@@ -24,11 +18,14 @@ static void push_link(int l, int **links, double **weight, int *n, int *cap)
     (*links)[(*n)++] = l;
 }
 
-/* Appends tree t's distinct links and their multiplicities to links[]/weight[] from *n on; then,
- * when its edges have a connection limit, the link id own (weight 1), whose capacity it sets in
- * *own_cap (the tightest limit), else 0. */
+/* Appends tree t's distinct links and their multiplicities to links[]/weight[] from *n on, in
+ * the order its edges first cross them (the solver's rates do not depend on the order of a
+ * flow's links: it fixes links by level and then link id, and a flow's weight on a link is one
+ * number); then, when its edges have a connection limit, the link id own (weight 1), whose
+ * capacity it sets in *own_cap (the tightest limit), else 0. at[l] is -1 for every link on entry
+ * and on return: while a tree is read, the place of its entry for l. */
 static void tree_links(const mc_topo_t *topo, const mc_tree_t *t, int own, double *own_cap,
-                       int **links, double **weight, int *n, int *cap)
+                       int *at, int **links, double **weight, int *n, int *cap)
 {
     int start = *n;
     *own_cap = 0;
@@ -41,7 +38,13 @@ static void tree_links(const mc_topo_t *topo, const mc_tree_t *t, int own, doubl
                 on_topo = 0;
                 continue;
             }
+            if (at[l] >= 0) {
+                (*weight)[at[l]] += 1.0;
+                continue;
+            }
+            at[l] = *n;
             push_link(l, links, weight, n, cap);
+            (*weight)[*n - 1] = 1.0;
         }
         double c = on_topo && ed->parent >= 0 && ed->parent < topo->ngpus && ed->child >= 0 &&
                    ed->child < topo->ngpus
@@ -50,17 +53,8 @@ static void tree_links(const mc_topo_t *topo, const mc_tree_t *t, int own, doubl
         if (c > 0 && (*own_cap == 0 || c < *own_cap))
             *own_cap = c;
     }
-    mc_sort(*links + start, (size_t)(*n - start), sizeof(int), cmp_int);
-    int w = start;
-    for (int r = start; r < *n; r++) {
-        if (w > start && (*links)[w - 1] == (*links)[r]) {
-            (*weight)[w - 1] += 1.0;
-            continue;
-        }
-        (*links)[w] = (*links)[r];
-        (*weight)[w++] = 1.0;
-    }
-    *n = w;
+    for (int i = start; i < *n; i++)
+        at[(*links)[i]] = -1;
     if (*own_cap > 0 && *n > start) {
         push_link(own, links, weight, n, cap);
         (*weight)[*n - 1] = 1.0;
@@ -77,6 +71,9 @@ void mc_sched_plan_rates(mc_sched_t *s, const mc_topo_t *topo)
     int *off = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1));
     double *rate = mc_xmalloc(sizeof(double) * (size_t)(s->ntrees + 1));
     int *links = NULL, ncap = 0;
+    int *at = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
+    for (int l = 0; l < topo->nlinks; l++)
+        at[l] = -1;
     double *weight = NULL;
     mc_sched_maxmin_t *m = mc_sched_maxmin_new(topo->nlinks + s->ntrees);
     for (int p = 0; p < s->nphases; p++) {
@@ -85,7 +82,7 @@ void mc_sched_plan_rates(mc_sched_t *s, const mc_topo_t *topo)
         for (int t = 0; t < s->ntrees; t++) {
             if (s->trees[t].phase != p)
                 continue;
-            tree_links(topo, &s->trees[t], topo->nlinks + t, &cap[topo->nlinks + t], &links,
+            tree_links(topo, &s->trees[t], topo->nlinks + t, &cap[topo->nlinks + t], at, &links,
                        &weight, &n, &ncap);
             trees[nt++] = t;
             off[nt] = n;
@@ -101,4 +98,5 @@ void mc_sched_plan_rates(mc_sched_t *s, const mc_topo_t *topo)
     free(rate);
     free(links);
     free(weight);
+    free(at);
 }

@@ -478,6 +478,58 @@ static void test_maxmin_wide_ids(void **state)
     free(id);
 }
 
+/* The rates do not depend on the order of a flow's links (mc_sched_plan_rates lists a tree's
+ * links as its edges first cross them): on the flow sets of test_maxmin_random, each flow's
+ * links made distinct (a repeated link's weights summed), solved in ascending order and in a
+ * random order, weighted and not, give the same rates to the bit. */
+static void test_maxmin_link_order(void **state)
+{
+    (void)state;
+    rnd_flows_t *r = calloc(1, sizeof *r);
+    int off[RF_FLOWS + 1], up[6 * RF_FLOWS], sh[6 * RF_FLOWS];
+    double wup[6 * RF_FLOWS], wsh[6 * RF_FLOWS], got[RF_FLOWS], want[RF_FLOWS];
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(RF_LINKS);
+    r->seed = 5151;
+    for (int round = 0; round < 2000; round++) {
+        rnd_flows_draw(r, round);
+        int n = 0;
+        off[0] = 0;
+        for (int f = 0; f < r->nflows; f++) {
+            for (int l = 0; l < r->nlinks; l++) { /* ascending, each link once */
+                double w = 0;
+                int on = 0;
+                for (int j = r->off[f]; j < r->off[f + 1]; j++)
+                    if (r->links[j] == l) {
+                        w += r->weight[j];
+                        on = 1;
+                    }
+                if (on) {
+                    up[n] = sh[n] = l;
+                    wup[n] = wsh[n] = w;
+                    n++;
+                }
+            }
+            off[f + 1] = n;
+            for (int j = off[f + 1] - 1; j > off[f]; j--) { /* shuffled */
+                int k = off[f] + rnd(r, j - off[f] + 1), t = sh[j];
+                double tw = wsh[j];
+                sh[j] = sh[k];
+                wsh[j] = wsh[k];
+                sh[k] = t;
+                wsh[k] = tw;
+            }
+        }
+        int weighted = round % 2;
+        mc_sched_maxmin_solve(m, r->nflows, off, up, weighted ? wup : NULL, r->cap, want);
+        mc_sched_maxmin_solve(m, r->nflows, off, sh, weighted ? wsh : NULL, r->cap, got);
+        for (int f = 0; f < r->nflows; f++)
+            if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
+                fail_msg("round %d, flow %d: %.17g, want %.17g", round, f, got[f], want[f]);
+    }
+    mc_sched_maxmin_free(m);
+    free(r);
+}
+
 /* Flows that stand for several identical ones (mc_sched_maxmin_solve_counted, the simulator's
  * route classes) against the flows written out, on the flow sets of test_maxmin_random: each
  * drawn flow stands for 1 to 4 copies, and the copies are written out interleaved with the other
@@ -628,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_maxmin_wide_ids),
         cmocka_unit_test(test_maxmin_resolve),
         cmocka_unit_test(test_maxmin_counted),
+        cmocka_unit_test(test_maxmin_link_order),
     };
     return cmocka_run_group_tests_name("sched", tests, fx_setup, fx_teardown);
 }
