@@ -350,7 +350,7 @@ static mc_status_t add_copies(run_t *r, mc_sched_t *s, const mc_cand_t *cand, in
         uint64_t l = len - at < part ? len - at : part;
         int t = mc_sched_add_tree(s, piece, off + at, l, cand->root, k,
                                   r->chunk ? mc_cand_chunks(cand, l, r->chunk, 0)
-                                           : mc_chunk_memo_get(r->chunks, cand, l));
+                                           : mc_chunk_memo_get(r->chunks, cand, l, 0));
         MC_GROW(*cand_of, *cap, t + 1);
         (*cand_of)[t] = cand;
         for (int e = 0; e < cand->nedges; e++) {
@@ -451,7 +451,7 @@ static mc_status_t assemble(run_t *r, int kind, int form, mc_sched_t **out, mc_e
         mc_tree_t *tr = &s->trees[t];
         if (!(form & FORM_RECHUNK) && cand_of[t]->stripe <= 0)
             continue;
-        int n = mc_cand_chunks(cand_of[t], tr->bytes, 0, tr->rate);
+        int n = mc_chunk_memo_get(r->chunks, cand_of[t], tr->bytes, tr->rate);
         uint64_t most = tr->bytes / MC_MIN_CHUNK_BYTES;
         if ((uint64_t)n > most)
             n = most > (uint64_t)tr->nchunks ? (int)most : tr->nchunks;

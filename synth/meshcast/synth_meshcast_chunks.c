@@ -1,9 +1,9 @@
 /* The referee's memo of chunk counts: a tree's count (mc_cand_chunks, a search over its pipelined
- * time) depends only on the tree's per-edge costs and its bytes, and the referee asks it of the
- * same trees, or of trees of the same shape on other GPUs, for every form of every plan it
- * builds. The memo keys a count by exactly what the search reads (per edge: its seconds per byte,
- * its connection's, its hop, the edge above it; the bytes), compared in full on a hit, so it
- * returns what the search would. */
+ * time) depends only on the tree's per-edge costs, its bytes and its planned rate, and the
+ * referee asks it of the same trees, or of trees of the same shape on other GPUs, for every form
+ * of every plan it builds. The memo keys a count by exactly what the search reads (per edge: its
+ * seconds per byte, its connection's, its hop, the edge above it; the bytes, the rate), compared
+ * in full on a hit, so it returns what the search would. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +12,7 @@
 
 typedef struct chunk_entry {
     uint64_t hash, bytes;
+    double rate;
     int nedges, nchunks;
     int at;                 /* its edges' costs in the pool: spb, conn_spb, hop, then up */
 } chunk_entry_t;
@@ -51,9 +52,9 @@ static uint64_t bits(double d)
     return u;
 }
 
-static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes)
+static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes, double rate)
 {
-    uint64_t h = mix(mix(1469598103934665603ull, bytes), (uint64_t)c->nedges);
+    uint64_t h = mix(mix(mix(1469598103934665603ull, bytes), bits(rate)), (uint64_t)c->nedges);
     for (int i = 0; i < c->nedges; i++)
         h = mix(mix(mix(mix(h, bits(c->edge_spb[i])), bits(c->edge_conn_spb[i])),
                     bits(c->edge_hop[i])), (uint64_t)(int64_t)c->edge_up[i]);
@@ -61,9 +62,9 @@ static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes)
 }
 
 static int same(const mc_chunk_memo_t *m, const chunk_entry_t *e, const mc_cand_t *c,
-                uint64_t bytes)
+                uint64_t bytes, double rate)
 {
-    if (e->bytes != bytes || e->nedges != c->nedges)
+    if (e->bytes != bytes || bits(e->rate) != bits(rate) || e->nedges != c->nedges)
         return 0;
     const double *p = m->pool + e->at;
     size_t n = (size_t)c->nedges;
@@ -87,7 +88,7 @@ int mc_chunk_memo_size(const mc_chunk_memo_t *m)
     return m->n;
 }
 
-int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes)
+int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, double rate)
 {
     if (2 * (m->n + 1) > m->nslots) {
         free(m->slot);
@@ -96,10 +97,10 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes)
         for (int k = 0; k < m->n; k++)
             place(m, k);
     }
-    uint64_t h = cand_hash(c, bytes);
+    uint64_t h = cand_hash(c, bytes, rate);
     for (size_t i = h & (size_t)(m->nslots - 1); m->slot[i]; i = (i + 1) & (size_t)(m->nslots - 1)) {
         const chunk_entry_t *e = &m->e[m->slot[i] - 1];
-        if (e->hash == h && same(m, e, c, bytes))
+        if (e->hash == h && same(m, e, c, bytes, rate))
             return e->nchunks;
     }
     size_t n = (size_t)c->nedges;
@@ -112,7 +113,8 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes)
         p[2 * n + i] = c->edge_hop[i];
         p[3 * n + i] = c->edge_up[i];
     }
-    m->e[m->n] = (chunk_entry_t){h, bytes, c->nedges, mc_cand_chunks(c, bytes, 0, 0), m->npool};
+    m->e[m->n] = (chunk_entry_t){h, bytes, rate, c->nedges, mc_cand_chunks(c, bytes, 0, rate),
+                                 m->npool};
     m->npool += 4 * c->nedges;
     place(m, m->n);
     return m->e[m->n++].nchunks;

@@ -42,11 +42,11 @@ typedef struct run {
     mc_chunk_memo_t *chunks; /* the trees' chunk counts so far (both syntheses share it) */
 } run_t;
 
-/* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, 0)), kept by
- * what they depend on (synth_meshcast_chunks.c): the same counts, each searched once. */
+/* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, rate)), kept
+ * by what they depend on (synth_meshcast_chunks.c): the same counts, each searched once. */
 mc_chunk_memo_t *mc_chunk_memo_new(void);
 void mc_chunk_memo_free(mc_chunk_memo_t *m);
-int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes);
+int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, double rate);
 /* How many counts it holds (searches made). */
 int mc_chunk_memo_size(const mc_chunk_memo_t *m);
 

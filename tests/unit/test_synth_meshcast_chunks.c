@@ -223,10 +223,10 @@ static void test_channels_only_the_large_trees(void **state)
 }
 
 /* The referee's memo of chunk counts (synth_meshcast_chunks.c) on random trees of up to 12 edges
- * (costs drawn from a few values, so that trees repeat): every count is mc_cand_chunks' for the
- * tree and bytes; a tree asked again in other arrays (another piece's tree of the same shape) is
- * not searched again; a tree whose one hop differs by one ulp, or the same tree with other bytes,
- * is. */
+ * (costs drawn from a few values, so that trees repeat), alone or at a planned rate: every count
+ * is mc_cand_chunks' for the tree, bytes and rate; a tree asked again in other arrays (another
+ * piece's tree of the same shape) is not searched again; a tree whose one hop differs by one ulp,
+ * or the same tree with other bytes or at another rate, is. */
 static void test_chunk_memo(void **state)
 {
     (void)state;
@@ -253,19 +253,25 @@ static void test_chunk_memo(void **state)
             c[k] = (mc_cand_t){.nedges = c[0].nedges, .edge_spb = spb[k], .edge_conn_spb = conn[k],
                                .edge_hop = hop[k], .edge_up = up[k]};
         uint64_t bytes = sizes[RND(3)];
+        double rate = RND(2) ? 0 : 1e9 * (1 + RND(4)); /* alone, or at a planned share */
         mc_chunk_memo_t *one = mc_chunk_memo_new(); /* this tree's alone */
-        int n = mc_chunk_memo_get(m, &c[0], bytes);
-        assert_int_equal(n, mc_cand_chunks(&c[0], bytes, 0, 0));
-        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes), n);
-        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes), n);
+        int n = mc_chunk_memo_get(m, &c[0], bytes, rate);
+        assert_int_equal(n, mc_cand_chunks(&c[0], bytes, 0, rate));
+        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes, rate), n);
+        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes, rate), n);
         assert_int_equal(mc_chunk_memo_size(one), 1);
         hop[1][c[0].nedges - 1] = nextafter(hop[1][c[0].nedges - 1], 1.0);
-        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes), mc_cand_chunks(&c[1], bytes, 0, 0));
+        assert_int_equal(mc_chunk_memo_get(one, &c[1], bytes, rate),
+                         mc_cand_chunks(&c[1], bytes, 0, rate));
         assert_int_equal(mc_chunk_memo_size(one), 2);
-        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes + 1),
-                         mc_cand_chunks(&c[0], bytes + 1, 0, 0));
+        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes + 1, rate),
+                         mc_cand_chunks(&c[0], bytes + 1, 0, rate));
         assert_int_equal(mc_chunk_memo_size(one), 3);
-        assert_int_equal(mc_chunk_memo_get(m, &c[1], bytes), mc_cand_chunks(&c[1], bytes, 0, 0));
+        assert_int_equal(mc_chunk_memo_get(one, &c[0], bytes, rate + 1e8),
+                         mc_cand_chunks(&c[0], bytes, 0, rate + 1e8));
+        assert_int_equal(mc_chunk_memo_size(one), 4);
+        assert_int_equal(mc_chunk_memo_get(m, &c[1], bytes, rate),
+                         mc_cand_chunks(&c[1], bytes, 0, rate));
         mc_chunk_memo_free(one);
     }
 #undef RND
