@@ -36,9 +36,13 @@ struct mc_sched_maxmin {
     } *heap;
     int nheap, heap_cap;
     int nused;        /* links of the last solve of two flows or more, for a resolve */
-    /* solve_scan: per link of the solve, its key (as the heap would hold it) and its level */
-    double *key, *lev;
-    int *open, scan_cap;
+    /* solve_scan: the links still open, each with its key (as the heap would hold it), its
+     * place in used[] and its level in the last pass, side by side */
+    struct scan_item {
+        double key, lev;
+        int link, i;
+    } *open;
+    int scan_cap;
     /* solve_sorted: the links by initial (key, link), and the radix sort's other buffer */
     struct sort_item {
         uint64_t bits; /* the key, as an integer in the same order */
@@ -82,8 +86,6 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->ent);
     free(m->fixed);
     free(m->heap);
-    free(m->key);
-    free(m->lev);
     free(m->open);
     free(m->srt);
     free(m->srt_tmp);
@@ -349,41 +351,37 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
                        const int *links, const double *weight, double *rate)
 {
     if (nused > m->scan_cap) {
-        m->key = mc_xrealloc(m->key, sizeof(double) * (size_t)nused);
-        m->lev = mc_xrealloc(m->lev, sizeof(double) * (size_t)nused);
-        m->open = mc_xrealloc(m->open, sizeof(int) * (size_t)nused);
+        m->open = mc_xrealloc(m->open, sizeof(*m->open) * (size_t)nused);
         m->scan_cap = nused;
     }
-    for (int i = 0; i < nused; i++) {
-        m->key[i] = level(m, m->used[i]);
-        m->open[i] = i;
-    }
+    struct scan_item *o = m->open;
+    for (int i = 0; i < nused; i++)
+        o[i] = (struct scan_item){level(m, m->used[i]), 0, m->used[i], i};
     for (int nopen = nused; nleft > 0;) {
         int best = -1;
         double bk = 0;
         for (int j = 0; j < nopen;) {
-            int i = m->open[j], l = m->used[i];
+            int l = o[j].link;
             if (m->nunfixed[l] <= 0) {
-                m->open[j] = m->open[--nopen];
+                o[j] = o[--nopen];
                 continue;
             }
-            double x = level(m, l), k = x > m->key[i] ? x : m->key[i];
-            m->lev[j++] = x;
-            if (best < 0 || before(k, l, bk, m->used[best])) {
-                best = i;
+            double x = level(m, l), k = x > o[j].key ? x : o[j].key;
+            o[j].lev = x;
+            if (best < 0 || before(k, l, bk, o[best].link)) {
+                best = j;
                 bk = k;
             }
+            j++;
         }
         if (best < 0)
             return;
-        int bl = m->used[best];
+        int bl = o[best].link, bi = o[best].i;
         double x = level(m, bl);
-        for (int j = 0; j < nopen; j++) {
-            int i = m->open[j];
-            if (m->lev[j] > m->key[i] && before(m->key[i], m->used[i], bk, bl))
-                m->key[i] = m->lev[j];
-        }
-        nleft -= fix_link(m, best, x, off, links, weight, rate);
+        for (int j = 0; j < nopen; j++)
+            if (o[j].lev > o[j].key && before(o[j].key, o[j].link, bk, bl))
+                o[j].key = o[j].lev;
+        nleft -= fix_link(m, bi, x, off, links, weight, rate);
     }
 }
 
