@@ -76,12 +76,17 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
             weighed |= relays->c[c].stripe > 0;
         while (weighed && relays->c[last].stripe <= 0)
             last--;
-        /* rail trees (mc_cands_add_rails_small) carry their stripe of it, the others an even
-         * part; the last tree with a part takes the rest */
+        /* rail trees (mc_cands_add_rails_small) carry their stripe of it, each ending where
+         * the stripes so far end, rounded (the remainder spread: 56 stripes of 4 MiB, each
+         * rounded down, left the last tree 136 KiB where the others had 72 KiB, and its hub's
+         * NIC the slowest); the others an even part; the last tree with a part takes the rest */
+        double upto = 0;
         for (int c = a; c <= last && st == MC_OK; c++) {
-            uint64_t part = (weighed ? (uint64_t)(relays->c[c].stripe * (double)bytes)
-                                     : bytes / (uint64_t)(b - a)) /
-                            STRIPE_GRANULE * STRIPE_GRANULE;
+            upto += weighed ? relays->c[c].stripe : 0;
+            uint64_t part = weighed ? (uint64_t)(upto * (double)bytes) / STRIPE_GRANULE *
+                                              STRIPE_GRANULE -
+                                          off
+                                    : bytes / (uint64_t)(b - a) / STRIPE_GRANULE * STRIPE_GRANULE;
             uint64_t len = c == last ? bytes - off : part;
             if (len > 0) {
                 st = add_tree(d, topo, &relays->c[c], off, len, err);

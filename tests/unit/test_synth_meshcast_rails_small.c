@@ -29,12 +29,13 @@ typedef struct small {
     mc_cands_t cs;
 } small_t;
 
-/* The rail trees of text's one share, leaving host 0 beside 7 other shares (one rail each). */
-static void small_init(small_t *s, const char *text)
+/* The rail trees of text's one share on topology file path, leaving host 0 beside 7 other
+ * shares (one rail each). */
+static void small_init_on(small_t *s, const char *path, const char *text)
 {
     mc_err_t err = {0};
     memset(s, 0, sizeof *s);
-    s->topo = load_ok(TOPO);
+    s->topo = load_ok(path);
     s->task = task_of(text);
     mc_shares_build(s->task, s->topo, &s->sh);
     assert_int_equal(s->sh.n, 1);
@@ -46,6 +47,11 @@ static void small_init(small_t *s, const char *text)
                                               taken, &err),
                      MC_OK);
     free(taken);
+}
+
+static void small_init(small_t *s, const char *text)
+{
+    small_init_on(s, TOPO, text);
 }
 
 static void small_free(small_t *s)
@@ -139,12 +145,40 @@ static void test_split_by_stripe(void **state)
     small_free(&s);
 }
 
+/* Over 8 OCI A100 hosts the 4 MiB go through 7 hubs, 599,186.3 bytes each: every tree ends where
+ * the stripes so far end, rounded to 4 KiB, so no two parts differ by more than 4 KiB (each part
+ * rounded down left the last tree 8 KiB more than the others; over 56 trees, 64 KiB more). */
+static void test_split_spreads_remainder(void **state)
+{
+    (void)state;
+    small_t s;
+    small_init_on(&s, "topologies/oci-a100-x8.xml",
+                  "mesh S={g:1}@0\nmesh D={g:56}@8..63\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    mc_err_t err = {0};
+    mc_sched_t *base = mc_sched_new(s.task, s.topo, "meshcast"), *d = NULL;
+    assert_int_equal(mc_sched_striped(base, s.topo, &s.cs, 128 * 1024, &d, &err), MC_OK);
+    assert_int_equal(d->ntrees, 7);
+    uint64_t least = UINT64_MAX, most = 0, sum = 0;
+    for (int t = 0; t < d->ntrees; t++) {
+        least = d->trees[t].bytes < least ? d->trees[t].bytes : least;
+        most = d->trees[t].bytes > most ? d->trees[t].bytes : most;
+        sum += d->trees[t].bytes;
+    }
+    assert_int_equal(sum, 4194304);
+    assert_true(most - least <= 4096);
+    assert_int_equal(mc_sched_validate(d, s.topo, NULL), 0);
+    mc_sched_free(d);
+    mc_sched_free(base);
+    small_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_star_for_tiny),
         cmocka_unit_test(test_hubs_for_4mib),
         cmocka_unit_test(test_split_by_stripe),
+        cmocka_unit_test(test_split_spreads_remainder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
