@@ -76,17 +76,22 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
             weighed |= relays->c[c].stripe > 0;
         while (weighed && relays->c[last].stripe <= 0)
             last--;
-        /* rail trees (mc_cands_add_rails_small) carry their stripe of it, each ending where
-         * the stripes so far end, rounded (the remainder spread: 56 stripes of 4 MiB, each
-         * rounded down, left the last tree 136 KiB where the others had 72 KiB, and its hub's
-         * NIC the slowest); the others an even part; the last tree with a part takes the rest */
-        double upto = 0;
+        /* rail trees (mc_cands_add_rails_small) carry their stripe of it, rounded down to
+         * granules, and the granules that leaves over go one each to the last trees (all to the
+         * last, 56 stripes of 4 MiB left it 136 KiB where the others had 72 KiB, and its hub's
+         * NIC the slowest; spread in turn, the trees of 1 GiB stripes lost their lockstep and
+         * the channel race its allowance); the others an even part; the last tree with a part
+         * takes the rest */
+        uint64_t spare = 0;
+        for (int c = a; c <= last && weighed; c++)
+            spare += (uint64_t)(relays->c[c].stripe * (double)bytes) / STRIPE_GRANULE;
+        spare = weighed && spare < bytes / STRIPE_GRANULE ? bytes / STRIPE_GRANULE - spare : 0;
         for (int c = a; c <= last && st == MC_OK; c++) {
-            upto += weighed ? relays->c[c].stripe : 0;
-            uint64_t part = weighed ? (uint64_t)(upto * (double)bytes) / STRIPE_GRANULE *
-                                              STRIPE_GRANULE -
-                                          off
-                                    : bytes / (uint64_t)(b - a) / STRIPE_GRANULE * STRIPE_GRANULE;
+            uint64_t part = (weighed ? (uint64_t)(relays->c[c].stripe * (double)bytes) /
+                                               STRIPE_GRANULE +
+                                           ((uint64_t)(last - c) < spare)
+                                     : bytes / (uint64_t)(b - a) / STRIPE_GRANULE) *
+                            STRIPE_GRANULE;
             uint64_t len = c == last ? bytes - off : part;
             if (len > 0) {
                 st = add_tree(d, topo, &relays->c[c], off, len, err);
