@@ -518,7 +518,9 @@ static mc_status_t add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p, const
     /* whole stripes, in units of at least one network chunk */
     uint64_t most = pc->bytes / MC_RAIL_UNIT_MIN, fill = (MC_PIECE_UNITS_FINE + lcm - 1) / lcm;
     uint64_t times = lcm * fill <= most ? fill : most / lcm;
-    *units = shp.tree_min <= 0 ? 0 : lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE : (int)(lcm * times);
+    *units = shp.tree_min <= 0          ? 0
+             : lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE
+                                       : (int)(lcm * times);
     /* trees the shapes already had (one rail host reached from a holder on every rail), or
      * stripe trees too small to pipeline over their hops: the share is left as it was, its plan
      * found as before (kept as mere candidates, the trees moved a 4 MiB broadcast over 4 p4d

@@ -1,6 +1,7 @@
 /* The striped schedule (docs/synthesis.md, "Small pieces"): a schedule with the trees of some
  * pieces replaced by their relay trees (candidates_relay.c), each piece's bytes split evenly over
- * them, the scatter + all-gather broadcast, or over rail trees by their stripes. The other pieces keep their trees and phases. */
+ * them, the scatter + all-gather broadcast, or over rail trees by their stripes. The other pieces
+ * keep their trees and phases. */
 #include <stdlib.h>
 #include <string.h>
 
