@@ -225,11 +225,9 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
     /* shares with rail stripes (marked fine) have their split too: Z3's relaxation took 6 s
      * of 9 on the 91 trees of a broadcast over 8 rail hosts */
-    int striped = 0, railed = 0;
-    for (int i = 0; i < cp->npieces; i++) {
+    int striped = 0;
+    for (int i = 0; i < cp->npieces; i++)
         striped |= r->sh.s[cp->pieces[i]].fine && !r->price.added;
-        railed |= r->sh.s[cp->pieces[i]].fine > 1;
-    }
     zs = (mc_z3_stats_t){.status = MC_Z3_NONE};
     if (!r->price.added && !striped)
         MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
@@ -242,15 +240,11 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     /* Where the relaxation gave no plan (too many candidates, or stopped), the fractional
      * model's load split stands in for it, rounded by load: the greedy seeds fill units up to
      * the slowest tree's time, fixed cost included, and so leave links loaded unevenly where the
-     * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). Shares
-     * with rail stripes are rounded by load too where pricing added trees: their units are the
-     * stripe split's (168 for 8 rails of 7 hubs), each 1/21 of a NIC's part, and the largest
-     * fractions piled 24 units on one hub's NIC where the split gives 21 (1 GiB over eight DGX
-     * H100 from one GPU: 3.20 ms estimated, 3.77 ms simulated; by load 2.93 and 3.57). */
+     * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). */
     int splits = r->price.added || (striped && r->frac[MC_SPLIT_LOAD]) ? MC_SPLITS
                  : zs.status != MC_Z3_OPTIMAL && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
     for (int k = 0; k < splits; k++) {
-        if (frac_plan(r, cp, k, !r->price.added || railed, &from[nfrom]) == 0)
+        if (frac_plan(r, cp, k, !r->price.added, &from[nfrom]) == 0)
             nfrom++;
         else
             mc_plan_sol_free(&from[nfrom]);
