@@ -98,7 +98,8 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, do
             place(m, k);
     }
     uint64_t h = cand_hash(c, bytes, rate);
-    for (size_t i = h & (size_t)(m->nslots - 1); m->slot[i]; i = (i + 1) & (size_t)(m->nslots - 1)) {
+    size_t mask = (size_t)(m->nslots - 1);
+    for (size_t i = h & mask; m->slot[i]; i = (i + 1) & mask) {
         const chunk_entry_t *e = &m->e[m->slot[i] - 1];
         if (e->hash == h && same(m, e, c, bytes, rate))
             return e->nchunks;
