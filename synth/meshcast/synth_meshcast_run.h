@@ -37,6 +37,8 @@ typedef struct run {
     mc_bound_t bound;       /* the task's lower bound, computed once */
     variant_t kept;         /* the variant the referee kept */
     mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
+    int wrap;               /* chains across hosts wrap around from the root's host
+                             * (mc_cands_add_share; the balanced synthesis) */
 } run_t;
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
