@@ -294,25 +294,105 @@ static mc_status_t cut(mc_best_t *best, uint64_t in, uint64_t out, const char *s
     return st;
 }
 
-/* Cuts around each host. */
+/* Into need[g], the bytes GPU g needs of pieces held on no GPU of its own host. */
+static void needed_from_away(const mc_topo_t *topo, const mc_bound_ctx_t *al, uint64_t *need)
+{
+    int *stamp = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts);
+    for (int h = 0; h < topo->nhosts; h++)
+        stamp[h] = -1;
+    memset(need, 0, sizeof(uint64_t) * (size_t)topo->ngpus);
+    for (int i = 0; i < al->ncls; i++) {
+        const mc_piece_t *p = al->cls[i].p;
+        for (int j = 0; j < p->nholders; j++)
+            stamp[gpu_host(topo, p->holders[j])] = i;
+        for (int j = 0; j < p->ndests; j++)
+            need[p->dests[j]] += stamp[gpu_host(topo, p->dests[j])] == i ? 0 : al->cls[i].bytes;
+    }
+    free(stamp);
+}
+
+/* The relay's wait behind the network (docs/synthesis.md, "Lower bound"): GPU m of host h needs
+ * s bytes held only on other hosts. A byte reaches m either on a message from another host, whose
+ * route ends over one of m's links that such routes take (capacity c), or relayed by another GPU
+ * g of h, on a message that waits at least w (the least alpha and latency of a route from g to
+ * m) after g received the byte. No byte enters h before `cross`, and h's GPUs receive at most C
+ * bytes/s from outside (the host cut's capacity). So by time T, m holds at most C (T - w - cross)
+ * bytes that entered h by T - w plus c w that came straight to it after: T >= cross + w +
+ * (s - c w) / C where s > c w, T >= cross + s / c otherwise (c taken at most C). Needs every
+ * route (MC_BOUND_ROUTE_GPUS); a host of one GPU relays nothing (w infinite). */
+static mc_status_t relay_wait(const mc_topo_t *topo, const mc_bound_ctx_t *al, int h, double cap,
+                              const uint64_t *need, mc_best_t *best, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    mc_err_t ignored = {0};
+    mc_route_t r;
+    int first, n = mc_topo_host_gpus(topo, h, &first);
+    for (int m = first; m < first + n && st == MC_OK && cap > 0; m++) {
+        if (!need[m])
+            continue;
+        double c = 0, w = INFINITY;
+        char *last = mc_xcalloc((size_t)topo->nlinks + 1, 1);
+        for (int g = 0; g < topo->ngpus && st == MC_OK; g++) {
+            if (g == m)
+                continue;
+            if (mc_topo_route(topo, g, m, &r, &ignored) != MC_OK || r.nlinks == 0)
+                st = MC_ERR_INTERNAL; /* the caller has checked every route */
+            else if (gpu_host(topo, g) == h)
+                w = fmin(w, mc_topo_links_delay(topo, r.links, r.nlinks));
+            else if (!last[r.links[r.nlinks - 1]]++)
+                c += al->index.cap[r.links[r.nlinks - 1]];
+        }
+        free(last);
+        if (st != MC_OK)
+            return mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: GPU %d has no route", __FILE__,
+                              __LINE__, m);
+        c = fmin(c, cap);
+        double s = (double)need[m];
+        if (!(c > 0))
+            continue;
+        if (s > c * w)
+            st = term(best, need[m], cap, al->cross + w * (1 - c / cap), h, "host", topo, err);
+        else
+            st = term(best, need[m], c, al->cross, h, "host", topo, err);
+    }
+    return st;
+}
+
+/* Cuts around each host, and into each of its GPUs behind the relays' wait (relay_wait). */
 static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
                             mc_best_t *best, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int nh = topo->nhosts;
+    int nh = topo->nhosts, routed = topo->ngpus <= MC_BOUND_ROUTE_GPUS;
     uint64_t *in = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
     uint64_t *out = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
+    uint64_t *need = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->ngpus);
     char *set = mc_xcalloc((size_t)nh, 1);
     mc_task_host_bytes(task, topo, in, out);
+    needed_from_away(topo, al, need);
+    /* every route is needed: a pair without one leaves the term out */
+    for (int a = 0; a < topo->ngpus && routed; a++)
+        for (int b = 0; b < topo->ngpus && routed; b++) {
+            mc_route_t r;
+            mc_err_t ignored = {0};
+            routed = a == b || mc_topo_route(topo, a, b, &r, &ignored) == MC_OK;
+        }
     for (int h = 0; h < nh && st == MC_OK; h++) {
         if (!in[h] && !out[h])
             continue;
         set[h] = 1;
-        st = cut(best, in[h], out[h], set, h, "host", topo, al, err);
+        double cap = set_capacity(topo, al, set, 1);
+        st = term(best, in[h], cap, al->cross, h, "host", topo, err);
+        if (st == MC_OK)
+            st = term(best, out[h], set_capacity(topo, al, set, 0), al->cross, h, "host", topo,
+                      err);
+        if (st == MC_OK && routed && in[h])
+            st = relay_wait(topo, al, h, cap, need, best, err);
         set[h] = 0;
     }
     free(in);
     free(out);
+    free(need);
     free(set);
     return st;
 }

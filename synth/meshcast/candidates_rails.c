@@ -42,8 +42,11 @@ typedef struct rails {
     int *want;            /* scratch: destinations of one host still to reach */
     int *spar, *schi;     /* scratch: one host's shortest-path tree */
     int *hosts, nhosts;   /* the remote destination hosts, ascending */
+    int *entries;         /* scratch: the remote hosts' entry GPUs, in the order a tree enters */
     int *made, nmade, capmade; /* the trees of the rail being built (candidate indices) */
     int local;            /* the share has destinations in the root host */
+    int fanout;           /* without a hub, each remote entry's parent: the previous entry (1: a
+                           * chain) or, above 1, a tree of that fan-out below the rail's GPU */
     int stride, ndev;     /* the root host's trees (candidates_home.c): that of rail k whose */
     int *slot;            /* first GPU has dev d at slot[k x ndev + d] x stride (-1: none) */
     int *hpar, *hchi, *hne, *hpath;
@@ -143,7 +146,7 @@ static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_
         st = reach(r, root, x, err);
     else
         x = root;
-    int prev = x, from = x;
+    int prev = x, from = x, nent = 0;
     if (hub >= 0 && st == MC_OK) {
         from = entry(r, r->hosts[hub], k);
         edge(r, x, from);
@@ -161,7 +164,11 @@ static mc_status_t build(rails_t *r, int root, int x, int d, int k, int hub, mc_
         if (i == r->nhosts || i == hub || st != MC_OK)
             continue;
         int e = entry(r, r->hosts[i], k);
-        edge(r, hub >= 0 ? from : prev, e);
+        /* entries numbered in order below x: entry j's parent is x for j < fanout, else entry
+         * j / fanout - 1 (a heap; the entries so far are the tree's edges into other hosts) */
+        int up = r->fanout > 1 && nent >= r->fanout ? r->entries[nent / r->fanout - 1] : x;
+        edge(r, hub >= 0 ? from : r->fanout > 1 ? up : prev, e);
+        r->entries[nent++] = e;
         prev = e;
         st = fan_out(r, r->hosts[i], e, err);
     }
@@ -351,9 +358,70 @@ static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable
     return n;
 }
 
-mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
-                               const mc_piece_t *pc, int root_host, int nshares, int senders,
-                               char *taken, int *units, mc_err_t *err)
+/* The alpha-beta time of a store-and-forward tree `levels` deep whose every level sends `load`
+ * bytes over a link of bw bytes/s, each message waiting hop first, in c chunks (at most `most`):
+ * (c + levels - 1) (hop + load / (c bw)), at the best c. */
+static double pipelined(int levels, double load, double bw, double hop, double most)
+{
+    double best = HUGE_VAL;
+    for (int c = 1; c <= (most > 1 ? most : 1) && c <= MC_CHUNKS_MAX; c++) {
+        double t = (c + levels - 1) * (hop + load / (c * bw));
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+/* How the rail trees cross between hosts: hubs -1 as the rule in add_rails says, 0 none (chains
+ * or trees of the fan-out), 1 every remote host a hub; fanout 0: both chosen by choose_shape;
+ * trees of the stripe split below tree_min bytes drop the share's trees again (0: never). */
+typedef struct shape {
+    int hubs, fanout;
+    double tree_min;
+} shape_t;
+
+/* Chooses the crossing of a small share's stripes by the alpha-beta cost of one rail's stripe,
+ * s = bytes / rails, to the n remote hosts over the rail's network route from the root's rail
+ * (bottleneck bw, message wait hop = alpha + latency, mc_topo_links_delay): through n hubs, two
+ * waits, the sending NIC moving s and each hub's (n - 1) s / n (as a two-level tree whose levels
+ * move s); or a tree of fan-out f (1 a chain, n a star), each of its levels a NIC sending f s.
+ * A star pays one wait and n s of bytes, a chain n waits and s; the hubs two waits and about
+ * 2 s. The least wins (ties: the first of star, fan-out n - 1 .. 1, hubs). Chunks of at least
+ * NCCL's network chunk. */
+static void choose_shape(const rails_t *r, int h0, int k0, int rails, shape_t *shp)
+{
+    const mc_topo_t *t = r->topo;
+    mc_route_t rt;
+    mc_err_t ignored = {0};
+    int x = mc_topo_host_gpu_on_dev(t, h0, k0), to = entry(r, r->hosts[0], k0), n = r->nhosts;
+    shp->hubs = 0;
+    shp->fanout = 1;
+    if (x < 0 || to < 0 || rails < 1 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
+        return;
+    double bw = HUGE_VAL, hop = mc_topo_links_delay(t, rt.links, rt.nlinks);
+    for (int i = 0; i < rt.nlinks; i++)
+        bw = t->links[rt.links[i]].bw < bw ? t->links[rt.links[i]].bw : bw;
+    double s = (double)r->pc->bytes / rails, chunks = s / MC_RAIL_UNIT_MIN, best = HUGE_VAL;
+    for (int f = n; f >= 1; f--) {
+        int levels = 0;
+        for (double reach = 0, w = 1; reach < n; levels++) {
+            w *= f;
+            reach += w;
+        }
+        double c = pipelined(levels, f * s, bw, hop, chunks);
+        if (c < best) {
+            best = c;
+            shp->fanout = f;
+        }
+    }
+    if (n >= 2 && n <= MC_RAIL_HUBS_MAX && pipelined(2, s, bw, hop, chunks / n) < best) {
+        shp->hubs = 1;
+        shp->fanout = 1;
+    }
+}
+
+static mc_status_t add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p, const mc_piece_t *pc,
+                             int root_host, int nshares, int senders, char *taken, shape_t shp,
+                             int *units, mc_err_t *err)
 {
     *units = 0;
     int remote = 0, local = 0, h0first;
@@ -379,6 +447,7 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     r.spar = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     r.schi = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     r.hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+    r.entries = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
     r.nhosts = remote_hosts(&r, root_host, r.hosts);
     char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
@@ -386,6 +455,8 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
         assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
     else
         ndev = 0;
+    if (shp.fanout == 0 && ndev > 0)
+        choose_shape(&r, root_host, r0 - h0first, span_of(mine, ndev), &shp);
     /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
      * NIC sends its part to every other host: balanced when every host is a hub), where one host
      * sends or where the share has several rails of its own. Not where several hosts each send
@@ -395,8 +466,9 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
      * chains, hosts in ascending order, have host 0's NICs forward 3 stripes and host 3's none
      * (1.58 of the bound); hubs forward 2/3 of a stripe of every other share on every host's
      * NICs, two network hops deep (1.16) */
-    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX &&
-                       (senders == 1 || span_of(mine, ndev) >= 2)
+    r.fanout = shp.fanout;
+    int hubs = r.nhosts >= 2 && r.nhosts <= MC_RAIL_HUBS_MAX && shp.hubs != 0 &&
+                       (shp.hubs > 0 || senders == 1 || span_of(mine, ndev) >= 2)
                    ? r.nhosts
                    : 0;
     r.capmade = ndev + hubs + 2;
@@ -446,12 +518,15 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     /* whole stripes, in units of at least one network chunk */
     uint64_t most = pc->bytes / MC_RAIL_UNIT_MIN, fill = (MC_PIECE_UNITS_FINE + lcm - 1) / lcm;
     uint64_t times = lcm * fill <= most ? fill : most / lcm;
-    *units = lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE : (int)(lcm * times);
+    *units = shp.tree_min <= 0          ? 0
+             : lcm > MC_RAIL_UNITS_MAX ? MC_PIECE_UNITS_FINE
+                                       : (int)(lcm * times);
     /* trees the shapes already had (one rail host reached from a holder on every rail), or
      * stripe trees too small to pipeline over their hops: the share is left as it was, its plan
      * found as before (kept as mere candidates, the trees moved a 4 MiB broadcast over 4 p4d
      * hosts from 2.83 to 3.29 of the bound) */
-    if (cs->n == before || times == 0 || least * (double)pc->bytes < MC_RAIL_TREE_MIN) {
+    if (cs->n == before ||
+        (shp.tree_min > 0 && (times == 0 || least * (double)pc->bytes < shp.tree_min))) {
         *units = 0;
         for (int k = 0; k < ndev; k++)
             for (int i = 0; i < nper[k]; i++)
@@ -470,12 +545,30 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
     free(r.spar);
     free(r.schi);
     free(r.hosts);
+    free(r.entries);
     free(r.slot);
     free(r.hpar);
     free(r.hchi);
     free(r.hne);
     free(r.hpath);
     return st;
+}
+
+mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
+                               const mc_piece_t *pc, int root_host, int nshares, int senders,
+                               char *taken, int *units, mc_err_t *err)
+{
+    shape_t shp = {-1, 1, MC_RAIL_TREE_MIN};
+    return add_rails(cs, topo, p, pc, root_host, nshares, senders, taken, shp, units, err);
+}
+
+mc_status_t mc_cands_add_rails_small(mc_cands_t *cs, const mc_topo_t *topo, int p,
+                                     const mc_piece_t *pc, int root_host, int nshares,
+                                     char *taken, mc_err_t *err)
+{
+    shape_t shp = {0, 0, 0};
+    int units;
+    return add_rails(cs, topo, p, pc, root_host, nshares, 1, taken, shp, &units, err);
 }
 
 /* The stripe split is kept where its busiest link is within this of the other trees' optimum

@@ -99,6 +99,15 @@ int mc_rails_host(const mc_task_t *task, const mc_topo_t *topo, const mc_share_t
 mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                const mc_piece_t *pc, int root_host, int nshares, int senders,
                                char *taken, int *units, mc_err_t *err);
+/* The rail trees of a small share (the last race, synth_meshcast_alt.c): as mc_cands_add_rails,
+ * every tree kept whatever its bytes, and the crossing between hosts chosen by its alpha-beta
+ * cost per rail (candidates_rails.c, choose_shape): through every remote host as a hub (two
+ * message waits, each NIC sending about the stripe twice over), or a tree of a fan-out from 1 (a
+ * chain) to the host count (a star). Each tree's stripe is its part of the share; trees that
+ * carry none (the chains beside hubs) have stripe 0. */
+mc_status_t mc_cands_add_rails_small(mc_cands_t *cs, const mc_topo_t *topo, int p,
+                                     const mc_piece_t *pc, int root_host, int nshares,
+                                     char *taken, mc_err_t *err);
 /* Takes the stripes back (stripe 0, the shares' units those of priced shares) where the stripe
  * split of the shares that have one loads its busiest link more than the fractional optimum
  * over every share's other trees (shapes and priced) does: there the stripes bring nothing the
@@ -426,8 +435,9 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t min_bytes);
 /* Into *out, a copy of s whose pieces that have trees in relays (each piece's together) move on
- * those instead, the piece's bytes split evenly over each run of them that reaches the same
- * destinations (multiples of 4 KiB), in phase 0, each
+ * those instead, the piece's bytes split over each run of them that reaches the same
+ * destinations (multiples of 4 KiB; evenly, or by the trees' stripes where they have one: a tree
+ * of stripe 0 there carries nothing), in phase 0, each
  * in its best chunk count at its planned rate (none below min_chunk bytes, unless alone it has
  * more); rates planned (synth_meshcast_striped.c). */
 mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,

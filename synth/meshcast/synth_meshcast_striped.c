@@ -1,6 +1,7 @@
 /* The striped schedule (docs/synthesis.md, "Small pieces"): a schedule with the trees of some
  * pieces replaced by their relay trees (candidates_relay.c), each piece's bytes split evenly over
- * them, the scatter + all-gather broadcast. The other pieces keep their trees and phases. */
+ * them, the scatter + all-gather broadcast, or over rail trees by their stripes. The other pieces
+ * keep their trees and phases. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,8 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
     mc_sched_t *d = mc_sched_new(s->task, topo, s->strategy);
     mc_status_t st = MC_OK;
     char *relayed = pieces_of(s->task, relays);
+    /* per tree of d, the relay tree it was made from */
+    int *cand_of = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + relays->n + 1));
     d->mem_limit = s->mem_limit;
     d->nphases = s->nphases > 0 ? s->nphases : 1;
     for (int t = 0; t < s->ntrees; t++) {
@@ -68,16 +71,38 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
                         same_dests(s->task, &relays->c[a], &relays->c[b]);
              b++)
             ;
-        uint64_t bytes = s->task->pieces[relays->c[a].piece].bytes;
-        uint64_t part = bytes / (uint64_t)(b - a) / STRIPE_GRANULE * STRIPE_GRANULE;
-        for (int c = a; c < b && st == MC_OK; c++) {
-            uint64_t off = part * (uint64_t)(c - a);
-            uint64_t len = c == b - 1 ? bytes - off : part;
-            if (len > 0)
+        uint64_t bytes = s->task->pieces[relays->c[a].piece].bytes, off = 0;
+        int weighed = 0, last = b - 1;
+        for (int c = a; c < b; c++)
+            weighed |= relays->c[c].stripe > 0;
+        while (weighed && relays->c[last].stripe <= 0)
+            last--;
+        /* rail trees (mc_cands_add_rails_small) carry their stripe of it, rounded down to
+         * granules, and the granules that leaves over go one each to the last trees (all to the
+         * last, 56 stripes of 4 MiB left it 136 KiB where the others had 72 KiB, and its hub's
+         * NIC the slowest; spread in turn, the trees of 1 GiB stripes lost their lockstep and
+         * the channel race its allowance); the others an even part; the last tree with a part
+         * takes the rest */
+        uint64_t spare = 0;
+        for (int c = a; c <= last && weighed; c++)
+            spare += (uint64_t)(relays->c[c].stripe * (double)bytes) / STRIPE_GRANULE;
+        spare = weighed && spare < bytes / STRIPE_GRANULE ? bytes / STRIPE_GRANULE - spare : 0;
+        for (int c = a; c <= last && st == MC_OK; c++) {
+            uint64_t part = (weighed ? (uint64_t)(relays->c[c].stripe * (double)bytes) /
+                                               STRIPE_GRANULE +
+                                           ((uint64_t)(last - c) < spare)
+                                     : bytes / (uint64_t)(b - a) / STRIPE_GRANULE) *
+                            STRIPE_GRANULE;
+            uint64_t len = c == last ? bytes - off : part;
+            if (len > 0) {
                 st = add_tree(d, topo, &relays->c[c], off, len, err);
+                cand_of[d->ntrees - 1] = c;
+            }
+            off += len;
         }
     }
     if (st != MC_OK) {
+        free(cand_of);
         free(relayed);
         mc_sched_free(d);
         return st;
@@ -85,15 +110,16 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
     mc_sched_plan_rates(d, topo);
     /* the relay trees share the root's links: each is pipelined at its planned share, in more
      * chunks than alone (none below min_chunk) */
-    for (int t = 0, c = 0; t < d->ntrees; t++) {
+    for (int t = 0; t < d->ntrees; t++) {
         mc_tree_t *tr = &d->trees[t];
         if (!relayed[tr->piece])
             continue;
         uint64_t most = tr->bytes / min_chunk;
-        int n = mc_cand_chunks(&relays->c[c++], tr->bytes, 0, tr->rate);
+        int n = mc_cand_chunks(&relays->c[cand_of[t]], tr->bytes, 0, tr->rate);
         tr->nchunks = (uint64_t)n <= most ? n : most > (uint64_t)tr->nchunks ? (int)most
                                                                              : tr->nchunks;
     }
+    free(cand_of);
     free(relayed);
     *out = d;
     return MC_OK;

@@ -82,18 +82,42 @@ static void test_between_hosts(void **state)
     mc_topo_free(topo);
 }
 
+/* Two OCI H100 hosts (8 NICs of 45e9 B/s a host, each behind its GPU's 48e9 B/s PCIe link; NVLink
+ * alpha 3.4 us and two 0.5 us links between two GPUs of a host; nothing crosses between hosts
+ * before 14 + 6 us). GPU 8 needs S bytes from host 0: they enter host 1 at 360e9 B/s at most,
+ * reach GPU 8 straight over its PCIe link at 48e9 B/s at most, and what another GPU of host 1
+ * relays waits 4.4 us after that GPU got it. So 4 MiB take at least 20 + 4.4 (1 - 48/360) us plus
+ * S / 360e9 (the host cut alone: 20 us plus S / 360e9), and 128 KiB, which the PCIe link moves
+ * within the relay's wait, 20 us plus S / 48e9. */
+static void test_relay_wait(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = load_ok("topologies/oci-h100-x2.xml");
+    mc_bound_t b = task_bound(
+        topo, "mesh S={g:1}@0\nmesh D={g:8}@8..15\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    double want = 20e-6 + 4.4e-6 * (1 - 48.0 / 360.0) + 4194304 / 360e9;
+    assert_true(fabs(b.seconds - want) < 1e-12);
+    b = task_bound(topo,
+                   "mesh S={g:1}@0\nmesh D={g:8}@8..15\nmove f32[256,128] S[_,_] -> D[_,_]\n");
+    assert_true(fabs(b.seconds - (20e-6 + 131072 / 48e9)) < 1e-12);
+    mc_topo_free(topo);
+}
+
 /* Random tasks of at most 1 MiB per tensor (where the latency part weighs most) on an NVSwitch
- * host, meshcast and the baselines; and on the 4-host pod, the baselines (the synthesis of 32-GPU
- * tasks is the bench's business). */
+ * host, meshcast and the baselines; on the 4-host pod, the baselines (the synthesis of 32-GPU
+ * tasks is the bench's business); on two OCI H100 hosts, all of them, where the relay's wait binds
+ * on some. */
 static void test_sim_never_beats_bound_nvswitch(void **state)
 {
     (void)state;
     static const struct {
         const char *topo;
         int meshcast;
-    } cases[] = {{"topologies/dgx-h100-x1.xml", 1}, {"topologies/dgx-h100-x4.xml", 0}};
+    } cases[] = {{"topologies/dgx-h100-x1.xml", 1},
+                 {"topologies/dgx-h100-x4.xml", 0},
+                 {"topologies/oci-h100-x2.xml", 1}};
     static const char *strategies[] = {"p2p", "alpa-bcast", "nccl-ring", "meshcast"};
-    int timed = 0, latency_binds = 0;
+    int timed = 0, latency_binds = 0, relay_binds = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         mc_topo_t *topo = load_ok(cases[k].topo);
         for (int iter = 0; iter < 12; iter++) {
@@ -107,6 +131,8 @@ static void test_sim_never_beats_bound_nvswitch(void **state)
             int moves = t->npieces > 0;
             mc_task_free(t);
             latency_binds += b.binding == MC_BOUND_LATENCY;
+            /* the relay's wait (test_relay_wait) binds: a wait above the 20 us between hosts */
+            relay_binds += b.latency_s > 20e-6 * (1 + 1e-9);
             for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && moves; s++) {
                 if (!strcmp(strategies[s], "meshcast") && !cases[k].meshcast)
                     continue;
@@ -123,6 +149,7 @@ static void test_sim_never_beats_bound_nvswitch(void **state)
     /* the comparison happened (57 schedules), and on tasks where the latency part binds (3) */
     assert_true(timed >= 50);
     assert_true(latency_binds >= 3);
+    assert_true(relay_binds >= 3);
 }
 
 int main(void)
@@ -130,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvswitch_host),
         cmocka_unit_test(test_between_hosts),
+        cmocka_unit_test(test_relay_wait),
         cmocka_unit_test(test_sim_never_beats_bound_nvswitch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
