@@ -20,6 +20,7 @@ typedef struct gen {
     const mc_piece_t *pc;
     int no_relays;
     int rail;             /* dev index trees enter destination hosts at, -1: the sender's */
+    int wrap;             /* chains visit the hosts from the root's on, wrapping around */
     int ndh;              /* destination hosts, ascending */
     int *dh_host, *dh_first, *dh_count; /* their dests: pc->dests[first .. first+count) */
     int *parent, *child;  /* edge buffers */
@@ -99,8 +100,11 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
     memset(g->seen, 0, sizeof(int) * (size_t)g->topo->ngpus);
     g->ne = 0;
     g->seen[root] = 1;
-    int prev = root;
-    for (int d = 0; d < g->ndh; d++) {
+    int prev = root, d0 = 0;
+    while (g->wrap && d0 < g->ndh && g->dh_host[d0] < rhost)
+        d0++;
+    for (int j = 0; j < g->ndh; j++) {
+        int d = (d0 + j) % g->ndh;
         if (shape == TREE_STAR) {
             for (int i = 0; i < g->dh_count[d]; i++)
                 edge(g, root, g->pc->dests[g->dh_first[d] + i]);
@@ -197,7 +201,8 @@ static void group_dests(gen_t *g)
 }
 
 mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               const mc_share_t *sh, int rot, int no_relays, mc_err_t *err)
+                               const mc_share_t *sh, int rot, int no_relays, int wrap,
+                               mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_piece_t pc = task->pieces[sh->piece];
@@ -205,7 +210,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
     pc.ndests = sh->ndests;
     pc.dests = (int *)sh->dests; /* read only: the generators see the share as the piece */
     gen_t g = {.cs = cs, .topo = topo, .p = p, .root_host = sh->root_host,
-               .rot = rot, .pc = &pc, .no_relays = no_relays, .rail = -1};
+               .rot = rot, .pc = &pc, .no_relays = no_relays, .rail = -1, .wrap = wrap};
     int first = cs->n;
     group_dests(&g);
     g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));

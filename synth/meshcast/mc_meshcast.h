@@ -70,9 +70,13 @@ typedef struct mc_cands {
 
 /* Appends the candidate trees of a share (at least one; each reaches all its destinations). Root
  * choices start at rotation rot (shares leaving the same host get different ones). With
- * no_relays, trees pass only through holders and destinations (a memory limit is set). */
+ * no_relays, trees pass only through holders and destinations (a memory limit is set). With
+ * wrap, chains across hosts visit them from the root's host on, wrapping around, rather than
+ * in ascending order (the balanced synthesis: in ascending order, with every host sending, host
+ * 0 forwards every other host's shares and the last host none). */
 mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
-                               const mc_share_t *sh, int rot, int no_relays, mc_err_t *err);
+                               const mc_share_t *sh, int rot, int no_relays, int wrap,
+                               mc_err_t *err);
 void mc_cands_free(mc_cands_t *cs);
 /* Drops the candidates from index n on. */
 void mc_cands_truncate(mc_cands_t *cs, int n);
@@ -341,6 +345,9 @@ int mc_plan_direct(const mc_plan_t *pl, const int *direct, mc_plan_sol_t *out);
 /* The plan that sends every piece whole, in one phase, on the candidate that carries most of it
  * in sol: the same trees without the small splits the estimate favoured. */
 void mc_plan_whole(const mc_plan_t *pl, const mc_plan_sol_t *sol, mc_plan_sol_t *out);
+/* The plan that sends every piece whole, in one phase, on the candidate that leaves the busiest
+ * link least loaded, the largest pieces placed first (synth_meshcast_balance.c). */
+void mc_plan_balanced(const mc_plan_t *pl, mc_plan_sol_t *out);
 /* A solution's estimate with every tree's pipeline fill at the pace of its busiest link: per
  * phase, the busiest link, or the slowest tree as busy + (depth - 1) busy / n + n hop, busy its
  * busiest link's load, n its chunks at their best but none below min_chunk (cand[c]: plan
@@ -454,6 +461,7 @@ typedef enum mc_plan_kind {
     MC_PLAN_SHARED,       /* the best rounded split at shared pace (mc_plan_descend_shared) */
     MC_PLAN_DIRECT,
     MC_PLAN_WHOLE,
+    MC_PLAN_BALANCED,     /* every share whole, placed by link load (mc_plan_balanced) */
     MC_PLAN_KINDS
 } mc_plan_kind_t;
 

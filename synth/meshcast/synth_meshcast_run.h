@@ -40,6 +40,8 @@ typedef struct run {
     variant_t kept;         /* the variant the referee kept */
     mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
     mc_chunk_memo_t *chunks; /* the trees' chunk counts so far (both syntheses share it) */
+    int wrap;               /* chains across hosts wrap around from the root's host
+                             * (mc_cands_add_share; the balanced synthesis) */
 } run_t;
 
 /* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, rate)), kept

@@ -136,6 +136,18 @@ expect_exit 0 "uneven over 8 DGX-1 hosts" -- "$MESHCAST" synth -q --rlimit 20000
   "f32[1024,1024] A[g{${rows%,}},_] -> B[_,g]" -o "$TMP/dgx1u.xml"
 expect_grep "$TMP/out" '^meshcast: 4032 trees, 1 phase, simulated 226\.4 us' "the tie keeps the 4,032 trees"
 
+# An all-gather of 512 MiB over four MI300X boxes (RCCL's rccl-topo_8p_940.xml: 8 GPUs on a full
+# xGMI mesh, a NIC each): the priced plan spreads every shard over several trees (328 trees, 1.10
+# of the bound); the balanced synthesis puts each shard whole on its own rail's chain across the
+# hosts, wrapped around from its host, with a star at every host: 1.03.
+printf '<cluster version="1" name="mi300x-x4"><nodes file="%s" count="4"/><network><rails latency="1us"/></network></cluster>\n' \
+  "$ROOT/topologies/rccl-topo_8p_940.xml" > "$TMP/mi300x-x4.xml"
+expect_exit 0 "all-gather over 4 MI300X hosts" -- "$MESHCAST" synth -q --rlimit 2000000 \
+  --topo "$TMP/mi300x-x4.xml" --mesh 'M={g:32}@0..31' 'f32[16384,8192] M[g,_] -> M[_,_]' \
+  -o "$TMP/mi300ag.xml"
+expect_grep "$TMP/out" '^meshcast: .* simulated .* ratio 1\.0[0-6]' "4-host MI300X all-gather within 1.06 of the bound"
+expect_grep "$TMP/out" 'plan=balanced' "by the balanced synthesis"
+
 # A memory bound below the shards themselves cannot hold: the schedule is refused, not written.
 expect_exit 1 "memory limit too small" -- "$MESHCAST" synth --topo $topo --strategy p2p \
   --memory-limit 1K --mesh "$A" --mesh "$B" "$move" -o "$TMP/mem.xml"

@@ -84,7 +84,7 @@ static void test_unstripe(void **state)
         mc_shares_build(task, topo, &sh);
         assert_int_equal(sh.n, 1);
         mc_piece_t view = task->pieces[sh.s[0].piece];
-        assert_int_equal(mc_cands_add_share(&cs, task, topo, &sh.s[0], 0, 0, &err), MC_OK);
+        assert_int_equal(mc_cands_add_share(&cs, task, topo, &sh.s[0], 0, 0, 0, &err), MC_OK);
         assert_int_equal(mc_cands_add_rails(&cs, topo, 0, &view, 0, 1, 1, taken, &units, &err),
                          MC_OK);
         assert_true(units > 1);
@@ -109,12 +109,61 @@ static void test_unstripe(void **state)
     }
 }
 
+/* Whether cs holds a tree that crosses hosts as one chain entering hosts[0..n) in that order. */
+static int has_chain(const mc_cands_t *cs, const mc_topo_t *topo, const int *hosts, int n)
+{
+    for (int c = 0; c < cs->n; c++) {
+        int k = 0, last = cs->c[c].root, chain = 1;
+        for (int e = 0; e < cs->c[c].nedges && chain; e++) {
+            int a = cs->c[c].parent[e], b = cs->c[c].child[e];
+            if (mc_topo_gpu_host(topo, a) == mc_topo_gpu_host(topo, b))
+                continue;
+            chain = a == last && k < n && mc_topo_gpu_host(topo, b) == hosts[k];
+            last = b;
+            k++;
+        }
+        if (chain && k == n)
+            return 1;
+    }
+    return 0;
+}
+
+/* An all-gather over four p4d boxes: the chains across hosts of the shard on host 2 enter hosts
+ * 0, 1, 3 in ascending order, or, wrapped around (the balanced synthesis), 3, 0, 1: with every
+ * host sending, each host's NICs then forward the shards of all other hosts but one. */
+static void test_wrapped_chains(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = load_ok("topologies/p4d-x4.xml");
+    mc_task_t *task = task_of("M={g:32}@0..31", "N={g:1}@0", "f32[4096,4096] M[g,_] -> M[_,_]");
+    mc_shares_t sh = {0};
+    mc_err_t err = {0};
+    mc_shares_build(task, topo, &sh);
+    int share = -1;
+    for (int i = 0; i < sh.n; i++)
+        if (task->pieces[sh.s[i].piece].holders[0] == 16)
+            share = i;
+    assert_true(share >= 0);
+    for (int wrap = 0; wrap <= 1; wrap++) {
+        mc_cands_t cs = {0};
+        assert_int_equal(mc_cands_add_share(&cs, task, topo, &sh.s[share], 0, 0, wrap, &err),
+                         MC_OK);
+        assert_int_equal(has_chain(&cs, topo, (int[]){0, 1, 3}, 3), !wrap);
+        assert_int_equal(has_chain(&cs, topo, (int[]){3, 0, 1}, 3), wrap);
+        mc_cands_free(&cs);
+    }
+    mc_shares_free(&sh);
+    mc_task_free(task);
+    mc_topo_free(topo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replace_near_bound),
         cmocka_unit_test(test_small_broadcast_split),
         cmocka_unit_test(test_unstripe),
+        cmocka_unit_test(test_wrapped_chains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

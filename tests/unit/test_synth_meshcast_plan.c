@@ -335,6 +335,62 @@ static void test_descend_keeps_optimum(void **state)
     (void)state;
 }
 
+/* The balanced plan puts every piece whole on one candidate. Piece 0 may cross links {0, 1}
+ * (deep: fixed 200) or {0, 2} (shallow: fixed 100), piece 1 only link 2; 100 ps per unit on
+ * every link, 4 units each. Placed first on empty links, piece 0's candidates tie on the busiest
+ * link (400) and on the spread, and the shallower one is taken: link 2 then carries both pieces
+ * (800). Lifted and placed again beside piece 1, piece 0 takes {0, 1}: no link above 400, the
+ * estimate that of its slower tree, 4 x 100 + 200. */
+static void test_balanced_places_again(void **state)
+{
+    int units[2] = {4, 4};
+    int64_t ps[2] = {100, 100};
+    mc_plan_t pl;
+    plan_init(&pl, 2, units, 3);
+    plan_cand(&pl, 0, 200, 2, (int[]){0, 1}, ps);
+    plan_cand(&pl, 0, 100, 2, (int[]){0, 2}, ps);
+    plan_cand(&pl, 1, 0, 1, (int[]){2}, ps);
+    mc_plan_sol_t s = {0};
+    mc_plan_balanced(&pl, &s);
+    assert_int_equal(mc_plan_check(&pl, &s), 0);
+    assert_int_equal(s.nphases, 1);
+    assert_memory_equal(s.units, ((int[]){4, 0, 4}), 3 * sizeof(int));
+    assert_int_equal(s.est_ps, 600);
+    mc_plan_sol_free(&s);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
+/* Between two candidates on empty links that load them alike, the shallower is taken (the
+ * pipeline fill it saves), whichever comes first; the larger piece is placed first and keeps the
+ * faster link: piece 1 (8 units) takes link 0 (100 ps per unit) over link 1 (150), and piece 0
+ * (2 units) then takes link 1 (300) rather than add 200 to link 0's 800. */
+static void test_balanced_tie_and_order(void **state)
+{
+    int units[2] = {2, 8};
+    mc_plan_t pl;
+    plan_init(&pl, 2, units, 2);
+    plan_cand(&pl, 0, 100, 1, (int[]){0}, (int64_t[]){100});
+    plan_cand(&pl, 0, 300, 1, (int[]){1}, (int64_t[]){150});
+    plan_cand(&pl, 1, 300, 1, (int[]){1}, (int64_t[]){150});
+    plan_cand(&pl, 1, 100, 1, (int[]){0}, (int64_t[]){100});
+    mc_plan_sol_t s = {0};
+    mc_plan_balanced(&pl, &s);
+    assert_memory_equal(s.units, ((int[]){0, 2, 0, 8}), 4 * sizeof(int));
+    mc_plan_sol_free(&s);
+    int one[1] = {4};
+    mc_plan_t eq;
+    plan_init(&eq, 1, one, 2);
+    plan_cand(&eq, 0, 300, 1, (int[]){0}, (int64_t[]){100});
+    plan_cand(&eq, 0, 100, 1, (int[]){1}, (int64_t[]){100});
+    mc_plan_balanced(&eq, &s);
+    assert_memory_equal(s.units, ((int[]){0, 4}), 2 * sizeof(int));
+    mc_plan_sol_free(&s);
+    mc_plan_free(&eq);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_descend_leaves_slow_trees),
         cmocka_unit_test(test_round_by_load),
         cmocka_unit_test(test_descend_keeps_optimum),
+        cmocka_unit_test(test_balanced_places_again),
+        cmocka_unit_test(test_balanced_tie_and_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

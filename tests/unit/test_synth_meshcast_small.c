@@ -36,7 +36,7 @@ static void one_init(one_t *o, const mc_topo_t *topo, const char *text)
     o->task = task_of(text);
     mc_shares_build(o->task, topo, &o->sh);
     assert_int_equal(o->sh.n, 1);
-    assert_int_equal(mc_cands_add_share(&o->cs, o->task, topo, &o->sh.s[0], 0, 0, &err), MC_OK);
+    assert_int_equal(mc_cands_add_share(&o->cs, o->task, topo, &o->sh.s[0], 0, 0, 0, &err), MC_OK);
 }
 
 static void one_free(one_t *o)
