@@ -130,14 +130,16 @@ int cmd_synth(int argc, char **argv)
         goto out;
     }
     MC_CHECK_GOTO(mc_sched_save(s, topo, a.output, &err), out, st);
+    /* a stopped simulation's time and the bound are both lower bounds: say the larger */
+    double shown = estimated && sim.makespan_s < bound.seconds ? bound.seconds : sim.makespan_s;
     char tb[32], bb[32];
     printf("%s: %d tree%s, %d phase%s, %s %s, lower bound %s (%s), ratio %s%.2f -> %s\n",
            a.strategy, s->ntrees, s->ntrees == 1 ? "" : "s", s->nphases,
            s->nphases == 1 ? "" : "s",
            estimated ? "estimated (the simulation stopped at --sim-work) at least" : "simulated",
-           mc_fmt_seconds(sim.makespan_s, tb, sizeof(tb)),
+           mc_fmt_seconds(shown, tb, sizeof(tb)),
            mc_fmt_seconds(bound.seconds, bb, sizeof(bb)), mc_bound_kind_str(bound.binding),
-           estimated ? ">=" : "", bound.seconds > 0 ? sim.makespan_s / bound.seconds : 1.0,
+           estimated ? ">=" : "", bound.seconds > 0 ? shown / bound.seconds : 1.0,
            a.output);
     if (s->params[0]) /* what the strategy chose and why */
         printf("  %s\n", s->params);

@@ -37,6 +37,8 @@ expect_exit 0 "p2p schedule validates" -- "$MESHCAST" validate --topo $topo "$TM
 expect_exit 0 "p2p case1, sim-work 1" -- "$MESHCAST" synth --topo $topo --strategy p2p \
   --sim-work 1 --mesh "$A" --mesh "$B" "$move" -o "$TMP/p2p1.xml"
 expect_grep "$TMP/out" '^p2p: 8 trees, 1 phase, estimated \(the simulation stopped at --sim-work\) at least .* ratio >=' "summary says estimated"
+# what it reached (nothing, after one unit) is below the bound: the bound is the larger lower bound
+expect_grep "$TMP/out" 'at least 859.01 ms, lower bound 859.01 ms .*ratio >=1.00' "estimate at least the bound"
 expect_exit 2 "bad sim-work" -- "$MESHCAST" synth --topo $topo --strategy p2p --sim-work -3 \
   --mesh "$A" --mesh "$B" "$move" -o "$TMP/s.xml"
 
