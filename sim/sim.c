@@ -97,12 +97,12 @@ static double edge_delay(const mc_topo_t *topo, const mc_tree_edge_t *e)
 
 static uint64_t route_hash(const int *links, int n, double conn)
 {
-    uint64_t h = 1469598103934665603ull, b;
+    uint64_t b;
     memcpy(&b, &conn, sizeof b);
-    h = (h ^ b) * 1099511628211ull;
+    uint64_t h = mc_hash_step(MC_HASH_SEED, b);
     for (int j = 0; j < n; j++)
-        h = (h ^ (uint32_t)links[j]) * 1099511628211ull;
-    return h ^ h >> 29;
+        h = mc_hash_step(h, (uint32_t)links[j]);
+    return mc_hash_fold(h);
 }
 
 static int class_is(const sim_classes_t *c, int k, const int *links, int n, double conn)

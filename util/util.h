@@ -74,6 +74,11 @@ void mc_grow(void **arr, size_t elem, int *cap, int need);
 void mc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 /* A hash of n 64-bit words (util/hash.c). */
 uint64_t mc_hash_words(const int64_t *v, size_t n);
+/* The same hash built word by word: h = MC_HASH_SEED, h = mc_hash_step(h, word) for each word,
+ * then mc_hash_fold(h) (what mc_hash_words returns for those words). */
+#define MC_HASH_SEED 1469598103934665603ull
+uint64_t mc_hash_step(uint64_t h, uint64_t word);
+uint64_t mc_hash_fold(uint64_t h);
 /* Whether x is one of v[0..n). */
 int mc_ints_contain(const int *v, int n, int x);
 

@@ -869,20 +869,23 @@ out:
  * least this. */
 static double plan_depth_s(const run_t *r, int kind)
 {
-    double most = 0;
+    double most = 0, *wait = NULL; /* per edge of one tree: the waits down to its child */
+    int cap = 0;
     for (int i = 0; i < r->ncomps; i++) {
         const mc_comp_t *cp = &r->comps[i];
         const mc_plan_sol_t *sol = &(cp->same_as >= 0 ? &r->comps[cp->same_as] : cp)->plans[kind];
         for (int c = 0; c < cp->plan.ncands && sol->nphases == 1; c++) {
             const mc_cand_t *cd = &r->cs.c[cp->cand_ids[c]];
-            double *wait = mc_xmalloc(sizeof(double) * (size_t)(cd->nedges + 1));
-            for (int e = 0; e < cd->nedges && sol->units[c] > 0; e++) {
+            if (sol->units[c] <= 0)
+                continue;
+            MC_GROW(wait, cap, cd->nedges);
+            for (int e = 0; e < cd->nedges; e++) {
                 wait[e] = cd->edge_hop[e] + (cd->edge_up[e] >= 0 ? wait[cd->edge_up[e]] : 0);
                 most = wait[e] > most ? wait[e] : most;
             }
-            free(wait);
         }
     }
+    free(wait);
     return most;
 }
 

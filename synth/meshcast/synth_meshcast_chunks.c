@@ -40,11 +40,6 @@ void mc_chunk_memo_free(mc_chunk_memo_t *m)
     free(m);
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * 1099511628211ull;
-}
-
 static uint64_t bits(double d)
 {
     uint64_t u;
@@ -54,11 +49,13 @@ static uint64_t bits(double d)
 
 static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes, double rate)
 {
-    uint64_t h = mix(mix(mix(1469598103934665603ull, bytes), bits(rate)), (uint64_t)c->nedges);
-    for (int i = 0; i < c->nedges; i++)
-        h = mix(mix(mix(mix(h, bits(c->edge_spb[i])), bits(c->edge_conn_spb[i])),
-                    bits(c->edge_hop[i])), (uint64_t)(int64_t)c->edge_up[i]);
-    return h ^ h >> 31;
+    uint64_t h = mc_hash_step(mc_hash_step(mc_hash_step(MC_HASH_SEED, bytes), bits(rate)),
+                              (uint64_t)c->nedges);
+    for (int i = 0; i < c->nedges; i++) {
+        h = mc_hash_step(mc_hash_step(h, bits(c->edge_spb[i])), bits(c->edge_conn_spb[i]));
+        h = mc_hash_step(mc_hash_step(h, bits(c->edge_hop[i])), (uint64_t)(int64_t)c->edge_up[i]);
+    }
+    return mc_hash_fold(h);
 }
 
 static int same(const mc_chunk_memo_t *m, const chunk_entry_t *e, const mc_cand_t *c,
