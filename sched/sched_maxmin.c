@@ -37,12 +37,18 @@ struct mc_sched_maxmin {
     int nheap, heap_cap;
     int nused;        /* links of the last solve of two flows or more, for a resolve */
     /* solve_scan: the links still open, each with its key (as the heap would hold it), its
-     * place in used[] and its level in the last pass, side by side */
+     * level and its place in used[], side by side; lpos[l] is then link l's place in open[] (-1
+     * once closed). A level changes only where fix_link charges a flow, so fix_link lists the
+     * links it charges (touched, once each: tmark) and only those are looked at again. */
     struct scan_item {
         double key, lev;
         int link, i;
     } *open;
     int scan_cap;
+    int track, *touched, ntouched;
+    unsigned tstamp, *tmark;
+    int *stale, nstale;  /* the open links whose level may be above their key, each once */
+    char *in_stale;
     /* solve_sorted: the links by initial (key, link), and the radix sort's other buffer */
     struct sort_item {
         uint64_t bits; /* the key, as an integer in the same order */
@@ -69,6 +75,10 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
     m->used = mc_xcalloc(n, sizeof(int));
     m->loff = mc_xcalloc(n + 1, sizeof(int));
     m->lbits = mc_xcalloc(n / 64 + 1, sizeof(uint64_t));
+    m->touched = mc_xcalloc(n, sizeof(int));
+    m->tmark = mc_xcalloc(n, sizeof(unsigned));
+    m->stale = mc_xcalloc(n, sizeof(int));
+    m->in_stale = mc_xcalloc(n, 1);
     return m;
 }
 
@@ -90,6 +100,10 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->srt);
     free(m->srt_tmp);
     free(m->lbits);
+    free(m->touched);
+    free(m->tmark);
+    free(m->stale);
+    free(m->in_stale);
     free(m);
 }
 
@@ -200,6 +214,10 @@ static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const
         rate[f] = x;
         for (int j = off[f]; j < off[f + 1]; j++) {
             int l2 = links[j];
+            if (m->track && m->tmark[l2] != m->tstamp) {
+                m->tmark[l2] = m->tstamp;
+                m->touched[m->ntouched++] = l2;
+            }
             if (weight) {
                 m->cap_rem[l2] -= weight[j] * x;
                 m->wsum[l2] -= weight[j];
@@ -346,7 +364,9 @@ static void solve_sorted(mc_sched_maxmin_t *m, int nused, int nleft, const int *
  * its key, until the first whose level is not; that link is the least by (its level if above its
  * key, else its key; link), and the links pushed again on the way are those before it by (key,
  * link) whose level is above their key. One pass finds the link, a second re-keys those; the
- * links whose flows are all fixed leave the open set (the heap would drop them when popped). */
+ * links whose flows are all fixed leave the open set (the heap would drop them when popped).
+ * The passes read the levels kept in open[]: a fix sets them again on the links it charged, the
+ * same quotient of the same figures as computed afresh, and closes those it emptied. */
 static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
                        const int *links, const double *weight, double *rate)
 {
@@ -355,34 +375,67 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
         m->scan_cap = nused;
     }
     struct scan_item *o = m->open;
-    for (int i = 0; i < nused; i++)
-        o[i] = (struct scan_item){level(m, m->used[i]), 0, m->used[i], i};
-    for (int nopen = nused; nleft > 0;) {
-        int best = -1;
-        double bk = 0;
-        for (int j = 0; j < nopen;) {
-            int l = o[j].link;
-            if (m->nunfixed[l] <= 0) {
-                o[j] = o[--nopen];
-                continue;
-            }
-            double x = level(m, l), k = x > o[j].key ? x : o[j].key;
-            o[j].lev = x;
-            if (best < 0 || before(k, l, bk, o[best].link)) {
+    int nopen = 0;
+    for (int i = 0; i < nused; i++) {
+        int l = m->used[i];
+        m->lpos[l] = -1;
+        if (m->nunfixed[l] <= 0)
+            continue;
+        double x = level(m, l);
+        m->lpos[l] = nopen;
+        o[nopen++] = (struct scan_item){x, x, l, i};
+    }
+    m->track = 1;
+    while (nleft > 0 && nopen > 0) {
+        int best = 0;
+        double bk = o[0].lev > o[0].key ? o[0].lev : o[0].key;
+        for (int j = 1; j < nopen; j++) {
+            double k = o[j].lev > o[j].key ? o[j].lev : o[j].key;
+            if (before(k, o[j].link, bk, o[best].link)) {
                 best = j;
                 bk = k;
             }
-            j++;
         }
-        if (best < 0)
-            return;
         int bl = o[best].link, bi = o[best].i;
-        double x = level(m, bl);
-        for (int j = 0; j < nopen; j++)
-            if (o[j].lev > o[j].key && before(o[j].key, o[j].link, bk, bl))
-                o[j].key = o[j].lev;
+        double x = o[best].lev;
+        for (int s = 0; s < m->nstale;) {
+            int l = m->stale[s], p = m->lpos[l];
+            if (p >= 0 && o[p].lev > o[p].key && !before(o[p].key, l, bk, bl)) {
+                s++;
+                continue;
+            }
+            if (p >= 0 && o[p].lev > o[p].key)
+                o[p].key = o[p].lev;
+            m->in_stale[l] = 0;
+            m->stale[s] = m->stale[--m->nstale];
+        }
+        if (++m->tstamp == 0) { /* wrapped: old marks could collide */
+            memset(m->tmark, 0, sizeof(unsigned) * (size_t)m->nlinks);
+            m->tstamp = 1;
+        }
+        m->ntouched = 0;
         nleft -= fix_link(m, bi, x, off, links, weight, rate);
+        for (int t = 0; t < m->ntouched; t++) {
+            int l = m->touched[t], p = m->lpos[l];
+            if (p < 0)
+                continue;
+            if (m->nunfixed[l] > 0) {
+                o[p].lev = level(m, l);
+                if (o[p].lev > o[p].key && !m->in_stale[l]) {
+                    m->in_stale[l] = 1;
+                    m->stale[m->nstale++] = l;
+                }
+                continue;
+            }
+            o[p] = o[--nopen];
+            m->lpos[o[p].link] = p;
+            m->lpos[l] = -1;
+        }
     }
+    m->track = 0;
+    for (int s = 0; s < m->nstale; s++)
+        m->in_stale[m->stale[s]] = 0;
+    m->nstale = 0;
 }
 
 /* The bottlenecks of the links of this solve (m->used) whose flows are set up (m->fixed, and the
