@@ -87,8 +87,11 @@ typedef struct sim_links {
     int nlinks;
     double *cap;                /* per link: its bandwidth */
     mc_sched_maxmin_t *mm;
-    unsigned epoch, *link_mark, *flow_mark;
-    int flow_mark_cap;
+    unsigned epoch, *link_mark;
+    uint64_t *flow_met;         /* per flow a bit: met in this re-rating's component (cleared
+                                 * after it; a bit per flow keeps the marks in the cache that a
+                                 * word per flow spilled) */
+    int flow_met_cap;
     int *touched, ntouched;     /* the links an event touched, this epoch */
     /* after sim_links_rerate: the flows re-rated, their new rates, and the links they cross */
     int *comp_flows, ncomp_flows;

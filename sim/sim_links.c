@@ -29,7 +29,7 @@ void sim_links_free(sim_links_t *lk)
     free(lk->cap_left);
     mc_sched_maxmin_free(lk->mm);
     free(lk->link_mark);
-    free(lk->flow_mark);
+    free(lk->flow_met);
     free(lk->touched);
     free(lk->comp_links);
     free(lk->comp_flows);
@@ -52,7 +52,6 @@ void sim_links_begin(sim_links_t *lk)
     lk->ntouched = 0;
     if (++lk->epoch == 0) { /* wrapped: clear the marks */
         memset(lk->link_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
-        memset(lk->flow_mark, 0, sizeof(unsigned) * (size_t)lk->flow_mark_cap);
         memset(lk->cls_mark, 0, sizeof(unsigned) * (size_t)lk->cls_cap);
         lk->epoch = 1;
     }
@@ -96,7 +95,13 @@ static void marks(unsigned **mark, int *cap, int n)
  * links are the class's, marked already. */
 static void component(sim_links_t *lk, const sim_flows_t *fl)
 {
-    marks(&lk->flow_mark, &lk->flow_mark_cap, fl->nflows + 1);
+    int words = fl->nflows / 64 + 1;
+    if (words > lk->flow_met_cap) {
+        free(lk->flow_met);
+        lk->flow_met = mc_xcalloc((size_t)words, sizeof(uint64_t));
+        lk->flow_met_cap = words;
+    }
+    uint64_t *met = lk->flow_met;
     if (fl->klass) {
         int had = lk->cls_cap;
         marks(&lk->cls_mark, &lk->cls_cap, fl->nclasses + 1);
@@ -115,9 +120,10 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
         const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &non);
         for (int k = 0; k < non; k++) {
             int f = on[k], nl;
-            if (lk->flow_mark[f] == lk->epoch)
+            uint64_t bit = 1ull << (f & 63);
+            if (met[f >> 6] & bit)
                 continue;
-            lk->flow_mark[f] = lk->epoch;
+            met[f >> 6] |= bit;
             if (n + 2 > lk->off_cap)
                 room(lk, n + 2);
             lk->comp_flows[n] = f;
@@ -144,6 +150,8 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                 }
         }
     }
+    for (int k = 0; k < n; k++)
+        met[lk->comp_flows[k] >> 6] = 0;
     lk->ncomp_flows = n;
     lk->ncls = nc;
 }
