@@ -22,7 +22,6 @@ typedef struct sim_flow {
     double bytes;
     sim_motion_t m;
     int active;
-    int cls;                /* its edge's route class, beside what a re-rating reads of it */
 } sim_flow_t;
 
 typedef struct sim_edge {
@@ -70,6 +69,11 @@ struct sim_run {
     int *routes, nroutes, route_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
+    /* per flow, apart from the rest since every re-rating reads them for its whole component:
+     * its edge's route class, and its rate (the one in its motion: a link's total sums them) */
+    int *flow_cls, flow_cls_cap;
+    double *flow_rate;
+    int flow_rate_cap;
     sim_classes_t cls;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
@@ -186,12 +190,15 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         memcpy(sm->routes + sm->nroutes, ed->links, sizeof(int) * (size_t)ed->nlinks);
         sm->nroutes += ed->nlinks;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
+        MC_GROW(sm->flow_cls, sm->flow_cls_cap, sm->nflows + tr->nchunks);
+        MC_GROW(sm->flow_rate, sm->flow_rate_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
             uint64_t off, len;
             mc_tree_chunk(tr, k, &off, &len);
+            sm->flow_cls[sm->nflows] = sm->edges[sm->nedges - 1].cls;
+            sm->flow_rate[sm->nflows] = 0;
             sm->flows[sm->nflows++] = (sim_flow_t){.edge = sm->nedges - 1, .chunk = k,
-                                                   .bytes = (double)len,
-                                                   .cls = sm->edges[sm->nedges - 1].cls};
+                                                   .bytes = (double)len};
         }
     }
     /* children lists (edges whose parent is this edge's child), by counting */
@@ -315,28 +322,25 @@ static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
     return sm->routes + e->route;
 }
 
-static int flow_class(const void *ctx, int f)
-{
-    const sim_t *sm = ctx;
-    return sm->flows[f].cls;
-}
-
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
-    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, flow_class, sm->cls.n};
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->flow_cls, sm->cls.n};
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
-    for (int i = 0; i < n; i++)
-        sim_motion_rerate(&sm->flows[lk->comp_flows[i]].m, lk->rates[i], now, &sm->q,
-                          lk->comp_flows[i]);
+    for (int i = 0; i < n; i++) {
+        int f = lk->comp_flows[i];
+        sim_motion_rerate(&sm->flows[f].m, lk->rates[i], now, &sm->q, f);
+        sm->flow_rate[f] = lk->rates[i];
+    }
+    /* every flow on these links is in the component, so flow_rate is its motion's rate */
     for (int i = 0; i < lk->ncomp_links; i++) {
         sim_link_t *l = &sm->links[lk->comp_links[i]];
         double total = 0;
         for (int k = 0; k < l->n; k++)
-            total += sm->flows[l->flows[k]].m.rate;
+            total += sm->flow_rate[l->flows[k]];
         record(sm, lk->comp_links[i], now, total);
     }
 }
@@ -531,6 +535,8 @@ void sim_run_free(sim_t *sm)
     free(sm->children);
     free(sm->routes);
     free(sm->flows);
+    free(sm->flow_cls);
+    free(sm->flow_rate);
     free(sm->cls.off);
     free(sm->cls.links);
     free(sm->cls.conn);

@@ -79,7 +79,7 @@ typedef struct sim_flows {
     int nflows;
     const int *(*on_link)(const void *ctx, int l, int *n);
     const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
-    int (*klass)(const void *ctx, int f);
+    const int *klass;       /* per flow its class (NULL: none) */
     int nclasses;
 } sim_flows_t;
 

@@ -127,7 +127,7 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
             if (n + 2 > lk->off_cap)
                 room(lk, n + 2);
             lk->comp_flows[n] = f;
-            int c = fl->klass ? fl->klass(fl->ctx, f) : -1;
+            int c = fl->klass ? fl->klass[f] : -1;
             if (c >= 0 && lk->cls_mark[c] == lk->epoch) {
                 lk->ccount[lk->comp_cls[n++] = lk->cls_at[c]]++;
                 continue;
