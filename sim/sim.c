@@ -74,6 +74,8 @@ struct sim_run {
     int *flow_cls, flow_cls_cap;
     double *flow_rate;
     int flow_rate_cap;
+    unsigned *moved, stamp;  /* per link: the re-rating (stamp) that touched it or re-rated one of
+                              * its flows to another rate */
     sim_classes_t cls;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
@@ -330,13 +332,28 @@ static void recompute(sim_t *sm, double now)
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
+    if (++sm->stamp == 0) { /* wrapped: old stamps could collide */
+        memset(sm->moved, 0, sizeof(unsigned) * (size_t)sm->topo->nlinks);
+        sm->stamp = 1;
+    }
+    for (int i = 0; i < lk->ntouched; i++)
+        sm->moved[lk->touched[i]] = sm->stamp;
     for (int i = 0; i < n; i++) {
         int f = lk->comp_flows[i];
         sim_motion_rerate(&sm->flows[f].m, lk->rates[i], now, &sm->q, f);
+        if (sm->flow_rate[f] == lk->rates[i])
+            continue;
         sm->flow_rate[f] = lk->rates[i];
+        const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
+        for (int j = 0; j < e->nlinks; j++)
+            sm->moved[sm->routes[e->route + j]] = sm->stamp;
     }
-    /* every flow on these links is in the component, so flow_rate is its motion's rate */
+    /* every flow on these links is in the component, so flow_rate is its motion's rate; a link
+     * whose flows and their rates are those of its last total has that total, which record()
+     * takes already: it is not summed again */
     for (int i = 0; i < lk->ncomp_links; i++) {
+        if (sm->moved[lk->comp_links[i]] != sm->stamp)
+            continue;
         sim_link_t *l = &sm->links[lk->comp_links[i]];
         double total = 0;
         for (int k = 0; k < l->n; k++)
@@ -537,6 +554,7 @@ void sim_run_free(sim_t *sm)
     free(sm->flows);
     free(sm->flow_cls);
     free(sm->flow_rate);
+    free(sm->moved);
     free(sm->cls.off);
     free(sm->cls.links);
     free(sm->cls.conn);
@@ -572,6 +590,7 @@ static sim_t *sim_new(const mc_sched_t *s, const mc_topo_t *topo, int keep_inter
     sm->res.link_bytes = mc_xcalloc(nl, sizeof(double));
     sm->links = mc_xcalloc(nl, sizeof(sim_link_t));
     sim_links_init(&sm->lk, topo);
+    sm->moved = mc_xcalloc(nl, sizeof(unsigned));
     sm->edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     for (int g = 0; g < topo->ngpus; g++)
         sm->edge_of[g] = -1;
