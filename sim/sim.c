@@ -46,10 +46,14 @@ typedef struct sim_classes {
     int n, cap, *off, *links, nlinks, links_cap;
     double *conn;
     int *slot, nslots;      /* class + 1, 0 for an empty slot */
+    int *active;            /* per class: its active flows */
+    int *at;                /* per link of a class (as links[]): its place in that link's acls */
 } sim_classes_t;
 
 typedef struct sim_link {
     int *flows, n, cap;     /* active flows */
+    int *acls, *aslot, nacls, acls_cap; /* the classes with active flows on it (the flows' own
+                                         * classes), and which of their links it is in links[] */
     double rate, since;     /* current total rate and since when */
     mc_sim_interval_t *iv;  /* its timeline so far, in time order */
     int niv, iv_cap;
@@ -142,9 +146,14 @@ static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
         c->cap = 2 * c->n + 16;
         c->off = mc_xrealloc(c->off, sizeof(int) * (size_t)c->cap);
         c->conn = mc_xrealloc(c->conn, sizeof(double) * (size_t)c->cap);
+        c->active = mc_xrealloc(c->active, sizeof(int) * (size_t)c->cap);
         c->off[0] = 0;
     }
-    MC_GROW(c->links, c->links_cap, c->nlinks + n);
+    c->active[k] = 0;
+    if (c->nlinks + n > c->links_cap) {
+        MC_GROW(c->links, c->links_cap, c->nlinks + n);
+        c->at = mc_xrealloc(c->at, sizeof(int) * (size_t)c->links_cap);
+    }
     memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
     c->off[k + 1] = c->nlinks += n;
     c->conn[k] = conn;
@@ -246,6 +255,35 @@ static void link_add(sim_link_t *l, int f)
     l->flows[l->n++] = f;
 }
 
+/* Class k has a first active flow (on) or no more (off): on its links' lists of classes, or off
+ * them. */
+static void class_on(sim_t *sm, int k)
+{
+    sim_classes_t *c = &sm->cls;
+    for (int x = c->off[k]; x < c->off[k + 1]; x++) {
+        sim_link_t *l = &sm->links[c->links[x]];
+        if (l->nacls + 1 > l->acls_cap) {
+            MC_GROW(l->acls, l->acls_cap, l->nacls + 1);
+            l->aslot = mc_xrealloc(l->aslot, sizeof(int) * (size_t)l->acls_cap);
+        }
+        c->at[x] = l->nacls;
+        l->acls[l->nacls] = k;
+        l->aslot[l->nacls++] = x;
+    }
+}
+
+static void class_off(sim_t *sm, int k)
+{
+    sim_classes_t *c = &sm->cls;
+    for (int x = c->off[k]; x < c->off[k + 1]; x++) {
+        sim_link_t *l = &sm->links[c->links[x]];
+        int i = c->at[x];
+        l->acls[i] = l->acls[--l->nacls];
+        l->aslot[i] = l->aslot[l->nacls];
+        c->at[l->aslot[i]] = i;
+    }
+}
+
 static void link_remove(sim_link_t *l, int f)
 {
     for (int i = 0; i < l->n; i++)
@@ -270,6 +308,8 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
             link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
             sim_links_touch(&sm->lk, sm->routes[e->route + j]);
         }
+        if (sm->cls.active[e->cls]++ == 0)
+            class_on(sm, e->cls);
         return 1;
     }
     if (!f->active || ev->version != f->m.version)
@@ -280,6 +320,8 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         link_remove(&sm->links[sm->routes[e->route + j]], ev->flow);
         sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
+    if (--sm->cls.active[e->cls] == 0)
+        class_off(sm, e->cls);
     e->arrived++;
     e->busy = 0;
     try_start(sm, f->edge, now);
@@ -315,6 +357,13 @@ static const int *on_link(const void *ctx, int l, int *n)
     return sm->links[l].flows;
 }
 
+static const int *on_link_classes(const void *ctx, int l, int *n)
+{
+    const sim_t *sm = ctx;
+    *n = sm->links[l].nacls;
+    return sm->links[l].acls;
+}
+
 static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
 {
     const sim_t *sm = ctx;
@@ -328,7 +377,8 @@ static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
-    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->flow_cls, sm->cls.n};
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->flow_cls, sm->cls.n,
+                      on_link_classes};
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
@@ -543,6 +593,8 @@ void sim_run_free(sim_t *sm)
         return;
     for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
+        free(sm->links[l].acls);
+        free(sm->links[l].aslot);
         free(sm->links[l].iv);
     }
     free(sm->links);
@@ -559,6 +611,8 @@ void sim_run_free(sim_t *sm)
     free(sm->cls.links);
     free(sm->cls.conn);
     free(sm->cls.slot);
+    free(sm->cls.active);
+    free(sm->cls.at);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

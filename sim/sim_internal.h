@@ -81,6 +81,8 @@ typedef struct sim_flows {
     const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
     const int *klass;       /* per flow its class (NULL: none) */
     int nclasses;
+    /* with klass: the classes of the flows active on a link, each once (NULL: not known) */
+    const int *(*on_link_classes)(const void *ctx, int l, int *n);
 } sim_flows_t;
 
 typedef struct sim_links {

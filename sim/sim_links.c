@@ -92,7 +92,10 @@ static void marks(unsigned **mark, int *cap, int n)
  * they are found; the solver's input, gathered as the flows are found: per entry (a route class
  * met, or a flow without one) its links end to end in clinks (from off[c]), its connection limit
  * in fcap and its count of flows. A flow of a class met already only adds one to its count: its
- * links are the class's, marked already. */
+ * links are the class's, marked already. Every active flow of a class is on every link of the
+ * class's route, so all of them are met on the link where the class is first met; a link whose
+ * flows' classes are all met already (on_link_classes) holds no flow not met, and its flows are
+ * not read (on the 1 GiB all-gathers over eight hosts, 70% of the flows read were such). */
 static void component(sim_links_t *lk, const sim_flows_t *fl)
 {
     int words = fl->nflows / 64 + 1;
@@ -116,7 +119,14 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
         room(lk, 1);
     lk->off[0] = 0;
     for (int i = 0; i < lk->ncomp_links; i++) {
-        int non;
+        int non, fresh = !fl->klass || !fl->on_link_classes;
+        if (!fresh) {
+            const int *cl = fl->on_link_classes(fl->ctx, lk->comp_links[i], &non);
+            for (int k = 0; k < non && !fresh; k++)
+                fresh = lk->cls_mark[cl[k]] != lk->epoch;
+        }
+        if (!fresh)
+            continue;
         const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &non);
         for (int k = 0; k < non; k++) {
             int f = on[k], nl;
