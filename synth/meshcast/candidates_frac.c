@@ -163,19 +163,42 @@ static double slope(const double *load, const double *dir, const int *act, int n
     return d;
 }
 
+/* Scratch of one solve: per link its price per byte of bandwidth, price / bw, and per column its
+ * price under the current prices (best_response sets them, worst_used reads them). */
+typedef struct frac_scratch {
+    const int *act;
+    int nact;
+    double *q, *cost;
+} frac_scratch_t;
+
+/* mc_frac_tree_cost with no eps, from the prices per bandwidth: a link crossed once adds
+ * 1 * price / bw, which is price / bw to the bit; the others are priced as there. The terms are
+ * the same, added in the same order. */
+static double tree_cost(const mc_frac_t *f, const frac_scratch_t *fs, const mc_cand_t *c)
+{
+    double cost = 0;
+    for (int i = 0; i < c->nlinks; i++) {
+        int l = c->links[i];
+        cost += c->mult[i] == 1 ? fs->q[l] : c->mult[i] * f->price[l] / f->topo->links[l].bw;
+    }
+    return cost;
+}
+
 /* Each share's cheapest column under the current prices (preferred); returns the Lagrangian
  * bound: the sum over shares of demand x their least column price (every link priced, prices
- * summing to 1). */
-static double best_response(const mc_frac_t *f, int *best)
+ * summing to 1). Every column's price is kept in fs->cost. */
+static double best_response(const mc_frac_t *f, frac_scratch_t *fs, int *best)
 {
     double lb = 0;
+    for (int i = 0; i < fs->nact; i++)
+        fs->q[fs->act[i]] = f->price[fs->act[i]] / f->topo->links[fs->act[i]].bw;
     for (int s = 0; s < f->nshares; s++) {
         double bc = HUGE_VAL, least = HUGE_VAL;
         const mc_cand_t *bt = NULL;
         best[s] = -1;
         for (int j = 0; j < f->ncols[s]; j++) {
             const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
-            double c = mc_frac_tree_cost(f, t, 0);
+            double c = fs->cost[f->cols[s][j]] = tree_cost(f, fs, t);
             least = c < least ? c : least;
             if (!bt || preferred(f, t, c, bt, bc)) {
                 bc = c;
@@ -215,15 +238,16 @@ static double line_step(const mc_frac_t *f, const double *dir, const int *act, i
     return lo;
 }
 
-/* Each share's costliest column that carries something (-1 if none), at the current prices. */
-static void worst_used(const mc_frac_t *f, int *worst)
+/* Each share's costliest column that carries something (-1 if none), at the prices of the last
+ * best_response. */
+static void worst_used(const mc_frac_t *f, const frac_scratch_t *fs, int *worst)
 {
     for (int s = 0; s < f->nshares; s++) {
         double wc = -1;
         worst[s] = -1;
         for (int j = 0; j < f->ncols[s]; j++) {
             int c = f->cols[s][j];
-            double cost = f->x[c] > 0 ? mc_frac_tree_cost(f, &f->cs->c[c], 0) : -1;
+            double cost = f->x[c] > 0 ? fs->cost[c] : -1;
             if (cost > wc) {
                 wc = cost;
                 worst[s] = c;
@@ -251,12 +275,14 @@ void mc_frac_solve(mc_frac_t *f, int iters)
     double *dir = mc_xcalloc((size_t)nl + 1, sizeof(double));
     double *keep = mc_xmalloc(sizeof(double) * (size_t)(f->capx + 1));
     int nact = active_links(f, act);
+    frac_scratch_t fs = {act, nact, mc_xcalloc((size_t)nl + 1, sizeof(double)),
+                         mc_xcalloc((size_t)f->capx + 1, sizeof(double))};
     /* a share with nothing placed starts on its cheapest column at the current prices (uniform
      * before the first solve) */
     if (max_load(f->price, act, nact) <= 0)
         for (int i = 0; i < nact; i++)
             f->price[act[i]] = 1.0 / nact;
-    best_response(f, best);
+    best_response(f, &fs, best);
     for (int s = 0; s < f->nshares; s++) {
         double sum = 0;
         for (int j = 0; j < f->ncols[s]; j++)
@@ -274,7 +300,7 @@ void mc_frac_solve(mc_frac_t *f, int iters)
                 MC_FRAC_SHARP_START * pow(MC_FRAC_SHARP_END / MC_FRAC_SHARP_START,
                                           iters > 1 ? (double)it / (iters - 1) : 1);
         set_prices(f, act, nact, sharp);
-        double lb = best_response(f, best);
+        double lb = best_response(f, &fs, best);
         if (lb > f->lower_s)
             f->lower_s = lb;
         if (f->value_s - f->lower_s <= MC_FRAC_GAP * f->value_s)
@@ -299,8 +325,8 @@ void mc_frac_solve(mc_frac_t *f, int iters)
          * cheapest, which Frank-Wolfe steps alone only do slowly (they shrink every column
          * alike), so that columns the optimum does not use leave the split */
         set_prices(f, act, nact, sharp);
-        best_response(f, best);
-        worst_used(f, worst);
+        best_response(f, &fs, best);
+        worst_used(f, &fs, worst);
         memset(dir, 0, sizeof(double) * (size_t)nl);
         for (int s = 0; s < f->nshares; s++)
             if (best[s] >= 0 && worst[s] >= 0 && worst[s] != best[s]) {
@@ -322,6 +348,8 @@ void mc_frac_solve(mc_frac_t *f, int iters)
     memcpy(f->x, keep, sizeof(double) * (size_t)f->capx);
     compute_load(f);
     set_prices(f, act, nact, sharp > 0 ? sharp : log(nact + 1.0) * MC_FRAC_SHARP_END);
+    free(fs.q);
+    free(fs.cost);
     free(act);
     free(best);
     free(worst);
