@@ -402,7 +402,9 @@ static void test_busiest_link_bound(void **state)
 }
 
 /* 1, 2 and 3 MB: B/3 each until the first ends at 3 MB/B, then B/2 each for 2 MB/B more, then B
- * for the last 1 MB. */
+ * for the last 1 MB. Each flow's own first link carries its bytes at its rate: GPU 2's goes from
+ * B/3 to B/2 to B where only the shared link was touched (the other flows ending), so a link's
+ * total must follow its flows' rates, not only the flows it gains and loses. */
 static void test_three_flows_share_a_link(void **state)
 {
     mc_topo_t *t = topo_incast(3, NULL);
@@ -414,6 +416,17 @@ static void test_three_flows_share_a_link(void **state)
     assert_close(res.link_busy_s[mc_topo_find_link(t, 0, sw)], 3e6 / B);
     assert_close(res.link_busy_s[mc_topo_find_link(t, 1, sw)], 5e6 / B);
     assert_close(res.link_busy_s[mc_topo_find_link(t, 2, sw)], 6e6 / B);
+    for (int i = 0; i < 3; i++)
+        assert_close(res.link_bytes[mc_topo_find_link(t, i, sw)], (i + 1) * 1e6);
+    int up2 = mc_topo_find_link(t, 2, sw), k = 0;
+    const double rates[] = {B / 3, B / 2, B}, ends[] = {3e6 / B, 5e6 / B, 6e6 / B};
+    for (int i = 0; i < res.nintervals; i++)
+        if (res.intervals[i].link == up2) {
+            assert_true(k < 3);
+            assert_close(res.intervals[i].rate, rates[k]);
+            assert_close(res.intervals[i].t1, t0 + ends[k++]);
+        }
+    assert_int_equal(k, 3);
     /* the shared link runs at B throughout (3, 2 then 1 flows): one interval of constant rate */
     int shared = mc_topo_find_link(t, sw, 3), n = 0;
     for (int i = 0; i < res.nintervals; i++)
