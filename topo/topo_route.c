@@ -26,6 +26,15 @@ typedef struct gpu_nic {
     path_t out, in; /* GPU -> NET and NET -> GPU */
 } gpu_nic_t;
 
+/* A route between two GPUs as found (its links and relay; nlinks -1: not yet): a schedule's
+ * every edge is routed, every variant the referee builds again, so on clusters up to
+ * MC_ROUTE_PAIR_GPUS GPUs (4,096 pairs at 64, 2.6 MB at most) each pair is searched once. */
+typedef struct pair_route {
+    int nlinks, via_gpu;
+    int links[MC_ROUTE_MAX_LINKS];
+} pair_route_t;
+#define MC_ROUTE_PAIR_GPUS 128
+
 struct mc_route_cache {
     int nnodes, nlinks;
     int *out_start, *out_links; /* links leaving each node (CSR) */
@@ -41,6 +50,8 @@ struct mc_route_cache {
     size_t bytes;               /* held by fab_pred's trees */
     int *dist, *pred, *queue;   /* BFS scratch, per node */
     double *width;
+    pair_route_t **pairs;       /* per source GPU, lazily: its routes to every GPU, where t has
+                                 * at most MC_ROUTE_PAIR_GPUS GPUs (else NULL) */
 };
 
 typedef enum { WALK_HOST, WALK_NIC, WALK_FABRIC } walk_t;
@@ -161,6 +172,9 @@ void mc_topo_route_cache_free(mc_topo_t *t)
     free(c->pred);
     free(c->queue);
     free(c->width);
+    for (int g = 0; c->pairs && g < t->ngpus; g++)
+        free(c->pairs[g]);
+    free(c->pairs);
     free(c);
     t->route_cache = NULL;
 }
@@ -215,6 +229,8 @@ static struct mc_route_cache *cache_of(const mc_topo_t *ct)
     c->pred = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
     c->queue = mc_xmalloc(sizeof(int) * (size_t)t->nnodes);
     c->width = mc_xmalloc(sizeof(double) * (size_t)t->nnodes);
+    if (t->ngpus <= MC_ROUTE_PAIR_GPUS)
+        c->pairs = mc_xcalloc((size_t)t->ngpus + 1, sizeof(pair_route_t *));
     t->route_cache = c;
     return c;
 }
@@ -435,6 +451,21 @@ mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *
         return MC_OK;
     struct mc_route_cache *c = cache_of(t);
     int a = t->gpu_node[gpu_a], b = t->gpu_node[gpu_b];
+    pair_route_t *known = NULL;
+    if (c->pairs) {
+        if (!c->pairs[gpu_a]) {
+            c->pairs[gpu_a] = mc_xmalloc(sizeof(pair_route_t) * (size_t)t->ngpus);
+            for (int g = 0; g < t->ngpus; g++)
+                c->pairs[gpu_a][g].nlinks = -1;
+        }
+        known = &c->pairs[gpu_a][gpu_b];
+    }
+    if (known && known->nlinks >= 0) {
+        r->nlinks = known->nlinks;
+        r->via_gpu = known->via_gpu;
+        memcpy(r->links, known->links, sizeof(int) * (size_t)known->nlinks);
+        goto figures;
+    }
     path_t p;
     if (nvlink_path(t, c, a, b, &p)) {
         MC_CHECK_GOTO(append(t, r, &p, err), out, st);
@@ -450,6 +481,12 @@ mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *
     } else {
         MC_CHECK_GOTO(network_route(t, c, r, err), out, st);
     }
+    if (known) {
+        known->nlinks = r->nlinks;
+        known->via_gpu = r->via_gpu;
+        memcpy(known->links, r->links, sizeof(int) * (size_t)r->nlinks);
+    }
+figures: /* from the links as they are now */
     for (int i = 0; i < r->nlinks; i++) {
         r->bw = fmin(r->bw, t->links[r->links[i]].bw);
         r->latency += t->links[r->links[i]].latency;

@@ -212,6 +212,39 @@ static void test_route_cache_size(void **state)
     mc_topo_free(t);
 }
 
+/* Routes between GPU pairs are kept once found (clusters up to 128 GPUs): every ordered pair of
+ * four DGX A100 boxes and of two MI250 boxes, asked twice, gives the route a fresh copy of the
+ * topology finds asked in the other order (links, relay, bottleneck and latency to the bit); a
+ * kept route's figures are those of its links as they are now. */
+static void test_route_pairs_kept(void **state)
+{
+    (void)state;
+    const char *files[] = {"topologies/dgx-a100-x4.xml", "topologies/mi250-x2.xml"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        mc_topo_t *t = load_ok(files[f]), *fresh = load_ok(files[f]);
+        for (int pass = 0; pass < 2; pass++)
+            for (int a = 0; a < t->ngpus; a++)
+                for (int b = 0; b < t->ngpus; b++) {
+                    int fa = t->ngpus - 1 - a, fb = t->ngpus - 1 - b;
+                    mc_route_t r = route_ok(t, a, b), w = route_ok(fresh, a, b);
+                    (void)route_ok(fresh, fa, fb);
+                    assert_int_equal(r.nlinks, w.nlinks);
+                    assert_int_equal(r.via_gpu, w.via_gpu);
+                    assert_memory_equal(r.links, w.links, sizeof(int) * (size_t)r.nlinks);
+                    assert_memory_equal(&r.bw, &w.bw, sizeof r.bw);
+                    assert_memory_equal(&r.latency, &w.latency, sizeof r.latency);
+                }
+        mc_route_t before = route_ok(t, 0, t->ngpus - 1);
+        assert_true(before.nlinks > 0);
+        t->links[before.links[0]].latency += 1e-6;
+        mc_route_t after = route_ok(t, 0, t->ngpus - 1);
+        assert_memory_equal(after.links, before.links, sizeof(int) * (size_t)before.nlinks);
+        assert_true(fabs(after.latency - before.latency - 1e-6) < 1e-12);
+        mc_topo_free(t);
+        mc_topo_free(fresh);
+    }
+}
+
 /* The host's shortest-path tree from a GPU on DGX-1: every GPU hangs off src by parents, no path
  * is slower per byte than the GPU's direct route (Dijkstra over the complete host graph), GPU 5
  * (6 GB/s across the sockets from GPU 0) is reached over NVLinks through a relay, and a second
@@ -249,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
         cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
         cmocka_unit_test(test_route_cache_size), cmocka_unit_test(test_host_spt),
+        cmocka_unit_test(test_route_pairs_kept),
     };
     return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
 }
