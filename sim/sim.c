@@ -80,6 +80,8 @@ struct sim_run {
     int flow_rate_cap;
     unsigned *moved, stamp;  /* per link: the re-rating (stamp) that touched it or re-rated one of
                               * its flows to another rate */
+    char *cls_moved;         /* per entry of the re-rating's solve: its links are marked so */
+    int cls_moved_cap;
     sim_classes_t cls;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
@@ -388,15 +390,20 @@ static void recompute(sim_t *sm, double now)
     }
     for (int i = 0; i < lk->ntouched; i++)
         sm->moved[lk->touched[i]] = sm->stamp;
+    /* a flow re-rated to another rate moves its class's links (its route), once per class */
+    MC_GROW(sm->cls_moved, sm->cls_moved_cap, lk->ncls + 1);
+    memset(sm->cls_moved, 0, (size_t)lk->ncls);
     for (int i = 0; i < n; i++) {
-        int f = lk->comp_flows[i];
+        int f = lk->comp_flows[i], c = lk->comp_cls[i];
         sim_motion_rerate(&sm->flows[f].m, lk->rates[i], now, &sm->q, f);
         if (sm->flow_rate[f] == lk->rates[i])
             continue;
         sm->flow_rate[f] = lk->rates[i];
-        const sim_edge_t *e = &sm->edges[sm->flows[f].edge];
-        for (int j = 0; j < e->nlinks; j++)
-            sm->moved[sm->routes[e->route + j]] = sm->stamp;
+        if (sm->cls_moved[c])
+            continue;
+        sm->cls_moved[c] = 1;
+        for (int x = lk->off[c]; x < lk->off[c + 1]; x++)
+            sm->moved[lk->clinks[x]] = sm->stamp;
     }
     /* every flow on these links is in the component, so flow_rate is its motion's rate; a link
      * whose flows and their rates are those of its last total has that total, which record()
@@ -607,6 +614,7 @@ void sim_run_free(sim_t *sm)
     free(sm->flow_cls);
     free(sm->flow_rate);
     free(sm->moved);
+    free(sm->cls_moved);
     free(sm->cls.off);
     free(sm->cls.links);
     free(sm->cls.conn);
