@@ -184,6 +184,10 @@ typedef struct fill {
     int64_t *phase; /* [k] */
     int *at_phase;  /* [k]: trees and links of phase k as slow as the phase (0 when it is empty) */
     int64_t *local; /* [(c - first) * K + k]: with_unit of the piece being placed, -1: unknown */
+    /* the piece being placed, per plan link: its candidates that cross it and their time per
+     * unit on it (users, user_ps, from at[l], n_at[l] of them; at -1: none) */
+    int *at, *n_at, *users, *used_links, nused_links;
+    int64_t *user_ps;
 } fill_t;
 
 /* Tree time or link load going from before to after in phase k: keeps at_phase[k] counting the
@@ -267,9 +271,53 @@ static void place_unit(fill_t *f, int first, int end)
     }
     if (best_k == f->nopen)
         f->nopen++;
-    /* only phase best_k's loads and trees changed */
+    /* Only phase best_k changed, and there only grew: best_c's own time and the loads of its
+     * links. with_unit is a maximum over those terms, so each candidate's known one takes the
+     * maximum with its terms that grew (the candidates crossing best_c's links, best_c's own
+     * time), as computed afresh. */
+    int64_t *col = f->local + (size_t)best_k, *mine = &col[(size_t)(best_c - first) * f->K];
+    if (*mine >= 0 && tree_ps(pc, *u + 1) > *mine)
+        *mine = tree_ps(pc, *u + 1);
+    for (int i = 0; i < pc->nlinks; i++) {
+        int l = pc->links[i];
+        for (int x = f->at[l]; x < f->at[l] + f->n_at[l]; x++) {
+            int64_t *known = &col[(size_t)(f->users[x] - first) * (size_t)f->K];
+            if (*known >= 0 && load[l] + f->user_ps[x] > *known)
+                *known = load[l] + f->user_ps[x];
+        }
+    }
+}
+
+/* Sets up f's users of the plan links for candidates first..end (the piece about to be placed). */
+static void index_users(fill_t *f, int first, int end)
+{
+    const mc_plan_t *pl = f->pl;
+    for (int i = 0; i < f->nused_links; i++) {
+        f->at[f->used_links[i]] = -1;
+        f->n_at[f->used_links[i]] = 0;
+    }
+    f->nused_links = 0;
     for (int c = first; c < end; c++)
-        f->local[(size_t)(c - first) * (size_t)f->K + (size_t)best_k] = -1;
+        for (int i = 0; i < pl->cands[c].nlinks; i++) {
+            int l = pl->cands[c].links[i];
+            if (f->at[l] < 0) {
+                f->at[l] = 0;
+                f->used_links[f->nused_links++] = l;
+            }
+            f->n_at[l]++;
+        }
+    for (int i = 0, n = 0; i < f->nused_links; i++) {
+        int l = f->used_links[i];
+        f->at[l] = n;
+        n += f->n_at[l];
+        f->n_at[l] = 0;
+    }
+    for (int c = first; c < end; c++)
+        for (int i = 0; i < pl->cands[c].nlinks; i++) {
+            int l = pl->cands[c].links[i], x = f->at[l] + f->n_at[l]++;
+            f->users[x] = c;
+            f->user_ps[x] = pl->cands[c].link_ps[i];
+        }
 }
 
 /* Takes piece p's units (candidates first..end) out of every phase. A phase's time is scanned
@@ -319,6 +367,18 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
         most = n > most ? n : most;
     }
     f.local = mc_xmalloc(sizeof(int64_t) * (size_t)most * (size_t)f.K);
+    int most_links = 0;
+    for (int c = 0, n = 0; c < pl->ncands; c++) {
+        n = (c > 0 && pl->cands[c].piece == pl->cands[c - 1].piece ? n : 0) + pl->cands[c].nlinks;
+        most_links = n > most_links ? n : most_links;
+    }
+    f.at = mc_xmalloc(sizeof(int) * (size_t)(pl->nlinks + 1));
+    f.n_at = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int));
+    for (int l = 0; l < pl->nlinks; l++)
+        f.at[l] = -1;
+    f.users = mc_xmalloc(sizeof(int) * (size_t)(most_links + 1));
+    f.user_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(most_links + 1));
+    f.used_links = mc_xmalloc(sizeof(int) * (size_t)(pl->nlinks + 1));
     for (int round = 0; round <= MC_GREEDY_ROUNDS; round++)
         for (int c = 0, p = 0; p < pl->npieces; p++) {
             int first = c;
@@ -328,9 +388,15 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
                 lift_piece(&f, first, c);
             for (size_t i = 0; i < (size_t)(c - first) * (size_t)f.K; i++)
                 f.local[i] = -1;
+            index_users(&f, first, c);
             for (int u = 0; u < pl->units[p] && c > first; u++)
                 place_unit(&f, first, c);
         }
+    free(f.at);
+    free(f.n_at);
+    free(f.users);
+    free(f.user_ps);
+    free(f.used_links);
     free(f.load);
     free(f.phase);
     free(f.at_phase);
