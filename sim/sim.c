@@ -48,13 +48,10 @@ typedef struct sim_classes {
     double *conn;
     mc_index_t index;
     int *active;            /* per class: its active flows */
-    int *at;                /* per link of a class (as links[]): its place in that link's acls */
 } sim_classes_t;
 
 typedef struct sim_link {
     int *flows, n, cap;     /* active flows */
-    int *acls, *aslot, nacls, acls_cap; /* the classes with active flows on it (the flows' own
-                                         * classes), and which of their links it is in links[] */
     double rate, since;     /* current total rate and since when */
     mc_sim_interval_t *iv;  /* its timeline so far, in time order */
     int niv, iv_cap;
@@ -142,10 +139,7 @@ static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
         c->off[0] = 0;
     }
     c->active[k] = 0;
-    if (c->nlinks + n > c->links_cap) {
-        MC_GROW(c->links, c->links_cap, c->nlinks + n);
-        c->at = mc_xrealloc(c->at, sizeof(int) * (size_t)c->links_cap);
-    }
+    MC_GROW(c->links, c->links_cap, c->nlinks + n);
     memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
     c->off[k + 1] = c->nlinks += n;
     c->conn[k] = conn;
@@ -247,35 +241,6 @@ static void link_add(sim_link_t *l, int f)
     l->flows[l->n++] = f;
 }
 
-/* Class k has a first active flow (on) or no more (off): on its links' lists of classes, or off
- * them. */
-static void class_on(sim_t *sm, int k)
-{
-    sim_classes_t *c = &sm->cls;
-    for (int x = c->off[k]; x < c->off[k + 1]; x++) {
-        sim_link_t *l = &sm->links[c->links[x]];
-        if (l->nacls + 1 > l->acls_cap) {
-            MC_GROW(l->acls, l->acls_cap, l->nacls + 1);
-            l->aslot = mc_xrealloc(l->aslot, sizeof(int) * (size_t)l->acls_cap);
-        }
-        c->at[x] = l->nacls;
-        l->acls[l->nacls] = k;
-        l->aslot[l->nacls++] = x;
-    }
-}
-
-static void class_off(sim_t *sm, int k)
-{
-    sim_classes_t *c = &sm->cls;
-    for (int x = c->off[k]; x < c->off[k + 1]; x++) {
-        sim_link_t *l = &sm->links[c->links[x]];
-        int i = c->at[x];
-        l->acls[i] = l->acls[--l->nacls];
-        l->aslot[i] = l->aslot[l->nacls];
-        c->at[l->aslot[i]] = i;
-    }
-}
-
 static void link_remove(sim_link_t *l, int f)
 {
     for (int i = 0; i < l->n; i++)
@@ -300,8 +265,7 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
             link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
             sim_links_touch(&sm->lk, sm->routes[e->route + j]);
         }
-        if (sm->cls.active[e->cls]++ == 0)
-            class_on(sm, e->cls);
+        sm->cls.active[e->cls]++;
         return 1;
     }
     if (!f->active || ev->version != f->m.version)
@@ -312,8 +276,7 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         link_remove(&sm->links[sm->routes[e->route + j]], ev->flow);
         sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
-    if (--sm->cls.active[e->cls] == 0)
-        class_off(sm, e->cls);
+    sm->cls.active[e->cls]--;
     e->arrived++;
     e->busy = 0;
     try_start(sm, f->edge, now);
@@ -349,13 +312,6 @@ static const int *on_link(const void *ctx, int l, int *n)
     return sm->links[l].flows;
 }
 
-static const int *on_link_classes(const void *ctx, int l, int *n)
-{
-    const sim_t *sm = ctx;
-    *n = sm->links[l].nacls;
-    return sm->links[l].acls;
-}
-
 static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
 {
     const sim_t *sm = ctx;
@@ -370,7 +326,7 @@ static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
     sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->flow_cls, sm->cls.n,
-                      on_link_classes};
+                      sm->cls.active};
     sim_links_rerate(lk, &fl);
     int n = lk->ncomp_flows;
     sm->work += n + lk->ncomp_links;
@@ -590,8 +546,6 @@ void sim_run_free(sim_t *sm)
         return;
     for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
-        free(sm->links[l].acls);
-        free(sm->links[l].aslot);
         free(sm->links[l].iv);
     }
     free(sm->links);
@@ -610,7 +564,6 @@ void sim_run_free(sim_t *sm)
     free(sm->cls.conn);
     mc_index_free(&sm->cls.index);
     free(sm->cls.active);
-    free(sm->cls.at);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

@@ -81,8 +81,7 @@ typedef struct sim_flows {
     const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
     const int *klass;       /* per flow its class (NULL: none) */
     int nclasses;
-    /* with klass: the classes of the flows active on a link, each once (NULL: not known) */
-    const int *(*on_link_classes)(const void *ctx, int l, int *n);
+    const int *class_active; /* with klass: per class its active flows (NULL: not known) */
 } sim_flows_t;
 
 typedef struct sim_links {
@@ -107,6 +106,9 @@ typedef struct sim_links {
     int *ccount, *comp_cls, ncls;
     unsigned *cls_mark;         /* per class: the epoch it was last met in, and its entry then */
     int *cls_at, cls_cap;
+    int *met;                   /* per link: its flows of classes met (valid where met_mark is
+                                 * this epoch) */
+    unsigned *met_mark;
     double *cap_left;
     char *held, *newly;         /* per entry: held at its connection's limit; held this round */
     int held_cap;

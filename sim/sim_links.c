@@ -21,6 +21,8 @@ void sim_links_init(sim_links_t *lk, const mc_topo_t *topo)
     lk->link_mark = mc_xcalloc(nl, sizeof(unsigned));
     lk->touched = mc_xcalloc(nl, sizeof(int));
     lk->comp_links = mc_xcalloc(nl, sizeof(int));
+    lk->met = mc_xcalloc(nl, sizeof(int));
+    lk->met_mark = mc_xcalloc(nl, sizeof(unsigned));
 }
 
 void sim_links_free(sim_links_t *lk)
@@ -32,6 +34,8 @@ void sim_links_free(sim_links_t *lk)
     free(lk->flow_met);
     free(lk->touched);
     free(lk->comp_links);
+    free(lk->met);
+    free(lk->met_mark);
     free(lk->comp_flows);
     free(lk->fcap);
     free(lk->crate);
@@ -52,6 +56,7 @@ void sim_links_begin(sim_links_t *lk)
     lk->ntouched = 0;
     if (++lk->epoch == 0) { /* wrapped: clear the marks */
         memset(lk->link_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
+        memset(lk->met_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
         memset(lk->cls_mark, 0, sizeof(unsigned) * (size_t)lk->cls_cap);
         lk->epoch = 1;
     }
@@ -93,9 +98,10 @@ static void marks(unsigned **mark, int *cap, int n)
  * met, or a flow without one) its links end to end in clinks (from off[c]), its connection limit
  * in fcap and its count of flows. A flow of a class met already only adds one to its count: its
  * links are the class's, marked already. Every active flow of a class is on every link of the
- * class's route, so all of them are met on the link where the class is first met; a link whose
- * flows' classes are all met already (on_link_classes) holds no flow not met, and its flows are
- * not read (on the 1 GiB all-gathers over eight hosts, 70% of the flows read were such). */
+ * class's route (once per time the route crosses it), so all of them are met on the link where
+ * the class is first met. Counting, per link, the flows of the classes met (class_active), a link
+ * whose flows are all counted holds no flow not met, and its flows are not read (on the 1 GiB
+ * all-gathers over eight hosts, 70% of the flows read were such). */
 static void component(sim_links_t *lk, const sim_flows_t *fl)
 {
     int words = fl->nflows / 64 + 1;
@@ -119,15 +125,10 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
         room(lk, 1);
     lk->off[0] = 0;
     for (int i = 0; i < lk->ncomp_links; i++) {
-        int non, fresh = !fl->klass || !fl->on_link_classes;
-        if (!fresh) {
-            const int *cl = fl->on_link_classes(fl->ctx, lk->comp_links[i], &non);
-            for (int k = 0; k < non && !fresh; k++)
-                fresh = lk->cls_mark[cl[k]] != lk->epoch;
-        }
-        if (!fresh)
+        int non, l = lk->comp_links[i];
+        const int *on = fl->on_link(fl->ctx, l, &non);
+        if (fl->class_active && lk->met_mark[l] == lk->epoch && lk->met[l] == non)
             continue;
-        const int *on = fl->on_link(fl->ctx, lk->comp_links[i], &non);
         for (int k = 0; k < non; k++) {
             int f = on[k], nl;
             uint64_t bit = 1ull << (f & 63);
@@ -146,6 +147,7 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                 lk->cls_mark[c] = lk->epoch;
                 lk->cls_at[c] = nc;
             }
+
             lk->comp_cls[n++] = nc;
             lk->ccount[nc] = 1;
             const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[nc]);
@@ -153,11 +155,20 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                 MC_GROW(lk->clinks, lk->clink_cap, at + nl);
             memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
             lk->off[++nc] = at += nl;
-            for (int j = 0; j < nl; j++)
-                if (lk->link_mark[links[j]] != lk->epoch) {
-                    lk->link_mark[links[j]] = lk->epoch;
-                    lk->comp_links[lk->ncomp_links++] = links[j];
+            for (int j = 0; j < nl; j++) {
+                int l2 = links[j];
+                if (lk->link_mark[l2] != lk->epoch) {
+                    lk->link_mark[l2] = lk->epoch;
+                    lk->comp_links[lk->ncomp_links++] = l2;
                 }
+                if (c < 0 || !fl->class_active)
+                    continue;
+                if (lk->met_mark[l2] != lk->epoch) {
+                    lk->met_mark[l2] = lk->epoch;
+                    lk->met[l2] = 0;
+                }
+                lk->met[l2] += fl->class_active[c];
+            }
         }
     }
     for (int k = 0; k < n; k++)

@@ -1,7 +1,7 @@
 /* Tests of the simulator's re-rating (sim/sim_links.c) on random flow sets: the component it
- * gathers when it knows each link's active route classes (and skips the links whose classes are
- * all met) is the one it gathers reading every link's flows, the same flows, links and solver
- * entries in the same order, and the same rates to the bit. */
+ * gathers when it knows each route class's active flows (and skips the links whose flows are all
+ * of classes met) is the one it gathers reading every link's flows, the same flows, links and
+ * solver entries in the same order, and the same rates to the bit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +20,7 @@
 
 /* Route classes (a path of links and a connection limit) and flows of those classes, some active;
  * every active flow is on every link of its class's path (once per time the path crosses it), the
- * flows of a link in a random order, and each link lists the classes of its active flows. */
+ * flows of a link in a random order; per class its active flows. */
 typedef struct rnd_set {
     uint64_t seed;
     int nlinks, nclasses, nflows;
@@ -28,7 +28,7 @@ typedef struct rnd_set {
     double conn[MAXC];
     int cls[MAXF], active[MAXF];
     int *on[2 * NGPU], non[2 * NGPU];
-    int *acls[2 * NGPU], nacls[2 * NGPU];
+    int nactive[MAXC];
 } rnd_set_t;
 
 static int rnd(rnd_set_t *r, int n)
@@ -42,13 +42,6 @@ static const int *on_link(const void *ctx, int l, int *n)
     const rnd_set_t *r = ctx;
     *n = r->non[l];
     return r->on[l];
-}
-
-static const int *on_link_classes(const void *ctx, int l, int *n)
-{
-    const rnd_set_t *r = ctx;
-    *n = r->nacls[l];
-    return r->acls[l];
 }
 
 static const int *path(const void *ctx, int f, int *nlinks, double *cap)
@@ -70,8 +63,8 @@ static void draw(rnd_set_t *r)
         r->conn[c] = rnd(r, 3) == 0 ? 20e9 * (1 + rnd(r, 4)) : 0;
     }
     for (int l = 0; l < r->nlinks; l++)
-        r->non[l] = r->nacls[l] = 0;
-    int used[MAXC] = {0};
+        r->non[l] = 0;
+    memset(r->nactive, 0, sizeof r->nactive);
     for (int f = 0; f < r->nflows; f++) {
         r->cls[f] = rnd(r, r->nclasses);
         r->active[f] = rnd(r, 4) != 0;
@@ -84,9 +77,7 @@ static void draw(rnd_set_t *r)
             r->on[l][at] = f;
             r->non[l]++;
         }
-        if (!used[c]++)
-            for (int j = 0; j < r->plen[c]; j++)
-                r->acls[r->path[c][j]][r->nacls[r->path[c][j]]++] = c;
+        r->nactive[c]++;
     }
 }
 
@@ -119,7 +110,6 @@ static void test_component_skips_met_classes(void **state)
     assert_int_equal(r->nlinks, 2 * NGPU);
     for (int l = 0; l < r->nlinks; l++) {
         r->on[l] = malloc(sizeof(int) * MAXF * MAXP);
-        r->acls[l] = malloc(sizeof(int) * MAXC * MAXP);
     }
     sim_links_t all, skip;
     sim_links_init(&all, t);
@@ -132,7 +122,7 @@ static void test_component_skips_met_classes(void **state)
             touched[i] = rnd(r, r->nlinks);
         sim_flows_t fa = {r, r->nflows, on_link, path, r->cls, r->nclasses, NULL};
         sim_flows_t fs = fa;
-        fs.on_link_classes = on_link_classes;
+        fs.class_active = r->nactive;
         rerate(&all, &fa, touched, n);
         rerate(&skip, &fs, touched, n);
         assert_int_equal(skip.ncomp_flows, all.ncomp_flows);
@@ -163,7 +153,6 @@ static void test_component_skips_met_classes(void **state)
     sim_links_free(&skip);
     for (int l = 0; l < r->nlinks; l++) {
         free(r->on[l]);
-        free(r->acls[l]);
     }
     free(r);
     mc_topo_free(t);
