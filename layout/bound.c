@@ -394,7 +394,7 @@ static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const 
         set[h] = 0;
     }
     if (st == MC_OK)
-        st = mc_bound_relay_hosts(topo, al, cap_in, cap_out, relay, err);
+        st = mc_bound_relay_hosts(topo, al, routed, cap_in, cap_out, relay, err);
     free(cap_in);
     free(cap_out);
     free(in);

@@ -128,7 +128,7 @@ int mc_bound_skip(mc_bound_net_t *net, uint64_t bytes, double alpha, double floo
  * bytes held only on A against A's maximum flow out and the other hosts' maximum flows in
  * (cap_in, cap_out: per host, 0 where not computed), where bytes relayed by a third host wait
  * two network waits. best->where is A. */
-mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al,
+mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al, int routed,
                                  const double *cap_in, const double *cap_out, mc_best_t *best,
                                  mc_err_t *err);
 /* The cut term (bound_cut.c): sets of GPUs inside a host and unions of hosts; *set says which
