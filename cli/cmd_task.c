@@ -116,7 +116,8 @@ static void print_pieces(const mc_task_t *task, int limit)
 static double term_seconds(const mc_bound_t *b, mc_bound_kind_t k)
 {
     const double s[MC_BOUND_NTERMS] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
-                                       b->flow_s, b->cut_s, b->lp_s, b->host_relay_s};
+                                       b->flow_s, b->cut_s, b->lp_s, b->host_relay_s,
+                                       b->reach_s};
     return s[k];
 }
 
@@ -135,7 +136,7 @@ static void where_text(mc_buf_t *w, const mc_task_t *task, const mc_topo_t *topo
     mc_buf_append(w, "", 0);
     if (at < 0) {
         mc_buf_printf(w, "-");
-    } else if (k == MC_BOUND_INGRESS) {
+    } else if (k == MC_BOUND_INGRESS || k == MC_BOUND_REACH) {
         mc_buf_printf(w, "GPU %d", at);
     } else if (k == MC_BOUND_EGRESS) {
         mc_buf_printf(w, "holder group of GPU %d", at);
@@ -276,7 +277,7 @@ static json_t *json_where(const mc_task_t *task, const mc_topo_t *topo, const mc
     where_text(&w, task, topo, b, k);
     json_object_set_new(o, "text", json_string(w.data));
     mc_buf_free(&w);
-    if (k == MC_BOUND_INGRESS || k == MC_BOUND_FLOW)
+    if (k == MC_BOUND_INGRESS || k == MC_BOUND_FLOW || k == MC_BOUND_REACH)
         json_object_set_new(o, "gpu", json_integer(at));
     if (k == MC_BOUND_EGRESS || k == MC_BOUND_FLOW)
         json_object_set_new(o, "holder", json_integer(k == MC_BOUND_FLOW ? b->flow_holder : at));

@@ -148,7 +148,7 @@ static mc_status_t over_links(const mc_topo_t *topo, const mc_bound_ctx_t *al, i
     return st;
 }
 
-mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al, int routed,
+mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al,
                                  const double *cap_in, const double *cap_out, mc_best_t *best,
                                  mc_err_t *err)
 {
@@ -210,7 +210,7 @@ mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al
         }
         if (nh > 2)
             st = one_host(topo, al, a, s, cap_in, cap_out[a], order, t_in, best, err);
-        if (st == MC_OK && routed)
+        if (st == MC_OK && al->routed)
             st = over_links(topo, al, a, b, cnt, pairs, ms, w, best, err);
     }
     free(first);

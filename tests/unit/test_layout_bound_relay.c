@@ -1,8 +1,10 @@
-/* Tests for the host-relay term of the lower bound (layout/bound_relay_hosts.c, docs/synthesis.md
- * "Lower bound", "Relays between hosts"): bytes held on one host reach each other host either
- * straight from it, all over its links out, or through a third host after two network waits.
- * Closed forms on four DGX H100 hosts, and random tasks from one host to several others, timed
- * by every strategy that takes them, never finish before the bound. */
+/* Tests for the host-relay and reach terms of the lower bound (layout/bound_relay_hosts.c,
+ * layout/bound_reach.c, docs/synthesis.md "Lower bound"): bytes held on one host reach each other
+ * host either straight from it, all over its links out, or through a third host after two network
+ * waits; a GPU's incoming links carry nothing before the holders' bytes can reach their far ends.
+ * Closed forms on four DGX H100 hosts and an MI300X box; random tasks from one host to several
+ * others, and random small tasks on AMD boxes, timed by every strategy that takes them, never
+ * finish before the bound. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include "layout/layout.h"
 #include "sim/sim.h"
 #include "synth/synth.h"
+#include "tests/unit/test_bound_check.h"
 #include "tests/unit/test_layout_random.h"
 #include "tests/unit/test_topo_helpers.h"
 
@@ -67,6 +70,25 @@ static void test_closed_forms(void **state)
     mc_topo_free(topo);
 }
 
+/* RCCL's MI300X box (topologies/rccl-topo_8p_940.xml): 8 GPUs, each joined to each other by
+ * one xGMI link of 48e9 B/s, every pair routed over it; a message waits d = 3.4 + 0.5 us. 4 MiB
+ * from GPU 0 to the others: the link from GPU 0 into a GPU carries bytes from d on, the six from
+ * the other GPUs from 2d on, once those hold some, so S <= 48e9 ((T - d) + 6 (T - 2d)):
+ * T = (S + 13 d 48e9) / (7 x 48e9) = 19.73 us, where the GPU's links alone give S / 336e9 + d =
+ * 16.38 us. */
+static void test_reach_closed_form(void **state)
+{
+    (void)state;
+    const double S = 4194304, d = 3.9e-6, bw = 48e9;
+    mc_topo_t *topo = load_ok("topologies/rccl-topo_8p_940.xml");
+    mc_bound_t b = task_bound(
+        topo, "mesh S={g:1}@0\nmesh D={g:7}@1..7\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
+    assert_int_equal(b.binding, MC_BOUND_REACH);
+    assert_true(fabs(b.seconds - (S + 13 * d * bw) / (7 * bw)) < 1e-15);
+    assert_true(fabs(b.reach_s - S / (7 * bw)) < 1e-15);
+    mc_topo_free(topo);
+}
+
 /* A task from GPUs of one host to GPUs of two or more others: holders a run of the host's GPUs
  * (the tensor replicated on them or sharded over them), destinations every GPU or the first few
  * of each chosen host, or one time in three the GPU of one index on each (one rail), the tensor
@@ -90,57 +112,77 @@ static void host_to_hosts(const mc_topo_t *topo, char *text, size_t len)
              rnd(2) ? "g" : "_", rnd(4) ? "_" : "g");
 }
 
-/* Random tasks from one host to several on hosts with a NIC per GPU, where the term binds on
- * many: no strategy's schedule is simulated faster than the bound. */
-static void test_sim_never_beats_bound(void **state)
+/* Random small tasks on any of the topo's GPUs. */
+static void small_task(const mc_topo_t *topo, char *text, size_t len)
 {
-    (void)state;
-    static const char *topos[] = {"topologies/dgx-h100-x4.xml", "topologies/dgx-a100-x4.xml"};
+    random_task(text, len, topo->ngpus, topo->ngpus, 1 << 20);
+}
+
+/* iters tasks of gen on each of the topologies, every strategy's schedule timed and never below
+ * the bound; *timed counts the schedules, *binds the tasks where the term kind (host-relay or
+ * reach, whose bytes' time is *term_s) sets the bound. */
+static void never_beaten(const char *const *topos, size_t ntopos, int iters,
+                         void (*gen)(const mc_topo_t *, char *, size_t), mc_bound_kind_t kind,
+                         int *timed, int *binds)
+{
     static const char *strategies[] = {"p2p", "alpa-bcast", "nccl-ring", "meshcast"};
-    int timed = 0, binds = 0;
-    for (size_t k = 0; k < sizeof topos / sizeof topos[0]; k++) {
+    *timed = *binds = 0;
+    for (size_t k = 0; k < ntopos; k++) {
         mc_topo_t *topo = load_ok(topos[k]);
-        for (int iter = 0; iter < 6; iter++) {
+        for (int iter = 0; iter < iters; iter++) {
             char text[4096];
-            host_to_hosts(topo, text, sizeof text);
+            gen(topo, text, sizeof text);
             mc_task_t *t = task_of(text);
             mc_bound_t b;
             mc_err_t err = {0};
             if (mc_task_bound(t, topo, &b, &err) != MC_OK)
                 fail_msg("%s\n%s", text, err.msg);
-            binds += b.where == b.term_where[MC_BOUND_HOST_RELAY] && b.host_relay_s > 0 &&
-                     fabs(b.seconds - b.host_relay_s - b.latency_s) < 1e-15;
-            for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
-                mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-                opts.rlimit = 200000;
-                opts.budget_s = 1000; /* only the rlimit may stop Z3 */
-                mc_sched_t *sc = NULL;
-                mc_sim_result_t res;
-                if (mc_synth(strategies[s], t, topo, &opts, &sc, &err) != MC_OK)
-                    continue;
-                if (mc_sim_run(sc, topo, &res, &err) != MC_OK)
-                    fail_msg("%s\n%s on %s: %s", text, strategies[s], topo->source, err.msg);
-                if (res.makespan_s < b.seconds * (1 - 1e-9))
-                    fail_msg("%s\n%s on %s simulated %.9g s, below the bound %.9g s", text,
-                             strategies[s], topo->source, res.makespan_s, b.seconds);
-                timed++;
-                mc_sim_result_free(&res);
-                mc_sched_free(sc);
-            }
+            double term_s = kind == MC_BOUND_REACH ? b.reach_s : b.host_relay_s;
+            *binds += b.binding == kind || (b.where == b.term_where[kind] && term_s > 0 &&
+                                            fabs(b.seconds - term_s - b.latency_s) < 1e-15);
+            for (size_t s = 0; s < sizeof strategies / sizeof strategies[0] && t->npieces; s++)
+                *timed += check_strategy(strategies[s], t, topo, &b, text);
             mc_task_free(t);
         }
         mc_topo_free(topo);
     }
+}
+
+/* Random tasks from one host to several on hosts with a NIC per GPU, where the host-relay term
+ * binds on many. */
+static void test_sim_never_beats_bound(void **state)
+{
+    (void)state;
+    static const char *const topos[] = {"topologies/dgx-h100-x4.xml", "topologies/dgx-a100-x4.xml"};
+    int timed, binds;
+    never_beaten(topos, 2, 6, host_to_hosts, MC_BOUND_HOST_RELAY, &timed, &binds);
     print_message("timed %d schedules; the host-relay term bound %d of 12 tasks\n", timed, binds);
     assert_true(timed >= 40);
     assert_true(binds >= 3);
+}
+
+/* Random tasks of at most 1 MiB per tensor on the MI250 and MI100 boxes (partial xGMI meshes)
+ * and the MI300X box, where the reach term binds on some. */
+static void test_reach_never_beaten(void **state)
+{
+    (void)state;
+    static const char *const topos[] = {"topologies/rccl-topo_8p1h.xml",
+                                        "topologies/rccl-topo_4p3l.xml",
+                                        "topologies/rccl-topo_8p_940.xml"};
+    int timed, binds;
+    never_beaten(topos, 3, 8, small_task, MC_BOUND_REACH, &timed, &binds);
+    print_message("timed %d schedules; the reach term bound %d of 24 tasks\n", timed, binds);
+    assert_true(timed >= 50);
+    assert_true(binds >= 4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_closed_forms),
+        cmocka_unit_test(test_reach_closed_form),
         cmocka_unit_test(test_sim_never_beats_bound),
+        cmocka_unit_test(test_reach_never_beaten),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
