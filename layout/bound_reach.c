@@ -45,27 +45,21 @@ static int by_open(const void *a, const void *b)
  * the GPUs u routing into m over l of t[u] + the route's overhead) at its capacity. So by T at
  * most sum_l cap_l max(0, T - open(l)) bytes have entered m, and the least T that reaches b, on
  * the links open by then (K), is b / C_K + sum_K cap_l open(l) / C_K: bytes b over C_K, plus the
- * mean open time weighted by capacity as its wait. */
+ * mean open time weighted by capacity as its wait. last[u * n + m] is the last link of the route
+ * u -> m (-1 for none); open[] is all INFINITY between calls. */
 static mc_status_t one_gpu(const mc_topo_t *topo, const mc_bound_ctx_t *al, int m, uint64_t b,
-                           const double *t, const double *delay, double *open, double *pairs,
-                           mc_best_t *best, mc_err_t *err)
+                           const double *t, const double *delay, const int *last, double *open,
+                           double *pairs, mc_best_t *best, mc_err_t *err)
 {
-    mc_err_t ignored = {0};
-    mc_route_t r;
     int n = topo->ngpus, np = 0;
     for (int u = 0; u < n; u++) {
-        if (u == m || !isfinite(t[u]) || mc_topo_route(topo, u, m, &r, &ignored) != MC_OK ||
-            r.nlinks == 0)
-            continue;
-        int l = r.links[r.nlinks - 1];
-        open[l] = fmin(open[l], t[u] + delay[u * n + m]);
+        int l = last[u * n + m];
+        if (l >= 0 && isfinite(t[u]))
+            open[l] = fmin(open[l], t[u] + delay[u * n + m]);
     }
     for (int u = 0; u < n; u++) {
-        if (u == m || !isfinite(t[u]) || mc_topo_route(topo, u, m, &r, &ignored) != MC_OK ||
-            r.nlinks == 0)
-            continue;
-        int l = r.links[r.nlinks - 1];
-        if (isfinite(open[l])) {
+        int l = last[u * n + m];
+        if (l >= 0 && isfinite(open[l])) {
             pairs[2 * np] = open[l];
             pairs[2 * np++ + 1] = al->index.cap[l];
             open[l] = INFINITY; /* counted once, and left as found for the next GPU */
@@ -93,11 +87,13 @@ mc_status_t mc_bound_reach(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_b
     mc_err_t ignored = {0};
     mc_route_t r;
     double *delay = mc_xmalloc(sizeof(double) * (size_t)n * (size_t)n);
+    int *last = mc_xmalloc(sizeof(int) * (size_t)n * (size_t)n);
     for (int x = 0; x < n; x++)
-        for (int y = 0; y < n; y++)
-            delay[x * n + y] = x != y && mc_topo_route(topo, x, y, &r, &ignored) == MC_OK
-                                   ? mc_topo_links_delay(topo, r.links, r.nlinks)
-                                   : INFINITY;
+        for (int y = 0; y < n; y++) {
+            int ok = x != y && mc_topo_route(topo, x, y, &r, &ignored) == MC_OK && r.nlinks > 0;
+            delay[x * n + y] = ok ? mc_topo_links_delay(topo, r.links, r.nlinks) : INFINITY;
+            last[x * n + y] = ok ? r.links[r.nlinks - 1] : -1;
+        }
     int *order = mc_xmalloc(sizeof(int) * (size_t)al->ncls);
     int *start = mc_xmalloc(sizeof(int) * (size_t)(al->ncls + 1));
     int ngroups = mc_bound_holder_groups(al, 0, order, start);
@@ -124,9 +120,10 @@ mc_status_t mc_bound_reach(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_b
         earliest(n, held, delay, t, done);
         for (int m = 0; m < n && st == MC_OK; m++)
             if (need[m])
-                st = one_gpu(topo, al, m, need[m], t, delay, open, pairs, best, err);
+                st = one_gpu(topo, al, m, need[m], t, delay, last, open, pairs, best, err);
     }
     free(delay);
+    free(last);
     free(order);
     free(start);
     free(held);
