@@ -51,6 +51,17 @@ static int geomeans(const mc_bench_row_t *rows, int n, geo_t *g)
     return ng;
 }
 
+/* The entries of geomeans for strategies with a row that counts (not all n/a): the geomean lines
+ * of the table and the CSV. */
+static int geomeans_counted(const mc_bench_row_t *rows, int n, geo_t *g)
+{
+    int ng = geomeans(rows, n, g), m = 0;
+    for (int k = 0; k < ng; k++)
+        if (g[k].total)
+            g[m++] = g[k];
+    return m;
+}
+
 static double mean_of(double sum_log, int n)
 {
     return n ? exp(sum_log / n) : 0;
@@ -135,10 +146,8 @@ void mc_bench_print_table(FILE *out, const mc_bench_row_t *rows, int n)
                 valid_str(r));
     }
     geo_t g[GEO_MAX];
-    int ng = geomeans(rows, n, g);
+    int ng = geomeans_counted(rows, n, g);
     for (int k = 0; k < ng; k++) {
-        if (!g[k].total)
-            continue;
         if (!g[k].n) {
             fprintf(out, "%-8s %-*s %-*s  no row ran  %d/%d\n", "all", cw, "geomean", sw,
                     g[k].strategy, g[k].total - g[k].invalid, g[k].total);
@@ -180,10 +189,8 @@ void mc_bench_print_csv(FILE *out, const mc_bench_row_t *rows, int n)
                     r->exec_nccl_s, mc_bench_cost_csv(r, cost, sizeof cost));
     }
     geo_t g[GEO_MAX];
-    int ng = geomeans(rows, n, g);
+    int ng = geomeans_counted(rows, n, g);
     for (int k = 0; k < ng; k++) {
-        if (!g[k].total)
-            continue;
         if (!g[k].n) {
             fprintf(out, "all,geomean,%s,,,,,,,,,no,,,,,\n", g[k].strategy);
             continue;

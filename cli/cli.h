@@ -10,6 +10,7 @@
 
 #include "layout/layout.h"
 #include "sched/sched.h"
+#include "synth/synth.h"
 #include "topo/topo.h"
 #include "util/util.h"
 
@@ -78,6 +79,9 @@ mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const ch
     {"memory-limit", required_argument, NULL, (id)},     \
     {"chunk", required_argument, NULL, (id)},            \
     {"sim-work", required_argument, NULL, (id)}
+/* Sets the synthesis option of long name `name` (one of CLI_SYNTH_LONG_OPTIONS) to arg; prints a
+ * usage error naming cmd and returns 2 when the value is bad, else 0. */
+int cli_synth_option(const char *cmd, mc_synth_opts_t *opts, const char *name, const char *arg);
 
 typedef struct cli_task_args {
     const char *task_file;

@@ -65,7 +65,6 @@ static int parse_args(int argc, char **argv, bench_args_t *a)
         {NULL, 0, NULL, 0},
     };
     int opt, idx = 0;
-    mc_err_t err = {0};
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
@@ -79,8 +78,8 @@ static int parse_args(int argc, char **argv, bench_args_t *a)
         case OPT_LIST: a->list = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_SYNTH:
-            if (mc_synth_opts_set(&a->opts, longopts[idx].name, optarg, &err) != MC_OK)
-                return cli_usage_error("bench", "%s", err.msg);
+            if (cli_synth_option("bench", &a->opts, longopts[idx].name, optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
             break;
         default:
             return cli_usage_error("bench", "unknown or incomplete option '%s'", argv[optind - 1]);

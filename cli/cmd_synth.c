@@ -64,7 +64,6 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
         {NULL, 0, NULL, 0},
     };
     int opt, idx = 0;
-    mc_err_t err = {0};
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "o:qh", longopts, &idx)) != -1) {
@@ -80,8 +79,8 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
         case OPT_SYNTH:
-            if (mc_synth_opts_set(&a->opts, longopts[idx].name, optarg, &err) != MC_OK)
-                return cli_usage_error("synth", "%s", err.msg);
+            if (cli_synth_option("synth", &a->opts, longopts[idx].name, optarg) != MC_EXIT_OK)
+                return MC_EXIT_USAGE;
             break;
         case CLI_OPT_ASSUME_NVLINK:
             if (cli_topo_option("synth", optarg) != MC_EXIT_OK)

@@ -1,5 +1,6 @@
 /* Helpers shared by the subcommands: error printing, usage errors, JSON output, topology
- * loading and its option, and the check that emit and run make before they act on a schedule. */
+ * loading and its option, the synthesis options, and the check that emit and run make before
+ * they act on a schedule. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -54,6 +55,14 @@ int cli_topo_option(const char *cmd, const char *arg)
         return cli_usage_error(cmd, "--assume-nvlink expects a number of NVLinks from 0 to %d, "
                                "got '%s'", MC_TOPO_MAX_ASSUMED_NVLINKS, arg);
     load_opts.assume_nvlink = (int)v;
+    return MC_EXIT_OK;
+}
+
+int cli_synth_option(const char *cmd, mc_synth_opts_t *opts, const char *name, const char *arg)
+{
+    mc_err_t err = {0};
+    if (mc_synth_opts_set(opts, name, arg, &err) != MC_OK)
+        return cli_usage_error(cmd, "%s", err.msg);
     return MC_EXIT_OK;
 }
 

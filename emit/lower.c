@@ -616,13 +616,13 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
  * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
 static uint64_t tree_pace(const mc_tree_t *tr)
 {
-    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), 0};
-    memcpy(&v[1], &tr->rate, sizeof v[1]);
-    for (int k = 0; k < 2; k++)
-        h = (h ^ v[k]) * 1099511628211ull;
+    uint64_t rate, h = mc_hash_step(MC_HASH_SEED, slot_bytes(tr));
+    memcpy(&rate, &tr->rate, sizeof rate);
+    h = mc_hash_step(h, rate);
     for (int e = 0; tr->rate <= 0 && e < tr->nedges; e++)
         for (int l = 0; l < tr->edges[e].nlinks; l++)
-            h = (h ^ (uint64_t)(uint32_t)tr->edges[e].links[l]) * 1099511628211ull;
+            h = mc_hash_step(h, (uint32_t)tr->edges[e].links[l]);
+    h = mc_hash_fold(h);
     return h ? h : 1;
 }
 
@@ -642,11 +642,10 @@ static double edge_bw(const mc_tree_edge_t *ed, const mc_topo_t *topo)
 static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
 {
     double bw = edge_bw(ed, topo);
-    uint64_t h = 1469598103934665603ull, v[3] = {slot_bytes(tr), 0, 0};
+    int64_t v[3] = {(int64_t)slot_bytes(tr), 0, 0};
     memcpy(&v[1], &tr->rate, sizeof v[1]);
     memcpy(&v[2], &bw, sizeof v[2]);
-    for (int k = 0; k < 3; k++)
-        h = (h ^ v[k]) * 1099511628211ull;
+    uint64_t h = mc_hash_words(v, 3);
     return h ? h : 1;
 }
 
@@ -677,9 +676,8 @@ static uint64_t tree_bottleneck(const mc_tree_t *tr, const mc_topo_t *topo, cons
             if (k >= 0 && k < topo->nlinks && (best < 0 || load[k] > load[best]))
                 best = k;
         }
-    uint64_t h = 1469598103934665603ull, v[2] = {slot_bytes(tr), (uint64_t)(uint32_t)best};
-    for (int k = 0; k < 2; k++)
-        h = (h ^ v[k]) * 1099511628211ull;
+    int64_t v[2] = {(int64_t)slot_bytes(tr), (uint32_t)best};
+    uint64_t h = mc_hash_words(v, 2);
     return h ? h : 1;
 }
 

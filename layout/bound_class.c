@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "layout/bound_internal.h"
+#include "util/index.h"
 
 static uint64_t key_hash(const mc_piece_t *p)
 {
@@ -26,25 +27,24 @@ static int same_key(const mc_piece_t *a, const mc_piece_t *b)
 
 int mc_bound_classes(const mc_task_t *task, mc_bound_class_t **out)
 {
-    size_t cap = 16;
-    while (cap < 2 * (size_t)task->npieces)
-        cap *= 2;
-    int *slot = mc_xcalloc(cap, sizeof(int)); /* class index + 1, 0 empty */
+    mc_index_t index = {0};
     mc_bound_class_t *c = mc_xmalloc(sizeof(mc_bound_class_t) * (size_t)(task->npieces + 1));
     int n = 0;
     for (int i = 0; i < task->npieces; i++) {
         const mc_piece_t *p = &task->pieces[i];
-        size_t h = (size_t)key_hash(p) & (cap - 1);
-        while (slot[h] && !same_key(c[slot[h] - 1].p, p))
-            h = (h + 1) & (cap - 1);
-        if (slot[h]) {
-            c[slot[h] - 1].bytes += p->bytes;
+        uint64_t h = key_hash(p);
+        size_t at = mc_index_start(&index, h);
+        int k;
+        while ((k = mc_index_next(&index, h, &at)) >= 0 && !same_key(c[k].p, p))
+            ;
+        if (k >= 0) {
+            c[k].bytes += p->bytes;
             continue;
         }
         c[n] = (mc_bound_class_t){p, p->bytes};
-        slot[h] = ++n;
+        mc_index_add(&index, h, n++);
     }
-    free(slot);
+    mc_index_free(&index);
     *out = c;
     return n;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "topo/topo.h"
+#include "util/index.h"
 #include "util/util.h"
 
 #define MC_MAX_DIMS 8
@@ -93,12 +94,6 @@ typedef struct mc_local_copy {
     uint64_t bytes;
 } mc_local_copy_t;
 
-/* A hash index of names (layout/names.c): slots hold an item's index + 1, 0 is empty. */
-typedef struct mc_name_index {
-    int *slots;
-    int cap;
-} mc_name_index_t;
-
 typedef struct mc_task {
     int nmeshes;
     mc_mesh_t *meshes;
@@ -109,7 +104,7 @@ typedef struct mc_task {
     int ncopies;
     mc_local_copy_t *copies;
     int mesh_cap, tensor_cap;
-    mc_name_index_t mesh_names, tensor_names;
+    mc_index_t mesh_names, tensor_names; /* by the hash of their names (layout/names.c) */
     char *source;           /* the task file's name, NULL when built from the command line */
     /* mc_task_bound's last result and the topology it was for (its address and fingerprint):
      * synthesizers ask for the bound of one task many times. Dropped with the split. */

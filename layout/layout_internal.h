@@ -21,10 +21,9 @@ int mc_mesh_position(const mc_mesh_t *mesh, int gpu);
 int mc_task_find_mesh(const mc_task_t *task, const char *name, size_t len);
 /* Index of the item named name (len bytes) among items whose name is their first member, base
  * + i*stride, or -1; mc_names_add indexes item i once it is stored. */
-int mc_names_find(const mc_name_index_t *x, const void *base, size_t stride, const char *name,
+int mc_names_find(const mc_index_t *x, const void *base, size_t stride, const char *name,
                   size_t len);
-void mc_names_add(mc_name_index_t *x, const void *base, size_t stride, int i);
-void mc_names_free(mc_name_index_t *x);
+void mc_names_add(mc_index_t *x, const void *base, size_t stride, int i);
 /* Sets err to st with "PREFIXWHAT at column N", the text (up to ~72 characters around byte pos)
  * and a caret under pos; columns count UTF-8 characters. */
 mc_status_t mc_layout_quote(mc_err_t *err, mc_status_t st, const char *prefix, const char *text,

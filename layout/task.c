@@ -81,8 +81,8 @@ void mc_task_free(mc_task_t *task)
     }
     free(task->meshes);
     free(task->tensors);
-    mc_names_free(&task->mesh_names);
-    mc_names_free(&task->tensor_names);
+    mc_index_free(&task->mesh_names);
+    mc_index_free(&task->tensor_names);
     free(task->source);
     free(task);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sched/sched_internal.h"
+#include "util/index.h"
 
 #define MC_SCHED_SYM_MIN_TREES 16
 
@@ -175,10 +176,7 @@ void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_
     for (int x = 0; x < topo->nnodes; x++)
         local[x] = -1;
     /* distinct keys kept (few); a group with an earlier group's key is its instance */
-    size_t slots = 2 * (size_t)ng + 1;
-    int *table = mc_xmalloc(sizeof(int) * slots);
-    for (size_t i = 0; i < slots; i++)
-        table[i] = -1;
+    mc_index_t index = {0};
     int64_t **keys = mc_xcalloc((size_t)ng + 1, sizeof(int64_t *));
     int *nkeys = mc_xcalloc((size_t)ng + 1, sizeof(int));
     int *same_as = mc_xmalloc(sizeof(int) * (size_t)(ng + 1));
@@ -194,16 +192,15 @@ void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_
                                        &gnodes[g], &key, &nkey);
         if (ngnodes[g] < 0)
             continue; /* a route not on this topology: written as it is */
-        size_t at = mc_hash_words(key, (size_t)nkey) % slots;
-        for (; table[at] >= 0; at = (at + 1) % slots) {
-            int j = table[at];
+        uint64_t h = mc_hash_words(key, (size_t)nkey);
+        size_t at = mc_index_start(&index, h);
+        for (int j; (j = mc_index_next(&index, h, &at)) >= 0;)
             if (nkeys[j] == nkey && !memcmp(keys[j], key, sizeof(int64_t) * (size_t)nkey)) {
                 same_as[g] = j;
                 break;
             }
-        }
         if (same_as[g] < 0) {
-            table[at] = g;
+            mc_index_add(&index, h, g);
             keys[g] = key;
             nkeys[g] = nkey;
         } else {
@@ -257,7 +254,7 @@ void mc_sched_sym_find(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_sym_
     free(ngnodes);
     free(same_as);
     free(tnum);
-    free(table);
+    mc_index_free(&index);
     free(local);
     free(off);
     free(trees);

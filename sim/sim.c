@@ -13,6 +13,7 @@
 
 #include "sim/sim.h"
 #include "sim/sim_internal.h"
+#include "util/index.h"
 
 /* Flows of one phase at most: 48 bytes each, so about 2.4 GB. */
 #define SIM_MAX_FLOWS 50000000
@@ -41,12 +42,12 @@ typedef struct sim_edge {
 } sim_edge_t;
 
 /* Route classes: the distinct (route, connection limit) pairs of a run's edges, numbered in the
- * order met; a hash table of their numbers, open addressing. Flows of one class get one max-min
+ * order met, indexed by the hash of their route and limit. Flows of one class get one max-min
  * rate, so the solver takes each class once (sim_links.c). */
 typedef struct sim_classes {
     int n, cap, *off, *links, nlinks, links_cap;
     double *conn;
-    int *slot, nslots;      /* class + 1, 0 for an empty slot */
+    mc_index_t index;
 } sim_classes_t;
 
 typedef struct sim_link {
@@ -114,24 +115,13 @@ static int class_is(const sim_classes_t *c, int k, const int *links, int n, doub
 /* The number of the class of a route and connection limit, a new one if none has them. */
 static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
 {
-    if (2 * (c->n + 1) > c->nslots) { /* grow, and place the classes again */
-        free(c->slot);
-        c->nslots = c->nslots ? 2 * c->nslots : 64;
-        c->slot = mc_xcalloc((size_t)c->nslots, sizeof(int));
-        for (int k = 0; k < c->n; k++) {
-            uint64_t h = route_hash(c->links + c->off[k], c->off[k + 1] - c->off[k], c->conn[k]);
-            size_t i = h & (size_t)(c->nslots - 1);
-            while (c->slot[i])
-                i = (i + 1) & (size_t)(c->nslots - 1);
-            c->slot[i] = k + 1;
-        }
-    }
-    size_t i = route_hash(links, n, conn) & (size_t)(c->nslots - 1);
-    for (; c->slot[i]; i = (i + 1) & (size_t)(c->nslots - 1))
-        if (class_is(c, c->slot[i] - 1, links, n, conn))
-            return c->slot[i] - 1;
+    uint64_t h = route_hash(links, n, conn);
+    size_t at = mc_index_start(&c->index, h);
+    for (int k; (k = mc_index_next(&c->index, h, &at)) >= 0;)
+        if (class_is(c, k, links, n, conn))
+            return k;
     int k = c->n++;
-    c->slot[i] = k + 1;
+    mc_index_add(&c->index, h, k);
     if (c->n + 1 > c->cap) {
         c->cap = 2 * c->n + 16;
         c->off = mc_xrealloc(c->off, sizeof(int) * (size_t)c->cap);
@@ -534,7 +524,7 @@ void sim_run_free(sim_t *sm)
     free(sm->cls.off);
     free(sm->cls.links);
     free(sm->cls.conn);
-    free(sm->cls.slot);
+    mc_index_free(&sm->cls.index);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

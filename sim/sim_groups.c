@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim/sim_internal.h"
+#include "util/index.h"
 
 /* The trees of `phase` in groups joined through shared links: group ids in first-tree order. */
 static void split(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim_groups_t *g)
@@ -130,33 +131,29 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     for (int x = 0; x < topo->ngpus; x++)
         local_gpu[x] = -1;
     g->link_off = mc_xcalloc((size_t)n + 1, sizeof(int));
-    /* identical keys: open addressing on the key's hash; a copy's key is dropped at once */
-    size_t slots = 2 * (size_t)n + 1;
-    int *table = mc_xmalloc(sizeof(int) * slots);
-    for (size_t i = 0; i < slots; i++)
-        table[i] = -1;
+    /* identical keys, by their hash; a copy's key is dropped at once */
+    mc_index_t index = {0};
     g->same_as = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
         describe(s, topo, g, k, local_link, local_gpu, &links_cap, &keys);
         keys.len[k] = keys.n - keys.off[k];
         const int64_t *v = keys.v + keys.off[k];
-        size_t at = mc_hash_words(v, keys.len[k]) % slots;
+        uint64_t h = mc_hash_words(v, keys.len[k]);
+        size_t at = mc_index_start(&index, h);
         g->same_as[k] = -1;
-        for (; table[at] >= 0; at = (at + 1) % slots) {
-            int j = table[at];
+        for (int j; (j = mc_index_next(&index, h, &at)) >= 0;)
             if (keys.len[j] == keys.len[k] &&
                 !memcmp(keys.v + keys.off[j], v, sizeof(int64_t) * keys.len[k])) {
                 g->same_as[k] = j;
                 keys.n = keys.off[k];
                 break;
             }
-        }
         if (g->same_as[k] < 0) {
-            table[at] = k;
+            mc_index_add(&index, h, k);
             g->ndistinct++;
         }
     }
-    free(table);
+    mc_index_free(&index);
     free(keys.v);
     free(keys.off);
     free(keys.len);

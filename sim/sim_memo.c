@@ -21,6 +21,7 @@
 
 #include "sim/sim.h"
 #include "sim/sim_internal.h"
+#include "util/index.h"
 
 /* Words of keys kept at most (32 MB): larger schedules are simulated every time. */
 #define MEMO_MAX_WORDS (4 << 20)
@@ -28,7 +29,6 @@
 #define MEMO_PAUSED_FLOWS (1 << 19)
 
 typedef struct memo_entry {
-    uint64_t hash;
     size_t key, len;     /* its key in keys[] */
     int ended;           /* 1: ran to the end; 0: stopped past `horizon`, or at `allowance` */
     double horizon, t;   /* t: the makespan, or the time reached when stopped */
@@ -40,6 +40,7 @@ typedef struct memo_entry {
 struct mc_sim_memo {
     memo_entry_t *e;
     int n, cap;
+    mc_index_t index;      /* of the entries by the hash of their key */
     int64_t paused_flows;  /* of the runs kept stopped */
     long resumed;          /* runs taken on from where an allowance stopped them */
     int64_t *keys;
@@ -60,6 +61,7 @@ void mc_sim_memo_free(mc_sim_memo_t *m)
     for (int i = 0; i < m->n; i++)
         sim_run_free(m->e[i].paused);
     free(m->e);
+    mc_index_free(&m->index);
     free(m->keys);
     free(m->scratch);
     free(m);
@@ -103,9 +105,10 @@ static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
 static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, const int64_t *work_left,
                                 double horizon)
 {
-    for (int i = 0; i < m->n; i++) {
+    size_t at = mc_index_start(&m->index, hash);
+    for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;) {
         const memo_entry_t *e = &m->e[i];
-        if (e->hash != hash || e->len != m->nscratch || e->allowance ||
+        if (e->len != m->nscratch || e->allowance ||
             memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
             continue;
         if (work_left ? *work_left < e->work || *work_left < 4 * e->flows : !e->ended)
@@ -120,9 +123,10 @@ static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, const int
  * it, or NULL. */
 static memo_entry_t *find_paused(mc_sim_memo_t *m, uint64_t hash, const int64_t *work_left)
 {
-    for (int i = 0; i < m->n; i++) {
+    size_t at = mc_index_start(&m->index, hash);
+    for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;) {
         memo_entry_t *e = &m->e[i];
-        if (e->paused && e->hash == hash && e->len == m->nscratch &&
+        if (e->paused && e->len == m->nscratch &&
             (!work_left || *work_left >= e->allowance) &&
             memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) == 0)
             return e;
@@ -141,7 +145,8 @@ static memo_entry_t *remember(mc_sim_memo_t *m, uint64_t hash, int ended, double
     }
     memcpy(m->keys + m->nkeys, m->scratch, sizeof(int64_t) * m->nscratch);
     MC_GROW(m->e, m->cap, m->n + 1);
-    m->e[m->n] = (memo_entry_t){hash, m->nkeys, m->nscratch, ended, horizon, t, work, flows, 0,
+    mc_index_add(&m->index, hash, m->n);
+    m->e[m->n] = (memo_entry_t){m->nkeys, m->nscratch, ended, horizon, t, work, flows, 0,
                                 NULL};
     m->nkeys += m->nscratch;
     return &m->e[m->n++];

@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "synth/meshcast/synth_meshcast_run.h"
+#include "util/index.h"
 #include "util/util.h"
 
 typedef struct chunk_entry {
-    uint64_t hash, bytes;
+    uint64_t bytes;
     double rate;
     int nedges, nchunks;
     int at;                 /* its edges' costs in the pool: spb, conn_spb, hop, then up */
@@ -20,7 +21,7 @@ typedef struct chunk_entry {
 struct mc_chunk_memo {
     chunk_entry_t *e;
     int n, cap;
-    int *slot, nslots;      /* entry + 1, 0 for an empty slot */
+    mc_index_t index;
     double *pool;
     int npool, pool_cap;
 };
@@ -35,7 +36,7 @@ void mc_chunk_memo_free(mc_chunk_memo_t *m)
     if (!m)
         return;
     free(m->e);
-    free(m->slot);
+    mc_index_free(&m->index);
     free(m->pool);
     free(m);
 }
@@ -72,14 +73,6 @@ static int same(const mc_chunk_memo_t *m, const chunk_entry_t *e, const mc_cand_
     return 1;
 }
 
-static void place(mc_chunk_memo_t *m, int k)
-{
-    size_t i = m->e[k].hash & (size_t)(m->nslots - 1);
-    while (m->slot[i])
-        i = (i + 1) & (size_t)(m->nslots - 1);
-    m->slot[i] = k + 1;
-}
-
 int mc_chunk_memo_size(const mc_chunk_memo_t *m)
 {
     return m->n;
@@ -87,20 +80,11 @@ int mc_chunk_memo_size(const mc_chunk_memo_t *m)
 
 int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, double rate)
 {
-    if (2 * (m->n + 1) > m->nslots) {
-        free(m->slot);
-        m->nslots = m->nslots ? 2 * m->nslots : 256;
-        m->slot = mc_xcalloc((size_t)m->nslots, sizeof(int));
-        for (int k = 0; k < m->n; k++)
-            place(m, k);
-    }
     uint64_t h = cand_hash(c, bytes, rate);
-    size_t mask = (size_t)(m->nslots - 1);
-    for (size_t i = h & mask; m->slot[i]; i = (i + 1) & mask) {
-        const chunk_entry_t *e = &m->e[m->slot[i] - 1];
-        if (e->hash == h && same(m, e, c, bytes, rate))
-            return e->nchunks;
-    }
+    size_t at = mc_index_start(&m->index, h);
+    for (int k; (k = mc_index_next(&m->index, h, &at)) >= 0;)
+        if (same(m, &m->e[k], c, bytes, rate))
+            return m->e[k].nchunks;
     size_t n = (size_t)c->nedges;
     MC_GROW(m->e, m->cap, m->n + 1);
     MC_GROW(m->pool, m->pool_cap, m->npool + 4 * c->nedges);
@@ -111,9 +95,9 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, do
         p[2 * n + i] = c->edge_hop[i];
         p[3 * n + i] = c->edge_up[i];
     }
-    m->e[m->n] = (chunk_entry_t){h, bytes, rate, c->nedges, mc_cand_chunks(c, bytes, 0, rate),
+    m->e[m->n] = (chunk_entry_t){bytes, rate, c->nedges, mc_cand_chunks(c, bytes, 0, rate),
                                  m->npool};
     m->npool += 4 * c->nedges;
-    place(m, m->n);
+    mc_index_add(&m->index, h, m->n);
     return m->e[m->n++].nchunks;
 }

@@ -109,12 +109,11 @@ static void test_broken_instances(void **state)
 static void test_synthesized(void **state)
 {
     (void)state;
-    mc_topo_t *topo = NULL;
-    mc_task_t *task = NULL;
-    mc_sched_t *s = fx_synth_llama(&topo, &task);
-    char *xml = mc_sched_to_xml(s, topo), *report;
+    fx_llama_t l = fx_llama();
+    const char *xml = l.xml;
+    char *report;
     int ninst;
-    assert_int_equal(agree(xml, topo, &ninst, &report), 0);
+    assert_int_equal(agree(xml, l.topo, &ninst, &report), 0);
     assert_int_equal(ninst, 1);
     free(report);
     const char *at = strstr(xml, "<instance template=\"0\" nodes=\"");
@@ -125,14 +124,14 @@ static void test_synthesized(void **state)
     char *from = mc_xasprintf("%.*s", (int)(sp2 - at), at);
     char *to = mc_xasprintf("%.*s %.*s", (int)(sp2 - sp - 1), sp + 1, (int)(sp - at), at);
     char *swapped = replace(xml, from, to);
-    int n = agree(swapped, topo, &ninst, &report);
+    int n = agree(swapped, l.topo, &ninst, &report);
     assert_true(n != 0);
     free(report);
     const char *pieces = strstr(at, "pieces=\"") + strlen("pieces=\"");
     char *first = mc_xasprintf("pieces=\"%.*s", (int)strcspn(pieces, " \""), pieces);
-    char *next = mc_xasprintf("pieces=\"%d", (atoi(pieces) + 1) % task->npieces);
+    char *next = mc_xasprintf("pieces=\"%d", (atoi(pieces) + 1) % l.task->npieces);
     char *repiece = replace(xml, first, next);
-    n = agree(repiece, topo, &ninst, &report);
+    n = agree(repiece, l.topo, &ninst, &report);
     assert_true(n > 0);
     free(report);
     free(repiece);
@@ -141,10 +140,7 @@ static void test_synthesized(void **state)
     free(swapped);
     free(to);
     free(from);
-    free(xml);
-    mc_sched_free(s);
-    mc_task_free(task);
-    mc_topo_free(topo);
+    fx_llama_free(&l);
 }
 
 int main(void)

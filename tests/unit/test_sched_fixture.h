@@ -113,26 +113,42 @@ static inline char *fx_two_groups(const fixture_t *fx)
 }
 
 /* The meshcast strategy's schedule of three LLaMA-2-70B weights from DP2 x TP8 to DP4 x TP4 on
- * four DGX H100 (*topo, *task: the caller frees): two components, one an instance of the other
- * in the file. */
-static inline mc_sched_t *fx_synth_llama(mc_topo_t **topo, mc_task_t **task)
+ * four DGX H100, with its topology, task and XML: two components, one an instance of the other
+ * in the file. fx_llama_free frees them. */
+typedef struct fx_llama {
+    mc_topo_t *topo;
+    mc_task_t *task;
+    mc_sched_t *s;
+    char *xml;
+} fx_llama_t;
+
+static inline fx_llama_t fx_llama(void)
 {
-    mc_sched_t *s = NULL;
+    fx_llama_t l = {0};
     mc_err_t err = {0};
     mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
     opts.rlimit = 2000000;
-    if (mc_topo_load("topologies/dgx-h100-x4.xml", topo, &err) != MC_OK ||
+    if (mc_topo_load("topologies/dgx-h100-x4.xml", &l.topo, &err) != MC_OK ||
         mc_task_parse_text("mesh train={dp:2,tp:8}@0..15\nmesh gen={dp:4,tp:4}@16..31\n"
                            "move q: bf16[80,8192,8192] train[_,tp,_] -> gen[_,tp,_]\n"
                            "move o: bf16[80,8192,8192] train[_,_,tp] -> gen[_,_,tp]\n"
                            "move embed: bf16[32000,8192] train[tp,_] -> gen[tp,_]\n",
-                           "llama", task, &err) != MC_OK ||
-        mc_task_split(*task, &err) != MC_OK ||
-        mc_synth("meshcast", *task, *topo, &opts, &s, &err) != MC_OK) {
+                           "llama", &l.task, &err) != MC_OK ||
+        mc_task_split(l.task, &err) != MC_OK ||
+        mc_synth("meshcast", l.task, l.topo, &opts, &l.s, &err) != MC_OK) {
         fprintf(stderr, "fixture: %s\n", err.msg);
         abort();
     }
-    return s;
+    l.xml = mc_sched_to_xml(l.s, l.topo);
+    return l;
+}
+
+static inline void fx_llama_free(fx_llama_t *l)
+{
+    free(l->xml);
+    mc_sched_free(l->s);
+    mc_task_free(l->task);
+    mc_topo_free(l->topo);
 }
 
 #endif

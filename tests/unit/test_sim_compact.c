@@ -92,15 +92,9 @@ static void test_instance_timed_as_template(void **state)
 static void test_synthesized(void **state)
 {
     (void)state;
-    mc_topo_t *topo = NULL;
-    mc_task_t *task = NULL;
-    mc_sched_t *s = fx_synth_llama(&topo, &task);
-    char *xml = mc_sched_to_xml(s, topo);
-    assert_true(same_sim(xml, topo) > 0);
-    free(xml);
-    mc_sched_free(s);
-    mc_task_free(task);
-    mc_topo_free(topo);
+    fx_llama_t l = fx_llama();
+    assert_true(same_sim(l.xml, l.topo) > 0);
+    fx_llama_free(&l);
 }
 
 int main(void)
