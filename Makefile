@@ -69,7 +69,7 @@ RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps demo test check bench sweep fuzz fuzz-build install clean build-all python python-nccl-example
+.PHONY: all deps demo test check bench sweep sweep-hosts8 fuzz fuzz-build install clean build-all python python-nccl-example
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 
@@ -165,6 +165,17 @@ sweep: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@$(MAKE) --no-print-directory $(PY_STAMP)
 	$(PYTHON) bench/sweep.py $(SWEEP_ARGS)
+
+# The 96 eight-host cases (64 GPUs; docs/synthesis.md, README's "Not yet done"): the six clusters
+# of topologies/*-x8.xml at 4 MiB and 1 GiB, every pattern, meshcast only (about two minutes).
+# SWEEP_ARGS adds options, e.g. SWEEP_ARGS='--jsonl OUT.jsonl'.
+SWEEP_HOSTS8_TOPOS := dgx1-x8,h100-x8,mi250-x8,mi300x-x8,p4d-x8,rtx3090-x8
+sweep-hosts8: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
+	$(PYTHON) bench/sweep.py --topos $(SWEEP_HOSTS8_TOPOS) --sizes 4M,1024M \
+	  --patterns allgather,alltoall,bcast,transpose,uneven,cross2d,same2d,hostbcast \
+	  --strategies meshcast $(SWEEP_ARGS)
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
 # build-fuzz/, never in the source tree), seeded from fuzz/corpus/ (what earlier runs found, kept

@@ -116,7 +116,8 @@ static void print_pieces(const mc_task_t *task, int limit)
 static double term_seconds(const mc_bound_t *b, mc_bound_kind_t k)
 {
     const double s[MC_BOUND_NTERMS] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,
-                                       b->flow_s, b->cut_s, b->lp_s};
+                                       b->flow_s, b->cut_s, b->lp_s, b->host_relay_s,
+                                       b->reach_s};
     return s[k];
 }
 
@@ -135,7 +136,7 @@ static void where_text(mc_buf_t *w, const mc_task_t *task, const mc_topo_t *topo
     mc_buf_append(w, "", 0);
     if (at < 0) {
         mc_buf_printf(w, "-");
-    } else if (k == MC_BOUND_INGRESS) {
+    } else if (k == MC_BOUND_INGRESS || k == MC_BOUND_REACH) {
         mc_buf_printf(w, "GPU %d", at);
     } else if (k == MC_BOUND_EGRESS) {
         mc_buf_printf(w, "holder group of GPU %d", at);
@@ -147,6 +148,8 @@ static void where_text(mc_buf_t *w, const mc_task_t *task, const mc_topo_t *topo
         mc_buf_printf(w, "holder group of GPU %d to GPU %d", b->flow_holder, at);
     } else if (k == MC_BOUND_LP) {
         mc_buf_printf(w, "every piece");
+    } else if (k == MC_BOUND_HOST_RELAY) {
+        mc_buf_printf(w, "out of host %d", at);
     } else {
         int *ids, n = cut_gpus(topo, b, &ids);
         mc_buf_printf(w, "bytes %s GPUs ", b->cut_set.into ? "into" : "out of");
@@ -216,12 +219,12 @@ static void print_text(const mc_task_t *task, const mc_topo_t *topo, const mc_bo
         for (int k = 0; k < MC_BOUND_NTERMS; k++) {
             mc_buf_t w = {0};
             where_text(&w, task, topo, b, (mc_bound_kind_t)k);
-            printf("  %-9s %-10s %s\n", mc_bound_kind_str((mc_bound_kind_t)k),
+            printf("  %-10s %-10s %s\n", mc_bound_kind_str((mc_bound_kind_t)k),
                    mc_fmt_seconds(term_seconds(b, (mc_bound_kind_t)k), tm, sizeof(tm)),
                    w.data);
             mc_buf_free(&w);
         }
-        printf("  %-9s %s\n", mc_bound_kind_str(MC_BOUND_LATENCY),
+        printf("  %-10s %s\n", mc_bound_kind_str(MC_BOUND_LATENCY),
                mc_fmt_seconds(b->latency_s, tm, sizeof(tm)));
     }
     printf("peak memory bound: %s on GPU %d (max of source and destination tiles)\n",
@@ -274,11 +277,11 @@ static json_t *json_where(const mc_task_t *task, const mc_topo_t *topo, const mc
     where_text(&w, task, topo, b, k);
     json_object_set_new(o, "text", json_string(w.data));
     mc_buf_free(&w);
-    if (k == MC_BOUND_INGRESS || k == MC_BOUND_FLOW)
+    if (k == MC_BOUND_INGRESS || k == MC_BOUND_FLOW || k == MC_BOUND_REACH)
         json_object_set_new(o, "gpu", json_integer(at));
     if (k == MC_BOUND_EGRESS || k == MC_BOUND_FLOW)
         json_object_set_new(o, "holder", json_integer(k == MC_BOUND_FLOW ? b->flow_holder : at));
-    if (k == MC_BOUND_HOST_CUT)
+    if (k == MC_BOUND_HOST_CUT || k == MC_BOUND_HOST_RELAY)
         json_object_set_new(o, "host", json_integer(at));
     if (k == MC_BOUND_MESH_CUT)
         json_object_set_new(o, "mesh", json_string(task->meshes[at].name));

@@ -14,7 +14,7 @@
 const char *mc_bound_kind_str(mc_bound_kind_t k)
 {
     static const char *names[] = {"ingress", "egress", "host-cut", "mesh-cut", "flow", "cut", "lp",
-                                  "latency", "none"};
+                                  "host-relay", "reach", "latency", "none"};
     return (unsigned)k <= MC_BOUND_NONE ? names[k] : "?";
 }
 
@@ -153,6 +153,14 @@ static void ctx_init(mc_bound_ctx_t *a, const mc_task_t *task, const mc_topo_t *
     }
     free(from);
     free(to);
+    /* the terms that read every route need them all: a pair without one leaves them out */
+    a->routed = topo->ngpus <= MC_BOUND_ROUTE_GPUS;
+    for (int x = 0; x < topo->ngpus && a->routed; x++)
+        for (int y = 0; y < topo->ngpus && a->routed; y++) {
+            mc_route_t r;
+            mc_err_t ignored = {0};
+            a->routed = x == y || mc_topo_route(topo, x, y, &r, &ignored) == MC_OK;
+        }
 }
 
 static void ctx_free(mc_bound_ctx_t *a)
@@ -358,38 +366,38 @@ static mc_status_t relay_wait(const mc_topo_t *topo, const mc_bound_ctx_t *al, i
     return st;
 }
 
-/* Cuts around each host, and into each of its GPUs behind the relays' wait (relay_wait). */
+/* Cuts around each host, and into each of its GPUs behind the relays' wait (relay_wait); with
+ * the hosts' capacities, the relays between hosts (mc_bound_relay_hosts) into *relay. */
 static mc_status_t host_cut(const mc_task_t *task, const mc_topo_t *topo, const mc_bound_ctx_t *al,
-                            mc_best_t *best, mc_err_t *err)
+                            mc_best_t *best, mc_best_t *relay, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int nh = topo->nhosts, routed = topo->ngpus <= MC_BOUND_ROUTE_GPUS;
+    int nh = topo->nhosts, routed = al->routed;
     uint64_t *in = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
     uint64_t *out = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
     uint64_t *need = mc_xmalloc(sizeof(uint64_t) * (size_t)topo->ngpus);
+    double *cap_in = mc_xcalloc((size_t)nh, sizeof(double));
+    double *cap_out = mc_xcalloc((size_t)nh, sizeof(double));
     char *set = mc_xcalloc((size_t)nh, 1);
     mc_task_host_bytes(task, topo, in, out);
     needed_from_away(topo, al, need);
-    /* every route is needed: a pair without one leaves the term out */
-    for (int a = 0; a < topo->ngpus && routed; a++)
-        for (int b = 0; b < topo->ngpus && routed; b++) {
-            mc_route_t r;
-            mc_err_t ignored = {0};
-            routed = a == b || mc_topo_route(topo, a, b, &r, &ignored) == MC_OK;
-        }
     for (int h = 0; h < nh && st == MC_OK; h++) {
         if (!in[h] && !out[h])
             continue;
         set[h] = 1;
-        double cap = set_capacity(topo, al, set, 1);
+        double cap = cap_in[h] = set_capacity(topo, al, set, 1);
+        cap_out[h] = set_capacity(topo, al, set, 0);
         st = term(best, in[h], cap, al->cross, h, "host", topo, err);
         if (st == MC_OK)
-            st = term(best, out[h], set_capacity(topo, al, set, 0), al->cross, h, "host", topo,
-                      err);
+            st = term(best, out[h], cap_out[h], al->cross, h, "host", topo, err);
         if (st == MC_OK && routed && in[h])
             st = relay_wait(topo, al, h, cap, need, best, err);
         set[h] = 0;
     }
+    if (st == MC_OK)
+        st = mc_bound_relay_hosts(topo, al, cap_in, cap_out, relay, err);
+    free(cap_in);
+    free(cap_out);
     free(in);
     free(out);
     free(need);
@@ -476,8 +484,11 @@ static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int ex
     ctx_init(&al, task, topo);
     MC_CHECK_GOTO(ingress(topo, &al, &best[MC_BOUND_INGRESS], err), out, st);
     MC_CHECK_GOTO(egress(topo, &al, &best[MC_BOUND_EGRESS], err), out, st);
-    MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], err), out, st);
+    MC_CHECK_GOTO(host_cut(task, topo, &al, &best[MC_BOUND_HOST_CUT], &best[MC_BOUND_HOST_RELAY],
+                           err), out, st);
     MC_CHECK_GOTO(mesh_cut(task, topo, &al, &best[MC_BOUND_MESH_CUT], err), out, st);
+    if (al.routed)
+        MC_CHECK_GOTO(mc_bound_reach(topo, &al, &best[MC_BOUND_REACH], err), out, st);
     MC_CHECK_GOTO(mc_bound_cut(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_CUT],
                                &b.cut_set, err), out, st);
     MC_CHECK_GOTO(mc_bound_flow(topo, &al, exact ? 0 : largest(best), &best[MC_BOUND_FLOW],
@@ -490,6 +501,8 @@ static mc_status_t bound_of(const mc_task_t *task, const mc_topo_t *topo, int ex
     b.cut_s = best[MC_BOUND_CUT].bw;
     b.flow_s = best[MC_BOUND_FLOW].bw;
     b.lp_s = best[MC_BOUND_LP].bw;
+    b.host_relay_s = best[MC_BOUND_HOST_RELAY].bw;
+    b.reach_s = best[MC_BOUND_REACH].bw;
     /* Ties go to the earlier term: a GPU's own links before its host's before its mesh's. The
      * flow and cut terms generalize the ones before them (a whole host is one of the cut's
      * sets), so they bind only where they are larger by more than the rounding of two different

@@ -100,6 +100,7 @@ typedef struct mc_bound_ctx {
     mc_bound_index_t index;
     mc_bound_class_t *cls; /* the task's pieces by holders and destinations */
     int ncls;
+    int routed; /* every pair of GPUs routed (up to MC_BOUND_ROUTE_GPUS) */
 } mc_bound_ctx_t;
 
 /* The largest term of one kind so far: bandwidth time plus its own alpha. */
@@ -124,6 +125,18 @@ int mc_bound_holder_groups(const mc_bound_ctx_t *al, int by_dests, int *order, i
 int mc_bound_skip(mc_bound_net_t *net, uint64_t bytes, double alpha, double floor,
                   const mc_best_t *best);
 
+/* The host-relay term (bound_relay_hosts.c): per host A, the
+ * bytes held only on A against A's maximum flow out and the other hosts' maximum flows in
+ * (cap_in, cap_out: per host, 0 where not computed), where bytes relayed by a third host wait
+ * two network waits. best->where is A. */
+mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al,
+                                 const double *cap_in, const double *cap_out, mc_best_t *best,
+                                 mc_err_t *err);
+/* The reach term (bound_reach.c; needs al->routed): per holder group and GPU m that needs its
+ * bytes, m's incoming links each open when the group's bytes can first reach it over them.
+ * best->where is m. */
+mc_status_t mc_bound_reach(const mc_topo_t *topo, const mc_bound_ctx_t *al, mc_best_t *best,
+                           mc_err_t *err);
 /* The cut term (bound_cut.c): sets of GPUs inside a host and unions of hosts; *set says which
  * set binds. Sets whose term cannot exceed floor (the largest term of the other kinds) are
  * skipped. */

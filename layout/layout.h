@@ -169,6 +169,10 @@ typedef enum {
     MC_BOUND_FLOW,      /* the maximum flow from a holder group to one of its destinations */
     MC_BOUND_CUT,       /* the maximum flow into or out of a set of GPUs (inside a host) or hosts */
     MC_BOUND_LP,        /* the multicommodity-flow relaxation of multicast (small tasks) */
+    MC_BOUND_HOST_RELAY, /* bytes held on one host: out of it to each other host, or relayed by a
+                          * third host after two network waits */
+    MC_BOUND_REACH,     /* a GPU's incoming links, each from when the holders' bytes can first
+                         * reach it (up to 64 GPUs) */
     MC_BOUND_LATENCY,   /* nothing but the per-message overhead */
     MC_BOUND_NONE       /* nothing moves */
 } mc_bound_kind_t;
@@ -196,7 +200,7 @@ typedef struct mc_bound {
     int where;               /* where the binding term binds (term_where); -1 if none */
     double ingress_s, egress_s, host_cut_s, mesh_cut_s; /* bandwidth time of each kind's largest
                                                          * term */
-    double flow_s, cut_s, lp_s;
+    double flow_s, cut_s, lp_s, host_relay_s, reach_s;
     double latency_s;        /* the binding term's alpha */
     /* Per term kind, where its largest term binds: the GPU (ingress), the holder group's first
      * GPU (egress), the host, the mesh index, the destination GPU (flow), the host of cut_set or

@@ -94,7 +94,8 @@ class Topology:
 @dataclass(frozen=True)
 class Bound:
     """Lower bound on any schedule's time: seconds, the binding term (ingress, egress, host-cut,
-    mesh-cut, latency, none) and where it binds (a GPU, host or mesh index; -1 for none)."""
+    mesh-cut, flow, cut, lp, host-relay, reach, latency, none; docs/task-format.md) and where it
+    binds (a GPU, host or mesh index; -1 for none)."""
     seconds: float
     binding: str
     where: int

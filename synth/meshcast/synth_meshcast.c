@@ -17,7 +17,9 @@
 /* The fluid part of the bound, what pricing aims at: its largest term's bytes over capacity. Not
  * the binding term's (bound.seconds - latency_s): terms wait different message latencies, so the
  * binding one can carry fewer bytes (a 16 MiB all-gather over two H100 boxes: host-cut, 23.3 us
- * plus 20 us between hosts, binds over a cut into one GPU of 37.8 us plus 4.4 us). */
+ * plus 20 us between hosts, binds over a cut into one GPU of 37.8 us plus 4.4 us). The host-relay
+ * and reach terms are left out: their bytes' time is one side of a trade against message waits
+ * (a second network wait; links that open late), not a link load. */
 static double fluid_bound(const mc_bound_t *b)
 {
     double terms[] = {b->ingress_s, b->egress_s, b->host_cut_s, b->mesh_cut_s,

@@ -3,7 +3,10 @@
 # host 0's eight 512 KiB shards to the 56 GPUs of seven other DGX H100 hosts (8 rails), and one
 # MI250 GCD's 4 MiB to the other 63 GPUs of eight MI250 boxes (4 NICs, a switch). Each stripe of a
 # rail crosses between hosts through every other host as a hub, the shape its alpha-beta cost
-# picks (rails): before, 3.58 and 5.34 of the bound (a star per shard; the priced trees).
+# picks (rails): before, 3.58 and 5.34 of the bound (a star per shard; the priced trees). Since
+# session 17 the bound of both counts the second network wait of relays through third hosts
+# (host-relay): 34.8 -> 47.1 us and 67.6 -> 77.6 us, so the same times read lower ratios (the DGX
+# H100 check, within 2.6 of 34.8 us before, is within 1.9 of 47.1 us: 90 us either way).
 # And one DGX H100 GPU's 1 GiB to the other 63 GPUs of its 8 hosts.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -13,7 +16,7 @@ printf '<cluster version="1" name="h100-x8"><nodes type="dgx-h100" count="8"/><n
 expect_exit 0 "host 0's shards to 7 DGX H100 hosts" -- "$MESHCAST" synth -q --rlimit 2000000 \
   --topo "$TMP/h100-x8.xml" --mesh 'A={gpu:8}@0..7' --mesh 'B={host:7,gpu:8}@8..63' \
   'f32[1024,1024] A[gpu,_] -> B[_,_]' -o "$TMP/h100.xml"
-expect_grep "$TMP/out" '^meshcast: .* ratio 2\.[0-5]' "within 2.6 of the bound"
+expect_grep "$TMP/out" '^meshcast: .* lower bound 47\.1 us .* ratio 1\.[0-8]' "within 1.9 of the bound"
 expect_grep "$TMP/out" 'plan=rails' "on the rail trees"
 
 # One GPU's 1 GiB to the other 63 of those DGX H100 hosts: its rail trees (the stripe split) in 2

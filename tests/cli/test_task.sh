@@ -91,6 +91,38 @@ assert j["terms_where"]["cut"]["gpus"] == [0, 1, 2, 3] and j["terms_where"]["cut
 assert j["terms_where"]["host-cut"] is None and j["terms_where"]["ingress"]["gpu"] == 1
 ' "$TMP/bcast.json"
 
+# The host-relay term (tests/unit/test_layout_bound_relay.c): 4 MiB from GPU 0 to the 31 other
+# GPUs of four DGX H100 hosts. The three other hosts need it all; host 0's GPUs send at most
+# 384e9 B/s out and each host takes 384e9 B/s in, and bytes a third host relays wait two network
+# waits of 20 us: 20 us + (3 x 4 MiB + 3 x 20 us x 384e9 B/s) / (4 x 384e9 B/s) = 43.19 us (the
+# cuts alone: 34.8 us, what main printed before the term).
+expect_exit 0 "h100 x4 broadcast" -- "$MESHCAST" task --json --topo topologies/dgx-h100-x4.xml \
+  --mesh 'S={g:1}@0' --mesh 'D={g:31}@1..31' 'f32[1024,1024] S[_,_] -> D[_,_]'
+cp "$TMP/out" "$TMP/relay.json"
+expect_true "broadcast over four hosts bound by the host-relay term" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = 20e-6 + (3 * 4194304 + 3 * 20e-6 * 384e9) / (4 * 384e9)
+assert abs(j["lower_bound_s"] - want) < 1e-12, j["lower_bound_s"]
+assert abs(j["terms_s"]["host-relay"] + j["terms_s"]["latency"] - want) < 1e-12
+assert j["terms_where"]["host-relay"] == {"text": "out of host 0", "host": 0}
+' "$TMP/relay.json"
+
+# The reach term (tests/unit/test_layout_bound_relay.c): 4 MiB from GPU 0 over RCCL's MI300X box,
+# one xGMI link of 48e9 B/s between every two GPUs, a message's wait d = 3.9 us. Into each GPU the
+# link from GPU 0 opens at d, the six others at 2d: (S + 13 d x 48e9) / (7 x 48e9) = 19.73 us
+# (main printed 16.38 us: S / 336e9 + d).
+expect_exit 0 "mi300x broadcast" -- "$MESHCAST" task --json --topo topologies/rccl-topo_8p_940.xml \
+  --mesh 'S={g:1}@0' --mesh 'D={g:7}@1..7' 'f32[1024,1024] S[_,_] -> D[_,_]'
+cp "$TMP/out" "$TMP/reach.json"
+expect_true "broadcast over an xGMI mesh bound by the reach term" -- python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = (4194304 + 13 * 3.9e-6 * 48e9) / (7 * 48e9)
+assert abs(j["lower_bound_s"] - want) < 1e-12, j["lower_bound_s"]
+assert j["bound"] == "reach" and j["terms_where"]["reach"]["gpu"] == j["bound_where"]
+' "$TMP/reach.json"
+
 # Without a topology: pieces and needs only; JSON says there is no bound.
 expect_exit 0 "no topology" -- "$MESHCAST" task --json --mesh 'A={g:4}' 'u8[5] A[g] -> A[_]'
 cp "$TMP/out" "$TMP/ag.json"

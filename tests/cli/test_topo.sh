@@ -109,4 +109,14 @@ expect_exit 2 "GPU out of range" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-
 expect_exit 2 "GPU not a number" -- "$MESHCAST" topo route "$X/dgx1-v100-hybrid-cube-mesh-topo.xml" 0 x
 expect_exit 2 "unknown option" -- "$MESHCAST" topo show --bogus "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
 expect_exit 2 "--svg on show" -- "$MESHCAST" topo show --svg x.svg "$X/dgx1-v100-hybrid-cube-mesh-topo.xml"
+
+# The clusters of the eight-host sweep (make sweep-hosts8): eight of each host file, with its NIC
+# ports (DGX-1 3, DGX H100 8, MI250 4, MI300X 8, p4d 4, RTX 3090 box 1).
+for f in dgx1:3 h100:8 mi250:4 mi300x:8 p4d:4 rtx3090:1; do
+  expect_exit 0 "show ${f%:*}-x8" -- "$MESHCAST" topo show -q "$ROOT/topologies/${f%:*}-x8.xml"
+  expect_grep "$TMP/out" '^hosts: 8$' "${f%:*}-x8: 8 hosts"
+  expect_grep "$TMP/out" '^GPUs: 64$' "${f%:*}-x8: 64 GPUs"
+  expect_grep "$TMP/out" "^NIC ports: $((8 * ${f#*:}))\$" "${f%:*}-x8: ${f#*:} NIC ports a host"
+done
+
 finish
