@@ -370,6 +370,24 @@ static void recompute(sim_t *sm, double now)
 static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc_err_t *err)
 {
     sm->nedges = sm->nflows = sm->nchildren = sm->nroutes = 0;
+    /* the arrays sized once for the group, not doubled (and copied) tree by tree; build_tree
+     * checks the counts, so sizes past SIM_MAX_FLOWS are left to it */
+    int64_t nedges = 0, nroutes = 0, nflows = 0;
+    for (int i = 0; i < n; i++) {
+        const mc_tree_t *tr = &sm->s->trees[trees[i]];
+        nedges += tr->nedges;
+        nflows += (int64_t)tr->nedges * (tr->nchunks > 0 ? tr->nchunks : 0);
+        for (int e = 0; e < tr->nedges; e++)
+            nroutes += tr->edges[e].nlinks > 0 ? tr->edges[e].nlinks : 0;
+    }
+    if (nflows <= SIM_MAX_FLOWS && nroutes <= SIM_MAX_FLOWS) {
+        MC_GROW(sm->edges, sm->edge_cap, (int)nedges);
+        MC_GROW(sm->children, sm->children_cap, (int)nedges);
+        MC_GROW(sm->routes, sm->route_cap, (int)nroutes);
+        MC_GROW(sm->flows, sm->flow_cap, (int)nflows);
+        MC_GROW(sm->flow_cls, sm->flow_cls_cap, (int)nflows);
+        MC_GROW(sm->flow_rate, sm->flow_rate_cap, (int)nflows);
+    }
     for (int i = 0; i < n; i++) {
         mc_status_t st = build_tree(sm, trees[i], sm->edge_of, err);
         if (st != MC_OK)

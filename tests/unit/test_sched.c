@@ -478,6 +478,53 @@ static void test_maxmin_wide_ids(void **state)
     free(id);
 }
 
+/* The solver's larger problems on keys that share all but their last bits: capacities a few
+ * ulps apart (some equal, a few twice as large), so that its sort of the links' keys by their
+ * leading differing bits goes down to the last bits and through groups of equal keys, where the
+ * link decides; the rates match the reference's to the bit, weighted and not. */
+static void test_maxmin_close_keys(void **state)
+{
+    (void)state;
+    enum { NL = 700, NF = 500 };
+    uint64_t seed = 4242;
+    int *off = malloc(sizeof(int) * (NF + 1)), *links = malloc(sizeof(int) * 4 * NF);
+    double *weight = malloc(sizeof(double) * 4 * NF), *cap = malloc(sizeof(double) * NL);
+    double *got = malloc(sizeof(double) * NF), *want = malloc(sizeof(double) * NF);
+    mc_sched_maxmin_t *m = mc_sched_maxmin_new(NL);
+#define RND(n) ((int)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+    for (int round = 0; round < 40; round++) {
+        for (int l = 0; l < NL; l++) {
+            double c = 48e9 * (RND(10) == 0 ? 2 : 1);
+            for (int u = RND(40); u > 0; u--)
+                c = nextafter(c, HUGE_VAL);
+            cap[l] = c;
+        }
+        int n = 0;
+        off[0] = 0;
+        for (int f = 0; f < NF; f++) {
+            for (int k = 1 + RND(4); k > 0; k--) {
+                links[n] = RND(NL);
+                weight[n++] = 0.5 * (1 + RND(3));
+            }
+            off[f + 1] = n;
+        }
+        const double *w = round % 2 ? weight : NULL;
+        mc_sched_maxmin_solve(m, NF, off, links, w, cap, got);
+        ref_maxmin(NL, NF, off, links, w, cap, want);
+        for (int f = 0; f < NF; f++)
+            if (memcmp(&got[f], &want[f], sizeof(double)) != 0)
+                fail_msg("round %d, flow %d: %.17g, want %.17g", round, f, got[f], want[f]);
+    }
+#undef RND
+    mc_sched_maxmin_free(m);
+    free(off);
+    free(links);
+    free(weight);
+    free(cap);
+    free(got);
+    free(want);
+}
+
 /* The rates do not depend on the order of a flow's links (mc_sched_plan_rates lists a tree's
  * links as its edges first cross them): on the flow sets of test_maxmin_random, each flow's
  * links made distinct (a repeated link's weights summed), solved in ascending order and in a
@@ -678,6 +725,7 @@ int main(void)
         cmocka_unit_test(test_maxmin_solver),
         cmocka_unit_test(test_maxmin_random),
         cmocka_unit_test(test_maxmin_wide_ids),
+        cmocka_unit_test(test_maxmin_close_keys),
         cmocka_unit_test(test_maxmin_resolve),
         cmocka_unit_test(test_maxmin_counted),
         cmocka_unit_test(test_maxmin_link_order),
