@@ -69,7 +69,7 @@ RT_EXTRA_LIBS :=
 -include runtime/runtime.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps demo test check bench sweep sweep-hosts8 fuzz fuzz-build install clean build-all python python-nccl-example
+.PHONY: all deps demo test check bench sweep sweep-hosts8 sweep-wide fuzz fuzz-build install clean build-all python python-nccl-example
 all: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 
@@ -176,6 +176,19 @@ sweep-hosts8: $(DEPS_STAMP)
 	$(PYTHON) bench/sweep.py --topos $(SWEEP_HOSTS8_TOPOS) --sizes 4M,1024M \
 	  --patterns allgather,alltoall,bcast,transpose,uneven,cross2d,same2d,hostbcast \
 	  --strategies meshcast $(SWEEP_ARGS)
+
+# The 288 cases of docs/synthesis.md (session 14 on): every pattern at 4 MiB, 64 MiB and 1 GiB on
+# 16 boxes and clusters, then 2-D swaps and host broadcasts on the 8 clusters; meshcast only.
+# Both runs append to the same --jsonl file where SWEEP_ARGS names one.
+SWEEP_WIDE_TOPOS := aws-p3.8xlarge-x5,aws-p4d-24xlarge-topo,dgx-a100-x4,dgx1-v100-hybrid-cube-mesh-topo,mi250-x2,mi300x-x2,oci-a100-x8,oci-bm-gpu-h100.8-topo,oci-bm-gpu4.8-a100-topo,oci-h100-x2,p4d-x4,pcie-rtx3090-x4,pcie-rtx3090x8-1nic-topo,rccl-topo_4p3l,rccl-topo_8p1h,rccl-topo_8p_940
+SWEEP_WIDE_CLUSTERS := aws-p3.8xlarge-x5,dgx-a100-x4,mi250-x2,mi300x-x2,oci-a100-x8,oci-h100-x2,p4d-x4,pcie-rtx3090-x4
+sweep-wide: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PY_STAMP)
+	$(PYTHON) bench/sweep.py --topos $(SWEEP_WIDE_TOPOS) --sizes 4M,64M,1024M \
+	  --patterns allgather,alltoall,bcast,transpose,uneven --strategies meshcast $(SWEEP_ARGS)
+	$(PYTHON) bench/sweep.py --topos $(SWEEP_WIDE_CLUSTERS) --sizes 4M,64M \
+	  --patterns cross2d,hostbcast,same2d --strategies meshcast $(SWEEP_ARGS)
 
 # libFuzzer targets (fuzz/fuzz_*.c), each run for FUZZ_SECONDS (crashing or slow inputs land in
 # build-fuzz/, never in the source tree), seeded from fuzz/corpus/ (what earlier runs found, kept

@@ -65,3 +65,39 @@ def test_bad_arguments():
     assert r.returncode == 2 and "unknown pattern 'spiral': expected one of bcast," in r.stderr
     r = run("--topos", "no-such-topology")
     assert r.returncode == 1 and "topology 'no-such-topology' not found" in r.stderr
+
+
+def record(case, bound, **sims):
+    return {"case": case, "bound": bound,
+            "strategies": {s: {"status": "ok", "sim": t, "synth_s": 0.5} for s, t in sims.items()}}
+
+
+def test_compare_two_runs(tmp_path):
+    compare = ROOT / "bench" / "sweep_compare.py"
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text("\n".join(json.dumps(r) for r in [
+        record("a", 1.0, meshcast=2.0, p2p=3.0), record("b", 1.0, meshcast=1.5),
+        record("c", 1.0, meshcast=1.2), record("gone", 1.0, meshcast=1.0)]) + "\n")
+    new.write_text("\n".join(json.dumps(r) for r in [
+        record("a", 1.2, meshcast=1.6, p2p=1.5), record("b", 1.0, meshcast=1.5),
+        record("c", 0.9, meshcast=1.32, p2p=0.8), record("new", 1.0, meshcast=1.0)]) + "\n")
+    r = subprocess.run([sys.executable, str(compare), str(old), str(new)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "cases in both: 3 of new 4"
+    # old / new: 1.25, 1, 1/1.1
+    assert lines[1] == ("meshcast old/new simulated time: geomean %.4f; faster >1%%: 1, same: 1, "
+                        "slower >1%%: 1" % (1.25 / 1.1) ** (1 / 3))
+    assert lines[2] == "bounds: 1 rose, 1 fell"
+    assert lines[3].split() == ["c", "x1.100", "ratio", "1.200", "->", "1.467", "synth", "0.50",
+                                "->", "0.50", "s"]
+    assert lines[4].split()[:6] == ["a", "x0.800", "ratio", "2.000", "->", "1.333"]
+    assert lines[6] == "meshcast slower than a baseline (new): a (p2p x1.067), c (p2p x1.650)"
+    assert lines[7] == "time below the bound (new): c (p2p)"
+    bad = subprocess.run([sys.executable, str(compare), str(old), str(tmp_path / "none")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "sweep_compare:" in bad.stderr
+    usage = subprocess.run([sys.executable, str(compare), str(old)], capture_output=True,
+                           text=True, timeout=60)
+    assert usage.returncode == 2
