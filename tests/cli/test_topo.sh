@@ -118,5 +118,10 @@ for f in dgx1:3 h100:8 mi250:4 mi300x:8 p4d:4 rtx3090:1; do
   expect_grep "$TMP/out" '^GPUs: 64$' "${f%:*}-x8: 64 GPUs"
   expect_grep "$TMP/out" "^NIC ports: $((8 * ${f#*:}))\$" "${f%:*}-x8: ${f#*:} NIC ports a host"
 done
+# Three MI250 boxes, the odd host count of docs/synthesis.md's 100 unseen cases.
+expect_exit 0 "show mi250-x3" -- "$MESHCAST" topo show -q "$ROOT/topologies/mi250-x3.xml"
+expect_grep "$TMP/out" '^hosts: 3$' "mi250-x3: 3 hosts"
+expect_grep "$TMP/out" '^GPUs: 24$' "mi250-x3: 24 GPUs"
+expect_grep "$TMP/out" '^NIC ports: 12$' "mi250-x3: 4 NIC ports a host"
 
 finish
