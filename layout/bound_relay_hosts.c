@@ -10,14 +10,19 @@
 
 #include "layout/bound_internal.h"
 
-/* Ranks hosts by how long their ingress takes to move what they need (descending), then id. */
-static const double *rank_time;
+/* A host and how long its ingress takes to move what it needs. */
+typedef struct host_time {
+    double t;
+    int h;
+} host_time_t;
+
+/* By time, the longest first, then by host. */
 static int by_time(const void *a, const void *b)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    if (rank_time[x] != rank_time[y])
-        return rank_time[x] > rank_time[y] ? -1 : 1;
-    return x - y;
+    const host_time_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t > y->t ? -1 : 1;
+    return x->h - y->h;
 }
 
 /* One holder host a, with s[h] the distinct bytes host h needs of the pieces held only on a.
@@ -32,29 +37,27 @@ static int by_time(const void *a, const void *b)
  * the largest over K reached on the hosts whose s_h / C_h is largest (those still taking relayed
  * bytes at the least feasible T), so the sets tried are the prefixes in that order. */
 static mc_status_t one_host(const mc_topo_t *topo, const mc_bound_ctx_t *al, int a,
-                            const uint64_t *s, const double *cap_in, double cap_out, int *order,
-                            double *t_in, mc_best_t *best, mc_err_t *err)
+                            const uint64_t *s, const double *cap_in, double cap_out,
+                            host_time_t *order, mc_best_t *best, mc_err_t *err)
 {
     int n = 0;
     double c = al->cross;
     uint64_t bytes = 0;
     for (int h = 0; h < topo->nhosts; h++)
         if (s[h] && cap_in[h] > 0) {
-            order[n++] = h;
-            t_in[h] = (double)s[h] / cap_in[h];
+            order[n++] = (host_time_t){(double)s[h] / cap_in[h], h};
             bytes += s[h];
         }
     if (n == 0 || !(cap_out > 0))
         return MC_OK;
     if ((double)bytes <= c * cap_out)
         return mc_bound_term(best, bytes, cap_out, c, a, "host", topo, NULL, err);
-    rank_time = t_in;
-    mc_sort(order, (size_t)n, sizeof(int), by_time);
+    mc_sort(order, (size_t)n, sizeof(host_time_t), by_time);
     uint64_t s_k = 0, best_s = 0;
     double c_k = 0, best_c = 0, best_t = -INFINITY;
     for (int i = 0; i < n; i++) {
-        s_k += s[order[i]];
-        c_k += cap_in[order[i]];
+        s_k += s[order[i].h];
+        c_k += cap_in[order[i].h];
         double t = c + ((double)s_k + c * c_k) / (c_k + cap_out);
         if (t > best_t) {
             best_t = t;
@@ -179,8 +182,8 @@ mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al
             cls[fill[home[i]]++] = i;
     uint64_t *s = mc_xmalloc(sizeof(uint64_t) * (size_t)nh);
     uint64_t *b = mc_xmalloc(sizeof(uint64_t) * (size_t)ng);
-    int *stamp = mc_xmalloc(sizeof(int) * (size_t)nh), *order = mc_xmalloc(sizeof(int) * (size_t)nh);
-    double *t_in = mc_xmalloc(sizeof(double) * (size_t)nh);
+    int *stamp = mc_xmalloc(sizeof(int) * (size_t)nh);
+    host_time_t *order = mc_xmalloc(sizeof(host_time_t) * (size_t)nh);
     int *cnt = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(int));
     int *pairs = mc_xmalloc(sizeof(int) * 2 * (size_t)ng * MC_ROUTE_MAX_LINKS);
     int *ms = mc_xmalloc(sizeof(int) * (size_t)ng);
@@ -209,7 +212,7 @@ mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al
             }
         }
         if (nh > 2)
-            st = one_host(topo, al, a, s, cap_in, cap_out[a], order, t_in, best, err);
+            st = one_host(topo, al, a, s, cap_in, cap_out[a], order, best, err);
         if (st == MC_OK && al->routed)
             st = over_links(topo, al, a, b, cnt, pairs, ms, w, best, err);
     }
@@ -221,7 +224,6 @@ mc_status_t mc_bound_relay_hosts(const mc_topo_t *topo, const mc_bound_ctx_t *al
     free(b);
     free(stamp);
     free(order);
-    free(t_in);
     free(cnt);
     free(pairs);
     free(ms);
