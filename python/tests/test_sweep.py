@@ -101,3 +101,40 @@ def test_compare_two_runs(tmp_path):
     usage = subprocess.run([sys.executable, str(compare), str(old)], capture_output=True,
                            text=True, timeout=60)
     assert usage.returncode == 2
+
+
+def suite_csv(path, rows):
+    """A bench --csv file with the columns suite_compare.py reads: (case, strategy, bound, sim)."""
+    head = "suite,case,strategy,bytes,lower_bound_s,sim_s,ratio\n"
+    path.write_text(head + "".join(f"s,{c},{s},1,{b},{t},{t / b}\n" for c, s, b, t in rows))
+
+
+def test_suite_compare(tmp_path):
+    compare = ROOT / "bench" / "suite_compare.py"
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    suite_csv(old / "f_s.csv", [("a", "meshcast", 1.0, 2.0), ("a", "p2p", 1.0, 3.0),
+                                ("b", "meshcast", 1.0, 1.5), ("gone", "meshcast", 1.0, 1.0)])
+    suite_csv(new / "f_s.csv", [("a", "meshcast", 1.0, 1.6), ("a", "p2p", 1.0, 1.5),
+                                ("b", "meshcast", 2.0, 1.5), ("c", "meshcast", 1.0, 1.0),
+                                ("c", "xla", 1.0, 0.5)])
+    r = subprocess.run([sys.executable, str(compare), str(old), str(new)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "s: 3 rows in both; sim_s moved on 2, bound moved on 1"
+    assert lines[1].split() == ["a", "x0.8000", "ratio", "2.0000", "->", "1.6000"]
+    # geomeans over three rows: old (2 * 1.5 * 1) ** (1/3), new (1.6 * 0.75 * 1) ** (1/3)
+    assert lines[2].split()[3:6] == ["%.4f" % 3 ** (1 / 3), "->", "%.4f;" % 1.2 ** (1 / 3)]
+    assert lines[3] == "new run: 4 faults"
+    assert lines[4:] == ["  s a: meshcast slower than p2p x1.067", "  s b: meshcast below its bound",
+                         "  s c: meshcast slower than xla x2.000", "  s c: xla below its bound"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = subprocess.run([sys.executable, str(compare), str(old), str(empty)],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "suite_compare:" in bad.stderr
+    usage = subprocess.run([sys.executable, str(compare), str(old)], capture_output=True,
+                           text=True, timeout=60)
+    assert usage.returncode == 2
