@@ -16,6 +16,8 @@ import math
 import sys
 from pathlib import Path
 
+import sweep_compare  # the command's frame, shared
+
 MOVED = 1e-6   # relative change below this is the CSV's rounding
 BELOW = 1e-8   # a time this far below its bound is rounding, not below it
 SLOWER = 1e-3  # meshcast slower than a baseline by more than this fraction counts
@@ -25,11 +27,14 @@ def load(directory):
     """{suite: {(case, strategy): row}} for every f_*.csv in the directory."""
     suites = {}
     for path in sorted(Path(directory).glob("f_*.csv")):
+        rows = {}
         with open(path, newline="") as f:
-            rows = {}
-            for row in csv.DictReader(f):
-                if row.get("sim_s"):
-                    rows[(row["case"], row["strategy"])] = row
+            try:
+                for row in csv.DictReader(f):
+                    if row.get("sim_s"):
+                        rows[(row["case"], row["strategy"])] = row
+            except csv.Error as e:
+                raise ValueError(f"{path}: {e}") from e
         suites[path.stem[2:]] = rows
     if not suites:
         raise ValueError(f"{directory}: no f_SUITE.csv files")
@@ -85,25 +90,17 @@ def faults(name, rows):
     return out
 
 
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    try:
-        old, new = load(argv[1]), load(argv[2])
-        lines, bad = [], []
-        for name in sorted(new):
-            if name in old:
-                lines += compare_suite(name, old[name], new[name])
-            bad += faults(name, new[name])
-    except (OSError, ValueError, KeyError, ZeroDivisionError, csv.Error) as e:
-        print(f"suite_compare: {e}", file=sys.stderr)
-        return 1
+def compare(old, new):
+    """The report's lines for two runs' suites."""
+    lines, bad = [], []
+    for name in sorted(new):
+        if name in old:
+            lines += compare_suite(name, old[name], new[name])
+        bad += faults(name, new[name])
     lines.append("new run: " + ("none slower than a baseline, none below its bound" if not bad
                                 else f"{len(bad)} faults"))
-    print("\n".join(lines + bad))
-    return 0
+    return lines + bad
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(sweep_compare.main(sys.argv, __doc__, "suite_compare", load, compare))

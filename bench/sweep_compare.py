@@ -77,16 +77,18 @@ def compare(old, new):
     return lines
 
 
-def main(argv):
+def main(argv, doc=__doc__, name="sweep_compare", load=load, compare=compare):
+    """The command: OLD and NEW read by load, the lines of compare(old, new) printed; shared with
+    suite_compare.py (its own doc, name, load and compare)."""
     if len(argv) != 3:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        print(doc.split("\n\n")[1], file=sys.stderr)
         return 2
     try:
-        old, new = load(argv[1]), load(argv[2])
-    except (OSError, ValueError, KeyError) as e:
-        print(f"sweep_compare: {e}", file=sys.stderr)
+        lines = compare(load(argv[1]), load(argv[2]))
+    except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
         return 1
-    print("\n".join(compare(old, new)))
+    print("\n".join(lines))
     return 0
 
 
