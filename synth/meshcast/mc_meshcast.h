@@ -434,6 +434,12 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
  * overheads fall at different instants; the planned rates are stated again. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t min_bytes);
+/* Into *out, a copy of s whose trees that leave their root's host from the root and fan out
+ * inside it (no GPU there sending elsewhere) reach that host's GPUs back from their first host
+ * across the network instead, each from the GPU there on its device (synth_meshcast_loopback.c);
+ * NULL when no tree does. Rates planned. */
+mc_status_t mc_sched_looped(const mc_sched_t *s, const mc_topo_t *topo, mc_sched_t **out,
+                            mc_err_t *err);
 /* Into *out, a copy of s whose pieces that have trees in relays (each piece's together) move on
  * those instead, the piece's bytes split over each run of them that reaches the same
  * destinations (multiples of 4 KiB; evenly, or by the trees' stripes where they have one: a tree

@@ -1016,6 +1016,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         MC_CHECK_GOTO(mc_meshcast_race_striped(won, &s, &v, err), out, st);
         won->last_work_left = MC_SIM_LAST_WORK;
         MC_CHECK_GOTO(mc_meshcast_race_ring(won, &s, &v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_looped(won, &s, &v, err), out, st);
     }
     memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster. */
