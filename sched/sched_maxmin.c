@@ -50,8 +50,8 @@ struct mc_sched_maxmin {
     int scan_cap;
     int *touched, ntouched, *nsub;
     unsigned tstamp, *tmark;
-    int *stale, nstale;  /* the open links whose level may be above their key, each once */
-    char *in_stale;
+    char *in_stale;   /* the links solve_scan holds in the heap: open ones whose level rose above
+                       * their key (or fell back to it, or that closed since) */
     /* solve_sorted: the links by initial (key, link), and the radix sort's other buffer */
     struct heap_item *srt, *srt_tmp;
     int srt_cap;
@@ -78,7 +78,6 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
     m->touched = mc_xcalloc(n, sizeof(int));
     m->tmark = mc_xcalloc(n, sizeof(unsigned));
     m->nsub = mc_xcalloc(n, sizeof(int));
-    m->stale = mc_xcalloc(n, sizeof(int));
     m->in_stale = mc_xcalloc(n, 1);
     return m;
 }
@@ -105,15 +104,8 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->touched);
     free(m->tmark);
     free(m->nsub);
-    free(m->stale);
     free(m->in_stale);
     free(m);
-}
-
-/* The order of the keys: by key, then by link. */
-static int before(double ka, int la, double kb, int lb)
-{
-    return ka < kb || (ka == kb && la < lb);
 }
 
 /* The heap holds its keys as key_bits() (below), integers of the keys' order, so that its
@@ -271,8 +263,8 @@ static void solve_one(const int *off, const int *links, const double *weight, co
     }
 }
 
-/* A key as an integer of the same order: keys are levels, never NaN; -0 counts as +0, as the
- * comparisons of before() do. */
+/* A key as an integer of the same order: keys are levels, never NaN; -0 counts as +0, as
+ * comparisons of doubles do. */
 static uint64_t key_bits(double k)
 {
     uint64_t u;
@@ -410,8 +402,12 @@ static double least(const double *e, int n)
  * next fix are: in (key, link) order, every link pushed again at its level while that is above
  * its key, until the first whose level is not; that link is the least by (its level if above its
  * key, else its key; link), and the links pushed again on the way are those before it by (key,
- * link) whose level is above their key. One pass finds the link, a second re-keys those; the
- * links whose flows are all fixed leave the open set (the heap would drop them when popped).
+ * link) whose level is above their key. One pass finds the link; the links whose level rose
+ * above their key wait in the heap by (key, link) (their key does not change while they wait),
+ * and those before the link found leave it re-keyed (a link whose level fell back to its key, or
+ * that closed, leaves it then with nothing done, as the queue would), so a link waiting behind
+ * the pick costs nothing per fix; the links whose flows are all fixed leave the open set (the
+ * queue would drop them when popped).
  * The passes read the levels kept in open[]: a fix sets them again on the links it charged, the
  * same quotient of the same figures as computed afresh, and closes those it emptied. */
 static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
@@ -425,6 +421,7 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
     struct scan_item *o = m->open;
     double *eff = m->eff;
     int nopen = 0;
+    m->nheap = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
         m->lpos[l] = -1;
@@ -446,16 +443,12 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
             }
         int bi = o[best].i;
         double x = o[best].lev;
-        for (int s = 0; s < m->nstale;) {
-            int l = m->stale[s], p = m->lpos[l];
-            if (p >= 0 && o[p].lev > o[p].key && !before(o[p].key, l, bk, bl)) {
-                s++;
-                continue;
-            }
+        struct heap_item pick = {key_bits(bk), bl};
+        while (m->nheap > 0 && heap_less(&m->heap[0], &pick)) {
+            int l = heap_pop(m).link, p = m->lpos[l];
             if (p >= 0 && o[p].lev > o[p].key)
                 o[p].key = o[p].lev;
             m->in_stale[l] = 0;
-            m->stale[s] = m->stale[--m->nstale];
         }
         nleft -= fix_link(m, bi, x, off, links, weight, rate);
         for (int t = 0; t < m->ntouched; t++) {
@@ -467,7 +460,7 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
                 eff[p] = o[p].lev > o[p].key ? o[p].lev : o[p].key;
                 if (o[p].lev > o[p].key && !m->in_stale[l]) {
                     m->in_stale[l] = 1;
-                    m->stale[m->nstale++] = l;
+                    heap_push(m, key_bits(o[p].key), l);
                 }
                 continue;
             }
@@ -477,9 +470,9 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
             m->lpos[l] = -1;
         }
     }
-    for (int s = 0; s < m->nstale; s++)
-        m->in_stale[m->stale[s]] = 0;
-    m->nstale = 0;
+    for (int s = 0; s < m->nheap; s++)
+        m->in_stale[m->heap[s].link] = 0;
+    m->nheap = 0;
 }
 
 /* The bottlenecks of the links of this solve (m->used) whose flows are set up (m->fixed, and the
