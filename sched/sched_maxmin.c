@@ -22,7 +22,9 @@ struct mc_sched_maxmin {
     unsigned epoch;
     unsigned *stamp;  /* per link: epoch it was last set up in */
     double *cap_rem;  /* per link */
-    double *wsum;     /* per link: weight of its unfixed flows */
+    double *wsum;     /* per link: weight of its unfixed flows (weighted solves; unweighted, the
+                       * weight is nunfixed, a sum of ones, exact) */
+    int weighted;     /* this solve was given weights */
     int *nunfixed;    /* per link */
     int *lpos;        /* per link: fill position in ent[] */
     int *used, *loff; /* links of this solve, and their slices of ent[] */
@@ -41,14 +43,15 @@ struct mc_sched_maxmin {
      * once closed). A level changes only where fix_link charges a flow, so fix_link lists the
      * links it charges (touched, once each: tmark) and only those are looked at again. */
     struct scan_item {
-        double eff, key, lev; /* eff: the greater of lev and key, by which the scan picks */
+        double key, lev;
         int link, i;
     } *open;
+    double *eff; /* per place in open[]: the greater of its lev and key, by which the scan picks */
     int scan_cap;
-    int track, *touched, ntouched;
+    int *touched, ntouched, *nsub;
     unsigned tstamp, *tmark;
-    int *stale, nstale;  /* the open links whose level may be above their key, each once */
-    char *in_stale;
+    char *in_stale;   /* the links solve_scan holds in the heap: open ones whose level rose above
+                       * their key (or fell back to it, or that closed since) */
     /* solve_sorted: the links by initial (key, link), and the radix sort's other buffer */
     struct heap_item *srt, *srt_tmp;
     int srt_cap;
@@ -74,7 +77,7 @@ mc_sched_maxmin_t *mc_sched_maxmin_new(int nlinks)
     m->lbits = mc_xcalloc(n / 64 + 1, sizeof(uint64_t));
     m->touched = mc_xcalloc(n, sizeof(int));
     m->tmark = mc_xcalloc(n, sizeof(unsigned));
-    m->stale = mc_xcalloc(n, sizeof(int));
+    m->nsub = mc_xcalloc(n, sizeof(int));
     m->in_stale = mc_xcalloc(n, 1);
     return m;
 }
@@ -94,20 +97,15 @@ void mc_sched_maxmin_free(mc_sched_maxmin_t *m)
     free(m->fixed);
     free(m->heap);
     free(m->open);
+    free(m->eff);
     free(m->srt);
     free(m->srt_tmp);
     free(m->lbits);
     free(m->touched);
     free(m->tmark);
-    free(m->stale);
+    free(m->nsub);
     free(m->in_stale);
     free(m);
-}
-
-/* The order of the keys: by key, then by link. */
-static int before(double ka, int la, double kb, int lb)
-{
-    return ka < kb || (ka == kb && la < lb);
 }
 
 /* The heap holds its keys as key_bits() (below), integers of the keys' order, so that its
@@ -151,7 +149,7 @@ static struct heap_item heap_pop(mc_sched_maxmin_t *m)
 
 static double level(const mc_sched_maxmin_t *m, int l)
 {
-    return m->cap_rem[l] > 0 ? m->cap_rem[l] / m->wsum[l] : 0.0;
+    return m->cap_rem[l] > 0 ? m->cap_rem[l] / (m->weighted ? m->wsum[l] : m->nunfixed[l]) : 0.0;
 }
 
 /* Sets up the per-link sums and the link -> flows index; returns how many links are used. */
@@ -164,7 +162,8 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
             m->stamp[l] = 0;
         m->epoch = 1;
     }
-    for (int f = 0; f < nflows; f++)
+    for (int f = 0; f < nflows; f++) {
+        int k = m->count ? m->count[f] : 1;
         for (int j = off[f]; j < off[f + 1]; j++) {
             int l = links[j];
             if (m->stamp[l] != m->epoch) {
@@ -177,14 +176,13 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
             }
             if (weight)
                 m->wsum[l] += weight[j];
-            m->nunfixed[l] += m->count ? m->count[f] : 1;
+            m->nunfixed[l] += k;
             m->lpos[l]++; /* its entries, one per flow given */
         }
+    }
     m->loff[0] = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
-        if (!weight) /* a sum of ones, exact */
-            m->wsum[l] = m->nunfixed[l];
         m->loff[i + 1] = m->loff[i] + m->lpos[l];
         m->lpos[l] = m->loff[i];
     }
@@ -196,12 +194,21 @@ static int index_links(mc_sched_maxmin_t *m, int nflows, const int *off, const i
 }
 
 /* Fixes the unfixed flows of link l at rate x and charges them to all their links; returns how
- * many it fixed. A flow that stands for k identical flows is charged k times, one subtraction
- * each, as the k flows would be: every flow this call fixes takes the same x, so the order of the
- * subtractions does not change a link's remaining capacity. */
+ * many it fixed. The links it charges are listed in touched (once each: tmark). Unweighted, every
+ * flow this call fixes takes the same x, so a link's remaining capacity is its capacity less x
+ * once per flow crossing it (a flow standing for k identical flows: k times, as the k flows
+ * would be), in any order: the subtractions are counted (nsub) and made at the end, one after the
+ * other, and only on the links still open, since a closed link's remaining capacity is not read
+ * again in the solve (the queue and the scan drop it; a solve or resolve sets it afresh). The
+ * bottleneck itself always closes. One subtraction of k x would round differently. */
 static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const int *links,
                      const double *weight, double *rate)
 {
+    if (++m->tstamp == 0) { /* wrapped: old marks could collide */
+        memset(m->tmark, 0, sizeof(unsigned) * (size_t)m->nlinks);
+        m->tstamp = 1;
+    }
+    m->ntouched = 0;
     int n = 0;
     for (int e = m->loff[i]; e < m->loff[i + 1]; e++) {
         int f = m->ent[e], k = m->count ? m->count[f] : 1;
@@ -212,9 +219,10 @@ static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const
         rate[f] = x;
         for (int j = off[f]; j < off[f + 1]; j++) {
             int l2 = links[j];
-            if (m->track && m->tmark[l2] != m->tstamp) {
+            if (m->tmark[l2] != m->tstamp) {
                 m->tmark[l2] = m->tstamp;
                 m->touched[m->ntouched++] = l2;
+                m->nsub[l2] = 0;
             }
             if (weight) {
                 m->cap_rem[l2] -= weight[j] * x;
@@ -222,13 +230,18 @@ static int fix_link(mc_sched_maxmin_t *m, int i, double x, const int *off, const
                 m->nunfixed[l2]--;
                 continue;
             }
-            double c = m->cap_rem[l2];
-            for (int r = 0; r < k; r++)
-                c -= x;
-            m->cap_rem[l2] = c;
-            m->wsum[l2] -= k;
+            m->nsub[l2] += k;
             m->nunfixed[l2] -= k;
         }
+    }
+    for (int t = 0; t < m->ntouched && !weight; t++) {
+        int l2 = m->touched[t];
+        if (m->nunfixed[l2] <= 0)
+            continue;
+        double c = m->cap_rem[l2];
+        for (int r = 0; r < m->nsub[l2]; r++)
+            c -= x;
+        m->cap_rem[l2] = c;
     }
     return n;
 }
@@ -250,8 +263,8 @@ static void solve_one(const int *off, const int *links, const double *weight, co
     }
 }
 
-/* A key as an integer of the same order: keys are levels, never NaN; -0 counts as +0, as the
- * comparisons of before() do. */
+/* A key as an integer of the same order: keys are levels, never NaN; -0 counts as +0, as
+ * comparisons of doubles do. */
 static uint64_t key_bits(double k)
 {
     uint64_t u;
@@ -365,12 +378,36 @@ static void solve_sorted(mc_sched_maxmin_t *m, int nused, int nleft, const int *
     }
 }
 
+/* The least of e[0..n), n >= 1, in four independent chains (one chain waits on each comparison
+ * in turn); the same value, levels being never NaN (a +0 and a -0 compare equal, and the scan
+ * takes the links equal to it). */
+static double least(const double *e, int n)
+{
+    double a = e[0], b = e[0], c = e[0], d = e[0];
+    int j = 1;
+    for (; j + 4 <= n; j += 4) {
+        a = e[j] < a ? e[j] : a;
+        b = e[j + 1] < b ? e[j + 1] : b;
+        c = e[j + 2] < c ? e[j + 2] : c;
+        d = e[j + 3] < d ? e[j + 3] : d;
+    }
+    for (; j < n; j++)
+        a = e[j] < a ? e[j] : a;
+    a = b < a ? b : a;
+    c = d < c ? d : c;
+    return c < a ? c : a;
+}
+
 /* The queue's pops without a queue. Between two fixes nothing changes, so the pops up to the
  * next fix are: in (key, link) order, every link pushed again at its level while that is above
  * its key, until the first whose level is not; that link is the least by (its level if above its
  * key, else its key; link), and the links pushed again on the way are those before it by (key,
- * link) whose level is above their key. One pass finds the link, a second re-keys those; the
- * links whose flows are all fixed leave the open set (the heap would drop them when popped).
+ * link) whose level is above their key. One pass finds the link; the links whose level rose
+ * above their key wait in the heap by (key, link) (their key does not change while they wait),
+ * and those before the link found leave it re-keyed (a link whose level fell back to its key, or
+ * that closed, leaves it then with nothing done, as the queue would), so a link waiting behind
+ * the pick costs nothing per fix; the links whose flows are all fixed leave the open set (the
+ * queue would drop them when popped).
  * The passes read the levels kept in open[]: a fix sets them again on the links it charged, the
  * same quotient of the same figures as computed afresh, and closes those it emptied. */
 static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
@@ -378,10 +415,13 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
 {
     if (nused > m->scan_cap) {
         m->open = mc_xrealloc(m->open, sizeof(*m->open) * (size_t)nused);
+        m->eff = mc_xrealloc(m->eff, sizeof(double) * (size_t)nused);
         m->scan_cap = nused;
     }
     struct scan_item *o = m->open;
+    double *eff = m->eff;
     int nopen = 0;
+    m->nheap = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
         m->lpos[l] = -1;
@@ -389,35 +429,27 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
             continue;
         double x = level(m, l);
         m->lpos[l] = nopen;
-        o[nopen++] = (struct scan_item){x, x, x, l, i};
+        eff[nopen] = x;
+        o[nopen++] = (struct scan_item){x, x, l, i};
     }
-    m->track = 1;
     while (nleft > 0 && nopen > 0) {
-        int best = 0;
-        double bk = o[0].eff;
-        for (int j = 1; j < nopen; j++)
-            if (before(o[j].eff, o[j].link, bk, o[best].link)) {
+        /* the least by (eff, link): the least eff, then the least link of that eff */
+        double bk = least(eff, nopen);
+        int best = -1, bl = 0;
+        for (int j = 0; j < nopen; j++)
+            if (eff[j] == bk && (best < 0 || o[j].link < bl)) {
                 best = j;
-                bk = o[j].eff;
+                bl = o[j].link;
             }
-        int bl = o[best].link, bi = o[best].i;
+        int bi = o[best].i;
         double x = o[best].lev;
-        for (int s = 0; s < m->nstale;) {
-            int l = m->stale[s], p = m->lpos[l];
-            if (p >= 0 && o[p].lev > o[p].key && !before(o[p].key, l, bk, bl)) {
-                s++;
-                continue;
-            }
+        struct heap_item pick = {key_bits(bk), bl};
+        while (m->nheap > 0 && heap_less(&m->heap[0], &pick)) {
+            int l = heap_pop(m).link, p = m->lpos[l];
             if (p >= 0 && o[p].lev > o[p].key)
                 o[p].key = o[p].lev;
             m->in_stale[l] = 0;
-            m->stale[s] = m->stale[--m->nstale];
         }
-        if (++m->tstamp == 0) { /* wrapped: old marks could collide */
-            memset(m->tmark, 0, sizeof(unsigned) * (size_t)m->nlinks);
-            m->tstamp = 1;
-        }
-        m->ntouched = 0;
         nleft -= fix_link(m, bi, x, off, links, weight, rate);
         for (int t = 0; t < m->ntouched; t++) {
             int l = m->touched[t], p = m->lpos[l];
@@ -425,22 +457,22 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
                 continue;
             if (m->nunfixed[l] > 0) {
                 o[p].lev = level(m, l);
-                o[p].eff = o[p].lev > o[p].key ? o[p].lev : o[p].key;
+                eff[p] = o[p].lev > o[p].key ? o[p].lev : o[p].key;
                 if (o[p].lev > o[p].key && !m->in_stale[l]) {
                     m->in_stale[l] = 1;
-                    m->stale[m->nstale++] = l;
+                    heap_push(m, key_bits(o[p].key), l);
                 }
                 continue;
             }
-            o[p] = o[--nopen];
+            eff[p] = eff[--nopen];
+            o[p] = o[nopen];
             m->lpos[o[p].link] = p;
             m->lpos[l] = -1;
         }
     }
-    m->track = 0;
-    for (int s = 0; s < m->nstale; s++)
-        m->in_stale[m->stale[s]] = 0;
-    m->nstale = 0;
+    for (int s = 0; s < m->nheap; s++)
+        m->in_stale[m->heap[s].link] = 0;
+    m->nheap = 0;
 }
 
 /* The bottlenecks of the links of this solve (m->used) whose flows are set up (m->fixed, and the
@@ -478,6 +510,7 @@ void mc_sched_maxmin_solve_counted(mc_sched_maxmin_t *m, int nflows, const int *
                                    const double *cap, double *rate)
 {
     m->count = weight ? NULL : count;
+    m->weighted = weight != NULL;
     if (nflows == 1 && (!m->count || m->count[0] == 1)) {
         solve_one(off, links, weight, cap, rate);
         return;
@@ -509,6 +542,7 @@ void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, c
             solve_one(off, links, weight, cap, rate);
         return;
     }
+    m->weighted = weight != NULL;
     for (int i = 0; i < m->nused; i++) {
         int l = m->used[i];
         m->cap_rem[l] = cap[l];
@@ -529,8 +563,5 @@ void mc_sched_maxmin_resolve(mc_sched_maxmin_t *m, int nflows, const int *off, c
             m->nunfixed[links[j]] += k;
         }
     }
-    if (!weight) /* a sum of ones, exact */
-        for (int i = 0; i < m->nused; i++)
-            m->wsum[m->used[i]] = m->nunfixed[m->used[i]];
     solve_open(m, m->nused, nleft, off, links, weight, rate);
 }

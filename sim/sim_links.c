@@ -155,19 +155,20 @@ static void component(sim_links_t *lk, const sim_flows_t *fl)
                 MC_GROW(lk->clinks, lk->clink_cap, at + nl);
             memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
             lk->off[++nc] = at += nl;
+            int active = c >= 0 && fl->class_active ? fl->class_active[c] : -1;
             for (int j = 0; j < nl; j++) {
                 int l2 = links[j];
                 if (lk->link_mark[l2] != lk->epoch) {
                     lk->link_mark[l2] = lk->epoch;
                     lk->comp_links[lk->ncomp_links++] = l2;
                 }
-                if (c < 0 || !fl->class_active)
+                if (active < 0)
                     continue;
                 if (lk->met_mark[l2] != lk->epoch) {
                     lk->met_mark[l2] = lk->epoch;
                     lk->met[l2] = 0;
                 }
-                lk->met[l2] += fl->class_active[c];
+                lk->met[l2] += active;
             }
         }
     }

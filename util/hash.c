@@ -2,16 +2,6 @@
  * groups of trees (sim/sim_groups.c, sched/sched_symmetry.c) are looked up by it. */
 #include "util/util.h"
 
-uint64_t mc_hash_step(uint64_t h, uint64_t word)
-{
-    return (h ^ word) * 1099511628211ull;
-}
-
-uint64_t mc_hash_fold(uint64_t h)
-{
-    return h ^ (h >> 29);
-}
-
 uint64_t mc_hash_words(const int64_t *v, size_t n)
 {
     uint64_t h = MC_HASH_SEED;

@@ -99,6 +99,24 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n)
     b->data[b->len] = '\0';
 }
 
+void mc_buf_num(mc_buf_t *b, const char *prefix, long long v)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do
+        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        digits[sizeof digits - 1 - n++] = '-';
+    size_t np = strlen(prefix);
+    reserve(b, np + (size_t)n);
+    memcpy(b->data + b->len, prefix, np);
+    memcpy(b->data + b->len + np, digits + sizeof digits - n, (size_t)n);
+    b->len += np + (size_t)n;
+    b->data[b->len] = '\0';
+}
+
 /* Formats straight into the buffer's free room, and again once it has grown when the text did
  * not fit: most calls format once, with no temporary string (the components' keys and the
  * schedule files are written a few characters at a time). */

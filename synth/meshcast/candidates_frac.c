@@ -82,20 +82,6 @@ double mc_frac_fill(const mc_cand_t *c, double t_s)
     return c->depth > 1 && t_s > 0 ? 1 + 2 * sqrt((c->depth - 1) * hop / t_s) : 1;
 }
 
-/* Whether a share rather moves toward column ta of price a than toward tb of price b
- * (depth_bias, fill_s: see mc_frac_t). */
-static int preferred(const mc_frac_t *f, const mc_cand_t *ta, double a, const mc_cand_t *tb,
-                     double b)
-{
-    a *= 1 + f->depth_bias * ta->depth;
-    b *= 1 + f->depth_bias * tb->depth;
-    if (f->fill_s > 0) {
-        a *= mc_frac_fill(ta, f->fill_s);
-        b *= mc_frac_fill(tb, f->fill_s);
-    }
-    return mc_frac_cheaper(a, ta->depth, b, tb->depth);
-}
-
 /* Adds w times share s's traffic on tree c to load. */
 static void add_load(const mc_frac_t *f, int s, int c, double w, double *load)
 {
@@ -164,45 +150,81 @@ static double slope(const double *load, const double *dir, const int *act, int n
 }
 
 /* Scratch of one solve: per link its price per byte of bandwidth, price / bw, and per column its
- * price under the current prices (best_response sets them, worst_used reads them). */
+ * price under the current prices (best_response sets them, worst_used reads them). The columns,
+ * share by share, are packed side by side for best_response, which reads all of them twice a
+ * step: each one's links and multiplicities in one run of plink/pmult (from poff), and the
+ * factors its price is weighed by when shares pick their column (see mc_frac_t): 1 + depth_bias
+ * x depth, and with fill_s its fill. */
 typedef struct frac_scratch {
     const int *act;
     int nact;
     double *q, *cost;
+    int *poff, *plink, *pmult, *depth;
+    double *bias, *fill;
 } frac_scratch_t;
 
-/* mc_frac_tree_cost with no eps, from the prices per bandwidth: a link crossed once adds
- * 1 * price / bw, which is price / bw to the bit; the others are priced as there. The terms are
- * the same, added in the same order. */
-static double tree_cost(const mc_frac_t *f, const frac_scratch_t *fs, const mc_cand_t *c)
+static void pack_columns(const mc_frac_t *f, frac_scratch_t *fs)
+{
+    int ncol = 0, nent = 0;
+    for (int s = 0; s < f->nshares; s++)
+        for (int j = 0; j < f->ncols[s]; j++, ncol++)
+            nent += f->cs->c[f->cols[s][j]].nlinks;
+    fs->poff = mc_xmalloc(sizeof(int) * (size_t)(ncol + 1));
+    fs->depth = mc_xmalloc(sizeof(int) * (size_t)(ncol + 1));
+    fs->plink = mc_xmalloc(sizeof(int) * (size_t)(nent + 1));
+    fs->pmult = mc_xmalloc(sizeof(int) * (size_t)(nent + 1));
+    fs->bias = mc_xmalloc(sizeof(double) * (size_t)(ncol + 1));
+    fs->fill = mc_xmalloc(sizeof(double) * (size_t)(ncol + 1));
+    int p = 0, at = 0;
+    for (int s = 0; s < f->nshares; s++)
+        for (int j = 0; j < f->ncols[s]; j++, p++) {
+            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
+            fs->poff[p] = at;
+            memcpy(fs->plink + at, t->links, sizeof(int) * (size_t)t->nlinks);
+            memcpy(fs->pmult + at, t->mult, sizeof(int) * (size_t)t->nlinks);
+            at += t->nlinks;
+            fs->depth[p] = t->depth;
+            fs->bias[p] = 1 + f->depth_bias * t->depth;
+            fs->fill[p] = f->fill_s > 0 ? mc_frac_fill(t, f->fill_s) : 1;
+        }
+    fs->poff[p] = at;
+}
+
+/* mc_frac_tree_cost with no eps of packed column p, from the prices per bandwidth: a link
+ * crossed once adds 1 * price / bw, which is price / bw to the bit; the others are priced as
+ * there. The terms are the same, added in the same order. */
+static double tree_cost(const mc_frac_t *f, const frac_scratch_t *fs, int p)
 {
     double cost = 0;
-    for (int i = 0; i < c->nlinks; i++) {
-        int l = c->links[i];
-        cost += c->mult[i] == 1 ? fs->q[l] : c->mult[i] * f->price[l] / f->topo->links[l].bw;
+    for (int i = fs->poff[p]; i < fs->poff[p + 1]; i++) {
+        int l = fs->plink[i];
+        cost += fs->pmult[i] == 1 ? fs->q[l] : fs->pmult[i] * f->price[l] / f->topo->links[l].bw;
     }
     return cost;
 }
 
-/* Each share's cheapest column under the current prices (preferred); returns the Lagrangian
- * bound: the sum over shares of demand x their least column price (every link priced, prices
- * summing to 1). Every column's price is kept in fs->cost. */
+/* Each share's cheapest column under the current prices, each price weighed by its column's
+ * factors (depth_bias, fill_s: see mc_frac_t) in the order mc_frac_t gives them; returns the
+ * Lagrangian bound: the sum over shares of demand x their least column price (every link
+ * priced, prices summing to 1). Every column's price is kept in fs->cost. */
 static double best_response(const mc_frac_t *f, frac_scratch_t *fs, int *best)
 {
     double lb = 0;
     for (int i = 0; i < fs->nact; i++)
         fs->q[fs->act[i]] = f->price[fs->act[i]] / f->topo->links[fs->act[i]].bw;
-    for (int s = 0; s < f->nshares; s++) {
-        double bc = HUGE_VAL, least = HUGE_VAL;
-        const mc_cand_t *bt = NULL;
+    for (int s = 0, p = 0; s < f->nshares; s++) {
+        double bw = HUGE_VAL, least = HUGE_VAL;
+        int bd = 0;
         best[s] = -1;
-        for (int j = 0; j < f->ncols[s]; j++) {
-            const mc_cand_t *t = &f->cs->c[f->cols[s][j]];
-            double c = fs->cost[f->cols[s][j]] = tree_cost(f, fs, t);
+        for (int j = 0; j < f->ncols[s]; j++, p++) {
+            double c = fs->cost[f->cols[s][j]] = tree_cost(f, fs, p);
             least = c < least ? c : least;
-            if (!bt || preferred(f, t, c, bt, bc)) {
-                bc = c;
-                bt = t;
+            double w = c * fs->bias[p];
+            if (f->fill_s > 0)
+                w *= fs->fill[p];
+            if (best[s] < 0 || mc_frac_cheaper(w, fs->depth[p], bw, bd)) {
+                bw = w;
+                bd = fs->depth[p];
                 best[s] = f->cols[s][j];
             }
         }
@@ -275,8 +297,9 @@ void mc_frac_solve(mc_frac_t *f, int iters)
     double *dir = mc_xcalloc((size_t)nl + 1, sizeof(double));
     double *keep = mc_xmalloc(sizeof(double) * (size_t)(f->capx + 1));
     int nact = active_links(f, act);
-    frac_scratch_t fs = {act, nact, mc_xcalloc((size_t)nl + 1, sizeof(double)),
-                         mc_xcalloc((size_t)f->capx + 1, sizeof(double))};
+    frac_scratch_t fs = {.act = act, .nact = nact, .q = mc_xcalloc((size_t)nl + 1, sizeof(double)),
+                         .cost = mc_xcalloc((size_t)f->capx + 1, sizeof(double))};
+    pack_columns(f, &fs);
     /* a share with nothing placed starts on its cheapest column at the current prices (uniform
      * before the first solve) */
     if (max_load(f->price, act, nact) <= 0)
@@ -350,6 +373,12 @@ void mc_frac_solve(mc_frac_t *f, int iters)
     set_prices(f, act, nact, sharp > 0 ? sharp : log(nact + 1.0) * MC_FRAC_SHARP_END);
     free(fs.q);
     free(fs.cost);
+    free(fs.poff);
+    free(fs.plink);
+    free(fs.pmult);
+    free(fs.depth);
+    free(fs.bias);
+    free(fs.fill);
     free(act);
     free(best);
     free(worst);

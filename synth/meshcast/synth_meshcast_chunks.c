@@ -48,15 +48,20 @@ static uint64_t bits(double d)
     return u;
 }
 
+/* Four chains, one per edge array, so that their multiplications overlap (one chain of four
+ * words an edge was most of a lookup); any hash finds the same entry, compared in full. */
 static uint64_t cand_hash(const mc_cand_t *c, uint64_t bytes, double rate)
 {
     uint64_t h = mc_hash_step(mc_hash_step(mc_hash_step(MC_HASH_SEED, bytes), bits(rate)),
                               (uint64_t)c->nedges);
+    uint64_t conn = MC_HASH_SEED, hop = MC_HASH_SEED, up = MC_HASH_SEED;
     for (int i = 0; i < c->nedges; i++) {
-        h = mc_hash_step(mc_hash_step(h, bits(c->edge_spb[i])), bits(c->edge_conn_spb[i]));
-        h = mc_hash_step(mc_hash_step(h, bits(c->edge_hop[i])), (uint64_t)(int64_t)c->edge_up[i]);
+        h = mc_hash_step(h, bits(c->edge_spb[i]));
+        conn = mc_hash_step(conn, bits(c->edge_conn_spb[i]));
+        hop = mc_hash_step(hop, bits(c->edge_hop[i]));
+        up = mc_hash_step(up, (uint64_t)(int64_t)c->edge_up[i]);
     }
-    return mc_hash_fold(h);
+    return mc_hash_fold(mc_hash_step(mc_hash_step(mc_hash_step(h, conn), hop), up));
 }
 
 static int same(const mc_chunk_memo_t *m, const chunk_entry_t *e, const mc_cand_t *c,

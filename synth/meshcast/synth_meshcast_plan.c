@@ -184,8 +184,9 @@ typedef struct fill {
     int64_t *phase; /* [k] */
     int *at_phase;  /* [k]: trees and links of phase k as slow as the phase (0 when it is empty) */
     int64_t *local; /* [(c - first) * K + k]: with_unit of the piece being placed, -1: unknown */
-    /* the piece being placed, per plan link: its candidates that cross it and their time per
-     * unit on it (users, user_ps, from at[l], n_at[l] of them; at -1: none) */
+    /* the piece being placed, per plan link: its candidates that cross it, as their place in
+     * local (c - first) * K, and their time per unit on it (users, user_ps, from at[l], n_at[l]
+     * of them; at -1: none) */
     int *at, *n_at, *users, *used_links, nused_links;
     int64_t *user_ps;
 } fill_t;
@@ -281,9 +282,8 @@ static void place_unit(fill_t *f, int first, int end)
     for (int i = 0; i < pc->nlinks; i++) {
         int l = pc->links[i];
         for (int x = f->at[l]; x < f->at[l] + f->n_at[l]; x++) {
-            int64_t *known = &col[(size_t)(f->users[x] - first) * (size_t)f->K];
-            if (*known >= 0 && load[l] + f->user_ps[x] > *known)
-                *known = load[l] + f->user_ps[x];
+            int64_t *known = &col[f->users[x]], v = load[l] + f->user_ps[x];
+            *known = *known >= 0 && v > *known ? v : *known;
         }
     }
 }
@@ -315,7 +315,7 @@ static void index_users(fill_t *f, int first, int end)
     for (int c = first; c < end; c++)
         for (int i = 0; i < pl->cands[c].nlinks; i++) {
             int l = pl->cands[c].links[i], x = f->at[l] + f->n_at[l]++;
-            f->users[x] = c;
+            f->users[x] = (c - first) * f->K;
             f->user_ps[x] = pl->cands[c].link_ps[i];
         }
 }

@@ -69,9 +69,10 @@ static void plan_edges(mc_pcand_t *q, const mc_cand_t *c, const mc_topo_t *topo,
         if (mc_topo_route(topo, c->parent[e], c->child[e], &r, &err) == MC_OK)
             for (int i = 0; i < r.nlinks; i++)
                 q->edge_links[q->edge_at[e + 1]++] = local[r.links[i]];
-        mc_buf_printf(key, "E%d:%lld", q->edge_up[e], (long long)q->edge_hop_ps[e]);
+        mc_buf_num(key, "E", q->edge_up[e]);
+        mc_buf_num(key, ":", q->edge_hop_ps[e]);
         for (int i = q->edge_at[e]; i < q->edge_at[e + 1]; i++)
-            mc_buf_printf(key, ",%d", q->edge_links[i]);
+            mc_buf_num(key, ",", q->edge_links[i]);
     }
 }
 
@@ -116,7 +117,7 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
-            mc_buf_printf(&key, "C%lld", (long long)q->fixed_ps);
+            mc_buf_num(&key, "C", q->fixed_ps);
             for (int k = 0; k < c->nlinks; k++) {
                 int l = c->links[k];
                 if (local[l] < 0) {
@@ -128,11 +129,12 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
                 q->link_ps[k] = to_ps(c->mult[k] * (double)ub / topo->links[l].bw);
                 if (q->link_ps[k] > q->unit_ps)
                     q->unit_ps = q->link_ps[k];
-                mc_buf_printf(&key, ",%d:%lld", q->links[k], (long long)q->link_ps[k]);
+                mc_buf_num(&key, ",", q->links[k]);
+                mc_buf_num(&key, ":", q->link_ps[k]);
             }
             if (frac && sh->s[cp->pieces[i]].fine)
                 plan_edges(q, c, topo, local, &key);
-            mc_buf_printf(&key, ";");
+            mc_buf_append(&key, ";", 1);
         }
     }
     pl->nlinks = nl;

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,27 @@ static void test_buf_and_format(void **state)
     assert_string_equal(mc_fmt_seconds(1e5, s, sizeof s), "1e+05 s");
 }
 
+/* mc_buf_num writes what printf's "%s%lld" writes, the extremes and the signs among them. */
+static void test_buf_num(void **state)
+{
+    (void)state;
+    const long long v[] = {0, 1, -1, 9, 10, -10, 99, 100, 123456789, -987654321, 1ll << 40,
+                           LLONG_MAX, LLONG_MIN, LLONG_MIN + 1};
+    mc_buf_t b = {0}, want = {0};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        mc_buf_num(&b, i % 2 ? ",x:" : "", v[i]);
+        mc_buf_printf(&want, "%s%lld", i % 2 ? ",x:" : "", v[i]);
+    }
+    for (long long x = -100000; x < 100000; x += 7) {
+        mc_buf_num(&b, ";", x);
+        mc_buf_printf(&want, ";%lld", x);
+    }
+    assert_int_equal(b.len, want.len);
+    assert_string_equal(b.data, want.data);
+    mc_buf_free(&b);
+    mc_buf_free(&want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_text_file),
         cmocka_unit_test(test_lines_and_keywords),
         cmocka_unit_test(test_buf_and_format),
+        cmocka_unit_test(test_buf_num),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
