@@ -168,6 +168,19 @@ int mc_cand_copies(const mc_cand_t *c, double rate);
  * error. */
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
+/* The destinations want[0..nwant) of one host reached from the GPUs in[0..nin) of that host
+ * (already in the tree) by a tree carrying `bytes` in chunks of `chunk` (candidates_fanout.c):
+ * edge by edge, the one whose route least raises the tree's cost (below). Appends the edges to
+ * parent/child (sized for the host's GPU count) and returns how many, -1 when a destination
+ * cannot be reached. */
+int mc_cands_host_fanout(const mc_topo_t *topo, const int *in, int nin, const int *want,
+                         int nwant, double bytes, double chunk, int *parent, int *child);
+/* The alpha-beta cost of the ne edges parent[i] -> child[i] (parents listed first) of one host's
+ * part of a tree carrying `bytes` in chunks of `chunk`: its busiest link's time (the bytes over
+ * each link as often as the tree's routes cross it; in *most) plus the latest arrival of a first
+ * chunk (per edge its route's alpha and latency and a chunk at its bottleneck). */
+double mc_cands_fanout_cost(const mc_topo_t *topo, const int *parent, const int *child, int ne,
+                            double bytes, double chunk, double *most);
 /* The root host's part of rail-stripe trees (candidates_home.c): n trees, tree e from roots[e]
  * first to firsts[e] (another GPU of the host), then to every one of dests, carrying ws[e]
  * stripes, while the stripes leave the host from dep_from[k] to dep_to[k] (k < ndep). */
