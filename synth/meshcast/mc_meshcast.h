@@ -104,10 +104,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
  * cost per rail (candidates_rails.c, choose_shape): through every remote host as a hub (two
  * message waits, each NIC sending about the stripe twice over), or a tree of a fan-out from 1 (a
  * chain) to the host count (a star). Each tree's stripe is its part of the share; trees that
- * carry none (the chains beside hubs) have stripe 0. */
+ * carry none (the chains beside hubs) have stripe 0. Also where the root's host has one rail (one
+ * NIC), if it is the only host sending (senders: how many hosts have shares leaving them). */
 mc_status_t mc_cands_add_rails_small(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                      const mc_piece_t *pc, int root_host, int nshares,
-                                     char *taken, mc_err_t *err);
+                                     int senders, char *taken, mc_err_t *err);
 /* Takes the stripes back (stripe 0, the shares' units those of priced shares) where the stripe
  * split of the shares that have one loads its busiest link more than the fractional optimum
  * over every share's other trees (shapes and priced) does: there the stripes bring nothing the

@@ -72,16 +72,10 @@ static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make,
         MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
         if (!d)
             break;
-        int n = snprintf(name, sizeof name, "%s", plan), whole = d->ntrees;
+        int n = snprintf(name, sizeof name, "%s", plan);
         if (tries[i][0] > 1) {
             mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
             snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
-        }
-        /* channels that cut no tree (none of two chunks' bytes: the 4 MiB broadcasts' stripes)
-         * are the schedule as it is, raced already, and so are the later tries' */
-        if (i > 0 && d->ntrees == whole) {
-            mc_sched_free(d);
-            break;
         }
         if (i == 0 && lost(r, d, v, &buf)) {
             mc_sched_free(d);
@@ -132,8 +126,10 @@ static mc_status_t add_rails(const run_t *r, const int *shares, int n, mc_cands_
     int *leaving = mc_xcalloc((size_t)topo->nhosts + 1, sizeof(int));
     char *taken = mc_xcalloc((size_t)topo->ngpus + 1, 1);
     mc_status_t st = MC_OK;
+    int senders = 0;
     for (int i = 0; i < r->sh.n; i++) {
         int h = mc_rails_host(r->task, topo, &r->sh.s[i]);
+        senders += h >= 0 && leaving[h] == 0;
         leaving[h >= 0 ? h : topo->nhosts]++;
     }
     for (int j = 0; j < n && st == MC_OK; j++) {
@@ -143,7 +139,8 @@ static mc_status_t add_rails(const run_t *r, const int *shares, int n, mc_cands_
         view.ndests = sh->ndests;
         view.dests = (int *)sh->dests;
         if (h >= 0)
-            st = mc_cands_add_rails_small(out, topo, sh->piece, &view, h, leaving[h], taken, err);
+            st = mc_cands_add_rails_small(out, topo, sh->piece, &view, h, leaving[h], senders,
+                                          taken, err);
     }
     free(leaving);
     free(taken);

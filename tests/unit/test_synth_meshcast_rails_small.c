@@ -46,7 +46,7 @@ static void small_init_on(small_t *s, const char *path, const char *text)
     view.ndests = s->sh.s[0].ndests;
     view.dests = (int *)s->sh.s[0].dests;
     char *taken = calloc((size_t)s->topo->ngpus, 1);
-    assert_int_equal(mc_cands_add_rails_small(&s->cs, s->topo, s->sh.s[0].piece, &view, 0, 8,
+    assert_int_equal(mc_cands_add_rails_small(&s->cs, s->topo, s->sh.s[0].piece, &view, 0, 8, 1,
                                               taken, &err),
                      MC_OK);
     free(taken);
