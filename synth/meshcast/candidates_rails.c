@@ -50,6 +50,10 @@ typedef struct rails {
     int stride, ndev;     /* the root host's trees (candidates_home.c): that of rail k whose */
     int *slot;            /* first GPU has dev d at slot[k x ndev + d] x stride (-1: none) */
     int *hpar, *hchi, *hne, *hpath;
+    double fan_bytes, fan_chunk; /* small shares: each tree's bytes and chunk, and the rail's */
+    double fan_bw;               /* bandwidth, for its fan-out inside a host (0: shortest paths) */
+    int small;                   /* a small share's trees (mc_cands_add_rails_small) */
+    int *in;                      /* scratch: one host's GPUs already in the tree */
 } rails_t;
 
 static void edge(rails_t *r, int a, int b)
@@ -71,7 +75,28 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
             r->want[nwant++] = r->pc->dests[i];
     if (nwant == 0)
         return MC_OK;
+    int nin = 0, g0, n = mc_topo_host_gpus(r->topo, h, &g0);
+    for (int g = g0; g < g0 + n && r->fan_bytes > 0; g++)
+        if (r->seen[g])
+            r->in[nin++] = g;
     int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
+    /* a small share's: where the shortest-path tree's busiest link takes longer than the rail
+     * that feeds the host (over a PCIe box), the one built by alpha-beta cost if cheaper */
+    double most = 0, spt = 0;
+    if (k > 0 && nin > 0 && r->fan_bytes > 0)
+        spt = mc_cands_fanout_cost(r->topo, r->spar, r->schi, k, r->fan_bytes, r->fan_chunk,
+                                   &most);
+    if (spt > 0 && most * r->fan_bw > r->fan_bytes) {
+        int *p2 = r->spar + k, *c2 = r->schi + k;
+        int k2 = mc_cands_host_fanout(r->topo, r->in, nin, r->want, nwant, r->fan_bytes,
+                                      r->fan_chunk, p2, c2);
+        if (k2 > 0 && mc_cands_fanout_cost(r->topo, p2, c2, k2, r->fan_bytes, r->fan_chunk,
+                                           &most) < spt * (1 - 1e-9)) {
+            memmove(r->spar, p2, sizeof(int) * (size_t)k2);
+            memmove(r->schi, c2, sizeof(int) * (size_t)k2);
+            k = k2;
+        }
+    }
     if (k < 0)
         return MC_ERR_INTERNAL;
     for (int i = 0; i < k; i++)
@@ -343,6 +368,22 @@ static int usable_rails(const rails_t *r, int h0, int ndev, int r0, char *usable
     for (int k = 0; k < ndev; k++)
         if (norder == 0 || order[0] != k)
             order[norder++] = k;
+    /* a small share's on a host of one NIC port: the best fed GPUs first, the root first among
+     * equals: on a PCIe box the GPUs behind the link between its CPUs would send every stripe
+     * over it, to the NIC and again to their own host's GPUs (insertion sort, stable; with
+     * several ports the shares' rails stay their roots', a DGX-1 host broadcast 1.49 -> 1.62 of
+     * the bound otherwise) */
+    int one_port = 1;
+    for (int k = 0; k < ndev; k++)
+        one_port &= port[k] < 0 || port[k] == port[order[0]];
+    for (int i = 1; i < norder && r->small && one_port; i++)
+        for (int j = i; j > 0 && port[order[j]] >= 0 && port[order[j]] == port[order[j - 1]] &&
+                        feed[order[j]] > feed[order[j - 1]];
+             j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
     for (int i = 0; i < norder; i++) {
         int k = order[i];
         if (port[k] < 0 || fed[port[k]] >= t->links[port[k]].bw * MC_RAIL_FED)
@@ -387,7 +428,7 @@ typedef struct shape {
  * A star pays one wait and n s of bytes, a chain n waits and s; the hubs two waits and about
  * 2 s. The least wins (ties: the first of star, fan-out n - 1 .. 1, hubs). Chunks of at least
  * NCCL's network chunk. */
-static void choose_shape(const rails_t *r, int h0, int k0, int rails, shape_t *shp)
+static double choose_shape(const rails_t *r, int h0, int k0, int rails, shape_t *shp)
 {
     const mc_topo_t *t = r->topo;
     mc_route_t rt;
@@ -396,7 +437,7 @@ static void choose_shape(const rails_t *r, int h0, int k0, int rails, shape_t *s
     shp->hubs = 0;
     shp->fanout = 1;
     if (x < 0 || to < 0 || rails < 1 || mc_topo_route(t, x, to, &rt, &ignored) != MC_OK)
-        return;
+        return 0;
     double bw = HUGE_VAL, hop = mc_topo_links_delay(t, rt.links, rt.nlinks);
     for (int i = 0; i < rt.nlinks; i++)
         bw = t->links[rt.links[i]].bw < bw ? t->links[rt.links[i]].bw : bw;
@@ -417,6 +458,7 @@ static void choose_shape(const rails_t *r, int h0, int k0, int rails, shape_t *s
         shp->hubs = 1;
         shp->fanout = 1;
     }
+    return bw;
 }
 
 static mc_status_t add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p, const mc_piece_t *pc,
@@ -439,24 +481,35 @@ static mc_status_t add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p, const
         return MC_OK;
     int n = topo->ngpus;
     rails_t r = {.cs = cs, .topo = topo, .pc = pc, .p = p, .local = local};
+    r.small = shp.fanout == 0;
     int before = cs->n;
     r.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.child = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.seen = mc_xcalloc((size_t)n, sizeof(int));
     r.want = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
-    r.spar = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
-    r.schi = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    r.spar = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
+    r.schi = mc_xmalloc(sizeof(int) * (size_t)(2 * n + 2));
     r.hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
     r.entries = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+    r.in = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     r.nhosts = remote_hosts(&r, root_host, r.hosts);
     char *mine = mc_xcalloc((size_t)ndev + 1, 1), *usable = mc_xcalloc((size_t)ndev + 1, 1);
     mc_status_t st = MC_OK;
-    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= 2)
+    /* two rails at least to stripe over; a small share's trees also on one (a host of one NIC:
+     * its crossing between hosts is chosen all the same, choose_shape) where no other host sends:
+     * where every host's one NIC sends its own shares (an all-gather over 8 RTX 3090 boxes) they
+     * cost the 1 GiB all-gather 11% more synthesis (3.21 -> 3.58 s of CPU) and won nothing */
+    int fewest = r.small && senders == 1 ? 1 : 2;
+    if (r.nhosts > 0 && usable_rails(&r, root_host, ndev, r0, usable) >= fewest)
         assign_rails(topo, root_host, r0, nshares, usable, taken, mine);
     else
         ndev = 0;
-    if (shp.fanout == 0 && ndev > 0)
-        choose_shape(&r, root_host, r0 - h0first, span_of(mine, ndev), &shp);
+    if (shp.fanout == 0 && ndev > 0) {
+        int rails = span_of(mine, ndev);
+        r.fan_bw = choose_shape(&r, root_host, r0 - h0first, rails, &shp);
+        r.fan_bytes = (double)pc->bytes / rails / (shp.hubs ? r.nhosts : 1);
+        r.fan_chunk = r.fan_bytes < MC_RAIL_UNIT_MIN ? r.fan_bytes : MC_RAIL_UNIT_MIN;
+    }
     /* hubs: the two-level trees, one per rail and remote host, while they stay few (each hub's
      * NIC sends its part to every other host: balanced when every host is a hub), where one host
      * sends or where the share has several rails of its own. Not where several hosts each send
@@ -546,6 +599,7 @@ static mc_status_t add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p, const
     free(r.schi);
     free(r.hosts);
     free(r.entries);
+    free(r.in);
     free(r.slot);
     free(r.hpar);
     free(r.hchi);
@@ -564,11 +618,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
 
 mc_status_t mc_cands_add_rails_small(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                      const mc_piece_t *pc, int root_host, int nshares,
-                                     char *taken, mc_err_t *err)
+                                     int senders, char *taken, mc_err_t *err)
 {
     shape_t shp = {0, 0, 0};
     int units;
-    return add_rails(cs, topo, p, pc, root_host, nshares, 1, taken, shp, &units, err);
+    return add_rails(cs, topo, p, pc, root_host, nshares, senders, taken, shp, &units, err);
 }
 
 /* The stripe split is kept where its busiest link is within this of the other trees' optimum

@@ -104,10 +104,11 @@ mc_status_t mc_cands_add_rails(mc_cands_t *cs, const mc_topo_t *topo, int p,
  * cost per rail (candidates_rails.c, choose_shape): through every remote host as a hub (two
  * message waits, each NIC sending about the stripe twice over), or a tree of a fan-out from 1 (a
  * chain) to the host count (a star). Each tree's stripe is its part of the share; trees that
- * carry none (the chains beside hubs) have stripe 0. */
+ * carry none (the chains beside hubs) have stripe 0. Also where the root's host has one rail (one
+ * NIC), if it is the only host sending (senders: how many hosts have shares leaving them). */
 mc_status_t mc_cands_add_rails_small(mc_cands_t *cs, const mc_topo_t *topo, int p,
                                      const mc_piece_t *pc, int root_host, int nshares,
-                                     char *taken, mc_err_t *err);
+                                     int senders, char *taken, mc_err_t *err);
 /* Takes the stripes back (stripe 0, the shares' units those of priced shares) where the stripe
  * split of the shares that have one loads its busiest link more than the fractional optimum
  * over every share's other trees (shapes and priced) does: there the stripes bring nothing the
@@ -168,6 +169,19 @@ int mc_cand_copies(const mc_cand_t *c, double rate);
  * error. */
 int mc_cands_host_spt(const mc_topo_t *topo, int src, const int *want, int nwant, int *parent,
                       int *child, mc_err_t *err);
+/* The destinations want[0..nwant) of one host reached from the GPUs in[0..nin) of that host
+ * (already in the tree) by a tree carrying `bytes` in chunks of `chunk` (candidates_fanout.c):
+ * edge by edge, the one whose route least raises the tree's cost (below). Appends the edges to
+ * parent/child (sized for the host's GPU count) and returns how many, -1 when a destination
+ * cannot be reached. */
+int mc_cands_host_fanout(const mc_topo_t *topo, const int *in, int nin, const int *want,
+                         int nwant, double bytes, double chunk, int *parent, int *child);
+/* The alpha-beta cost of the ne edges parent[i] -> child[i] (parents listed first) of one host's
+ * part of a tree carrying `bytes` in chunks of `chunk`: its busiest link's time (the bytes over
+ * each link as often as the tree's routes cross it; in *most) plus the latest arrival of a first
+ * chunk (per edge its route's alpha and latency and a chunk at its bottleneck). */
+double mc_cands_fanout_cost(const mc_topo_t *topo, const int *parent, const int *child, int ne,
+                            double bytes, double chunk, double *most);
 /* The root host's part of rail-stripe trees (candidates_home.c): n trees, tree e from roots[e]
  * first to firsts[e] (another GPU of the host), then to every one of dests, carrying ws[e]
  * stripes, while the stripes leave the host from dep_from[k] to dep_to[k] (k < ndep). */

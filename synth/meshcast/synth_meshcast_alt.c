@@ -41,8 +41,8 @@ static int replaces(const mc_sched_t *d, const verdict_t *dv, const mc_sched_t *
 }
 
 /* Races the schedule that make builds against the winner *s (timed *v), as it is and cut into
- * staggered channels (2, 4 and 8 with more chunks on the later ones, 2 and 4 with fewer: at 128
- * KiB a small tree's chunks cannot grow), tries of at most `ntries`, each within a part of what
+ * staggered channels (tries[0..ntries), below: more chunks on the later channels, or fewer: at
+ * 128 KiB a small tree's chunks cannot grow), each within a part of what
  * is left of r->last_work_left and up to the fastest time so far; the fastest replaces *s and *v,
  * named plan. Each tree alone on its connections idles its links between its chunks, which the
  * channels hide (mc_sched_channels).
@@ -53,16 +53,19 @@ static int replaces(const mc_sched_t *d, const verdict_t *dv, const mc_sched_t *
  * try its allowance did not cover (neither timed to the end nor past the winner's time), as the
  * referee's channel race does: the later tries cut the same trees into more channels. */
 /* Channels of race_alt's tries: {count, stagger} (mc_sched_channels), {1, 0} as it is. */
-#define RACE_TRIES {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}}
+static const int race_tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
+/* The rail trees' (mc_meshcast_race_striped): as they are and in 2 channels, more chunks on the
+ * later one or fewer. At 16 MiB over four DGX H100 hosts, host 0's shards went 135.5 -> 111.8 us
+ * in the fewer (2.00 -> 1.65 of the bound); 4 and 8 channels won none of those cases. */
+static const int rail_tries[][2] = {{1, 0}, {2, 1}, {2, -1}};
 
 static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
-                            const char *plan, size_t ntries, int64_t most, mc_err_t *err)
+                            const char *plan, const int (*tries)[2], size_t ntries, int64_t most,
+                            mc_err_t *err)
 {
-    static const int tries[][2] = RACE_TRIES;
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && i < ntries && r->last_work_left > 0;
-         i++) {
+    for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
         mc_sched_t *d = NULL;
         verdict_t dv;
         char name[48];
@@ -123,8 +126,10 @@ static mc_status_t add_rails(const run_t *r, const int *shares, int n, mc_cands_
     int *leaving = mc_xcalloc((size_t)topo->nhosts + 1, sizeof(int));
     char *taken = mc_xcalloc((size_t)topo->ngpus + 1, 1);
     mc_status_t st = MC_OK;
+    int senders = 0;
     for (int i = 0; i < r->sh.n; i++) {
         int h = mc_rails_host(r->task, topo, &r->sh.s[i]);
+        senders += h >= 0 && leaving[h] == 0;
         leaving[h >= 0 ? h : topo->nhosts]++;
     }
     for (int j = 0; j < n && st == MC_OK; j++) {
@@ -134,7 +139,8 @@ static mc_status_t add_rails(const run_t *r, const int *shares, int n, mc_cands_
         view.ndests = sh->ndests;
         view.dests = (int *)sh->dests;
         if (h >= 0)
-            st = mc_cands_add_rails_small(out, topo, sh->piece, &view, h, leaving[h], taken, err);
+            st = mc_cands_add_rails_small(out, topo, sh->piece, &view, h, leaving[h], senders,
+                                          taken, err);
     }
     free(leaving);
     free(taken);
@@ -208,14 +214,17 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
                                                               sets[k].fanout, err),
                           out, st);
         }
-        /* the rail trees as they are and in 2 channels only: at 4 MiB they are a chunk each,
-         * which channels do not cut, and at 1 GiB (56 trees of 18 MiB over 8 MI300X hosts) the
-         * 4-channel try was not covered by its allowance (2.3 M units, 0.3 s, for nothing); but
-         * each try may take two thirds of the allowance, as the referee's first channel try: the
-         * 2 channels of 56 stripes over 8 DGX H100 hosts stopped at a third (2.3 of 3.3 ms) */
+        /* the rail trees as they are and in 2 channels only (rail_tries): at 4 MiB they are a
+         * chunk each, which channels do not cut, and at 1 GiB (56 trees of 18 MiB over 8 MI300X
+         * hosts) the 4-channel try was not covered by its allowance (2.3 M units, 0.3 s, for
+         * nothing); but each try may take two thirds of the allowance, as the referee's first
+         * channel try: the 2 channels of 56 stripes over 8 DGX H100 hosts stopped at a third
+         * (2.3 of 3.3 ms) */
         if (relays.n)
             MC_CHECK_GOTO(race_alt(r, s, v, striped_alt, &relays, sets[k].name,
-                                   sets[k].split == 3 ? 2 : SIZE_MAX,
+                                   sets[k].split == 3 ? rail_tries : race_tries,
+                                   sets[k].split == 3 ? sizeof rail_tries / sizeof rail_tries[0]
+                                                      : sizeof race_tries / sizeof race_tries[0],
                                    sets[k].split == 3 ? 2 * MC_SIM_CHANNEL_WORK
                                                       : MC_SIM_CHANNEL_WORK,
                                    err),
@@ -251,7 +260,7 @@ mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
 {
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
-    return race_alt(r, s, v, ring_alt, NULL, "ring", 3, MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, ring_alt, NULL, "ring", race_tries, 3, MC_SIM_CHANNEL_WORK, err);
 }
 
 /* The winner looped back, only where that lowers its busiest link's time at full bandwidth: a
