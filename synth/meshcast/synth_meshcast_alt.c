@@ -292,5 +292,5 @@ mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_e
     const char *at = strstr(v->params, "plan=");
     snprintf(plan, sizeof plan, "%.*s+looped", at ? (int)strcspn(at + 5, " ") : 0,
              at ? at + 5 : "");
-    return race_alt(r, s, v, looped_alt, NULL, plan, 1, 2 * MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, looped_alt, NULL, plan, race_tries, 1, 2 * MC_SIM_CHANNEL_WORK, err);
 }
