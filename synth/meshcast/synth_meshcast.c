@@ -417,6 +417,10 @@ out:
  * also covered the 2 channels of the broadcast over 4 DGX A100 (1.14 -> 1.09) but took the
  * synthesis of host 0's shards to 8 A100 rail hosts to 2.3 s of CPU (1.4 s with two thirds). */
 #define MC_SIM_FIRST_CHANNEL_WORK (MC_SIM_WORK * 2 / 3)
+/* Each try of channels on host chunks gets this much work and no more: the 4 and 64 MiB
+ * schedules they sped up took at most 0.5 M each; those of a 1 GiB broadcast on the MI250 box
+ * 2.6-7.9 M for 0.1%, doubling its synthesis CPU. */
+#define MC_SIM_HOST_CHANNEL_WORK (MC_SIM_WORK / 8)
 /* At most this many steps of 3/4 or 4/3 of the chunks, while each is faster. */
 #define MC_COARSE_STEPS 3
 
@@ -692,7 +696,10 @@ static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
         x.channel_spread = tries[i][1];
         x.channel_big = tries[i][2];
         x.channel_host = tries[i][3];
-        r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
+        if (tries[i][3])
+            r->sim_work_left = MC_SIM_HOST_CHANNEL_WORK;
+        else
+            r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
         mc_status_t st = race(r, x, v->t, &dv, err);
         if (st != MC_OK)
             return st;
