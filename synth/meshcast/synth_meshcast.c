@@ -417,10 +417,11 @@ out:
  * also covered the 2 channels of the broadcast over 4 DGX A100 (1.14 -> 1.09) but took the
  * synthesis of host 0's shards to 8 A100 rail hosts to 2.3 s of CPU (1.4 s with two thirds). */
 #define MC_SIM_FIRST_CHANNEL_WORK (MC_SIM_WORK * 2 / 3)
-/* Each try of channels on host chunks gets this much work and no more: the 4 and 64 MiB
- * schedules they sped up took at most 0.5 M each; those of a 1 GiB broadcast on the MI250 box
- * 2.6-7.9 M for 0.1%, doubling its synthesis CPU. */
-#define MC_SIM_HOST_CHANNEL_WORK (MC_SIM_WORK / 8)
+/* Each try of channels on host chunks gets this much work and no more: those of a 1 GiB
+ * broadcast on the MI250 box took 2.6-7.9 M each for 0.1%, doubling its synthesis CPU; the 4 and
+ * 64 MiB schedules they sped up, at most 0.5 M; an eighth of an allowance lost `direct`'s
+ * mi250-allgather (1.199 -> 1.148 with a third). */
+#define MC_SIM_HOST_CHANNEL_WORK (MC_SIM_WORK / 3)
 /* At most this many steps of 3/4 or 4/3 of the chunks, while each is faster. */
 #define MC_COARSE_STEPS 3
 
