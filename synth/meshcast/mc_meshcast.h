@@ -445,9 +445,14 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 /* Cuts every tree of min_bytes or more into k channels (fewer where a channel would carry less
  * than min_chunk): copies of the tree over consecutive parts of its bytes, channel j of m in
  * 1 + spread * j/m times the tree's chunks (none below min_chunk), so that their per-message
- * overheads fall at different instants; the planned rates are stated again. */
+ * overheads fall at different instants; the planned rates are stated again. A tree that does
+ * not cross the network takes host_chunk in min_chunk's place. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
-                       uint64_t min_bytes);
+                       uint64_t host_chunk, uint64_t min_bytes);
+/* Whether no tree of s crosses the network and one is too small for 2 channels of its chunks of
+ * min_chunk bytes each: then only a smaller floor can cut it (mc_sched_channels), and no tree
+ * waits on the network, whose per-message overhead dwarfs what such cuts save. */
+int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk);
 /* Into *out, a copy of s whose trees that leave their root's host from the root and fan out
  * inside it (no GPU there sending elsewhere) reach that host's GPUs back from their first host
  * across the network instead, each from the GPU there on its device (synth_meshcast_loopback.c);

@@ -417,6 +417,11 @@ out:
  * also covered the 2 channels of the broadcast over 4 DGX A100 (1.14 -> 1.09) but took the
  * synthesis of host 0's shards to 8 A100 rail hosts to 2.3 s of CPU (1.4 s with two thirds). */
 #define MC_SIM_FIRST_CHANNEL_WORK (MC_SIM_WORK * 2 / 3)
+/* Each try of channels on host chunks gets this much work and no more: those of a 1 GiB
+ * broadcast on the MI250 box took 2.6-7.9 M each for 0.1%, doubling its synthesis CPU; the 4 and
+ * 64 MiB schedules they sped up, at most 0.5 M; an eighth of an allowance lost `direct`'s
+ * mi250-allgather (1.199 -> 1.148 with a third). */
+#define MC_SIM_HOST_CHANNEL_WORK (MC_SIM_WORK / 3)
 /* At most this many steps of 3/4 or 4/3 of the chunks, while each is faster. */
 #define MC_COARSE_STEPS 3
 
@@ -576,7 +581,7 @@ static int variants(const run_t *r, variant_t *out)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
             if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]) &&
                 (!big || plan_edges(r, order[i]) <= big))
-                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
+                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0, 0};
     /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
      * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
      * 1.217 -> 1.228 of the bound) */
@@ -586,12 +591,12 @@ static int variants(const run_t *r, variant_t *out)
         for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN) && !r->chunk;
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
-                out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0};
+                out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0, 0};
     /* the plans far larger than the solved one last, as decoded and staggered */
     for (int stagger = 0; stagger <= nstagger && big; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
             if (every_comp_has(r, order[i]) && plan_edges(r, order[i]) > big)
-                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0};
+                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0, 0};
     return n;
 }
 
@@ -626,12 +631,13 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
         largest = d->trees[t].bytes > largest ? d->trees[t].bytes : largest;
     if (x.channels > 1)
         mc_sched_channels(d, r->topo, x.channels, x.channel_spread, MC_MIN_CHUNK_BYTES,
+                          x.channel_host ? MC_HOST_CHUNK_BYTES : MC_MIN_CHUNK_BYTES,
                           x.channel_big ? largest / 2 : 0);
-    snprintf(name, size, "%s%s%s%s%.*d%s%.*d%s%.*d%s", names[x.kind], forms[x.form],
+    snprintf(name, size, "%s%s%s%s%.*d%s%.*d%s%.*d%s%s", names[x.kind], forms[x.form],
              staggers[x.stagger], x.coarse > 0 ? "+coarse" : x.coarse < 0 ? "+fine" : "",
              x.coarse ? 1 : 0, abs(x.coarse), x.channels > 1 ? "+ch" : "", x.channels > 1 ? 1 : 0,
              x.channels, x.channels > 1 ? "s" : "", x.channels > 1 ? 1 : 0, x.channel_spread,
-             x.channel_big ? "big" : "");
+             x.channel_big ? "big" : "", x.channel_host ? "host" : "");
     *out = d;
     return MC_OK;
 }
@@ -649,6 +655,19 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_
     return st;
 }
 
+/* Whether the referee's winner r->kept stays inside hosts with a tree held by
+ * MC_MIN_CHUNK_BYTES (mc_sched_host_held): only there are channels on MC_HOST_CHUNK_BYTES tried
+ * (on eight-host clusters they won nothing and took 9-32% more CPU). */
+static mc_status_t host_held(run_t *r, int *held, mc_err_t *err)
+{
+    mc_sched_t *d = NULL;
+    char name[64];
+    mc_status_t st = build(r, r->kept, &d, name, sizeof name, err);
+    *held = st == MC_OK && mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+    mc_sched_free(d);
+    return st;
+}
+
 /* A tree alone on its links idles them for the message overhead between its chunks, which holds
  * its chunk count down and its pipeline fill up; cut into channels (mc_sched_channels), one
  * channel's overhead overlaps another's bytes (mi300x2-bcast in `direct`: 1.34 -> 1.08 of the
@@ -658,17 +677,30 @@ static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_
  * own; the fastest is kept in r->kept, *v. */
 static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
 {
-    /* channels, spread, only the trees of at least half the largest's bytes */
-    static const int tries[][3] = {{2, 1, 1}, {4, 1, 0}, {8, 1, 0}, {8, 2, 0}};
+    /* channels, spread, only the trees of at least half the largest's bytes, host chunks */
+    static const int tries[][4] = {{2, 1, 1, 0}, {4, 1, 0, 0}, {8, 1, 0, 0}, {8, 2, 0, 0},
+                                   {2, 2, 0, 1}, {3, 1, 0, 1}, {4, 1, 0, 1}, {4, 2, 0, 1}};
     variant_t x = r->kept;
     verdict_t dv = {.simulated = 1};
+    int held = 0;
+    if (v->t > MC_ALT_ROOM * r->bound.seconds) {
+        mc_status_t st = host_held(r, &held, err);
+        if (st != MC_OK)
+            return st;
+    }
     /* a try the allowance did not cover stops the rest: they have as many channels or more; one
      * stopped once it was slower than the fastest does not */
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && (dv.simulated || dv.beaten); i++) {
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && (dv.simulated || dv.beaten) &&
+                       (held || !tries[i][3]);
+         i++) {
         x.channels = tries[i][0];
         x.channel_spread = tries[i][1];
         x.channel_big = tries[i][2];
-        r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
+        x.channel_host = tries[i][3];
+        if (tries[i][3])
+            r->sim_work_left = MC_SIM_HOST_CHANNEL_WORK;
+        else
+            r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
         mc_status_t st = race(r, x, v->t, &dv, err);
         if (st != MC_OK)
             return st;
@@ -725,14 +757,14 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
     variant_t table[MC_VARIANTS_MAX];
     int n = variants(r, table), fastest = MC_PLAN_SOLVED, second = -1;
     double fastest_t = v->t, second_t = HUGE_VAL;
-    variant_t winner = {MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0};
+    variant_t winner = {MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     variant_t best_x[MC_PLAN_KINDS]; /* per kind, its fastest variant, timed best_t */
     double best_t[MC_PLAN_KINDS], solved_t = v->simulated ? v->t : HUGE_VAL;
     mc_status_t st = MC_OK;
     *replaced = 0;
     for (int k = 0; k < MC_PLAN_KINDS; k++) {
         best_t[k] = HUGE_VAL;
-        best_x[k] = (variant_t){k, FORM_DECODED, 0, 0, 0, 0, 0};
+        best_x[k] = (variant_t){k, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     }
     for (int i = 0; i < n && r->sim_work_left > 0; i++) {
         variant_t x = table[i];
@@ -851,7 +883,7 @@ static mc_status_t synth_once(run_t *r, verdict_t *v, mc_err_t *err)
     mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
                    r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
     MC_CHECK_GOTO(solve(r, err), out, st);
-    r->kept = (variant_t){MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0};
+    r->kept = (variant_t){MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     MC_CHECK_GOTO(race(r, r->kept, 0, v, err), out, st);
     /* A plan too large to simulate states its estimate; a variant is faster when its simulated
      * time beats the time the simulation of the plan had reached when it stopped. */
@@ -908,7 +940,7 @@ static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verd
     mc_status_t st = MC_OK;
     mc_sched_t *d = NULL;
     char name[64];
-    variant_t x = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0};
+    variant_t x = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     if (b != won) {
         b->wrap = 1;
         MC_CHECK_GOTO(gen_cands(b, 0, err), out, st);
@@ -1002,7 +1034,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         if (vb.simulated && (!v.simulated || vb.t < v.t)) {
             v = vb;
             won = b;
-            won->kept = (variant_t){MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0};
+            won->kept = (variant_t){MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
         } else {
             won->sim_work_left = left;
         }

@@ -74,7 +74,10 @@ static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make,
             break;
         int n = snprintf(name, sizeof name, "%s", plan);
         if (tries[i][0] > 1) {
-            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES, 0);
+            /* inside hosts, channels may cut chunks below the network's (race_channels) */
+            int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES,
+                              host ? MC_HOST_CHUNK_BYTES : MC_MIN_CHUNK_BYTES, 0);
             snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
         }
         if (i == 0 && lost(r, d, v, &buf)) {
@@ -107,11 +110,6 @@ static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const v
 {
     return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
 }
-
-/* A last race is worth its simulations only this far above the bound: within it, the winner of a
- * 1 GiB all-gather over four DGX A100 (1.01 of the bound) spent 60% of its 6.9 s of CPU on relay
- * trees that won nothing. */
-#define MC_ALT_ROOM 1.02
 
 /* The relay race is worth its simulations for shares with rail stripes only this far above the
  * bound. */

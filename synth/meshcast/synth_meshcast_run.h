@@ -17,6 +17,7 @@ typedef struct variant {
     int channels, channel_spread; /* last, every tree cut into this many channels (0, 1: none),
                                    * staggered by this spread (mc_sched_channels) */
     int channel_big; /* only the trees of at least half the largest tree's bytes */
+    int channel_host; /* channels of trees inside hosts cut down to MC_HOST_CHUNK_BYTES */
 } variant_t;
 
 typedef struct mc_chunk_memo mc_chunk_memo_t;
@@ -55,6 +56,14 @@ int mc_chunk_memo_size(const mc_chunk_memo_t *m);
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
 #define MC_MIN_CHUNK_BYTES (128u * 1024u)
+/* A last race is worth its simulations only this far above the bound: within it, the winner of a
+ * 1 GiB all-gather over four DGX A100 (1.01 of the bound) spent 60% of its 6.9 s of CPU on relay
+ * trees that won nothing. The channels on host chunks (synth_meshcast.c) share the gate. */
+#define MC_ALT_ROOM 1.02
+/* The smallest chunk of a channel whose tree does not cross the network: MC_MIN_CHUNK_BYTES is
+ * the network proxy's chunk; inside a host a send of any size is one message with one overhead
+ * (docs/synthesis.md, "Session 18: small pieces on partial meshes"). */
+#define MC_HOST_CHUNK_BYTES 4096u
 
 /* How much synthesis may simulate (the solved schedule, then the referee's variants), in
  * mc_sim_run_bounded's units of work (events, and the flows and links they re-rate): counted

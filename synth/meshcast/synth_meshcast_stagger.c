@@ -83,15 +83,38 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 /* Bytes a channel's range is a multiple of (the last channel takes the rest). */
 #define CHANNEL_GRANULE 4096u
 
+/* Whether no edge of tree t crosses the network (its transfers stay inside hosts). */
+static int in_host(const mc_sched_t *s, const mc_topo_t *topo, int t)
+{
+    const mc_tree_t *tr = &s->trees[t];
+    for (int e = 0; e < tr->nedges; e++)
+        for (int i = 0; i < tr->edges[e].nlinks; i++)
+            if (topo->links[tr->edges[e].links[i]].kind == MC_LINK_NET)
+                return 0;
+    return 1;
+}
+
+int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk)
+{
+    int held = 0;
+    for (int t = 0; t < s->ntrees; t++) {
+        if (!in_host(s, topo, t))
+            return 0;
+        held |= s->trees[t].bytes / min_chunk < 2 * (uint64_t)s->trees[t].nchunks;
+    }
+    return held;
+}
+
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
-                       uint64_t min_bytes)
+                       uint64_t host_chunk, uint64_t min_bytes)
 {
     int n0 = s->ntrees;
     for (int t = 0; t < n0; t++) {
         if (s->trees[t].bytes < min_bytes)
             continue;
-        uint64_t bytes = s->trees[t].bytes, least = min_chunk > CHANNEL_GRANULE ? min_chunk
-                                                                              : CHANNEL_GRANULE;
+        uint64_t floor = in_host(s, topo, t) ? host_chunk : min_chunk;
+        uint64_t bytes = s->trees[t].bytes, least = floor > CHANNEL_GRANULE ? floor
+                                                                            : CHANNEL_GRANULE;
         int m = bytes / least < (uint64_t)k ? (int)(bytes / least) : k;
         if (m < 2)
             continue;
@@ -105,7 +128,7 @@ void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, 
             uint64_t len = ch == m - 1 ? bytes - part * (uint64_t)(m - 1) : part;
             /* channel ch of m in 1 + spread * ch/m times the tree's chunks, as mc_sched_stagger */
             uint64_t want = (uint64_t)src->nchunks * (uint64_t)(m + spread * ch) / (uint64_t)m;
-            int c = (int)chunks_within(want > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : want, len, min_chunk);
+            int c = (int)chunks_within(want > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : want, len, floor);
             if (ch == 0) {
                 src->bytes = len;
                 src->nchunks = c;

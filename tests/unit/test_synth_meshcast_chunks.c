@@ -163,7 +163,7 @@ static void test_channels_beat_the_best_chunk_count(void **state)
         mc_sched_free(s);
     }
     mc_sched_t *s = one_chain(f, task, bytes, 16);
-    mc_sched_channels(s, f->topo, 4, 1, 0, 0);
+    mc_sched_channels(s, f->topo, 4, 1, 0, 0, 0);
     assert_int_equal(s->ntrees, 4);
     for (int j = 0; j < 4; j++) {
         const mc_tree_t *t = &s->trees[j];
@@ -191,7 +191,7 @@ static void test_channels_keep_the_smallest_chunk(void **state)
     const uint64_t min = 1u << 20, bytes = 7 * min / 2;
     int t = mc_sched_add_tree(s, 0, 0, bytes, 0, 0, 4);
     assert_int_equal(mc_sched_add_edge(s, f->topo, t, 0, 4, &err), MC_OK);
-    mc_sched_channels(s, f->topo, 8, 1, min, 0);
+    mc_sched_channels(s, f->topo, 8, 1, min, min, 0);
     assert_int_equal(s->ntrees, 3);
     uint64_t sum = 0;
     for (int j = 0; j < 3; j++) {
@@ -211,7 +211,7 @@ static void test_channels_only_the_large_trees(void **state)
 {
     fixture_t *f = *state;
     mc_sched_t *s = three_chains(f);
-    mc_sched_channels(s, f->topo, 2, 1, 0, 300ull << 20);
+    mc_sched_channels(s, f->topo, 2, 1, 0, 0, 300ull << 20);
     assert_int_equal(s->ntrees, 5);
     assert_int_equal(s->trees[2].bytes, GIB / 4);
     assert_int_equal(s->trees[2].nchunks, 8);
