@@ -4,7 +4,8 @@
     /usr/bin/python3 bench/suite_compare.py OLD_DIR NEW_DIR
 
 Each directory holds f_SUITE.csv for the suites it ran (`build/meshcast bench --suite SUITE --csv
-> DIR/f_SUITE.csv`); a suite is compared where both directories hold it. Per suite: the rows in
+> DIR/f_SUITE.csv`); a suite is compared where both directories hold it, on its rows with a
+simulated time (not the `all` geomean rows). Per suite: the rows in
 both, how many simulated times and bounds moved (by over one part in 1e6), each moved meshcast
 row with its time over the bound before and after, meshcast's time/bound geomean and worst before
 and after; then, in the new run, every row where meshcast is slower than another strategy of the
@@ -31,7 +32,7 @@ def load(directory):
         with open(path, newline="") as f:
             try:
                 for row in csv.DictReader(f):
-                    if row.get("sim_s"):
+                    if row.get("sim_s") and row.get("suite") != "all":  # not the geomean rows
                         rows[(row["case"], row["strategy"])] = row
             except csv.Error as e:
                 raise ValueError(f"{path}: {e}") from e
