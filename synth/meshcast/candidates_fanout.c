@@ -6,6 +6,7 @@
  * the NIC moves 7 GB/s); a chain loads every link once but pays a message wait per GPU. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "synth/meshcast/mc_meshcast.h"
 
@@ -22,6 +23,13 @@ static double cost_with(const mc_topo_t *t, const mc_route_t *rt, const double *
         most = s > most ? s : most;
     }
     return most + (at > latest ? at : latest);
+}
+
+/* When the first chunk of `chunk` bytes sent at `from_at` over route rt has arrived. */
+static double first_chunk_at(const mc_topo_t *t, const mc_route_t *rt, double from_at,
+                             double chunk)
+{
+    return from_at + mc_topo_links_delay(t, rt->links, rt->nlinks) + chunk / rt->bw;
 }
 
 /* Loads the route's links with the tree's bytes once more; returns the busiest link's time. */
@@ -56,8 +64,7 @@ double mc_cands_fanout_cost(const mc_topo_t *topo, const int *parent, const int 
             break;
         }
         busiest = load_route(topo, &rt, load, bytes, busiest);
-        double at = arrive[parent[e] - g0] + mc_topo_links_delay(topo, rt.links, rt.nlinks) +
-                    chunk / rt.bw;
+        double at = first_chunk_at(topo, &rt, arrive[parent[e] - g0], chunk);
         arrive[child[e] - g0] = at;
         latest = at > latest ? at : latest;
     }
@@ -87,12 +94,12 @@ int mc_cands_host_fanout(const mc_topo_t *topo, const int *in, int nin, const in
         int bu = -1, bv = -1;
         mc_route_t brt = {0};
         for (int v = 0; v < n; v++)
-            for (int u = 0; u < n && left[v]; u++) {
+            for (int u = 0; u < n; u++) {
                 mc_route_t rt;
-                if (arrive[u] < 0 || mc_topo_route(topo, g0 + u, g0 + v, &rt, &ignored) != MC_OK)
+                if (!left[v] || arrive[u] < 0 ||
+                    mc_topo_route(topo, g0 + u, g0 + v, &rt, &ignored) != MC_OK)
                     continue;
-                double at = arrive[u] + mc_topo_links_delay(topo, rt.links, rt.nlinks) +
-                            chunk / rt.bw;
+                double at = first_chunk_at(topo, &rt, arrive[u], chunk);
                 double c = cost_with(topo, &rt, load, busiest, latest, at, bytes);
                 /* ties: the earlier arrival, then the lower GPUs */
                 if (c < best * (1 - 1e-9) || (c <= best * (1 + 1e-9) && at < best_at)) {
@@ -112,9 +119,8 @@ int mc_cands_host_fanout(const mc_topo_t *topo, const int *in, int nin, const in
         parent[ne] = g0 + bu;
         child[ne++] = g0 + bv;
     }
-    for (int v = 0; v < n && ne >= 0; v++)
-        if (left[v])
-            ne = -1; /* unreachable inside the host */
+    if (memchr(left, 1, (size_t)n))
+        ne = -1; /* unreachable inside the host */
     free(arrive);
     free(load);
     free(left);

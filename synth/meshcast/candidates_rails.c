@@ -76,9 +76,10 @@ static mc_status_t fan_out(rails_t *r, int h, int src, mc_err_t *err)
     if (nwant == 0)
         return MC_OK;
     int nin = 0, g0, n = mc_topo_host_gpus(r->topo, h, &g0);
-    for (int g = g0; g < g0 + n && r->fan_bytes > 0; g++)
-        if (r->seen[g])
-            r->in[nin++] = g;
+    if (r->fan_bytes > 0)
+        for (int g = g0; g < g0 + n; g++)
+            if (r->seen[g])
+                r->in[nin++] = g;
     int k = mc_cands_host_spt(r->topo, src, r->want, nwant, r->spar, r->schi, err);
     /* a small share's: where the shortest-path tree's busiest link takes longer than the rail
      * that feeds the host (over a PCIe box), the one built by alpha-beta cost if cheaper */
