@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/sweep.py [--topos A,B] [--sizes 4M,64M] [--patterns bcast,allgather]
                                     [--strategies meshcast,p2p,xla] [--jsonl OUT] [--exec]
+    /usr/bin/python3 bench/sweep.py --tasks bench/probe [--strategies ...] [--jsonl OUT]
     /usr/bin/python3 bench/sweep.py --recost OUT.jsonl   (estimates again, no synthesis)
     make sweep                       (the default subset below: 60 cases, about a minute)
 
@@ -27,6 +28,9 @@ Patterns (n GPUs, H hosts, G = n / H GPUs per host):
   cross2d    first half of the hosts (host, gpu) -> second half (gpu, host)   (clusters only)
   same2d     one mesh over every host, (host, gpu) -> (gpu, host)            (clusters only)
   hostbcast  host 0 sharded over its GPUs -> replicated on every other host   (clusters only)
+--tasks takes task files (or folders of *.task) instead of the generated patterns; each names its
+topology in a comment line `# topo: NAME` (bench/probe holds shapes the patterns do not make:
+other aspect ratios, partial meshes, replicated holders, several tensors, uneven shards).
 Documented in docs/cost-model.md ("Outside the suites") and README.md (meshcast bench)."""
 import argparse
 import json
@@ -142,9 +146,13 @@ def strategy_row(cli, topo, tf, sched, s, task, T, args):
                             s, "--rlimit", str(args.rlimit), "-o", sched], args.timeout)
     d["synth_s"] = round(dt, 3)
     if rc != 0:
-        # a strategy for one kind of task only (Alpa's between disjoint meshes, XLA's inside one)
+        # a strategy for one kind of task only (Alpa's between disjoint meshes, XLA's inside one,
+        # the collectives and alpa-p2p for one consumer per tensor, XLA's for meshes whose axes
+        # refine each other)
         unsupported = rc == 1 and ("expected disjoint meshes" in err or
-                                   "expected a same-mesh redistribution" in err)
+                                   "expected a same-mesh redistribution" in err or
+                                   "consumers; expected one" in err or
+                                   "no common refinement" in err)
         d["status"] = "n/a" if unsupported else "failed"
         d["message"] = (out + err).strip()[-300:]
         return d
@@ -244,6 +252,34 @@ def recost(path, strategies):
     return 0
 
 
+def generated_cases(topos, patterns, sizes):
+    """(topology, case, task text) of every pattern and size on every topology."""
+    for name in topos.split(","):
+        topo = topo_path(name)
+        T = meshcast.Topology.load(topo)
+        for pat in patterns:
+            for nb in sizes:
+                text = task_text(pat, T.ngpus, T.nhosts, nb)
+                if text is None:
+                    continue
+                size = f"{nb >> 20}M" if nb >= 1 << 20 else f"{nb >> 10}K"
+                yield topo, f"{Path(topo).stem}-{pat}-{size}", text, pat, nb
+
+
+def task_cases(spec):
+    """(topology, case, task text) of task files, each naming its topology in '# topo: NAME'."""
+    files = []
+    for item in spec.split(","):
+        p = Path(item)
+        files += sorted(p.glob("*.task")) if p.is_dir() else [p]
+    for f in files:
+        text = f.read_text()
+        m = re.search(r"^#\s*topo:\s*(\S+)", text, re.M)
+        if not m:
+            raise SystemExit(f"sweep: {f}: no '# topo: NAME' line names its topology")
+        yield topo_path(m.group(1)), f.stem, text, "file", None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -260,6 +296,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds per command")
     ap.add_argument("--exec", action="store_true",
                     help="also time meshcast's plans on the nccl lanes (sim --executed --nccl)")
+    ap.add_argument("--tasks", help="task files or folders of them, comma-separated, each with a "
+                    "'# topo: NAME' line (instead of --topos, --sizes, --patterns)")
     ap.add_argument("--jsonl", help="append one JSON record per case to this file")
     ap.add_argument("--recost", metavar="JSONL",
                     help="estimate the records of an earlier --jsonl run again, synthesize nothing")
@@ -277,33 +315,28 @@ def main():
     out = open(args.jsonl, "a") if args.jsonl else None
     recs, failed = [], 0
     try:
-        for name in args.topos.split(","):
-            topo = topo_path(name)
-            T = meshcast.Topology.load(topo)
-            n, hosts = T.ngpus, T.nhosts
-            for pat in patterns:
-                for nb in args.sizes:
-                    text = task_text(pat, n, hosts, nb)
-                    if text is None:
-                        continue
-                    case = f"{Path(topo).stem}-{pat}-{nb >> 20}M" if nb >= 1 << 20 else \
-                        f"{Path(topo).stem}-{pat}-{nb >> 10}K"
-                    tf = os.path.join(work, case + ".task")
-                    Path(tf).write_text(text)
-                    task = meshcast.Task.from_text(text, case)
-                    rec = {"case": case, "topo": topo, "pattern": pat, "bytes": nb, "task": text,
-                           "bound": task.bound(T).seconds, "pieces": task.npieces,
-                           "strategies": {}}
-                    for s in strategies:
-                        d = strategy_row(args.meshcast, topo, tf, os.path.join(work, "s.xml"), s,
-                                         task, T, args)
-                        failed += d["status"] in ("failed", "invalid")
-                        rec["strategies"][s] = d
-                    print_case(rec, strategies)
-                    recs.append(rec)
-                    if out:
-                        out.write(json.dumps(rec) + "\n")
-                        out.flush()
+        topos = {}
+        for topo, case, text, pat, nb in (task_cases(args.tasks) if args.tasks else
+                                          generated_cases(args.topos, patterns, args.sizes)):
+            if topo not in topos:
+                topos[topo] = meshcast.Topology.load(topo)
+            T = topos[topo]
+            tf = os.path.join(work, case + ".task")
+            Path(tf).write_text(text)
+            task = meshcast.Task.from_text(text, case)
+            rec = {"case": case, "topo": topo, "pattern": pat, "bytes": nb or task.total_bytes,
+                   "task": text, "bound": task.bound(T).seconds, "pieces": task.npieces,
+                   "strategies": {}}
+            for s in strategies:
+                d = strategy_row(args.meshcast, topo, tf, os.path.join(work, "s.xml"), s,
+                                 task, T, args)
+                failed += d["status"] in ("failed", "invalid")
+                rec["strategies"][s] = d
+            print_case(rec, strategies)
+            recs.append(rec)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if out:

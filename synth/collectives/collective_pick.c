@@ -1,7 +1,8 @@
-/* The choice the meshcast strategy makes on a same-mesh task (issue 7): the collective form when
- * memory is tight, whichever the simulator finds faster otherwise, and a params line that says
- * which and why. Kept here, next to the collective form, so that mc_synth_meshcast needs one call
- * to make it. */
+/* The choices the meshcast strategy makes last: on a same-mesh task (issue 7) the collective form
+ * when memory is tight, whichever the simulator finds faster otherwise; between disjoint meshes
+ * Alpa's two-phase plan (scatter, then an all-gather inside each destination host) where it is
+ * faster; and a params line that says which and why. Kept here, next to the collective form, so
+ * that mc_synth_meshcast needs one call to make them. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,13 @@
 #include "sim/sim.h"
 #include "synth/collectives/collective_internal.h"
 
-mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
-                                         const mc_synth_opts_t *opts, mc_sched_t **s, double *t,
-                                         mc_err_t *err)
+/* The referee of one alternative form: synth makes it (an error means the task is not of its
+ * kind, and *s stays), named name in the params. */
+static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
+                           const char *name,
+                           mc_status_t (*synth)(mc_task_t *, const mc_topo_t *,
+                                                const mc_synth_opts_t *, mc_sched_t **, mc_err_t *),
+                           mc_sched_t **s, double *t, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_synth_opts_t o = *opts;
@@ -19,8 +24,8 @@ mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
     mc_sim_result_t sim = {0};
     mc_err_t ignored = {0};
     o.memory_limit = 0; /* judged below, against the trees' own peak */
-    if (mc_synth_collectives(task, topo, &o, &c, &ignored) != MC_OK)
-        return MC_OK; /* not a same-mesh task: the trees stay */
+    if (synth(task, topo, &o, &c, &ignored) != MC_OK)
+        return MC_OK; /* not a task of that kind: the trees stay */
     MC_CHECK_GOTO(mc_sim_run_totals(c, topo, &sim, err), out, st);
     uint64_t limit = opts->memory_limit, pt = coll_sched_peak(*s, topo, NULL),
              pc = coll_sched_peak(c, topo, NULL);
@@ -31,8 +36,8 @@ mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
         why = "faster";
     if (!why)
         goto out;
-    char *params = mc_xasprintf("plan=collectives(%s) why=%s sim_s=%.6g peak=%" PRIu64
-                                " trees_sim_s=%.6g trees_peak=%" PRIu64, c->params, why,
+    char *params = mc_xasprintf("plan=%s(%s) why=%s sim_s=%.6g peak=%" PRIu64
+                                " trees_sim_s=%.6g trees_peak=%" PRIu64, name, c->params, why,
                                 sim.makespan_s, pc, *t, pt);
     size_t n = strlen(params) < sizeof c->params ? strlen(params) : sizeof c->params - 1;
     memcpy(c->params, params, n);
@@ -48,5 +53,24 @@ mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
 out:
     mc_sim_result_free(&sim);
     mc_sched_free(c);
+    return st;
+}
+
+mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
+                                         const mc_synth_opts_t *opts, mc_sched_t **s, double *t,
+                                         mc_err_t *err)
+{
+    /* The collective form first (it wins ties), then the baselines' plans: Alpa's is a shape the trees lack (its destinations
+     * relay in a second phase, an all-gather after the scatter), and the direct sends' order
+     * and whole messages can beat the trees' chunks by their overheads (docs/synthesis.md,
+     * "Session 19"); each replaces the trees only where it simulates faster. */
+    static const struct {
+        const char *name;
+        mc_status_t (*synth)(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
+                             mc_sched_t **, mc_err_t *);
+    } alts[] = {{"alpa-p2p", mc_synth_alpa_p2p}, {"p2p-lb", mc_synth_p2p_lb}, {"p2p", mc_synth_p2p}};
+    mc_status_t st = referee(task, topo, opts, "collectives", mc_synth_collectives, s, t, err);
+    for (size_t i = 0; i < sizeof alts / sizeof alts[0] && st == MC_OK; i++)
+        st = referee(task, topo, opts, alts[i].name, alts[i].synth, s, t, err);
     return st;
 }

@@ -150,6 +150,25 @@ expect_exit 0 "all-gather over 4 MI300X hosts" -- "$MESHCAST" synth -q --rlimit 
 expect_grep "$TMP/out" '^meshcast: .* simulated .* ratio 1\.0[0-6]' "4-host MI300X all-gather within 1.06 of the bound"
 expect_grep "$TMP/out" 'plan=balanced' "by the balanced synthesis"
 
+# 1 MiB sharded over the 8 GPUs of one PCIe box (one NIC, two CPU sockets), needed whole on every
+# GPU of the other: the single-phase trees pay a message per 128 KiB shard at every relay and
+# simulate 334.5 us; Alpa's scatter and all-gather in two phases, 277.9 us. The meshcast strategy
+# races that plan too, so it is never slower than alpa-p2p (bench/probe, session 19).
+expect_exit 0 "host broadcast over two one-NIC PCIe boxes" -- "$MESHCAST" synth -q --rlimit 2000000 \
+  --topo "$ROOT/topologies/pcie-8gpu-1nic.xml" --mesh 'A={gpu:8}@0..7' --mesh 'B={gpu:8}@8..15' \
+  'f32[512,512] A[gpu,_] -> B[_,_]' -o "$TMP/hb1m.xml"
+expect_grep "$TMP/out" '^meshcast: 16 trees, 2 phases, simulated 277\.9 us' "as fast as alpa-p2p"
+expect_grep "$TMP/out" 'plan=alpa-p2p\(.*\) why=faster .* trees_sim_s=0\.000334' "says it raced the trees"
+
+# Twenty GPUs over five p3.8xlarge hosts, a 5x4 mesh to a 2x10 one (xla and the collectives
+# refuse: no common refinement): the trees in chunks took 3.88 ms; p2p-lb's whole messages reach
+# the bound, 3.86 ms, and the meshcast strategy now keeps them.
+printf 'mesh M={a:5,b:4}@0..19\nmesh N={a:2,b:10}@0..19\nmove t: f32[3000,2000] M[a,b] -> N[b,a]\n' > "$TMP/odd.task"
+expect_exit 0 "5x4 mesh to a 2x10 one over five hosts" -- "$MESHCAST" synth -q --rlimit 2000000 \
+  --topo "$ROOT/topologies/aws-p3.8xlarge-x5.xml" --task-file "$TMP/odd.task" -o "$TMP/odd.xml"
+expect_grep "$TMP/out" '^meshcast: .* simulated 3\.86 ms, lower bound 3\.86 ms' "at the bound, as p2p-lb"
+expect_grep "$TMP/out" 'plan=p2p-lb\(.*\) why=faster' "says p2p-lb's plan won"
+
 # A memory bound below the shards themselves cannot hold: the schedule is refused, not written.
 expect_exit 1 "memory limit too small" -- "$MESHCAST" synth --topo $topo --strategy p2p \
   --memory-limit 1K --mesh "$A" --mesh "$B" "$move" -o "$TMP/mem.xml"
