@@ -56,7 +56,8 @@ static double run(const mc_topo_t *topo, mc_task_t *t, const mc_synth_opts_t *op
     assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_OK);
     assert_int_equal(mc_sim_run(s, topo, res, &err), MC_OK);
     assert_true(res->makespan_s >= b.seconds * (1 - 1e-9));
-    assert_non_null(strstr(s->params, "gap="));
+    /* the trees state their gap to the bound; a baseline's plan raced last states why it won */
+    assert_true(strstr(s->params, "gap=") || strstr(s->params, " why=faster "));
     *out = s;
     return res->makespan_s;
 }
@@ -118,6 +119,7 @@ static void test_two_pieces_share_one_nic(void **state)
  * and hosts 2 and 3 are served one from each holder host: 1 GiB out of each of the two NICs. */
 static void test_holder_hosts_serve_themselves(void **state)
 {
+    /* (p2p-lb's plan, raced last, is kept: 859.014 ms at the bound, the trees 859.052 ms) */
     once_through_nic(*state, "A={host:2,gpu:4}@0..7",
                      "B={host:4,gpu:4}@[1,0,3,2,5,4,7,6,9,8,11,10,13,12,15,14]",
                      "i32[268435456] A[gpu] -> B[gpu]", 4, 2);
