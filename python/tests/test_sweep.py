@@ -58,6 +58,29 @@ def test_small_run_and_recost(tmp_path):
     assert summary(again.stdout) == summary(r.stdout)
 
 
+def test_task_files(tmp_path):
+    # --tasks: task files naming their topology, refusals of a kind of task counted n/a
+    (tmp_path / "odd.task").write_text(
+        "# topo: aws-p3.8xlarge-x5\nmesh M={a:5,b:4}@0..19\nmesh N={a:2,b:10}@0..19\n"
+        "move t: f32[30,20] M[a,b] -> N[b,a]\n")
+    (tmp_path / "fan.task").write_text(
+        "# topo: aws-p3.8xlarge-x5\nmesh A={x:2}@0..1\nmesh B={x:2}@4..5\nmesh C={x:2}@8..9\n"
+        "move t: f32[64,64] A[x,_] -> B[_,x], C[_,_]\n")
+    out = tmp_path / "t.jsonl"
+    r = run("--tasks", str(tmp_path), "--strategies", "meshcast,p2p,alpa-p2p,xla", "--jsonl",
+            str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = {rec["case"]: rec for rec in map(json.loads, out.read_text().splitlines())}
+    assert sorted(recs) == ["fan", "odd"]
+    assert recs["odd"]["pattern"] == "file" and recs["odd"]["topo"].endswith("x5.xml")
+    assert recs["odd"]["strategies"]["xla"]["status"] == "n/a"  # no common refinement
+    assert recs["fan"]["strategies"]["alpa-p2p"]["status"] == "n/a"  # two consumers
+    assert recs["fan"]["strategies"]["meshcast"]["status"] == "ok"
+    (tmp_path / "bare.task").write_text("mesh A={x:2}@0..1\nmove f32[4] A[x] -> A[_]\n")
+    r = run("--tasks", str(tmp_path / "bare.task"))
+    assert r.returncode == 1 and "bare.task: no '# topo: NAME' line" in r.stderr
+
+
 def test_bad_arguments():
     r = run("--sizes", "4X")
     assert r.returncode == 2 and "size '4X': expected a number of bytes" in r.stderr
