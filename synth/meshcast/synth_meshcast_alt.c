@@ -9,10 +9,11 @@
 #include "synth/meshcast/mc_meshcast.h"
 #include "synth/meshcast/synth_meshcast_run.h"
 
-/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
+/* A schedule the last races try in place of the winner: built from the winner, its trees across
+ * the network in chunks of min_chunk bytes or more where it chooses their chunks, or NULL in *out
  * when it does not apply. */
 typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
-                              mc_sched_t **out, mc_err_t *err);
+                              uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 
 /* Whether d cannot replace the winner (timed *v): its busiest link needs longer at full
  * bandwidth than the winner's time (by more than the simulator's rounding), and the simulator
@@ -67,40 +68,53 @@ static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make,
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
-    for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
-        mc_sched_t *d = NULL;
-        verdict_t dv;
-        char name[48];
-        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
-        if (!d)
-            break;
-        int n = snprintf(name, sizeof name, "%s", plan);
-        if (tries[i][0] > 1) {
-            /* inside hosts, channels may cut chunks below the network's (race_channels) */
-            int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
-            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES,
-                              host ? MC_HOST_CHUNK_BYTES : MC_MIN_CHUNK_BYTES, 0);
-            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+    /* the tries on MC_MIN_CHUNK_BYTES, then, where that floor holds a tree across the network
+     * (as the first try makes it), again on MC_NET_CHUNK_BYTES */
+    for (int pass = 0, held = 0; pass <= held; pass++) {
+        uint64_t floor = pass ? MC_NET_CHUNK_BYTES : MC_MIN_CHUNK_BYTES;
+        for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
+            mc_sched_t *d = NULL;
+            verdict_t dv;
+            char name[48];
+            MC_CHECK_GOTO(make(r, *s, arg, floor, &d, err), out, st);
+            if (!d)
+                break;
+            if (!pass && !i)
+                held = mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+            int n = snprintf(name, sizeof name, "%s%s", plan, pass ? "+net" : "");
+            if (tries[i][0] > 1) {
+                /* inside hosts, channels may cut chunks below the network's (race_channels) */
+                int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+                mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], floor,
+                                  host ? MC_HOST_CHUNK_BYTES : floor, 0);
+                snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0],
+                         tries[i][1]);
+            }
+            /* lost on one floor, lost on the other: the same bytes over the same links */
+            if (i == 0 && lost(r, d, v, &buf)) {
+                mc_sched_free(d);
+                held = 0;
+                break;
+            }
+            int64_t given = r->last_work_left < most ? r->last_work_left : most;
+            r->sim_work_left = given;
+            st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+            r->last_work_left -= given - r->sim_work_left;
+            if (st == MC_OK && replaces(d, &dv, *s, v)) {
+                mc_sched_free(*s);
+                *s = d;
+                *v = dv;
+            } else {
+                mc_sched_free(d);
+            }
+            if (st != MC_OK)
+                goto out;
+            /* not covered: the later tries, and the smaller floor's, have more flows */
+            if (!dv.simulated && !dv.beaten) {
+                held = 0;
+                break;
+            }
         }
-        if (i == 0 && lost(r, d, v, &buf)) {
-            mc_sched_free(d);
-            break;
-        }
-        int64_t given = r->last_work_left < most ? r->last_work_left : most;
-        r->sim_work_left = given;
-        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
-        r->last_work_left -= given - r->sim_work_left;
-        if (st == MC_OK && replaces(d, &dv, *s, v)) {
-            mc_sched_free(*s);
-            *s = d;
-            *v = dv;
-        } else {
-            mc_sched_free(d);
-        }
-        if (st != MC_OK)
-            goto out;
-        if (!dv.simulated && !dv.beaten)
-            break;
     }
 out:
     mc_buf_free(&buf);
@@ -108,9 +122,9 @@ out:
 }
 
 static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
-                               mc_sched_t **out, mc_err_t *err)
+                               uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
-    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
+    return mc_sched_striped(winner, r->topo, relays, min_chunk, out, err);
 }
 
 /* The relay race is worth its simulations for shares with rail stripes only this far above the
@@ -239,9 +253,10 @@ out:
 }
 
 static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
-                            mc_sched_t **out, mc_err_t *err)
+                            uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
     (void)arg;
+    (void)min_chunk;
     mc_err_t ignored = {0};
     *out = NULL;
     if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
@@ -268,9 +283,10 @@ mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
  * can only turn into a gain where those links bounded the winner (otherwise its simulation
  * would be spent for nothing). */
 static mc_status_t looped_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
-                              mc_sched_t **out, mc_err_t *err)
+                              uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
     (void)arg;
+    (void)min_chunk;
     mc_status_t st = mc_sched_looped(winner, r->topo, out, err);
     if (st == MC_OK && *out &&
         mc_sched_busiest_link_s(*out, r->topo) >= mc_sched_busiest_link_s(winner, r->topo)) {
