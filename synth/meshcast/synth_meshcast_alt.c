@@ -52,7 +52,15 @@ static int replaces(const mc_sched_t *d, const verdict_t *dv, const mc_sched_t *
  * all-gather over 8 OCI A100 boxes the first two relay sets' busiest links need 5.60 and 11.2 ms,
  * the rings' 5.51 ms, the winner 5.21 ms: each try ran 0.15-0.3 s of CPU to lose); and after a
  * try its allowance did not cover (neither timed to the end nor past the winner's time), as the
- * referee's channel race does: the later tries cut the same trees into more channels. */
+ * referee's channel race does: the later tries cut the same trees into more channels.
+ * With net, where the first try has a tree across the network that the 128 KiB floor holds
+ * (mc_sched_net_held), the tries are run again with make's trees and the channels on
+ * MC_NET_CHUNK_BYTES ("+net" in the plan's name): the hub trees of a 4 MiB broadcast over eight
+ * p4d hosts, 144 KiB each, moved in one chunk each, in lockstep, a network wait per level (2.19
+ * of the bound; 1.87 on the smaller floor). The rings (NCCL's chunking) and the looped race (the
+ * winner's trees) do not take it: it won nothing there, and their builds, done again for each
+ * try, are most of their CPU (the rings' search: 2.78 -> 4.79 G instructions on the 4 MiB host
+ * broadcast over eight MI250 hosts). */
 /* Channels of race_alt's tries: {count, stagger} (mc_sched_channels), {1, 0} as it is. */
 static const int race_tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
 /* The rail trees' (mc_meshcast_race_striped): as they are and in 2 channels, more chunks on the
@@ -64,12 +72,12 @@ static const int as_is[][2] = {{1, 0}};
 
 static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
                             const char *plan, const int (*tries)[2], size_t ntries, int64_t most,
-                            mc_err_t *err)
+                            int net, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
-    /* the tries on MC_MIN_CHUNK_BYTES, then, where that floor holds a tree across the network
-     * (as the first try makes it), again on MC_NET_CHUNK_BYTES */
+    /* the tries on MC_MIN_CHUNK_BYTES, then, with net, where that floor holds a tree across the
+     * network (as the first try makes it), again on MC_NET_CHUNK_BYTES */
     for (int pass = 0, held = 0; pass <= held; pass++) {
         uint64_t floor = pass ? MC_NET_CHUNK_BYTES : MC_MIN_CHUNK_BYTES;
         for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
@@ -80,7 +88,7 @@ static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make,
             if (!d)
                 break;
             if (!pass && !i)
-                held = mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+                held = net && mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
             int n = snprintf(name, sizeof name, "%s%s", plan, pass ? "+net" : "");
             if (tries[i][0] > 1) {
                 /* inside hosts, channels may cut chunks below the network's (race_channels) */
@@ -241,7 +249,7 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
                                                       : sizeof race_tries / sizeof race_tries[0],
                                    sets[k].split == 3 ? 2 * MC_SIM_CHANNEL_WORK
                                                       : MC_SIM_CHANNEL_WORK,
-                                   err),
+                                   1, err),
                           out, st);
         mc_cands_free(&relays);
     }
@@ -275,7 +283,7 @@ mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
 {
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
-    return race_alt(r, s, v, ring_alt, NULL, "ring", race_tries, 3, MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, ring_alt, NULL, "ring", race_tries, 3, MC_SIM_CHANNEL_WORK, 0, err);
 }
 
 /* The winner looped back, only where that lowers its busiest link's time at full bandwidth: a
@@ -308,5 +316,5 @@ mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_e
     const char *at = strstr(v->params, "plan=");
     snprintf(plan, sizeof plan, "%.*s+looped", at ? (int)strcspn(at + 5, " ") : 0,
              at ? at + 5 : "");
-    return race_alt(r, s, v, looped_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, looped_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0, err);
 }
