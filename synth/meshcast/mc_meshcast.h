@@ -453,6 +453,9 @@ void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, 
  * min_chunk bytes each: then only a smaller floor can cut it (mc_sched_channels), and no tree
  * waits on the network, whose per-message overhead dwarfs what such cuts save. */
 int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk);
+/* Whether a tree of s that crosses the network is too small for 2 channels of its chunks of
+ * min_chunk bytes each: only a smaller network floor can cut it further. */
+int mc_sched_net_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk);
 /* Into *out, a copy of s whose trees that leave their root's host from the root and fan out
  * inside it (no GPU there sending elsewhere) reach that host's GPUs back from their first host
  * across the network instead, each from the GPU there on its device (synth_meshcast_loopback.c);

@@ -9,10 +9,11 @@
 #include "synth/meshcast/mc_meshcast.h"
 #include "synth/meshcast/synth_meshcast_run.h"
 
-/* A schedule the last races try in place of the winner: built from the winner, or NULL in *out
+/* A schedule the last races try in place of the winner: built from the winner, its trees across
+ * the network in chunks of min_chunk bytes or more where it chooses their chunks, or NULL in *out
  * when it does not apply. */
 typedef mc_status_t (*alt_fn)(const run_t *r, const mc_sched_t *winner, const void *arg,
-                              mc_sched_t **out, mc_err_t *err);
+                              uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 
 /* Whether d cannot replace the winner (timed *v): its busiest link needs longer at full
  * bandwidth than the winner's time (by more than the simulator's rounding), and the simulator
@@ -51,7 +52,15 @@ static int replaces(const mc_sched_t *d, const verdict_t *dv, const mc_sched_t *
  * all-gather over 8 OCI A100 boxes the first two relay sets' busiest links need 5.60 and 11.2 ms,
  * the rings' 5.51 ms, the winner 5.21 ms: each try ran 0.15-0.3 s of CPU to lose); and after a
  * try its allowance did not cover (neither timed to the end nor past the winner's time), as the
- * referee's channel race does: the later tries cut the same trees into more channels. */
+ * referee's channel race does: the later tries cut the same trees into more channels.
+ * With net, where the first try has a tree across the network that the 128 KiB floor holds
+ * (mc_sched_net_held), the tries are run again with make's trees and the channels on
+ * MC_NET_CHUNK_BYTES ("+net" in the plan's name): the hub trees of a 4 MiB broadcast over eight
+ * p4d hosts, 144 KiB each, moved in one chunk each, in lockstep, a network wait per level (2.19
+ * of the bound; 1.87 on the smaller floor). The rings (NCCL's chunking) and the looped race (the
+ * winner's trees) do not take it: it won nothing there, and their builds, done again for each
+ * try, are most of their CPU (the rings' search: 2.78 -> 4.79 G instructions on the 4 MiB host
+ * broadcast over eight MI250 hosts). */
 /* Channels of race_alt's tries: {count, stagger} (mc_sched_channels), {1, 0} as it is. */
 static const int race_tries[][2] = {{1, 0}, {2, 1}, {4, 1}, {8, 1}, {2, -1}, {4, -1}};
 /* The rail trees' (mc_meshcast_race_striped): as they are and in 2 channels, more chunks on the
@@ -63,44 +72,57 @@ static const int as_is[][2] = {{1, 0}};
 
 static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
                             const char *plan, const int (*tries)[2], size_t ntries, int64_t most,
-                            mc_err_t *err)
+                            int net, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
-    for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
-        mc_sched_t *d = NULL;
-        verdict_t dv;
-        char name[48];
-        MC_CHECK_GOTO(make(r, *s, arg, &d, err), out, st);
-        if (!d)
-            break;
-        int n = snprintf(name, sizeof name, "%s", plan);
-        if (tries[i][0] > 1) {
-            /* inside hosts, channels may cut chunks below the network's (race_channels) */
-            int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
-            mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], MC_MIN_CHUNK_BYTES,
-                              host ? MC_HOST_CHUNK_BYTES : MC_MIN_CHUNK_BYTES, 0);
-            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0], tries[i][1]);
+    /* the tries on MC_MIN_CHUNK_BYTES, then, with net, where that floor holds a tree across the
+     * network (as the first try makes it), again on MC_NET_CHUNK_BYTES */
+    for (int pass = 0, held = 0; pass <= held; pass++) {
+        uint64_t floor = pass ? MC_NET_CHUNK_BYTES : MC_MIN_CHUNK_BYTES;
+        for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
+            mc_sched_t *d = NULL;
+            verdict_t dv;
+            char name[48];
+            MC_CHECK_GOTO(make(r, *s, arg, floor, &d, err), out, st);
+            if (!d)
+                break;
+            if (!pass && !i)
+                held = net && mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+            int n = snprintf(name, sizeof name, "%s%s", plan, pass ? "+net" : "");
+            if (tries[i][0] > 1) {
+                /* inside hosts, channels may cut chunks below the network's (race_channels) */
+                int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+                mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], floor,
+                                  host ? MC_HOST_CHUNK_BYTES : floor, 0);
+                snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0],
+                         tries[i][1]);
+            }
+            /* lost on one floor, lost on the other: the same bytes over the same links */
+            if (i == 0 && lost(r, d, v, &buf)) {
+                mc_sched_free(d);
+                held = 0;
+                break;
+            }
+            int64_t given = r->last_work_left < most ? r->last_work_left : most;
+            r->sim_work_left = given;
+            st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+            r->last_work_left -= given - r->sim_work_left;
+            if (st == MC_OK && replaces(d, &dv, *s, v)) {
+                mc_sched_free(*s);
+                *s = d;
+                *v = dv;
+            } else {
+                mc_sched_free(d);
+            }
+            if (st != MC_OK)
+                goto out;
+            /* not covered: the later tries, and the smaller floor's, have more flows */
+            if (!dv.simulated && !dv.beaten) {
+                held = 0;
+                break;
+            }
         }
-        if (i == 0 && lost(r, d, v, &buf)) {
-            mc_sched_free(d);
-            break;
-        }
-        int64_t given = r->last_work_left < most ? r->last_work_left : most;
-        r->sim_work_left = given;
-        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
-        r->last_work_left -= given - r->sim_work_left;
-        if (st == MC_OK && replaces(d, &dv, *s, v)) {
-            mc_sched_free(*s);
-            *s = d;
-            *v = dv;
-        } else {
-            mc_sched_free(d);
-        }
-        if (st != MC_OK)
-            goto out;
-        if (!dv.simulated && !dv.beaten)
-            break;
     }
 out:
     mc_buf_free(&buf);
@@ -108,9 +130,9 @@ out:
 }
 
 static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
-                               mc_sched_t **out, mc_err_t *err)
+                               uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
-    return mc_sched_striped(winner, r->topo, relays, MC_MIN_CHUNK_BYTES, out, err);
+    return mc_sched_striped(winner, r->topo, relays, min_chunk, out, err);
 }
 
 /* The relay race is worth its simulations for shares with rail stripes only this far above the
@@ -227,7 +249,7 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
                                                       : sizeof race_tries / sizeof race_tries[0],
                                    sets[k].split == 3 ? 2 * MC_SIM_CHANNEL_WORK
                                                       : MC_SIM_CHANNEL_WORK,
-                                   err),
+                                   1, err),
                           out, st);
         mc_cands_free(&relays);
     }
@@ -239,9 +261,10 @@ out:
 }
 
 static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
-                            mc_sched_t **out, mc_err_t *err)
+                            uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
     (void)arg;
+    (void)min_chunk;
     mc_err_t ignored = {0};
     *out = NULL;
     if (mc_synth_nccl_ring(r->task, r->topo, r->opts, out, &ignored) != MC_OK)
@@ -260,7 +283,7 @@ mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
 {
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
-    return race_alt(r, s, v, ring_alt, NULL, "ring", race_tries, 3, MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, ring_alt, NULL, "ring", race_tries, 3, MC_SIM_CHANNEL_WORK, 0, err);
 }
 
 /* The winner looped back, only where that lowers its busiest link's time at full bandwidth: a
@@ -268,9 +291,10 @@ mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
  * can only turn into a gain where those links bounded the winner (otherwise its simulation
  * would be spent for nothing). */
 static mc_status_t looped_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
-                              mc_sched_t **out, mc_err_t *err)
+                              uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
     (void)arg;
+    (void)min_chunk;
     mc_status_t st = mc_sched_looped(winner, r->topo, out, err);
     if (st == MC_OK && *out &&
         mc_sched_busiest_link_s(*out, r->topo) >= mc_sched_busiest_link_s(winner, r->topo)) {
@@ -292,5 +316,5 @@ mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_e
     const char *at = strstr(v->params, "plan=");
     snprintf(plan, sizeof plan, "%.*s+looped", at ? (int)strcspn(at + 5, " ") : 0,
              at ? at + 5 : "");
-    return race_alt(r, s, v, looped_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, err);
+    return race_alt(r, s, v, looped_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0, err);
 }

@@ -54,8 +54,18 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, do
 int mc_chunk_memo_size(const mc_chunk_memo_t *m);
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
- * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB). */
+ * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB), the largest message NCCL's proxy puts on the network for a
+ * send (one buffer slot), not the smallest. */
 #define MC_MIN_CHUNK_BYTES (128u * 1024u)
+/* The smallest chunk of a tree across the network in the last races' second pass
+ * (synth_meshcast_alt.c), where MC_MIN_CHUNK_BYTES holds a network tree: NCCL itself cuts a send
+ * below NCCL_P2P_NET_CHUNKSIZE into network messages of a quarter of it, and one below eight times
+ * it into halves (src/enqueue.cc, "Tune chunk size for the network"; ncclProxyComputeP2p in
+ * src/proxy.cc in 2.18), each an isend of its own size (src/transport/net.cc). So a chunk of 32
+ * KiB is one Simple-protocol message as NCCL sends them (above NCCL_P2P_LL_THRESHOLD, 16 KiB,
+ * where NCCL turns to LL, which the simulator does not model), and a 128 KiB chunk is two of 64
+ * KiB already (docs/synthesis.md, "Session 19: network chunks below 128 KiB"). */
+#define MC_NET_CHUNK_BYTES (MC_MIN_CHUNK_BYTES / 4)
 /* A last race is worth its simulations only this far above the bound: within it, the winner of a
  * 1 GiB all-gather over four DGX A100 (1.01 of the bound) spent 60% of its 6.9 s of CPU on relay
  * trees that won nothing. The channels on host chunks (synth_meshcast.c) share the gate. */

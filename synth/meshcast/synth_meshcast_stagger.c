@@ -105,6 +105,15 @@ int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_
     return held;
 }
 
+int mc_sched_net_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk)
+{
+    for (int t = 0; t < s->ntrees; t++)
+        if (s->trees[t].bytes / min_chunk < 2 * (uint64_t)s->trees[t].nchunks &&
+            !in_host(s, topo, t))
+            return 1;
+    return 0;
+}
+
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t host_chunk, uint64_t min_bytes)
 {
