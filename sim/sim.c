@@ -409,8 +409,10 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
  * SIM_CUT_MARGIN times faster per unit of work from there on than up to there. A forecast, not
  * a proof: over the 1318 allowed runs of the 96 eight-host tasks, none that ended or passed its
  * horizon was more than 1.46 times short of its floor at that pace, at a quarter, half or all of
- * its allowance; 107 were stopped by their allowance (docs/synthesis.md, session 19). */
-#define SIM_CUT_MARGIN 2.0
+ * its allowance, but a margin of 2 cut the winner of a 1 GiB broadcast over four p4d hosts, 2.55
+ * times short at half its allowance, whose time then moved 4.9 times faster per unit of work
+ * (docs/synthesis.md, session 19). */
+#define SIM_CUT_MARGIN 5.0
 
 /* Whether the run must stop here: past its allowance (MC_ERR_TIMEOUT, the state kept so that it
  * can go on), past its horizon, or by the cut. Checked after each batch of events, and first when
