@@ -431,8 +431,11 @@ static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
                           sm->horizon);
     }
+    /* the time reached: the phase's link-disjoint groups are simulated one after another, each
+     * from the phase's start, so a later group's clock starts again below the earlier's ends */
+    double reached = sm->now > sm->t_end ? sm->now : sm->t_end;
     if (sm->floor > 0 && sm->work_max && 4 * sm->work >= sm->work_max &&
-        SIM_CUT_MARGIN * sm->now * (double)sm->work_max < sm->floor * (double)sm->work) {
+        SIM_CUT_MARGIN * reached * (double)sm->work_max < sm->floor * (double)sm->work) {
         sm->stopped_at = sm->now;
         sm->cut = 1;
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: cut at %lld of its work limit (%lld): %g s "
