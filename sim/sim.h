@@ -57,6 +57,14 @@ void mc_sim_memo_free(mc_sim_memo_t *m);
 mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
                             int64_t *work_left, double horizon_s, mc_sim_result_t *res,
                             mc_err_t *err);
+/* mc_sim_run_memo with the cut: floor_s > 0 is a time the schedule's makespan cannot be below
+ * (the task's bound); a run that has taken a quarter of its allowance or more and whose simulated
+ * time, at the pace of its work so far, would reach less than a fifth of floor_s by the end of
+ * its allowance is stopped there with MC_ERR_TIMEOUT, the time reached in makespan_s, and charged
+ * all of its allowance and one more unit, as the allowance would stop it (sim.c, stop_here). */
+mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                                int64_t *work_left, double horizon_s, double floor_s,
+                                mc_sim_result_t *res, mc_err_t *err);
 /* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
  * than being simulated again from the start. */
 long mc_sim_memo_resumed(const mc_sim_memo_t *m);

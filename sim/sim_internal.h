@@ -132,10 +132,10 @@ typedef struct sim_run sim_t;
  * simulator reads them, perhaps another copy) that its allowance stopped with no horizon, and it
  * goes on from where it stopped, charged its work from the start: the outcome, makespan and work
  * of a run begun afresh under this allowance and horizon, without simulating again what it had.
- * Then *run gets the run when its allowance stops it with no horizon (for sim_run_free or to go
- * on), else NULL. */
+ * Then *run gets the run when its allowance (or the cut, floor_s > 0: sim.c's stop_here) stops it
+ * with no horizon (for sim_run_free or to go on), else NULL; a run goes on with no cut. */
 mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
-                                  double horizon_s, int64_t *nflows, sim_t **run,
+                                  double horizon_s, double floor_s, int64_t *nflows, sim_t **run,
                                   mc_sim_result_t *res, mc_err_t *err);
 void sim_run_free(sim_t *run);
 

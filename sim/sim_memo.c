@@ -15,6 +15,11 @@
  *   every check of W0 <= W. synth's summary times the schedule the referee returned on its
  *   estimate when its allowance did not cover it (an 84-tree plan of a 1 GiB all-gather over four
  *   RTX 3090 boxes: 29.5 M units, of which the referee had run 7 M).
+ * A run cut (mc_sim_run_memo_cut: stopped early, charged as its allowance would stop it) is
+ * remembered as one its allowance stopped: it is charged more than its allowance, so it is never
+ * taken for a run stopped past its horizon; kept with no horizon, it goes on, uncut, under as
+ * much allowance or more. A remembered end decides a later run as it does without the cut: the
+ * run ended within that much work, which is what the cut foretold it would not.
  * The schedules are compared in full (what the simulator reads of them), not by a hash alone. */
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +167,7 @@ static mc_status_t resume(mc_sim_memo_t *m, memo_entry_t *e, const mc_sched_t *s
     int64_t none = INT64_MAX / 8, *left = work_left ? work_left : &none, before = *left;
     m->paused_flows -= e->flows;
     m->resumed++;
-    mc_status_t st = sim_run_until_counted(s, topo, left, 0, NULL, &e->paused, res, err);
+    mc_status_t st = sim_run_until_counted(s, topo, left, 0, 0, NULL, &e->paused, res, err);
     e->t = res->makespan_s;
     e->work = before - *left;
     if (st == MC_OK) {
@@ -184,6 +189,13 @@ mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo
                             int64_t *work_left, double horizon_s, mc_sim_result_t *res,
                             mc_err_t *err)
 {
+    return mc_sim_run_memo_cut(m, s, topo, work_left, horizon_s, 0, res, err);
+}
+
+mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                                int64_t *work_left, double horizon_s, double floor_s,
+                                mc_sim_result_t *res, mc_err_t *err)
+{
     key_of(m, s);
     uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
     const memo_entry_t *e = find(m, hash, work_left, horizon_s);
@@ -200,10 +212,10 @@ mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo
     if (p)
         return resume(m, p, s, topo, work_left, res, err);
     if (!work_left) /* its work is not counted: nothing to remember */
-        return sim_run_until_counted(s, topo, NULL, horizon_s, NULL, NULL, res, err);
+        return sim_run_until_counted(s, topo, NULL, horizon_s, 0, NULL, NULL, res, err);
     int64_t before = *work_left, flows = 0;
     sim_t *paused = NULL;
-    mc_status_t st = sim_run_until_counted(s, topo, work_left, horizon_s, &flows,
+    mc_status_t st = sim_run_until_counted(s, topo, work_left, horizon_s, floor_s, &flows,
                                            horizon_s == 0 ? &paused : NULL, res, err);
     int64_t used = before - *work_left;
     if (st == MC_OK) {

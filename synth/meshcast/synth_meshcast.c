@@ -489,7 +489,7 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
         goto out;
     }
     mc_err_t stopped = {0};
-    st = mc_sim_run_memo(r->memo, s, r->topo, work_left, horizon, &sim, &stopped);
+    st = mc_sim_run_memo_cut(r->memo, s, r->topo, work_left, horizon, b->seconds, &sim, &stopped);
     v->simulated = st == MC_OK;
     v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     v->beaten = st == MC_ERR_TIMEOUT && horizon > 0 && sim.makespan_s > horizon;

@@ -380,6 +380,84 @@ static void test_memo_resume(void **state)
     mc_topo_free(t);
 }
 
+/* The cut (mc_sim_run_memo_cut) on the incast then tree (28 flows), under exactly the allowance
+ * its run needs: with a floor at or below its makespan (a true one) it ends as without the cut;
+ * with a floor far above it, it is cut once it has taken a quarter of the allowance: stopped
+ * earlier than the allowance stops it (less time reached), charged the allowance and one unit
+ * more, as the allowance would be; kept, it goes on, uncut, to the same end as a run begun afresh,
+ * charged its work from the start; a floor of 0 cuts nothing. */
+static void test_memo_cut(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast_then_tree(t);
+    mc_sim_result_t res, short_res;
+    mc_err_t err = {0};
+    int64_t all = 1000000;
+    assert_int_equal(mc_sim_run_bounded(s, t, &all, &res, &err), MC_OK);
+    double end = res.makespan_s;
+    mc_sim_result_free(&res);
+    int64_t used = 1000000 - all, w = used, shorter = used - 1;
+    assert_true(used > 4 * 28);
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    assert_int_equal(mc_sim_run_memo_cut(m, s, t, &w, 0, end, &res, &err), MC_OK);
+    assert_true(res.makespan_s == end && w == 0);
+    mc_sim_result_free(&res);
+    mc_sim_memo_free(m);
+    m = mc_sim_memo_new();
+    /* the allowance alone, one unit short: stopped near the end */
+    assert_int_equal(mc_sim_run_memo(m, s, t, &shorter, 0, &short_res, &err), MC_ERR_TIMEOUT);
+    mc_sim_memo_free(m);
+    m = mc_sim_memo_new();
+    w = used;
+    assert_int_equal(mc_sim_run_memo_cut(m, s, t, &w, 0, 1000 * end, &res, &err), MC_ERR_TIMEOUT);
+    assert_true(w == -1);
+    assert_true(res.makespan_s > 0 && res.makespan_s < short_res.makespan_s);
+    mc_sim_result_free(&res);
+    w = used;
+    assert_int_equal(mc_sim_run_memo(m, s, t, &w, 0, &res, &err), MC_OK);
+    assert_true(res.makespan_s == end && w == 0);
+    assert_int_equal(mc_sim_memo_resumed(m), 1);
+    mc_sim_result_free(&res);
+    mc_sim_memo_free(m);
+    m = mc_sim_memo_new();
+    w = used;
+    assert_int_equal(mc_sim_run_memo_cut(m, s, t, &w, 0, 0, &res, &err), MC_OK);
+    assert_true(res.makespan_s == end && w == 0);
+    mc_sim_result_free(&res);
+    mc_sim_result_free(&short_res);
+    mc_sim_memo_free(m);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* The cut reads the time reached across a phase's groups: two link-disjoint trees (GPU 0 -> 1,
+ * 8 MB, and GPU 2 -> 3, 0.25 MB, 32 chunks each) are two groups simulated one after the other,
+ * each from the phase's start; in the second, its clock is far below the first's end while the
+ * work has taken the first's. Under exactly the allowance the run needs and the makespan as its
+ * floor, the run ends as without the cut (read from the second group's clock, the pace looked
+ * over five times too slow and the run was cut). */
+static void test_memo_cut_groups(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = mc_sched_new(NULL, t, "test");
+    edge(s, t, mc_sched_add_tree(s, 0, 0, 8000000, 0, 0, 32), 0, 1, 3, (int[]){0, 4, 1});
+    edge(s, t, mc_sched_add_tree(s, 0, 0, 250000, 2, 0, 32), 2, 3, 3, (int[]){2, 4, 3});
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    int64_t all = 1000000;
+    assert_int_equal(mc_sim_run_bounded(s, t, &all, &res, &err), MC_OK);
+    double end = res.makespan_s;
+    mc_sim_result_free(&res);
+    int64_t w = 1000000 - all;
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    assert_int_equal(mc_sim_run_memo_cut(m, s, t, &w, 0, end, &res, &err), MC_OK);
+    assert_true(res.makespan_s == end && w == 0);
+    mc_sim_result_free(&res);
+    mc_sim_memo_free(m);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* The busiest link at full bandwidth (mc_sched_busiest_link_s) bounds the simulated makespan from
  * below: on the incast the shared link carries all 6 MB (6 MB/B, the makespan less the latency);
  * with one flow's link at B/8 that link is the busiest (8 MB/B for its 1 MB), still below. */
@@ -599,6 +677,8 @@ int main(void)
         cmocka_unit_test(test_memo),
         cmocka_unit_test(test_memo_unbounded),
         cmocka_unit_test(test_memo_resume),
+        cmocka_unit_test(test_memo_cut),
+        cmocka_unit_test(test_memo_cut_groups),
         cmocka_unit_test(test_busiest_link_bound),
         cmocka_unit_test(test_maxmin_unequal_bottlenecks),
         cmocka_unit_test(test_tree_branches_share_root_egress),
