@@ -148,10 +148,11 @@ uint64_t coll_mem_bound(const mc_sched_t *s, int gpu);
  * fit the limit and it does ("why=memory"), or when it fits and simulates faster ("why=faster");
  * the new schedule keeps *s's strategy name and its params say which form, why, and both times
  * and peaks. Then the plans of alpa-p2p (between disjoint meshes: a scatter, then an all-gather
- * inside each destination host), p2p-lb and p2p replace it on the same terms, each raced against
- * the winner so far. Anything else (not same-mesh, neither fits) leaves *s and *t alone. */
+ * inside each destination host), p2p-lb and p2p replace it where they fit the limit and simulate
+ * faster than the winner so far, each simulated within work (mc_sim_run_until's units) and up to
+ * that winner's time. Anything else (not same-mesh, neither fits) leaves *s and *t alone. */
 mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
-                                         const mc_synth_opts_t *opts, mc_sched_t **s, double *t,
-                                         mc_err_t *err);
+                                         const mc_synth_opts_t *opts, int64_t work,
+                                         mc_sched_t **s, double *t, mc_err_t *err);
 
 #endif

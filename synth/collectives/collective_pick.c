@@ -11,12 +11,13 @@
 #include "synth/collectives/collective_internal.h"
 
 /* The referee of one alternative form: synth makes it (an error means the task is not of its
- * kind, and *s stays), named name in the params. */
+ * kind, and *s stays), named name in the params. With work 0 it is simulated in full and may
+ * replace *s for memory as well; else it may replace *s only by being faster, and its simulation
+ * stops past *t or past that much work (mc_sim_run_until): at 1024 GPUs the baselines' plans
+ * simulated in full took more CPU than the whole synthesis (llama70b-1024: 6.3 -> 16.1 s). */
 static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
-                           const char *name,
-                           mc_status_t (*synth)(mc_task_t *, const mc_topo_t *,
-                                                const mc_synth_opts_t *, mc_sched_t **, mc_err_t *),
-                           mc_sched_t **s, double *t, mc_err_t *err)
+                           const char *name, mc_synth_fn synth, int64_t work, mc_sched_t **s,
+                           double *t, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_synth_opts_t o = *opts;
@@ -26,11 +27,24 @@ static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synt
     o.memory_limit = 0; /* judged below, against the trees' own peak */
     if (synth(task, topo, &o, &c, &ignored) != MC_OK)
         return MC_OK; /* not a task of that kind: the trees stay */
-    MC_CHECK_GOTO(mc_sim_run_totals(c, topo, &sim, err), out, st);
+    if (work) {
+        mc_err_t stopped = {0};
+        st = mc_sim_run_until(c, topo, &work, *t, &sim, &stopped);
+        if (st == MC_ERR_TIMEOUT) { /* past *t or its work: not faster */
+            st = MC_OK;
+            goto out;
+        }
+        if (st != MC_OK) {
+            *err = stopped;
+            goto out;
+        }
+    } else {
+        MC_CHECK_GOTO(mc_sim_run_totals(c, topo, &sim, err), out, st);
+    }
     uint64_t limit = opts->memory_limit, pt = coll_sched_peak(*s, topo, NULL),
              pc = coll_sched_peak(c, topo, NULL);
     const char *why = NULL;
-    if (limit && pt > limit && pc <= limit)
+    if (!work && limit && pt > limit && pc <= limit)
         why = "memory";
     else if ((!limit || pc <= limit) && sim.makespan_s < *t)
         why = "faster";
@@ -57,20 +71,21 @@ out:
 }
 
 mc_status_t mc_synth_collectives_referee(mc_task_t *task, const mc_topo_t *topo,
-                                         const mc_synth_opts_t *opts, mc_sched_t **s, double *t,
-                                         mc_err_t *err)
+                                         const mc_synth_opts_t *opts, int64_t work,
+                                         mc_sched_t **s, double *t, mc_err_t *err)
 {
-    /* The collective form first (it wins ties), then the baselines' plans: Alpa's is a shape the trees lack (its destinations
-     * relay in a second phase, an all-gather after the scatter), and the direct sends' order
-     * and whole messages can beat the trees' chunks by their overheads (docs/synthesis.md,
-     * "Session 19"); each replaces the trees only where it simulates faster. */
+    /* The collective form first (it wins ties), then the baselines' plans: Alpa's is a shape the
+     * trees lack (its destinations relay in a second phase, an all-gather after the scatter),
+     * and the direct sends' order and whole messages can beat the trees' chunks by their
+     * overheads (docs/synthesis.md, "Session 19"); each replaces the trees only where it
+     * simulates faster. */
     static const struct {
         const char *name;
-        mc_status_t (*synth)(mc_task_t *, const mc_topo_t *, const mc_synth_opts_t *,
-                             mc_sched_t **, mc_err_t *);
-    } alts[] = {{"alpa-p2p", mc_synth_alpa_p2p}, {"p2p-lb", mc_synth_p2p_lb}, {"p2p", mc_synth_p2p}};
-    mc_status_t st = referee(task, topo, opts, "collectives", mc_synth_collectives, s, t, err);
+        mc_synth_fn synth;
+    } alts[] = {{"alpa-p2p", mc_synth_alpa_p2p}, {"p2p-lb", mc_synth_p2p_lb},
+                {"p2p", mc_synth_p2p}};
+    mc_status_t st = referee(task, topo, opts, "collectives", mc_synth_collectives, 0, s, t, err);
     for (size_t i = 0; i < sizeof alts / sizeof alts[0] && st == MC_OK; i++)
-        st = referee(task, topo, opts, alts[i].name, alts[i].synth, s, t, err);
+        st = referee(task, topo, opts, alts[i].name, alts[i].synth, work, s, t, err);
     return st;
 }

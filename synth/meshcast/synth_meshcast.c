@@ -1052,8 +1052,11 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         MC_CHECK_GOTO(mc_meshcast_race_looped(won, &s, &v, err), out, st);
     }
     memcpy(s->params, v.params, sizeof s->params);
-    /* On one mesh, the collective form wins when memory is tight or when it is faster. */
-    MC_CHECK_GOTO(mc_synth_collectives_referee(task, topo, r.opts, &s, &v.t, err), out, st);
+    /* On one mesh, the collective form wins when memory is tight or when it is faster; then the
+     * baselines' plans where they are faster. */
+    MC_CHECK_GOTO(
+        mc_synth_collectives_referee(task, topo, r.opts, MC_SIM_LAST_WORK, &s, &v.t, err), out,
+        st);
     if (r.opts->progress) {
         char a[32];
         fprintf(stderr, "meshcast: %s %s (%s)\n", v.simulated ? "simulated" : "estimated",

@@ -404,7 +404,8 @@ static void referee(coll_fixture_t *f, uint64_t limit, double t, const char *wan
     char strategy[sizeof before->strategy];
     memcpy(strategy, before->strategy, sizeof strategy);
     o.memory_limit = limit;
-    assert_int_equal(mc_synth_collectives_referee(f->task, f->topo, &o, &f->s, &t, &err), MC_OK);
+    assert_int_equal(mc_synth_collectives_referee(f->task, f->topo, &o, 0, &f->s, &t, &err),
+                     MC_OK);
     if (!want_prefix) {
         assert_ptr_equal(f->s, before);
         return;
