@@ -253,7 +253,7 @@ def recost(path, strategies):
 
 
 def generated_cases(topos, patterns, sizes):
-    """(topology, case, task text) of every pattern and size on every topology."""
+    """(topology, case, task text, pattern, bytes) of every pattern and size on every topology."""
     for name in topos.split(","):
         topo = topo_path(name)
         T = meshcast.Topology.load(topo)
@@ -267,7 +267,8 @@ def generated_cases(topos, patterns, sizes):
 
 
 def task_cases(spec):
-    """(topology, case, task text) of task files, each naming its topology in '# topo: NAME'."""
+    """(topology, case, task text, "file", None) of task files, each naming its topology in a
+    '# topo: NAME' line."""
     files = []
     for item in spec.split(","):
         p = Path(item)

@@ -449,6 +449,8 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
  * not cross the network takes host_chunk in min_chunk's place. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t host_chunk, uint64_t min_bytes);
+/* Whether no edge of tree t of s crosses the network (its transfers stay inside hosts). */
+int mc_sched_tree_in_host(const mc_sched_t *s, const mc_topo_t *topo, int t);
 /* Whether no tree of s crosses the network and one is too small for 2 channels of its chunks of
  * min_chunk bytes each: then only a smaller floor can cut it (mc_sched_channels), and no tree
  * waits on the network, whose per-message overhead dwarfs what such cuts save. */

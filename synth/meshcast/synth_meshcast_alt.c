@@ -70,61 +70,82 @@ static const int rail_tries[][2] = {{1, 0}, {2, 1}, {2, -1}};
 /* The looped winner's (mc_meshcast_race_looped): as it is, the winner's channels kept. */
 static const int as_is[][2] = {{1, 0}};
 
+/* What race_alt races: the schedule make builds from the winner (with arg), named plan, as its
+ * tries cut it, each try within most work. */
+typedef struct alt_race {
+    alt_fn make;
+    const void *arg;
+    const char *plan;
+    const int (*tries)[2];
+    size_t ntries;
+    int64_t most;
+} alt_race_t;
+
+/* One pass of a's tries, their chunks and channels on floor ("+net" in the plan's name on
+ * MC_NET_CHUNK_BYTES). *held (NULL: not asked) gets whether the first try has a tree across the
+ * network that MC_MIN_CHUNK_BYTES holds (mc_sched_net_held), and 0 where a try is lost or not
+ * covered (stop, below). */
+static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_race_t *a,
+                             uint64_t floor, int *held, mc_buf_t *buf, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    for (size_t i = 0; i < a->ntries && r->last_work_left > 0; i++) {
+        mc_sched_t *d = NULL;
+        verdict_t dv;
+        char name[48];
+        st = a->make(r, *s, a->arg, floor, &d, err);
+        if (st != MC_OK || !d)
+            return st;
+        if (held && i == 0)
+            *held = mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+        int n = snprintf(name, sizeof name, "%s%s", a->plan,
+                         floor == MC_NET_CHUNK_BYTES ? "+net" : "");
+        const int *try = a->tries[i];
+        if (try[0] > 1) {
+            /* inside hosts, channels may cut chunks below the network's (race_channels) */
+            int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
+            mc_sched_channels(d, r->topo, try[0], try[1], floor,
+                              host ? MC_HOST_CHUNK_BYTES : floor, 0);
+            snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", try[0], try[1]);
+        }
+        if (i == 0 && lost(r, d, v, buf)) {
+            mc_sched_free(d);
+            goto stop;
+        }
+        int64_t given = r->last_work_left < a->most ? r->last_work_left : a->most;
+        r->sim_work_left = given;
+        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+        r->last_work_left -= given - r->sim_work_left;
+        if (st == MC_OK && replaces(d, &dv, *s, v)) {
+            mc_sched_free(*s);
+            *s = d;
+            *v = dv;
+        } else {
+            mc_sched_free(d);
+        }
+        if (st != MC_OK)
+            return st;
+        if (!dv.simulated && !dv.beaten)
+            goto stop;
+    }
+    return MC_OK;
+stop: /* lost or not covered: on a smaller floor the same bytes cross the same links, in more
+       * flows */
+    if (held)
+        *held = 0;
+    return MC_OK;
+}
+
 static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make, const void *arg,
                             const char *plan, const int (*tries)[2], size_t ntries, int64_t most,
                             int net, mc_err_t *err)
 {
+    const alt_race_t a = {make, arg, plan, tries, ntries, most};
     mc_buf_t buf = {0};
-    mc_status_t st = MC_OK;
-    /* the tries on MC_MIN_CHUNK_BYTES, then, with net, where that floor holds a tree across the
-     * network (as the first try makes it), again on MC_NET_CHUNK_BYTES */
-    for (int pass = 0, held = 0; pass <= held; pass++) {
-        uint64_t floor = pass ? MC_NET_CHUNK_BYTES : MC_MIN_CHUNK_BYTES;
-        for (size_t i = 0; i < ntries && r->last_work_left > 0; i++) {
-            mc_sched_t *d = NULL;
-            verdict_t dv;
-            char name[48];
-            MC_CHECK_GOTO(make(r, *s, arg, floor, &d, err), out, st);
-            if (!d)
-                break;
-            if (!pass && !i)
-                held = net && mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
-            int n = snprintf(name, sizeof name, "%s%s", plan, pass ? "+net" : "");
-            if (tries[i][0] > 1) {
-                /* inside hosts, channels may cut chunks below the network's (race_channels) */
-                int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
-                mc_sched_channels(d, r->topo, tries[i][0], tries[i][1], floor,
-                                  host ? MC_HOST_CHUNK_BYTES : floor, 0);
-                snprintf(name + n, sizeof name - (size_t)n, "+ch%ds%d", tries[i][0],
-                         tries[i][1]);
-            }
-            /* lost on one floor, lost on the other: the same bytes over the same links */
-            if (i == 0 && lost(r, d, v, &buf)) {
-                mc_sched_free(d);
-                held = 0;
-                break;
-            }
-            int64_t given = r->last_work_left < most ? r->last_work_left : most;
-            r->sim_work_left = given;
-            st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
-            r->last_work_left -= given - r->sim_work_left;
-            if (st == MC_OK && replaces(d, &dv, *s, v)) {
-                mc_sched_free(*s);
-                *s = d;
-                *v = dv;
-            } else {
-                mc_sched_free(d);
-            }
-            if (st != MC_OK)
-                goto out;
-            /* not covered: the later tries, and the smaller floor's, have more flows */
-            if (!dv.simulated && !dv.beaten) {
-                held = 0;
-                break;
-            }
-        }
-    }
-out:
+    int held = 0;
+    mc_status_t st = race_pass(r, s, v, &a, MC_MIN_CHUNK_BYTES, net ? &held : NULL, &buf, err);
+    if (st == MC_OK && held)
+        st = race_pass(r, s, v, &a, MC_NET_CHUNK_BYTES, NULL, &buf, err);
     mc_buf_free(&buf);
     return st;
 }

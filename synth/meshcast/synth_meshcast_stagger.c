@@ -83,8 +83,7 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
 /* Bytes a channel's range is a multiple of (the last channel takes the rest). */
 #define CHANNEL_GRANULE 4096u
 
-/* Whether no edge of tree t crosses the network (its transfers stay inside hosts). */
-static int in_host(const mc_sched_t *s, const mc_topo_t *topo, int t)
+int mc_sched_tree_in_host(const mc_sched_t *s, const mc_topo_t *topo, int t)
 {
     const mc_tree_t *tr = &s->trees[t];
     for (int e = 0; e < tr->nedges; e++)
@@ -94,13 +93,19 @@ static int in_host(const mc_sched_t *s, const mc_topo_t *topo, int t)
     return 1;
 }
 
+/* Whether tree t is too small for 2 channels of its chunks of min_chunk bytes each. */
+static int held_by(const mc_sched_t *s, int t, uint64_t min_chunk)
+{
+    return s->trees[t].bytes / min_chunk < 2 * (uint64_t)s->trees[t].nchunks;
+}
+
 int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk)
 {
     int held = 0;
     for (int t = 0; t < s->ntrees; t++) {
-        if (!in_host(s, topo, t))
+        if (!mc_sched_tree_in_host(s, topo, t))
             return 0;
-        held |= s->trees[t].bytes / min_chunk < 2 * (uint64_t)s->trees[t].nchunks;
+        held |= held_by(s, t, min_chunk);
     }
     return held;
 }
@@ -108,8 +113,7 @@ int mc_sched_host_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_
 int mc_sched_net_held(const mc_sched_t *s, const mc_topo_t *topo, uint64_t min_chunk)
 {
     for (int t = 0; t < s->ntrees; t++)
-        if (s->trees[t].bytes / min_chunk < 2 * (uint64_t)s->trees[t].nchunks &&
-            !in_host(s, topo, t))
+        if (held_by(s, t, min_chunk) && !mc_sched_tree_in_host(s, topo, t))
             return 1;
     return 0;
 }
@@ -121,7 +125,7 @@ void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, 
     for (int t = 0; t < n0; t++) {
         if (s->trees[t].bytes < min_bytes)
             continue;
-        uint64_t floor = in_host(s, topo, t) ? host_chunk : min_chunk;
+        uint64_t floor = mc_sched_tree_in_host(s, topo, t) ? host_chunk : min_chunk;
         uint64_t bytes = s->trees[t].bytes, least = floor > CHANNEL_GRANULE ? floor
                                                                             : CHANNEL_GRANULE;
         int m = bytes / least < (uint64_t)k ? (int)(bytes / least) : k;
