@@ -11,10 +11,11 @@
 #include "synth/collectives/collective_internal.h"
 
 /* The referee of one alternative form: synth makes it (an error means the task is not of its
- * kind, and *s stays), named name in the params. With work 0 it is simulated in full and may
- * replace *s for memory as well; else it may replace *s only by being faster, and its simulation
- * stops past *t or past that much work (mc_sim_run_until): at 1024 GPUs the baselines' plans
- * simulated in full took more CPU than the whole synthesis (llama70b-1024: 6.3 -> 16.1 s). */
+ * kind, and *s stays), named name in the params. With work 0 and a memory bound it is simulated
+ * in full and may replace *s for memory as well; else it may replace *s only by being faster, and
+ * its simulation stops past *t or past that much work (mc_sim_run_until): at 1024 GPUs the
+ * baselines' plans simulated in full took more CPU than the whole synthesis (llama70b-1024: 6.3
+ * -> 16.1 s). */
 static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                            const char *name, mc_synth_fn synth, int64_t work, mc_sched_t **s,
                            double *t, mc_err_t *err)
@@ -27,9 +28,12 @@ static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synt
     o.memory_limit = 0; /* judged below, against the trees' own peak */
     if (synth(task, topo, &o, &c, &ignored) != MC_OK)
         return MC_OK; /* not a task of that kind: the trees stay */
-    if (work) {
+    /* with no memory bound, only a faster form replaces *s: past *t it cannot be (its makespan
+     * is at least the time it passed), so its simulation stops there (the collective form of a
+     * 1 GiB all-gather over eight MI250 hosts: 1.16 G instructions simulated in full to lose) */
+    if (work || !opts->memory_limit) {
         mc_err_t stopped = {0};
-        st = mc_sim_run_until(c, topo, &work, *t, &sim, &stopped);
+        st = mc_sim_run_until(c, topo, work ? &work : NULL, *t, &sim, &stopped);
         if (st == MC_ERR_TIMEOUT) { /* past *t or its work: not faster */
             st = MC_OK;
             goto out;
