@@ -473,6 +473,95 @@ out:
     return st;
 }
 
+/* Tree edges of the schedules assemble made that a run keeps at most (about 150 bytes each): a
+ * larger schedule is assembled every time, one held at a time (build). */
+#define MC_ASSEMBLED_EDGES (1 << 17)
+
+/* A schedule assemble made, kept by what it read that changes: the form and each component's
+ * plan of the kind (its phases and units). */
+typedef struct assembled {
+    int form, len, *key;
+    mc_sched_t *s;
+} assembled_t;
+
+struct mc_assembled {
+    assembled_t *e;
+    int n, cap;
+    int64_t edges;     /* over the schedules kept */
+    int *key, keycap;  /* the key looked up */
+};
+
+void mc_assembled_free(mc_assembled_t *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->n; i++) {
+        free(a->e[i].key);
+        mc_sched_free(a->e[i].s);
+    }
+    free(a->e);
+    free(a->key);
+    free(a);
+}
+
+/* (synth_meshcast_run.h) */
+mc_sched_t *mc_meshcast_copy(const mc_sched_t *s, const mc_topo_t *topo)
+{
+    mc_sched_t *d = mc_sched_sym_expanded(s, topo);
+    d->nphases = s->nphases; /* as s states it, whatever its trees' phases */
+    return d;
+}
+
+/* The key of kind's plans into a->key; its length. */
+static int assembled_key(const run_t *r, mc_assembled_t *a, int kind)
+{
+    int n = 0;
+    for (int i = 0; i < r->ncomps; i++) {
+        const mc_comp_t *cp = &r->comps[i];
+        const mc_plan_sol_t *sol = &(cp->same_as >= 0 ? &r->comps[cp->same_as] : cp)->plans[kind];
+        int nunits = sol->units ? cp->plan.ncands * sol->nphases : 0;
+        MC_GROW(a->key, a->keycap, n + 1 + nunits);
+        a->key[n++] = sol->units ? sol->nphases : -1;
+        memcpy(a->key + n, sol->units, sizeof(int) * (size_t)nunits);
+        n += nunits;
+    }
+    return n;
+}
+
+/* assemble, or a copy of what it made of the same plans in the same form: the referee builds
+ * the same plans again in each stagger and chunk step, and kinds whose plans are the same (the
+ * plan made whole is often the solved plan): 113 builds of 8 schedules on the uneven 4 MiB
+ * reshuffle over eight MI250 hosts, whose routes and planned rates were most of their 3.45 G
+ * instructions. */
+static mc_status_t assembled(run_t *r, int kind, int form, mc_sched_t **out, mc_err_t *err)
+{
+    if (!r->assembled)
+        r->assembled = mc_xcalloc(1, sizeof(mc_assembled_t));
+    mc_assembled_t *a = r->assembled;
+    int len = assembled_key(r, a, kind);
+    for (int i = 0; i < a->n; i++)
+        if (a->e[i].form == form && a->e[i].len == len &&
+            !memcmp(a->e[i].key, a->key, sizeof(int) * (size_t)len)) {
+            *out = mc_meshcast_copy(a->e[i].s, r->topo);
+            return MC_OK;
+        }
+    mc_status_t st = assemble(r, kind, form, out, err);
+    if (st != MC_OK)
+        return st;
+    int64_t edges = 0;
+    for (int t = 0; t < (*out)->ntrees; t++)
+        edges += (*out)->trees[t].nedges;
+    if (a->edges + edges > MC_ASSEMBLED_EDGES)
+        return MC_OK;
+    MC_GROW(a->e, a->cap, a->n + 1);
+    assembled_t *e = &a->e[a->n++];
+    *e = (assembled_t){form, len, mc_xmalloc(sizeof(int) * (size_t)(len + 1)),
+                       mc_meshcast_copy(*out, r->topo)};
+    memcpy(e->key, a->key, sizeof(int) * (size_t)len);
+    a->edges += edges;
+    return MC_OK;
+}
+
 /* (synth_meshcast_run.h) */
 mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
                                 int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
@@ -482,7 +571,7 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
     mc_sim_result_t sim = {0};
     const mc_bound_t *b = &r->bound;
     *v = (verdict_t){0};
-    int bad = mc_sched_validate(s, r->topo, &buf);
+    int bad = mc_valid_memo_check(r->valid, s, r->topo, &buf);
     if (bad) {
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
                         __FILE__, __LINE__, bad, buf.data ? buf.data : "");
@@ -613,7 +702,7 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
     static const char *forms[FORM_COUNT] = {"", "+rechunk", "+even", "+even+rechunk"};
     static const char *staggers[] = {"", "+stagger1", "+stagger2", "+stagger3"};
     mc_sched_t *d = NULL;
-    mc_status_t st = assemble(r, x.kind, x.form, &d, err);
+    mc_status_t st = assembled(r, x.kind, x.form, &d, err);
     if (st != MC_OK)
         return st;
     if (x.stagger)
@@ -846,6 +935,7 @@ static void run_free(run_t *r)
     free(r->count);
     for (int k = 0; k < MC_SPLITS; k++)
         free(r->frac[k]);
+    mc_assembled_free(r->assembled);
 }
 
 /* How far above the bound a winner is raced against the balanced synthesis (as the last races,
@@ -985,6 +1075,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
                .sim_work_left = MC_SIM_WORK};
     r.memo = r.opts->memo ? r.opts->memo : mc_sim_memo_new();
     r.chunks = mc_chunk_memo_new();
+    r.valid = mc_valid_memo_new();
     r.chunk = r.opts->chunk_bytes;
     run_t plain = r, bal = r;
     mc_sched_t *s = NULL;
@@ -1072,5 +1163,6 @@ out:
     if (r.memo != r.opts->memo)
         mc_sim_memo_free(r.memo);
     mc_chunk_memo_free(r.chunks);
+    mc_valid_memo_free(r.valid);
     return st;
 }

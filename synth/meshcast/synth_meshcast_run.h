@@ -21,6 +21,8 @@ typedef struct variant {
 } variant_t;
 
 typedef struct mc_chunk_memo mc_chunk_memo_t;
+typedef struct mc_valid_memo mc_valid_memo_t;
+typedef struct mc_assembled mc_assembled_t;
 
 typedef struct run {
     mc_task_t *task;
@@ -41,6 +43,8 @@ typedef struct run {
     variant_t kept;         /* the variant the referee kept */
     mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
     mc_chunk_memo_t *chunks; /* the trees' chunk counts so far (both syntheses share it) */
+    mc_valid_memo_t *valid; /* the schedules found valid so far (both syntheses share it) */
+    mc_assembled_t *assembled; /* the run's plans assembled so far (synth_meshcast.c), or NULL */
     int wrap;               /* chains across hosts wrap around from the root's host
                              * (mc_cands_add_share; the balanced synthesis) */
 } run_t;
@@ -52,6 +56,18 @@ void mc_chunk_memo_free(mc_chunk_memo_t *m);
 int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, double rate);
 /* How many counts it holds (searches made). */
 int mc_chunk_memo_size(const mc_chunk_memo_t *m);
+
+void mc_assembled_free(mc_assembled_t *a);
+/* A copy of s, which has no compact instances: its trees, rates and phases as they are. */
+mc_sched_t *mc_meshcast_copy(const mc_sched_t *s, const mc_topo_t *topo);
+
+/* The schedules found valid (synth_meshcast_valid.c): mc_valid_memo_check is mc_sched_validate
+ * of s on topo, 0 at once where a schedule equal to s in everything validation reads was found
+ * valid before. */
+mc_valid_memo_t *mc_valid_memo_new(void);
+void mc_valid_memo_free(mc_valid_memo_t *m);
+int mc_valid_memo_check(mc_valid_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                        mc_buf_t *out);
 
 /* The smallest chunk a tree is re-chunked or staggered into: NCCL's network P2P chunk
  * (NCCL_P2P_NET_CHUNKSIZE, 128 KiB), the largest message NCCL's proxy puts on the network for a

@@ -1,7 +1,8 @@
 /* Tests for how the meshcast strategy cuts its trees into chunks, on the paper's cluster (one
  * 1.25e9 B/s NIC per host): staggered chunk counts among trees that share a link, which the
  * simulator must find faster than the same trees in lockstep; the smallest chunk it keeps;
- * re-chunking a tree for the share of a link it gets; and a tree cut into channels. */
+ * re-chunking a tree for the share of a link it gets; a tree cut into channels; and the referee's
+ * memos of chunk counts and of valid schedules. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -279,6 +280,37 @@ static void test_chunk_memo(void **state)
     mc_chunk_memo_free(m);
 }
 
+/* The referee's memo of valid schedules (mc_valid_memo_check) answers what mc_sched_validate does:
+ * a copy of a valid schedule is valid; a schedule that differs from it only in what validation
+ * reads (a range, a rate, a piece that does not exist) is validated and reported. */
+static void test_valid_memo(void **state)
+{
+    fixture_t *f = *state;
+    mc_valid_memo_t *m = mc_valid_memo_new();
+    mc_sched_t *s = three_chains(f);
+    mc_buf_t buf = {0};
+    assert_int_equal(mc_valid_memo_check(m, s, f->topo, NULL), 0);
+    for (int bad = 0; bad < 4; bad++) {
+        mc_sched_t *d = mc_meshcast_copy(s, f->topo);
+        if (bad == 1)
+            d->trees[1].offset -= 4096; /* bytes received twice, the last ones never */
+        else if (bad == 2)
+            d->trees[0].rate *= 10; /* above host 0's NIC beside tree 1 */
+        else if (bad == 3)
+            d->trees[2].piece = 99;
+        int n = mc_valid_memo_check(m, d, f->topo, &buf);
+        assert_int_equal(n, mc_sched_validate(d, f->topo, NULL));
+        assert_true(bad ? n > 0 : n == 0);
+        mc_sched_free(d);
+    }
+    assert_non_null(strstr(buf.data, "more than once"));
+    assert_non_null(strstr(buf.data, "above its"));
+    assert_non_null(strstr(buf.data, "does not exist"));
+    mc_buf_free(&buf);
+    mc_sched_free(s);
+    mc_valid_memo_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_channels_keep_the_smallest_chunk),
         cmocka_unit_test(test_channels_only_the_large_trees),
         cmocka_unit_test(test_chunk_memo),
+        cmocka_unit_test(test_valid_memo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
