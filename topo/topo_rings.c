@@ -69,7 +69,7 @@ mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int ro
             root = -1;
     /* On an NVSwitch host the root stays off the ring: each channel goes from it to the list's
      * c-th GPU, which staggers the channels' first hops (calibrated: bench/calib.cases) */
-    if (root >= 0 && !mc_topo_ring_searched(t, root))
+    if (root >= 0 && !mc_topo_ring_searched_cached(cache, t, root))
         root = -1;
     if (root >= 0)
         for (at = 0; at < n && mc_topo_gpu_host(t, gpus[at]) != mc_topo_gpu_host(t, root); at++)
@@ -85,7 +85,7 @@ mc_status_t mc_topo_rings_new(const mc_topo_t *t, const int *gpus, int n, int ro
     for (int a = 0, b; a < r->n && st == MC_OK; a = b) {
         int h = mc_topo_gpu_host(t, r->gpus[a]), nvs = 0;
         for (b = a; b < r->n && mc_topo_gpu_host(t, r->gpus[b]) == h; b++)
-            nvs |= !mc_topo_ring_searched(t, r->gpus[b]);
+            nvs |= !mc_topo_ring_searched_cached(cache, t, r->gpus[b]);
         r->start[r->nruns] = a;
         if (b - a > 1 && !nvs && cache)
             st = mc_topo_ring_search_cached(cache, t, r->gpus + a, b - a, &r->found[r->nruns],

@@ -37,6 +37,10 @@ mc_status_t mc_topo_ring_search_cached(mc_topo_ring_cache_t *c, const mc_topo_t 
 /* Whether NCCL's search decides the rings of GPUs on gpu's host: no NVSwitch joins it (on an
  * NVSwitch every order is as good, and NCCL tries each GPU's neighbours in rank order first). */
 int mc_topo_ring_searched(const mc_topo_t *t, int gpu);
+/* mc_topo_ring_searched, kept in c (NULL: asked afresh): a ring strategy asks it of every GPU of
+ * every piece's ring, and igraph lists each one's links (0.28 G instructions of the rings of the
+ * uneven 4 MiB reshuffle over eight MI250 hosts). */
+int mc_topo_ring_searched_cached(mc_topo_ring_cache_t *c, const mc_topo_t *t, int gpu);
 /* Where a channel's ring of a host runs: from GPU first round the searched ring s (order of n
  * GPUs, the ring c mod s->nrings) into out[0..n). */
 void mc_topo_ring_from(const mc_topo_ring_search_t *s, int n, int c, int first, int *out);

@@ -411,6 +411,7 @@ struct mc_topo_ring_cache {
     int *gpus;   /* sorted */
     mc_topo_ring_search_t search;
     struct mc_topo_ring_cache *next;
+    signed char *searched; /* the head's: per GPU, mc_topo_ring_searched + 1, or 0: not asked */
 };
 
 mc_topo_ring_cache_t *mc_topo_ring_cache_new(void)
@@ -424,6 +425,7 @@ void mc_topo_ring_cache_free(mc_topo_ring_cache_t *c)
         mc_topo_ring_cache_t *next = c->next;
         mc_topo_ring_search_free(&c->search);
         free(c->gpus);
+        free(c->searched);
         free(c);
         c = next;
     }
@@ -450,4 +452,15 @@ mc_status_t mc_topo_ring_search_cached(mc_topo_ring_cache_t *c, const mc_topo_t 
     c->next = e;
     *out = &e->search;
     return st;
+}
+
+int mc_topo_ring_searched_cached(mc_topo_ring_cache_t *c, const mc_topo_t *t, int gpu)
+{
+    if (!c)
+        return mc_topo_ring_searched(t, gpu);
+    if (!c->searched)
+        c->searched = mc_xcalloc((size_t)t->ngpus + 1, 1);
+    if (!c->searched[gpu])
+        c->searched[gpu] = (signed char)(mc_topo_ring_searched(t, gpu) + 1);
+    return c->searched[gpu] - 1;
 }
