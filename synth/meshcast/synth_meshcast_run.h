@@ -20,8 +20,6 @@ typedef struct variant {
     int channel_host; /* channels of trees inside hosts cut down to MC_HOST_CHUNK_BYTES */
 } variant_t;
 
-typedef struct mc_chunk_memo mc_chunk_memo_t;
-
 typedef struct run {
     mc_task_t *task;
     const mc_topo_t *topo;
