@@ -29,6 +29,12 @@ void mc_cands_free(mc_cands_t *cs)
     memset(cs, 0, sizeof(*cs));
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 /* The earlier candidate of the same piece with the same edges, or -1. */
 static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *parent,
                      const int *child)
@@ -46,10 +52,9 @@ static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *pa
     return -1;
 }
 
-/* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings:
- * crossings[l] for topology link l) and its overhead; and the tree's slowest connection limit. */
-static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, const int *crossings,
-                              mc_err_t *err)
+/* Per edge: the edge into its parent, its slowest link (counting the tree's other crossings) and
+ * its overhead; and the tree's slowest connection limit. */
+static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err)
 {
     c->edge_spb = mc_xcalloc((size_t)c->nedges, sizeof(double));
     c->edge_hop = mc_xcalloc((size_t)c->nedges, sizeof(double));
@@ -66,7 +71,8 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, const int *cr
         if (c->edge_conn_spb[e] > c->conn_spb)
             c->conn_spb = c->edge_conn_spb[e];
         for (int i = 0; i < r.nlinks; i++) {
-            double spb = crossings[r.links[i]] / topo->links[r.links[i]].bw;
+            int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
+            double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;
             if (spb > c->edge_spb[e])
                 c->edge_spb[e] = spb;
         }
@@ -78,34 +84,24 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, const int *cr
     return MC_OK;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Appends the tree at cs->c[cs->n]. Its routes' links are counted per topology link and only the
- * distinct ones sorted (a sort of every crossing was 1.4% of the synthesis of an all-gather over
- * 64 GPUs, trees of 63 edges). */
+/* Appends the tree at cs->c[cs->n]. */
 static mc_status_t append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root, int nedges,
                           const int *parent, const int *child, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *crossings = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(int));
-    int *seen = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
+    int *all = mc_xmalloc(sizeof(int) * (size_t)nedges * MC_ROUTE_MAX_LINKS);
     int *depth = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
-    int nseen = 0, maxdepth = 0;
+    int nall = 0, maxdepth = 0;
     for (int e = 0; e < nedges; e++) {
         mc_route_t r;
         MC_CHECK_GOTO(mc_topo_route(topo, parent[e], child[e], &r, err), out, st);
-        for (int i = 0; i < r.nlinks; i++)
-            if (crossings[r.links[i]]++ == 0)
-                seen[nseen++] = r.links[i];
+        memcpy(all + nall, r.links, sizeof(int) * (size_t)r.nlinks);
+        nall += r.nlinks;
         depth[child[e]] = depth[parent[e]] + 1;
         if (depth[child[e]] > maxdepth)
             maxdepth = depth[child[e]];
     }
-    mc_sort(seen, (size_t)nseen, sizeof(int), cmp_int);
+    mc_sort(all, (size_t)nall, sizeof(int), cmp_int);
 
     MC_GROW(cs->c, cs->cap, cs->n + 1);
     mc_cand_t *c = &cs->c[cs->n++];
@@ -118,21 +114,24 @@ static mc_status_t append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root
     memcpy(c->parent, parent, sizeof(int) * (size_t)nedges);
     memcpy(c->child, child, sizeof(int) * (size_t)nedges);
     c->depth = maxdepth;
-    c->links = mc_xmalloc(sizeof(int) * (size_t)(nseen + 1));
-    c->mult = mc_xmalloc(sizeof(int) * (size_t)(nseen + 1));
-    for (int i = 0; i < nseen; i++) {
-        c->links[c->nlinks] = seen[i];
-        c->mult[c->nlinks++] = crossings[seen[i]];
+    c->links = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
+    c->mult = mc_xmalloc(sizeof(int) * (size_t)(nall + 1));
+    for (int i = 0; i < nall; i++) {
+        if (c->nlinks && c->links[c->nlinks - 1] == all[i]) {
+            c->mult[c->nlinks - 1]++;
+            continue;
+        }
+        c->links[c->nlinks] = all[i];
+        c->mult[c->nlinks++] = 1;
     }
     for (int i = 0; i < c->nlinks; i++) {
         double s = c->mult[i] / topo->links[c->links[i]].bw;
         if (s > c->sec_per_byte)
             c->sec_per_byte = s;
     }
-    st = edge_costs(c, topo, crossings, err);
+    st = edge_costs(c, topo, err);
 out:
-    free(crossings);
-    free(seen);
+    free(all);
     free(depth);
     return st;
 }
