@@ -157,50 +157,58 @@ static double max2(double a, double b)
     return a > b ? a : b;
 }
 
-/* Modelled time of the tree moving bytes in n chunks, no edge faster than min_spb seconds per
- * byte: the tree's planned share of the link it shares with other trees. Trees that share a link
+/* The seconds per byte each edge of the tree is taken at (spb[e]), no edge faster than min_spb:
+ * the tree's planned share of the link it shares with other trees. Trees that share a link
  * progress together and finish together, so their last chunks also cross the later hops together:
  * every hop, not only the shared one, is taken at no more than the tree's share. With capped,
  * the tree is one copy, one connection per edge, and no hop is faster than its limit. */
-static double pipelined_s(const mc_cand_t *c, double bytes, int n, double min_spb, int capped)
+static void edge_paces(const mc_cand_t *c, double min_spb, int capped, double *spb)
 {
-    double chunk = bytes / n, first = 0, slowest = 0, on_stack[64];
-    double *at = c->nedges <= 64 ? on_stack : mc_xmalloc(sizeof(double) * (size_t)c->nedges);
+    for (int e = 0; e < c->nedges; e++)
+        spb[e] = max2(max2(c->edge_spb[e], capped ? c->edge_conn_spb[e] : 0), min_spb);
+}
+
+/* Modelled time of the tree moving bytes in n chunks, its edges at spb (edge_paces; at: scratch,
+ * one per edge). */
+static double pipelined_s(const mc_cand_t *c, const double *spb, double bytes, int n, double *at)
+{
+    double chunk = bytes / n, first = 0, slowest = 0;
     for (int e = 0; e < c->nedges; e++) {
-        double spb = max2(max2(c->edge_spb[e], capped ? c->edge_conn_spb[e] : 0), min_spb);
-        double t = c->edge_hop[e] + chunk * spb;
+        double t = c->edge_hop[e] + chunk * spb[e];
         at[e] = t + (c->edge_up[e] >= 0 ? at[c->edge_up[e]] : 0);
         if (at[e] > first)
             first = at[e];
         if (t > slowest)
             slowest = t;
     }
-    if (at != on_stack)
-        free(at);
     return first + (n - 1) * slowest;
 }
 
 /* The chunk count that minimizes pipelined_s: a fill term falling as 1/n and an overhead term
- * growing with n, convex, so a ternary search on the integers finds it. */
-static int best_chunks(const mc_cand_t *c, double bytes, double min_spb, int cap)
+ * growing with n, convex, so a ternary search on the integers finds it; its time into *best_s.
+ * The edges' paces are taken once for the search (per chunk count, they were a third of it). */
+static int best_chunks(const mc_cand_t *c, double bytes, double min_spb, int cap, double *best_s)
 {
+    double *spb = mc_xmalloc(sizeof(double) * (2 * (size_t)c->nedges + 1)), *at = spb + c->nedges;
+    edge_paces(c, min_spb, cap, spb);
     int lo = 1, hi = MC_CHUNKS_MAX;
     while (hi - lo > 2) {
         int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        if (pipelined_s(c, bytes, m1, min_spb, cap) <= pipelined_s(c, bytes, m2, min_spb, cap))
+        if (pipelined_s(c, spb, bytes, m1, at) <= pipelined_s(c, spb, bytes, m2, at))
             hi = m2;
         else
             lo = m1;
     }
     int best = lo;
-    double best_s = pipelined_s(c, bytes, lo, min_spb, cap);
+    *best_s = pipelined_s(c, spb, bytes, lo, at);
     for (int n = lo + 1; n <= hi; n++) {
-        double s = pipelined_s(c, bytes, n, min_spb, cap);
-        if (s < best_s) {
+        double s = pipelined_s(c, spb, bytes, n, at);
+        if (s < *best_s) {
             best = n;
-            best_s = s;
+            *best_s = s;
         }
     }
+    free(spb);
     return best;
 }
 
@@ -210,7 +218,8 @@ int mc_cand_chunks(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes, dou
         uint64_t n = (bytes + chunk_bytes - 1) / chunk_bytes;
         return n < 1 ? 1 : n > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : (int)n;
     }
-    return best_chunks(c, (double)bytes, rate > 0 ? 1.0 / rate : 0, 1);
+    double t;
+    return best_chunks(c, (double)bytes, rate > 0 ? 1.0 / rate : 0, 1, &t);
 }
 
 int mc_cand_copies(const mc_cand_t *c, double rate)
@@ -224,9 +233,17 @@ int mc_cand_copies(const mc_cand_t *c, double rate)
  * its wall-clock cap, for a worse plan). */
 double mc_cand_overhead_s(const mc_cand_t *c, uint64_t bytes, uint64_t chunk_bytes)
 {
-    int n = chunk_bytes ? mc_cand_chunks(c, bytes, chunk_bytes, 0)
-                        : best_chunks(c, (double)bytes, 0, 0);
-    double t = pipelined_s(c, (double)bytes, n, 0, 0) - (double)bytes * c->sec_per_byte;
+    double t;
+    if (chunk_bytes) {
+        double *spb = mc_xmalloc(sizeof(double) * (2 * (size_t)c->nedges + 1));
+        edge_paces(c, 0, 0, spb);
+        t = pipelined_s(c, spb, (double)bytes, mc_cand_chunks(c, bytes, chunk_bytes, 0),
+                        spb + c->nedges);
+        free(spb);
+    } else {
+        best_chunks(c, (double)bytes, 0, 0, &t);
+    }
+    t -= (double)bytes * c->sec_per_byte;
     return t > 0 ? t : 0;
 }
 

@@ -469,9 +469,12 @@ mc_status_t mc_sched_looped(const mc_sched_t *s, const mc_topo_t *topo, mc_sched
  * destinations (multiples of 4 KiB; evenly, or by the trees' stripes where they have one: a tree
  * of stripe 0 there carries nothing), in phase 0, each
  * in its best chunk count at its planned rate (none below min_chunk bytes, unless alone it has
- * more); rates planned (synth_meshcast_striped.c). */
+ * more); rates planned (synth_meshcast_striped.c). The counts come from chunks, the synthesis's
+ * memo of them (synth_meshcast_chunks.c), or searched afresh where it is NULL. */
+typedef struct mc_chunk_memo mc_chunk_memo_t;
 mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,
-                             uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
+                             uint64_t min_chunk, mc_chunk_memo_t *chunks, mc_sched_t **out,
+                             mc_err_t *err);
 /* The spreads the referee tries: 1 .. MC_STAGGER_MAX. */
 #define MC_STAGGER_MAX 3
 

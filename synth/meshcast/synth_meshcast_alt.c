@@ -162,7 +162,7 @@ static mc_status_t race_alt(run_t *r, mc_sched_t **s, verdict_t *v, alt_fn make,
 static mc_status_t striped_alt(const run_t *r, const mc_sched_t *winner, const void *relays,
                                uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
 {
-    return mc_sched_striped(winner, r->topo, relays, min_chunk, out, err);
+    return mc_sched_striped(winner, r->topo, relays, min_chunk, r->chunks, out, err);
 }
 
 /* The relay race is worth its simulations for shares with rail stripes only this far above the

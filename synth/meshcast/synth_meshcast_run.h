@@ -20,7 +20,6 @@ typedef struct variant {
     int channel_host; /* channels of trees inside hosts cut down to MC_HOST_CHUNK_BYTES */
 } variant_t;
 
-typedef struct mc_chunk_memo mc_chunk_memo_t;
 typedef struct mc_valid_memo mc_valid_memo_t;
 typedef struct mc_assembled mc_assembled_t;
 

@@ -49,22 +49,34 @@ typedef struct keyed {
     int phase, link, tree;
 } keyed_t;
 
-static int cmp_keyed(const void *a, const void *b)
+/* The trees of s by phase, then bottleneck link (-1: none), then index, counted into place: a
+ * sort by comparisons was 1.3% of the synthesis of an uneven all-to-all over 64 GPUs (29,000
+ * trees, staggered 69 times). */
+static keyed_t *by_bottleneck(const mc_sched_t *s, const mc_topo_t *topo)
 {
-    const keyed_t *x = a, *y = b;
-    if (x->phase != y->phase)
-        return (x->phase > y->phase) - (x->phase < y->phase);
-    if (x->link != y->link)
-        return (x->link > y->link) - (x->link < y->link);
-    return (x->tree > y->tree) - (x->tree < y->tree);
+    keyed_t *k = mc_xmalloc(sizeof(keyed_t) * (size_t)(s->ntrees + 1));
+    int *at = mc_xmalloc(sizeof(int) * (size_t)(s->ntrees + 1)), phases = 1;
+    for (int t = 0; t < s->ntrees; t++) {
+        at[t] = bottleneck(&s->trees[t], topo);
+        phases = s->trees[t].phase >= phases ? s->trees[t].phase + 1 : phases;
+    }
+    size_t width = (size_t)topo->nlinks + 1;
+    size_t *start = mc_xcalloc((size_t)phases * width + 1, sizeof(size_t));
+    for (int t = 0; t < s->ntrees; t++)
+        start[(size_t)s->trees[t].phase * width + (size_t)(at[t] + 1) + 1]++;
+    for (size_t i = 1; i <= (size_t)phases * width; i++)
+        start[i] += start[i - 1];
+    for (int t = 0; t < s->ntrees; t++)
+        k[start[(size_t)s->trees[t].phase * width + (size_t)(at[t] + 1)]++] =
+            (keyed_t){s->trees[t].phase, at[t], t};
+    free(at);
+    free(start);
+    return k;
 }
 
 void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t min_chunk)
 {
-    keyed_t *k = mc_xmalloc(sizeof(keyed_t) * (size_t)(s->ntrees + 1));
-    for (int t = 0; t < s->ntrees; t++)
-        k[t] = (keyed_t){s->trees[t].phase, bottleneck(&s->trees[t], topo), t};
-    mc_sort(k, (size_t)s->ntrees, sizeof(keyed_t), cmp_keyed);
+    keyed_t *k = by_bottleneck(s, topo);
     for (int a = 0, b; a < s->ntrees; a = b) {
         for (b = a + 1; b < s->ntrees && k[b].phase == k[a].phase && k[b].link == k[a].link; b++)
             ;

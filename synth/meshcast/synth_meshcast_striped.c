@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "synth/meshcast/mc_meshcast.h"
+#include "synth/meshcast/synth_meshcast_run.h"
 
 /* A relay tree's part of its piece is a multiple of this many bytes (the last takes the rest). */
 #define STRIPE_GRANULE 4096u
@@ -31,10 +32,18 @@ static int same_dests(const mc_task_t *task, const mc_cand_t *a, const mc_cand_t
     return 1;
 }
 
-static mc_status_t add_tree(mc_sched_t *d, const mc_topo_t *topo, const mc_cand_t *c,
-                            uint64_t off, uint64_t len, mc_err_t *err)
+/* Tree c's best chunk count carrying bytes at rate (0: alone): the races build a striped form of
+ * every schedule they try from the same relay trees, 57,088 searches for 2,039 counts in an
+ * all-gather over 64 GPUs (a tenth of its synthesis). */
+static int chunks_of(mc_chunk_memo_t *chunks, const mc_cand_t *c, uint64_t bytes, double rate)
 {
-    int t = mc_sched_add_tree(d, c->piece, off, len, c->root, 0, mc_cand_chunks(c, len, 0, 0));
+    return chunks ? mc_chunk_memo_get(chunks, c, bytes, rate) : mc_cand_chunks(c, bytes, 0, rate);
+}
+
+static mc_status_t add_tree(mc_sched_t *d, const mc_topo_t *topo, const mc_cand_t *c,
+                            uint64_t off, uint64_t len, mc_chunk_memo_t *chunks, mc_err_t *err)
+{
+    int t = mc_sched_add_tree(d, c->piece, off, len, c->root, 0, chunks_of(chunks, c, len, 0));
     for (int e = 0; e < c->nedges; e++) {
         mc_status_t st = mc_sched_add_edge(d, topo, t, c->parent[e], c->child[e], err);
         if (st != MC_OK)
@@ -44,7 +53,8 @@ static mc_status_t add_tree(mc_sched_t *d, const mc_topo_t *topo, const mc_cand_
 }
 
 mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const mc_cands_t *relays,
-                             uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
+                             uint64_t min_chunk, mc_chunk_memo_t *chunks, mc_sched_t **out,
+                             mc_err_t *err)
 {
     mc_sched_t *d = mc_sched_new(s->task, topo, s->strategy);
     mc_status_t st = MC_OK;
@@ -95,7 +105,7 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
                             STRIPE_GRANULE;
             uint64_t len = c == last ? bytes - off : part;
             if (len > 0) {
-                st = add_tree(d, topo, &relays->c[c], off, len, err);
+                st = add_tree(d, topo, &relays->c[c], off, len, chunks, err);
                 cand_of[d->ntrees - 1] = c;
             }
             off += len;
@@ -115,7 +125,7 @@ mc_status_t mc_sched_striped(const mc_sched_t *s, const mc_topo_t *topo, const m
         if (!relayed[tr->piece])
             continue;
         uint64_t most = tr->bytes / min_chunk;
-        int n = mc_cand_chunks(&relays->c[cand_of[t]], tr->bytes, 0, tr->rate);
+        int n = chunks_of(chunks, &relays->c[cand_of[t]], tr->bytes, tr->rate);
         tr->nchunks = (uint64_t)n <= most ? n : most > (uint64_t)tr->nchunks ? (int)most
                                                                              : tr->nchunks;
     }

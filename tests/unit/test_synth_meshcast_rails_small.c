@@ -134,7 +134,7 @@ static void test_split_by_stripe(void **state)
     mc_err_t err = {0};
     assert_true(s.cs.n > 3);
     mc_sched_t *base = mc_sched_new(s.task, s.topo, "meshcast"), *d = NULL;
-    assert_int_equal(mc_sched_striped(base, s.topo, &s.cs, 128 * 1024, &d, &err), MC_OK);
+    assert_int_equal(mc_sched_striped(base, s.topo, &s.cs, 128 * 1024, NULL, &d, &err), MC_OK);
     assert_int_equal(d->ntrees, 3);
     uint64_t off = 0;
     for (int t = 0; t < 3; t++) {
@@ -159,7 +159,7 @@ static void test_split_spreads_remainder(void **state)
                   "mesh S={g:1}@0\nmesh D={g:56}@8..63\nmove f32[1024,1024] S[_,_] -> D[_,_]\n");
     mc_err_t err = {0};
     mc_sched_t *base = mc_sched_new(s.task, s.topo, "meshcast"), *d = NULL;
-    assert_int_equal(mc_sched_striped(base, s.topo, &s.cs, 128 * 1024, &d, &err), MC_OK);
+    assert_int_equal(mc_sched_striped(base, s.topo, &s.cs, 128 * 1024, NULL, &d, &err), MC_OK);
     assert_int_equal(d->ntrees, 7);
     uint64_t least = UINT64_MAX, most = 0, sum = 0;
     for (int t = 0; t < d->ntrees; t++) {

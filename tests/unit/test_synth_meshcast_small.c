@@ -161,7 +161,7 @@ static void test_striped_schedule(void **state)
     mc_cands_t r = {0};
     assert_int_equal(mc_cands_add_relays(&r, topo, &o.sh.s[0], 0, 1, &err), MC_OK);
     mc_sched_t *base = mc_sched_new(o.task, topo, "meshcast"), *s = NULL;
-    assert_int_equal(mc_sched_striped(base, topo, &r, 128 * 1024, &s, &err), MC_OK);
+    assert_int_equal(mc_sched_striped(base, topo, &r, 128 * 1024, NULL, &s, &err), MC_OK);
     assert_int_equal(s->ntrees, 7);
     uint64_t off = 0;
     for (int t = 0; t < 7; t++) {
