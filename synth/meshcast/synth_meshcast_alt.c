@@ -84,7 +84,7 @@ typedef struct alt_race {
 /* One pass of a's tries, their chunks and channels on floor ("+net" in the plan's name on
  * MC_NET_CHUNK_BYTES). *held (NULL: not asked) gets whether the first try has a tree across the
  * network that MC_MIN_CHUNK_BYTES holds (mc_sched_net_held), and 0 where a try is lost or not
- * covered (stop, below). make builds the same schedule from the same winner, so each try cuts a
+ * covered (stop). make builds the same schedule from the same winner, so each try cuts a
  * copy of one build, made again only after a try has replaced the winner: the rings' search,
  * done again for each try, was 2.3 G of the 3.5 G instructions of the ring race on the uneven
  * 4 MiB reshuffle over eight MI250 hosts. */
@@ -93,13 +93,14 @@ static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_r
 {
     mc_status_t st = MC_OK;
     mc_sched_t *made = NULL; /* make's schedule from the winner *s, before a try cuts it */
+    int stop = 0;            /* a try lost or was not covered */
     for (size_t i = 0; i < a->ntries && r->last_work_left > 0; i++) {
         verdict_t dv;
         char name[48];
         if (!made)
             st = a->make(r, *s, a->arg, floor, &made, err);
         if (st != MC_OK || !made)
-            return st;
+            break;
         mc_sched_t *d = mc_meshcast_copy(made, r->topo);
         if (held && i == 0)
             *held = mc_sched_net_held(d, r->topo, MC_MIN_CHUNK_BYTES);
@@ -115,7 +116,8 @@ static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_r
         }
         if (i == 0 && lost(r, d, v, buf)) {
             mc_sched_free(d);
-            goto stop;
+            stop = 1;
+            break;
         }
         int64_t given = r->last_work_left < a->most ? r->last_work_left : a->most;
         r->sim_work_left = given;
@@ -131,16 +133,14 @@ static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_r
             mc_sched_free(d);
         }
         if (st != MC_OK)
-            goto out;
-        if (!dv.simulated && !dv.beaten)
-            goto stop;
+            break;
+        stop = !dv.simulated && !dv.beaten;
+        if (stop)
+            break;
     }
-    goto out;
-stop: /* lost or not covered: on a smaller floor the same bytes cross the same links, in more
-       * flows */
-    if (held)
+    /* lost or not covered: on a smaller floor the same bytes cross the same links, in more flows */
+    if (stop && held)
         *held = 0;
-out:
     mc_sched_free(made);
     return st;
 }
