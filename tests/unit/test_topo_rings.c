@@ -110,6 +110,58 @@ static void test_mi300x_rings(void **state)
     mc_topo_free(t);
 }
 
+/* The search of gpus[0..n) through cache c is the search made afresh: the cache hands out a
+ * search found on another set of GPUs (another host of the same make) only renamed onto these. */
+static void assert_cached_is_fresh(mc_topo_ring_cache_t *c, const mc_topo_t *t, const int *gpus,
+                                   int n)
+{
+    const mc_topo_ring_search_t *cached = NULL;
+    mc_topo_ring_search_t fresh;
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_ring_search_cached(c, t, gpus, n, &cached, &err), MC_OK);
+    assert_int_equal(mc_topo_ring_search(t, gpus, n, &fresh, &err), MC_OK);
+    assert_int_equal(cached->nrings, fresh.nrings);
+    assert_true(cached->speed == fresh.speed);
+    assert_int_equal(cached->ops, fresh.ops);
+    assert_memory_equal(cached->order, fresh.order, sizeof(int) * (size_t)(fresh.nrings * n));
+    mc_topo_ring_search_free(&fresh);
+}
+
+/* One cache over every host of clusters of identical boxes (each host after the first renames
+ * the first's search), and over every set of 4 GPUs of a DGX-1, listed in reverse: sets of the
+ * same size whose links differ (pairs joined by one lane, two or none) must not share a search. */
+static void test_cached_searches(void **state)
+{
+    (void)state;
+    static const char *files[] = {"topologies/dgx1-x2.xml", "topologies/mi250-x3.xml",
+                                  MI300X, "topologies/pcie-rtx3090-x4.xml"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        mc_topo_t *t = load_ok(files[f]);
+        mc_topo_ring_cache_t *c = mc_topo_ring_cache_new();
+        int per = t->ngpus / t->nhosts;
+        for (int h = 0; h < t->nhosts; h++) {
+            int gpus[16];
+            for (int i = 0; i < per; i++)
+                gpus[i] = h * per + per - 1 - i;
+            assert_cached_is_fresh(c, t, gpus, per);
+        }
+        mc_topo_ring_cache_free(c);
+        mc_topo_free(t);
+    }
+    mc_topo_t *t = load_ok(DGX1);
+    mc_topo_ring_cache_t *c = mc_topo_ring_cache_new();
+    for (int set = 0; set < 256; set++) {
+        int gpus[8], n = 0;
+        for (int g = 7; g >= 0; g--)
+            if (set >> g & 1)
+                gpus[n++] = g;
+        if (n == 4)
+            assert_cached_is_fresh(c, t, gpus, n);
+    }
+    mc_topo_ring_cache_free(c);
+    mc_topo_free(t);
+}
+
 static mc_topo_rings_t *rings_ok(const mc_topo_t *t, int first, int n, int root)
 {
     int gpus[16];
@@ -212,6 +264,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgx1_rings),
         cmocka_unit_test(test_mi300x_rings),
+        cmocka_unit_test(test_cached_searches),
         cmocka_unit_test(test_ring_channels),
         cmocka_unit_test(test_dgx1_broadcast_time),
     };
