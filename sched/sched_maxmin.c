@@ -378,36 +378,52 @@ static void solve_sorted(mc_sched_maxmin_t *m, int nused, int nleft, const int *
     }
 }
 
-/* The least of e[0..n), n >= 1, in four independent chains (one chain waits on each comparison
- * in turn); the same value, levels being never NaN (a +0 and a -0 compare equal, and the scan
- * takes the links equal to it). */
-static double least(const double *e, int n)
+/* The first place of the least of e[0..n), n >= 1, in four independent chains (one chain waits on
+ * each comparison in turn), each keeping its first least; of chains with the same least, the
+ * first place. Levels are never NaN (a +0 and a -0 compare equal, and the first is taken). */
+static int first_least(const double *e, int n)
 {
     double a = e[0], b = e[0], c = e[0], d = e[0];
-    int j = 1;
+    int ia = 0, ib = 0, ic = 0, id = 0, j = 1;
     for (; j + 4 <= n; j += 4) {
+        ia = e[j] < a ? j : ia;
         a = e[j] < a ? e[j] : a;
+        ib = e[j + 1] < b ? j + 1 : ib;
         b = e[j + 1] < b ? e[j + 1] : b;
+        ic = e[j + 2] < c ? j + 2 : ic;
         c = e[j + 2] < c ? e[j + 2] : c;
+        id = e[j + 3] < d ? j + 3 : id;
         d = e[j + 3] < d ? e[j + 3] : d;
     }
-    for (; j < n; j++)
+    for (; j < n; j++) {
+        ia = e[j] < a ? j : ia;
         a = e[j] < a ? e[j] : a;
-    a = b < a ? b : a;
-    c = d < c ? d : c;
-    return c < a ? c : a;
+    }
+    /* of two chains' least, the smaller, or the first place on a tie */
+    if (b < a || (b == a && ib < ia)) {
+        a = b;
+        ia = ib;
+    }
+    if (d < c || (d == c && id < ic)) {
+        c = d;
+        ic = id;
+    }
+    return c < a || (c == a && ic < ia) ? ic : ia;
 }
 
 /* The queue's pops without a queue. Between two fixes nothing changes, so the pops up to the
  * next fix are: in (key, link) order, every link pushed again at its level while that is above
  * its key, until the first whose level is not; that link is the least by (its level if above its
  * key, else its key; link), and the links pushed again on the way are those before it by (key,
- * link) whose level is above their key. One pass finds the link; the links whose level rose
- * above their key wait in the heap by (key, link) (their key does not change while they wait),
- * and those before the link found leave it re-keyed (a link whose level fell back to its key, or
- * that closed, leaves it then with nothing done, as the queue would), so a link waiting behind
- * the pick costs nothing per fix; the links whose flows are all fixed leave the open set (the
- * queue would drop them when popped).
+ * link) whose level is above their key. One pass finds the link: open[] is in link order, so the
+ * first place of the least is the least link of the least (two passes, the least and then its
+ * least link, were half of the solve's instructions); a link closed keeps its place, out of
+ * reach of the pass at an infinite eff, until the closed ones outnumber the open and are dropped
+ * in order. The links whose level rose above their key wait in the heap by (key, link) (their key
+ * does not change while they wait), and those before the link found leave it re-keyed (a link
+ * whose level fell back to its key, or that closed, leaves it then with nothing done, as the
+ * queue would), so a link waiting behind the pick costs nothing per fix; the links whose flows
+ * are all fixed leave the open set (the queue would drop them when popped).
  * The passes read the levels kept in open[]: a fix sets them again on the links it charged, the
  * same quotient of the same figures as computed afresh, and closes those it emptied. */
 static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *off,
@@ -420,30 +436,33 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
     }
     struct scan_item *o = m->open;
     double *eff = m->eff;
-    int nopen = 0;
+    int n = 0, nopen = 0, lo = m->nlinks, hi = 0;
     m->nheap = 0;
     for (int i = 0; i < nused; i++) {
         int l = m->used[i];
-        m->lpos[l] = -1;
-        if (m->nunfixed[l] <= 0)
-            continue;
-        double x = level(m, l);
-        m->lpos[l] = nopen;
-        eff[nopen] = x;
-        o[nopen++] = (struct scan_item){x, x, l, i};
+        m->lpos[l] = i;
+        m->lbits[l >> 6] |= 1ull << (l & 63);
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
     }
+    for (int w = lo >> 6; w <= hi >> 6; w++) {
+        for (uint64_t b = m->lbits[w]; b; b &= b - 1) {
+            int l = 64 * w + __builtin_ctzll(b), i = m->lpos[l];
+            m->lpos[l] = -1;
+            if (m->nunfixed[l] <= 0)
+                continue;
+            double x = level(m, l);
+            m->lpos[l] = n;
+            eff[n] = x;
+            o[n++] = (struct scan_item){x, x, l, i};
+        }
+        m->lbits[w] = 0;
+    }
+    nopen = n;
     while (nleft > 0 && nopen > 0) {
-        /* the least by (eff, link): the least eff, then the least link of that eff */
-        double bk = least(eff, nopen);
-        int best = -1, bl = 0;
-        for (int j = 0; j < nopen; j++)
-            if (eff[j] == bk && (best < 0 || o[j].link < bl)) {
-                best = j;
-                bl = o[j].link;
-            }
-        int bi = o[best].i;
+        int best = first_least(eff, n), bl = o[best].link, bi = o[best].i;
         double x = o[best].lev;
-        struct heap_item pick = {key_bits(bk), bl};
+        struct heap_item pick = {key_bits(eff[best]), bl};
         while (m->nheap > 0 && heap_less(&m->heap[0], &pick)) {
             int l = heap_pop(m).link, p = m->lpos[l];
             if (p >= 0 && o[p].lev > o[p].key)
@@ -464,10 +483,20 @@ static void solve_scan(mc_sched_maxmin_t *m, int nused, int nleft, const int *of
                 }
                 continue;
             }
-            eff[p] = eff[--nopen];
-            o[p] = o[nopen];
-            m->lpos[o[p].link] = p;
+            eff[p] = HUGE_VAL;
             m->lpos[l] = -1;
+            nopen--;
+        }
+        if (n > 2 * nopen) {
+            int k = 0;
+            for (int j = 0; j < n; j++)
+                if (m->lpos[o[j].link] == j) {
+                    o[k] = o[j];
+                    eff[k] = eff[j];
+                    m->lpos[o[k].link] = k;
+                    k++;
+                }
+            n = k;
         }
     }
     for (int s = 0; s < m->nheap; s++)

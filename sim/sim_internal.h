@@ -21,7 +21,7 @@ typedef struct sim_event {
  * timed below the last one popped wait in the binary heap `early`. An event is held in 16 bytes:
  * its time, its flow (~flow for an activation) and its version; the early heap adds its
  * insertion number. */
-#define SIM_QUEUE_DIGIT 4
+#define SIM_QUEUE_DIGIT 8
 #define SIM_QUEUE_BUCKETS (1 + (64 / SIM_QUEUE_DIGIT << SIM_QUEUE_DIGIT))
 typedef struct sim_qev {
     double t;
@@ -38,6 +38,7 @@ typedef struct sim_bucket {
 typedef struct sim_queue {
     sim_bucket_t b[SIM_QUEUE_BUCKETS];
     uint64_t full[(SIM_QUEUE_BUCKETS + 63) / 64]; /* the buckets not empty */
+    uint64_t words;         /* the words of `full` not 0 */
     uint64_t last;          /* the time bits bucket numbers are taken against */
     struct sim_early {
         sim_qev_t ev;
