@@ -162,6 +162,28 @@ static void test_cached_searches(void **state)
     mc_topo_free(t);
 }
 
+/* The cache's answer to whether a GPU's host is searched is the topology's, asked once or again,
+ * on hosts with NVSwitches (not searched) and without. */
+static void test_searched_cached(void **state)
+{
+    (void)state;
+    static const char *files[] = {"topologies/dgx-h100-x4.xml", MI300X};
+    int seen[2] = {0, 0};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        mc_topo_t *t = load_ok(files[f]);
+        mc_topo_ring_cache_t *c = mc_topo_ring_cache_new();
+        for (int again = 0; again < 2; again++)
+            for (int g = 0; g < t->ngpus; g++) {
+                int want = mc_topo_ring_searched(t, g);
+                assert_int_equal(mc_topo_ring_searched_cached(c, t, g), want);
+                seen[want != 0]++;
+            }
+        mc_topo_ring_cache_free(c);
+        mc_topo_free(t);
+    }
+    assert_true(seen[0] > 0 && seen[1] > 0);
+}
+
 static mc_topo_rings_t *rings_ok(const mc_topo_t *t, int first, int n, int root)
 {
     int gpus[16];
@@ -265,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_dgx1_rings),
         cmocka_unit_test(test_mi300x_rings),
         cmocka_unit_test(test_cached_searches),
+        cmocka_unit_test(test_searched_cached),
         cmocka_unit_test(test_ring_channels),
         cmocka_unit_test(test_dgx1_broadcast_time),
     };
