@@ -110,6 +110,39 @@ static void test_mi300x_rings(void **state)
     mc_topo_free(t);
 }
 
+/* The cache searches a set of GPUs afresh unless one of the same shape was searched (the same
+ * routes, kinds and link speeds up to the GPUs' and links' names): either way each host's rings
+ * are those a fresh search finds, on hosts alike (eight MI250 or DGX-1 boxes) and on sets that
+ * are not (a host's first GPUs, every other one). */
+static void test_ring_cache_shapes(void **state)
+{
+    (void)state;
+    const char *topos[] = {"topologies/mi250-x8.xml", "topologies/dgx1-x8.xml", MI300X};
+    for (size_t ti = 0; ti < sizeof topos / sizeof topos[0]; ti++) {
+        mc_topo_t *t = load_ok(topos[ti]);
+        mc_topo_ring_cache_t *cache = mc_topo_ring_cache_new();
+        mc_err_t err = {0};
+        for (int pick = 0; pick < 3; pick++)
+            for (int h = 0; h < t->nhosts; h++) {
+                int first, n = mc_topo_host_gpus(t, h, &first), gpus[16], m = 0;
+                for (int i = 0; i < n && i < 16; i++)
+                    if (pick == 0 || (pick == 1 && i < 5) || (pick == 2 && i % 2 == 0))
+                        gpus[m++] = first + i;
+                const mc_topo_ring_search_t *got = NULL;
+                mc_topo_ring_search_t want;
+                assert_int_equal(mc_topo_ring_search_cached(cache, t, gpus, m, &got, &err), MC_OK);
+                assert_int_equal(mc_topo_ring_search(t, gpus, m, &want, &err), MC_OK);
+                assert_int_equal(got->nrings, want.nrings);
+                assert_true(got->speed == want.speed);
+                assert_int_equal(got->ops, want.ops);
+                assert_memory_equal(got->order, want.order, sizeof(int) * (size_t)(m * want.nrings));
+                mc_topo_ring_search_free(&want);
+            }
+        mc_topo_ring_cache_free(cache);
+        mc_topo_free(t);
+    }
+}
+
 static mc_topo_rings_t *rings_ok(const mc_topo_t *t, int first, int n, int root)
 {
     int gpus[16];
@@ -212,6 +245,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgx1_rings),
         cmocka_unit_test(test_mi300x_rings),
+        cmocka_unit_test(test_ring_cache_shapes),
         cmocka_unit_test(test_ring_channels),
         cmocka_unit_test(test_dgx1_broadcast_time),
     };
