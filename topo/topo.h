@@ -192,6 +192,10 @@ typedef struct mc_route {
  * route. The result is cached inside t. */
 mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *route,
                           mc_err_t *err);
+/* Only mc_topo_route's links (*nlinks of them into links[MC_ROUTE_MAX_LINKS]) and via_gpu, read
+ * from the cache where the pair's route is kept there (no bandwidth or latency summed). */
+mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *nlinks, int *links,
+                                int *via_gpu, mc_err_t *err);
 /* The bytes the fabric search trees cached inside t hold: one int per switch (and per port with
  * several ways in) for every NIC port that routes have left from so far. */
 size_t mc_topo_route_cache_bytes(const mc_topo_t *t);

@@ -439,6 +439,30 @@ size_t mc_topo_route_cache_bytes(const mc_topo_t *t)
     return c ? c->bytes : 0;
 }
 
+mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *nlinks, int *links,
+                                int *via_gpu, mc_err_t *err)
+{
+    const struct mc_route_cache *c = t->route_cache;
+    const pair_route_t *known = gpu_a >= 0 && gpu_a < t->ngpus && gpu_b >= 0 && gpu_b < t->ngpus &&
+                                        gpu_a != gpu_b && c && c->pairs && c->pairs[gpu_a]
+                                    ? &c->pairs[gpu_a][gpu_b]
+                                    : NULL;
+    if (known && known->nlinks >= 0) {
+        *nlinks = known->nlinks;
+        *via_gpu = known->via_gpu;
+        memcpy(links, known->links, sizeof(int) * (size_t)known->nlinks);
+        return MC_OK;
+    }
+    mc_route_t r;
+    mc_status_t st = mc_topo_route(t, gpu_a, gpu_b, &r, err);
+    if (st == MC_OK) {
+        *nlinks = r.nlinks;
+        *via_gpu = r.via_gpu;
+        memcpy(links, r.links, sizeof(int) * (size_t)r.nlinks);
+    }
+    return st;
+}
+
 mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,
                           mc_err_t *err)
 {

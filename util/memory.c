@@ -99,15 +99,15 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n)
     b->data[b->len] = '\0';
 }
 
-void mc_buf_num(mc_buf_t *b, const char *prefix, long long v)
+/* prefix, then '-' when neg, then u in decimal. */
+static void put_digits(mc_buf_t *b, const char *prefix, unsigned long long u, int neg)
 {
     char digits[24];
     int n = 0;
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
     do
         digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
     while ((u /= 10) > 0);
-    if (v < 0)
+    if (neg)
         digits[sizeof digits - 1 - n++] = '-';
     size_t np = strlen(prefix);
     reserve(b, np + (size_t)n);
@@ -115,6 +115,21 @@ void mc_buf_num(mc_buf_t *b, const char *prefix, long long v)
     memcpy(b->data + b->len + np, digits + sizeof digits - n, (size_t)n);
     b->len += np + (size_t)n;
     b->data[b->len] = '\0';
+}
+
+void mc_buf_num(mc_buf_t *b, const char *prefix, long long v)
+{
+    put_digits(b, prefix, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
+void mc_buf_unum(mc_buf_t *b, const char *prefix, unsigned long long v)
+{
+    put_digits(b, prefix, v, 0);
+}
+
+void mc_buf_str(mc_buf_t *b, const char *s)
+{
+    mc_buf_append(b, s, strlen(s));
 }
 
 /* Formats straight into the buffer's free room, and again once it has grown when the text did

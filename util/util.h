@@ -99,6 +99,10 @@ void mc_buf_append(mc_buf_t *b, const char *s, size_t n);
 /* Appends prefix and v in decimal, the text printf's "%s%lld" gives (the components' keys are
  * written a number at a time; printf was 5% of some syntheses). */
 void mc_buf_num(mc_buf_t *b, const char *prefix, long long v);
+/* The same for "%s%llu" (the schedule files: printf was a third of their writing). */
+void mc_buf_unum(mc_buf_t *b, const char *prefix, unsigned long long v);
+/* Appends the string s. */
+void mc_buf_str(mc_buf_t *b, const char *s);
 void mc_buf_free(mc_buf_t *b);
 
 /* Writes data to path through a temporary file in the same folder and rename(), so a reader

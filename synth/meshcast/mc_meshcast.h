@@ -504,8 +504,8 @@ typedef struct mc_comp {
     int *cand_ids;        /* plan candidate -> index in the candidate list */
     mc_plan_t plan;
     int *link_ids;        /* plan-local link -> topology link */
-    char *key;            /* canonical text of the plan: equal keys, equal models */
-    int same_as;          /* index of an earlier component with the same key, else -1 */
+    uint64_t *unit_bytes; /* per plan piece: the bytes of one of its units */
+    int same_as;          /* index of an earlier component with the same model, else -1 */
     mc_plan_sol_t plans[MC_PLAN_KINDS]; /* by kind; has[k] when plans[k] was made */
     int has[MC_PLAN_KINDS];
 } mc_comp_t;

@@ -175,6 +175,14 @@ void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s)
  * when a tree's fixed cost is worth keeping apart. */
 #define MC_GREEDY_PHASES 4
 
+/* A candidate's rank in a phase: what ranks_before compares (its growth of the phase, its local
+ * where the tie-break reads it, whether it does not run there yet) and the candidate, in order:
+ * the least key ranks first (before). */
+typedef struct rank_key {
+    int64_t inc, local;
+    uint64_t unused_c; /* 1 << 32 where the candidate does not run there, plus c - first */
+} rank_key_t;
+
 typedef struct fill {
     const mc_plan_t *pl;
     mc_plan_sol_t *out;
@@ -186,7 +194,9 @@ typedef struct fill {
     int64_t *local; /* [(c - first) * K + k]: with_unit of the piece being placed, -1: unknown */
     int most;       /* the most candidates of a piece */
     int *order;     /* [k * most + j]: the piece's candidates (c - first) as they rank in phase k */
-    int *ranked;    /* [k]: whether order of phase k is current */
+    int *ranked;    /* [k]: whether order of phase k is kept (settle_first) */
+    rank_key_t *key; /* [k * most + j]: candidate j's (c - first) in phase k as last taken */
+    char *stale;     /* [k * most + j]: whether candidate j's key in phase k changed since */
     /* the piece being placed, per plan link: its candidates that cross it, as their place in
      * local (c - first) * K, and their time per unit on it (users, user_ps, from at[l], n_at[l]
      * of them; at -1: none) */
@@ -259,15 +269,28 @@ static inline int64_t growth(fill_t *f, int c, int i, int k, int64_t *local, int
     return *local > f->phase[k] ? *local - f->phase[k] : 0;
 }
 
-/* Whether the piece's candidate i (c - first) ranks before candidate j in phase k: it grows the
- * phase less (ranks_before), or as little and is the lower. */
-static int before(fill_t *f, int first, int k, int i, int j)
+/* Takes the key of the piece's candidate i (c - first) in phase k. */
+static void take_key(fill_t *f, int first, int i, int k)
 {
-    int64_t li, lj;
-    int ui, uj;
-    int64_t gi = growth(f, first + i, i, k, &li, &ui), gj = growth(f, first + j, j, k, &lj, &uj);
-    return ranks_before(f, gi, li, ui, gj, lj, uj) ||
-           (i < j && !ranks_before(f, gj, lj, uj, gi, li, ui));
+    rank_key_t *r = &f->key[(size_t)k * (size_t)f->most + (size_t)i];
+    int64_t local;
+    int used;
+    r->inc = growth(f, first + i, i, k, &local, &used);
+    r->local = f->balance ? local : 0;
+    r->unused_c = ((uint64_t)!used << 32) | (uint64_t)i;
+}
+
+/* Whether the piece's candidate i (c - first) ranks before candidate j in phase k: it grows the
+ * phase less (ranks_before: by inc, then local with balance, then a tree that runs first), or as
+ * little and is the lower; by their keys, taken once per change (a comparison that took both
+ * afresh was a quarter of the synthesis of an uneven all-to-all over eight DGX-1, 55 M calls). */
+static inline int before(const fill_t *f, int k, int i, int j)
+{
+    const rank_key_t *a = &f->key[(size_t)k * (size_t)f->most + (size_t)i];
+    const rank_key_t *b = &f->key[(size_t)k * (size_t)f->most + (size_t)j];
+    return a->inc < b->inc ||
+           (a->inc == b->inc &&
+            (a->local < b->local || (a->local == b->local && a->unused_c < b->unused_c)));
 }
 
 /* Sorts the piece's candidates (first..end) as they rank in phase k. */
@@ -275,29 +298,52 @@ static void rank_phase(fill_t *f, int first, int end, int k)
 {
     int *o = f->order + (size_t)k * (size_t)f->most;
     for (int n = 0; n < end - first; n++) {
+        take_key(f, first, n, k);
+        f->stale[(size_t)k * (size_t)f->most + (size_t)n] = 0;
+    }
+    for (int n = 0; n < end - first; n++) {
         int j = n;
-        for (; j > 0 && before(f, first, k, n, o[j - 1]); j--)
+        for (; j > 0 && before(f, k, n, o[j - 1]); j--)
             o[j] = o[j - 1];
         o[j] = n;
     }
     f->ranked[k] = 1;
 }
 
-/* Phase k's first candidate having grown (its local, its use), the others as they were: moves it
- * down to its rank. */
-static void rerank_first(fill_t *f, int first, int end, int k)
+/* Makes phase k's first candidate its true first. Phase k's order is sorted by the keys as last
+ * taken, and while the phase's time stays, a placement there only raises the keys it changes
+ * (a raised local, whose inc cannot fall), but the placed candidate's, which is first; those are
+ * marked stale. So a kept key is never after the candidate's true one, and a first whose key is
+ * current ranks before every other candidate's true key. A stale first takes its key again and
+ * goes back to its rank among the others (bisection) until the first is current. A placement in
+ * an uneven all-to-all over eight DGX-1 raised the keys of about 6 of a piece's 12 candidates on
+ * nearly every unit (2.4 M sorts afresh, 55 M comparisons, a quarter of its synthesis); few of
+ * them reach the front before the piece is placed. */
+static void settle_first(fill_t *f, int first, int end, int k)
 {
-    int *o = f->order + (size_t)k * (size_t)f->most, x = o[0], j = 0;
-    for (; j + 1 < end - first && before(f, first, k, o[j + 1], x); j++)
-        o[j] = o[j + 1];
-    o[j] = x;
+    int *o = f->order + (size_t)k * (size_t)f->most, n = end - first;
+    char *stale = f->stale + (size_t)k * (size_t)f->most;
+    while (stale[o[0]]) {
+        int x = o[0], lo = 1, hi = n;
+        take_key(f, first, x, k);
+        stale[x] = 0;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (before(f, k, o[mid], x))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        memmove(o, o + 1, sizeof(int) * (size_t)(lo - 1));
+        o[lo - 1] = x;
+    }
 }
 
 /* Places one unit of piece p where it grows the estimate least (ranks_before), among equals the
- * lowest candidate and phase. A placement changes only its own phase, and there mostly only the
- * placed candidate's rank, so each phase's candidates are kept in rank (order): a scan of every
- * candidate and phase per unit was a quarter of the synthesis of an all-to-all over 64 GPUs
- * (4,032 pieces). */
+ * lowest candidate and phase. A placement changes only its own phase, and there only raises
+ * keys unless the phase's time grew, so each phase's candidates are kept in rank (order, set right
+ * at its front by settle_first): a scan of every candidate and phase per unit was a quarter of the
+ * synthesis of an all-to-all over 64 GPUs (4,032 pieces). */
 static void place_unit(fill_t *f, int first, int end)
 {
     int best_c = -1, best_k = -1, best_used = 0;
@@ -305,8 +351,10 @@ static void place_unit(fill_t *f, int first, int end)
     for (int k = 0; k <= f->nopen && k < f->K; k++) {
         if (!f->ranked[k])
             rank_phase(f, first, end, k);
-        int c = first + f->order[(size_t)k * (size_t)f->most], used;
-        int64_t local, inc = growth(f, c, c - first, k, &local, &used);
+        settle_first(f, first, end, k);
+        int c = first + f->order[(size_t)k * (size_t)f->most];
+        int used, i = c - first;
+        int64_t local, inc = growth(f, c, i, k, &local, &used);
         if (best_c < 0 || ranks_before(f, inc, local, used, best_inc, best_local, best_used) ||
             (c < best_c &&
              !ranks_before(f, best_inc, best_local, best_used, inc, local, used))) {
@@ -339,9 +387,13 @@ static void place_unit(fill_t *f, int first, int end)
     if (tree_ps(pc, *u + 1) > *mine)
         *mine = tree_ps(pc, *u + 1);
     int64_t *slack = f->slack + (size_t)best_k * (size_t)f->pl->nlinks;
+    char *stale = f->stale + (size_t)best_k * (size_t)f->most;
+    /* track's count, kept here: the phase's time does not change in this loop */
+    int64_t time = f->phase[best_k];
+    int at = 0;
     for (int i = 0; i < pc->nlinks; i++) {
         int l = pc->links[i];
-        track(f, best_k, load[l], load[l] + pc->link_ps[i]);
+        at += (load[l] + pc->link_ps[i] == time) - (load[l] == time);
         load[l] += pc->link_ps[i];
         if (slack[l] >= pc->link_ps[i]) {
             /* no candidate's local grows: of the 200 million users the scans visited in an
@@ -354,13 +406,14 @@ static void place_unit(fill_t *f, int first, int end)
             int64_t *known = &col[f->users[x]], v = load[l] + f->user_ps[x];
             if (v > *known) {
                 *known = v;
-                f->ranked[best_k] = 0;
+                stale[f->users[x] / f->K] = 1;
             }
             slack[l] = *known - v < slack[l] ? *known - v : slack[l];
         }
     }
-    if (f->ranked[best_k])
-        rerank_first(f, first, end, best_k);
+    if (time > 0)
+        f->at_phase[best_k] += at;
+    stale[best_c - first] = 1;
 }
 
 /* Sets up f's users of the plan links for candidates first..end (the piece about to be placed). */
@@ -447,6 +500,8 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
     f.local = mc_xmalloc(sizeof(int64_t) * (size_t)most * (size_t)f.K);
     f.most = most;
     f.order = mc_xmalloc(sizeof(int) * (size_t)most * (size_t)f.K);
+    f.key = mc_xmalloc(sizeof(rank_key_t) * (size_t)most * (size_t)f.K);
+    f.stale = mc_xcalloc((size_t)most * (size_t)f.K, 1);
     int most_links = 0;
     for (int c = 0, n = 0; c < pl->ncands; c++) {
         n = (c > 0 && pl->cands[c].piece == pl->cands[c - 1].piece ? n : 0) + pl->cands[c].nlinks;
@@ -486,6 +541,8 @@ void mc_plan_greedy(const mc_plan_t *pl, int balance, mc_plan_sol_t *out)
     free(f.at_phase);
     free(f.ranked);
     free(f.order);
+    free(f.key);
+    free(f.stale);
     free(f.local);
     mc_plan_sol_compact(pl, out);
     mc_plan_check(pl, out);

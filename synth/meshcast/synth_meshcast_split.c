@@ -1,8 +1,8 @@
 /* Splits a task into components for the meshcast strategy (docs/synthesis.md, "Scale"): shares
  * whose candidate trees share a link belong together; components share no link, so each is solved
- * alone and their phases run side by side. Each component's plan gets a canonical text key: two
- * components with the same key are the same model (symmetric hosts, identical pieces of other
- * tensors), so Z3 solves it once. */
+ * alone and their phases run side by side. Plan links are numbered in order of first use, so two
+ * components whose plans are equal number for number (same_plan) are the same model (symmetric
+ * hosts, identical pieces of other tensors), and Z3 solves it once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +50,8 @@ static uint64_t typical_bytes(const mc_shares_t *sh, int s, uint64_t bytes, cons
     return used > 1 ? bytes / (uint64_t)used : bytes;
 }
 
-/* The edges of candidate c into q (its links already numbered in local[]), and into the key. */
-static void plan_edges(mc_pcand_t *q, const mc_cand_t *c, const mc_topo_t *topo, const int *local,
-                       mc_buf_t *key)
+/* The edges of candidate c into q (its links already numbered in local[]). */
+static void plan_edges(mc_pcand_t *q, const mc_cand_t *c, const mc_topo_t *topo, const int *local)
 {
     q->nedges = c->nedges;
     q->edge_up = mc_xmalloc(sizeof(int) * (size_t)c->nedges);
@@ -69,10 +68,6 @@ static void plan_edges(mc_pcand_t *q, const mc_cand_t *c, const mc_topo_t *topo,
         if (mc_topo_route(topo, c->parent[e], c->child[e], &r, &err) == MC_OK)
             for (int i = 0; i < r.nlinks; i++)
                 q->edge_links[q->edge_at[e + 1]++] = local[r.links[i]];
-        mc_buf_num(key, "E", q->edge_up[e]);
-        mc_buf_num(key, ":", q->edge_hop_ps[e]);
-        for (int i = q->edge_at[e]; i < q->edge_at[e + 1]; i++)
-            mc_buf_num(key, ",", q->edge_links[i]);
     }
 }
 
@@ -84,9 +79,9 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
                        int *local)
 {
     mc_plan_t *pl = &cp->plan;
-    mc_buf_t key = {0};
     pl->npieces = cp->npieces;
     pl->units = mc_xmalloc(sizeof(int) * (size_t)cp->npieces);
+    cp->unit_bytes = mc_xmalloc(sizeof(uint64_t) * (size_t)cp->npieces);
     int total = 0;
     for (int i = 0; i < cp->npieces; i++)
         total += piece_count[cp->pieces[i]];
@@ -98,7 +93,7 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
         const mc_piece_t *pc = &task->pieces[sh->s[cp->pieces[i]].piece];
         uint64_t ub;
         pl->units[i] = mc_piece_units(pc->bytes, sh->s[cp->pieces[i]].fine, &ub);
-        mc_buf_printf(&key, "P%d:%llu;", pl->units[i], (unsigned long long)ub);
+        cp->unit_bytes[i] = ub;
         uint64_t typical = typical_bytes(sh, cp->pieces[i], pc->bytes, piece_first, piece_count,
                                          frac);
         for (int j = 0; j < piece_count[cp->pieces[i]]; j++) {
@@ -117,7 +112,6 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
             q->nlinks = c->nlinks;
             q->links = mc_xmalloc(sizeof(int) * (size_t)(c->nlinks + 1));
             q->link_ps = mc_xmalloc(sizeof(int64_t) * (size_t)(c->nlinks + 1));
-            mc_buf_num(&key, "C", q->fixed_ps);
             for (int k = 0; k < c->nlinks; k++) {
                 int l = c->links[k];
                 if (local[l] < 0) {
@@ -129,18 +123,52 @@ static void build_plan(mc_comp_t *cp, const mc_task_t *task, const mc_topo_t *to
                 q->link_ps[k] = to_ps(c->mult[k] * (double)ub / topo->links[l].bw);
                 if (q->link_ps[k] > q->unit_ps)
                     q->unit_ps = q->link_ps[k];
-                mc_buf_num(&key, ",", q->links[k]);
-                mc_buf_num(&key, ":", q->link_ps[k]);
             }
             if (frac && sh->s[cp->pieces[i]].fine)
-                plan_edges(q, c, topo, local, &key);
-            mc_buf_append(&key, ";", 1);
+                plan_edges(q, c, topo, local);
         }
     }
     pl->nlinks = nl;
     for (int l = 0; l < nl; l++)
         local[cp->link_ids[l]] = -1;
-    cp->key = key.data ? key.data : mc_xstrdup("");
+}
+
+/* Whether arrays a and b of n elements of size bytes each are equal. */
+static int same_array(const void *a, const void *b, size_t n, size_t size)
+{
+    return n == 0 || !memcmp(a, b, n * size);
+}
+
+/* Whether candidates p and q are the same, number for number (a tree's time per unit follows
+ * from its links'). */
+static int same_cand(const mc_pcand_t *p, const mc_pcand_t *q)
+{
+    return p->piece == q->piece && p->fixed_ps == q->fixed_ps && p->nlinks == q->nlinks &&
+           same_array(p->links, q->links, (size_t)p->nlinks, sizeof(int)) &&
+           same_array(p->link_ps, q->link_ps, (size_t)p->nlinks, sizeof(int64_t)) &&
+           p->nedges == q->nedges &&
+           same_array(p->edge_up, q->edge_up, (size_t)p->nedges, sizeof(int)) &&
+           same_array(p->edge_hop_ps, q->edge_hop_ps, (size_t)p->nedges, sizeof(int64_t)) &&
+           (p->nedges == 0 ||
+            (same_array(p->edge_at, q->edge_at, (size_t)p->nedges + 1, sizeof(int)) &&
+             same_array(p->edge_links, q->edge_links, (size_t)p->edge_at[p->nedges],
+                        sizeof(int))));
+}
+
+/* Whether components a and b have the same plan: the same pieces in units of the same bytes, the
+ * same candidates (compared in place of a text key of all of it, which was written number by
+ * number: a twentieth of the synthesis of an uneven all-to-all over 64 GPUs). */
+static int same_plan(const mc_comp_t *a, const mc_comp_t *b)
+{
+    const mc_plan_t *p = &a->plan, *q = &b->plan;
+    if (p->npieces != q->npieces || p->ncands != q->ncands ||
+        !same_array(p->units, q->units, (size_t)p->npieces, sizeof(int)) ||
+        !same_array(a->unit_bytes, b->unit_bytes, (size_t)p->npieces, sizeof(uint64_t)))
+        return 0;
+    for (int c = 0; c < p->ncands; c++)
+        if (!same_cand(&p->cands[c], &q->cands[c]))
+            return 0;
+    return 1;
 }
 
 void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_shares_t *sh,
@@ -188,13 +216,8 @@ void mc_comps_build(const mc_task_t *task, const mc_topo_t *topo, const mc_share
     for (int i = 0; i < n; i++) {
         build_plan(&comps[i], task, topo, sh, cs, first, count, chunk_bytes, frac, owner);
         for (int j = 0; j < i && comps[i].same_as < 0; j++)
-            if (comps[j].same_as < 0 && !strcmp(comps[i].key, comps[j].key))
+            if (comps[j].same_as < 0 && same_plan(&comps[i], &comps[j]))
                 comps[i].same_as = j;
-        /* only distinct keys are compared again (keys: 16.8 MB at 1024 GPUs) */
-        if (comps[i].same_as >= 0) {
-            free(comps[i].key);
-            comps[i].key = NULL;
-        }
     }
     free(up);
     free(owner);
@@ -210,7 +233,7 @@ void mc_comps_free(mc_comp_t *comps, int n)
         free(comps[i].pieces);
         free(comps[i].cand_ids);
         free(comps[i].link_ids);
-        free(comps[i].key);
+        free(comps[i].unit_bytes);
         mc_plan_free(&comps[i].plan);
         for (int k = 0; k < MC_PLAN_KINDS; k++)
             mc_plan_sol_free(&comps[i].plans[k]);

@@ -128,23 +128,26 @@ static void assert_cached_is_fresh(mc_topo_ring_cache_t *c, const mc_topo_t *t, 
 }
 
 /* One cache over every host of clusters of identical boxes (each host after the first renames
- * the first's search), and over every set of 4 GPUs of a DGX-1, listed in reverse: sets of the
- * same size whose links differ (pairs joined by one lane, two or none) must not share a search. */
+ * the first's search): whole hosts listed in reverse, a host's first five GPUs, every other GPU;
+ * and over every set of 4 GPUs of a DGX-1, listed in reverse: sets of the same size whose links
+ * differ (pairs joined by one lane, two or none) must not share a search. */
 static void test_cached_searches(void **state)
 {
     (void)state;
     static const char *files[] = {"topologies/dgx1-x2.xml", "topologies/mi250-x3.xml",
-                                  MI300X, "topologies/pcie-rtx3090-x4.xml"};
+                                  "topologies/mi250-x8.xml", "topologies/dgx1-x8.xml", MI300X,
+                                  "topologies/pcie-rtx3090-x4.xml"};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         mc_topo_t *t = load_ok(files[f]);
         mc_topo_ring_cache_t *c = mc_topo_ring_cache_new();
-        int per = t->ngpus / t->nhosts;
-        for (int h = 0; h < t->nhosts; h++) {
-            int gpus[16];
-            for (int i = 0; i < per; i++)
-                gpus[i] = h * per + per - 1 - i;
-            assert_cached_is_fresh(c, t, gpus, per);
-        }
+        for (int pick = 0; pick < 3; pick++)
+            for (int h = 0; h < t->nhosts; h++) {
+                int first, per = mc_topo_host_gpus(t, h, &first), gpus[16], n = 0;
+                for (int i = per - 1; i >= 0 && per <= 16; i--)
+                    if (pick == 0 || (pick == 1 && i < 5) || (pick == 2 && i % 2 == 0))
+                        gpus[n++] = first + i;
+                assert_cached_is_fresh(c, t, gpus, n);
+            }
         mc_topo_ring_cache_free(c);
         mc_topo_free(t);
     }

@@ -190,6 +190,13 @@ static void test_buf_num(void **state)
         mc_buf_num(&b, ";", x);
         mc_buf_printf(&want, ";%lld", x);
     }
+    const unsigned long long u[] = {0, 1, 9, 10, 1ull << 40, LLONG_MAX, 1ull << 63, ULLONG_MAX};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        mc_buf_unum(&b, "\" offset=\"", u[i]);
+        mc_buf_printf(&want, "\" offset=\"%llu", u[i]);
+    }
+    mc_buf_str(&b, "</tree>\n");
+    mc_buf_printf(&want, "</tree>\n");
     assert_int_equal(b.len, want.len);
     assert_string_equal(b.data, want.data);
     mc_buf_free(&b);
