@@ -23,6 +23,8 @@ typedef struct sim_event {
  * insertion number. */
 #define SIM_QUEUE_DIGIT 8
 #define SIM_QUEUE_BUCKETS (1 + (64 / SIM_QUEUE_DIGIT << SIM_QUEUE_DIGIT))
+_Static_assert(64 % SIM_QUEUE_DIGIT == 0 && (SIM_QUEUE_BUCKETS + 63) / 64 <= 64,
+               "the digits must cover a time's 64 bits and the bucket bitmap's words one word");
 typedef struct sim_qev {
     double t;
     int code;

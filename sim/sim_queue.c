@@ -42,7 +42,7 @@ static void bucket_put(sim_queue_t *q, sim_bucket_t *b, int i, const sim_qev_t *
 }
 
 /* bucket_put into a full bucket, after making room: apart, cold and reached by a tail call, so
- * that bucket_add is a leaf that saves no registers (pushes and pops were 40% of its
+ * that bucket_add is a leaf that saves no registers (saving and restoring them was 40% of its
  * instructions, callgrind). */
 __attribute__((cold, noinline))
 static void bucket_grow_put(sim_queue_t *q, sim_bucket_t *b, int i, const sim_qev_t *ev,
