@@ -45,9 +45,6 @@ static void put_box(mc_buf_t *b, const mc_box_t *box, int ndims)
     }
 }
 
-/* The trees and their edges are written number by number (mc_buf_num): printf was two thirds of
- * the writing of a schedule of 16,128 trees. */
-
 /* The route as the names of the nodes it passes, from the parent GPU to the child GPU. */
 static void put_route(mc_buf_t *b, const mc_tree_edge_t *e, const mc_topo_t *topo)
 {
@@ -61,6 +58,8 @@ static void put_route(mc_buf_t *b, const mc_tree_edge_t *e, const mc_topo_t *top
     }
 }
 
+/* A tree and its edges, written number by number (mc_buf_num): printf was two thirds of the
+ * writing of a schedule of 16,128 trees. */
 static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo, int template)
 {
     mc_buf_num(b, "    <tree piece=\"", t->piece);

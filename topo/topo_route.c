@@ -439,6 +439,14 @@ size_t mc_topo_route_cache_bytes(const mc_topo_t *t)
     return c ? c->bytes : 0;
 }
 
+/* A route's links and relay GPU (n links from from[], via) into *nlinks, links[] and *via_gpu. */
+static void copy_links(int *nlinks, int *links, int *via_gpu, int n, const int *from, int via)
+{
+    *nlinks = n;
+    *via_gpu = via;
+    memcpy(links, from, sizeof(int) * (size_t)n);
+}
+
 mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *nlinks, int *links,
                                 int *via_gpu, mc_err_t *err)
 {
@@ -448,18 +456,13 @@ mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *n
                                     ? &c->pairs[gpu_a][gpu_b]
                                     : NULL;
     if (known && known->nlinks >= 0) {
-        *nlinks = known->nlinks;
-        *via_gpu = known->via_gpu;
-        memcpy(links, known->links, sizeof(int) * (size_t)known->nlinks);
+        copy_links(nlinks, links, via_gpu, known->nlinks, known->links, known->via_gpu);
         return MC_OK;
     }
     mc_route_t r;
     mc_status_t st = mc_topo_route(t, gpu_a, gpu_b, &r, err);
-    if (st == MC_OK) {
-        *nlinks = r.nlinks;
-        *via_gpu = r.via_gpu;
-        memcpy(links, r.links, sizeof(int) * (size_t)r.nlinks);
-    }
+    if (st == MC_OK)
+        copy_links(nlinks, links, via_gpu, r.nlinks, r.links, r.via_gpu);
     return st;
 }
 
@@ -485,9 +488,7 @@ mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *
         known = &c->pairs[gpu_a][gpu_b];
     }
     if (known && known->nlinks >= 0) {
-        r->nlinks = known->nlinks;
-        r->via_gpu = known->via_gpu;
-        memcpy(r->links, known->links, sizeof(int) * (size_t)known->nlinks);
+        copy_links(&r->nlinks, r->links, &r->via_gpu, known->nlinks, known->links, known->via_gpu);
         goto figures;
     }
     path_t p;
@@ -505,11 +506,8 @@ mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *
     } else {
         MC_CHECK_GOTO(network_route(t, c, r, err), out, st);
     }
-    if (known) {
-        known->nlinks = r->nlinks;
-        known->via_gpu = r->via_gpu;
-        memcpy(known->links, r->links, sizeof(int) * (size_t)r->nlinks);
-    }
+    if (known)
+        copy_links(&known->nlinks, known->links, &known->via_gpu, r->nlinks, r->links, r->via_gpu);
 figures: /* from the links as they are now */
     for (int i = 0; i < r->nlinks; i++) {
         r->bw = fmin(r->bw, t->links[r->links[i]].bw);
