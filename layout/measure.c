@@ -28,20 +28,6 @@ mc_status_t mc_task_check_topo(const mc_task_t *task, const mc_topo_t *topo, mc_
     return MC_OK;
 }
 
-/* Binary search in an ascending id list. */
-static int contains(const int *sorted, int n, int x)
-{
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && sorted[lo] == x;
-}
-
 uint64_t mc_task_total_bytes(const mc_task_t *task)
 {
     uint64_t total = 0;
@@ -54,7 +40,7 @@ uint64_t mc_task_need_bytes(const mc_task_t *task, int gpu)
 {
     uint64_t need = 0;
     for (int i = 0; i < task->npieces; i++)
-        if (contains(task->pieces[i].dests, task->pieces[i].ndests, gpu))
+        if (mc_find_int(task->pieces[i].dests, task->pieces[i].ndests, gpu) >= 0)
             need += task->pieces[i].bytes;
     return need;
 }

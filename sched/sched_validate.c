@@ -245,12 +245,6 @@ static int cmp_phase(const void *a, const void *b)
     return (x->tree > y->tree) - (x->tree < y->tree);
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* Trees of one phase must not share a link unless they all state rates that fit. Phase by phase,
  * the links the phase's trees cross add up their rates (trees in index order), and only the links
  * used are looked at and reset: linear in the crossings (a sort of every crossing was a third of
@@ -288,7 +282,7 @@ static void check_capacity(vctx_t *v)
                         u->unrated = ti;
                 }
         }
-        mc_sort(used, (size_t)nused, sizeof *used, cmp_int);
+        mc_sort_ints(used, (size_t)nused);
         for (int k = 0; k < nused; k++) {
             link_use_t *u = &use[used[k]];
             const mc_link_t *l = &t->links[used[k]];

@@ -36,10 +36,13 @@ typedef struct keys {
     int64_t *v;          /* the distinct groups' keys, one after another */
     size_t n, cap;
     size_t *off, *len;   /* per distinct group: its key in v */
+    int kept;            /* 0: no keys (a phase of one group has no other group to be) */
 } keys_t;
 
 static void put(keys_t *k, int64_t x)
 {
+    if (!k->kept)
+        return;
     if (k->n == k->cap) {
         k->cap = k->cap ? 2 * k->cap : 1024;
         k->v = mc_xrealloc(k->v, sizeof(int64_t) * k->cap);
@@ -54,8 +57,9 @@ static int64_t bits(double d)
     return x;
 }
 
-/* Group k's links in order of first use (appended to g->links) and its key: everything the
- * simulation of the group reads, with GPUs and links renumbered in order of first use. */
+/* Group k's links in order of first use (appended to g->links) and its key (when kept):
+ * everything the simulation of the group reads, with GPUs and links renumbered in order of first
+ * use. */
 static void describe(const mc_sched_t *s, const mc_topo_t *topo, sim_groups_t *g, int k,
                      int *local_link, int *local_gpu, int *nlinks_cap, keys_t *keys)
 {
@@ -123,7 +127,8 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     split(s, topo, phase, g);
     int n = g->ngroups, links_cap = 0;
     keys_t keys = {.off = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1)),
-                   .len = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1))};
+                   .len = mc_xmalloc(sizeof(size_t) * (size_t)(n + 1)),
+                   .kept = n > 1};
     int *local_link = mc_xmalloc(sizeof(int) * (size_t)(topo->nlinks + 1));
     int *local_gpu = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     for (int l = 0; l < topo->nlinks; l++)
@@ -136,11 +141,15 @@ void sim_groups_build(const mc_sched_t *s, const mc_topo_t *topo, int phase, sim
     g->same_as = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
         describe(s, topo, g, k, local_link, local_gpu, &links_cap, &keys);
+        g->same_as[k] = -1;
+        if (!keys.kept) {
+            g->ndistinct++;
+            continue;
+        }
         keys.len[k] = keys.n - keys.off[k];
         const int64_t *v = keys.v + keys.off[k];
         uint64_t h = mc_hash_words(v, keys.len[k]);
         size_t at = mc_index_start(&index, h);
-        g->same_as[k] = -1;
         for (int j; (j = mc_index_next(&index, h, &at)) >= 0;)
             if (keys.len[j] == keys.len[k] &&
                 !memcmp(keys.v + keys.off[j], v, sizeof(int64_t) * keys.len[k])) {

@@ -88,6 +88,10 @@ static inline uint64_t mc_hash_fold(uint64_t h)
 }
 /* Whether x is one of v[0..n). */
 int mc_ints_contain(const int *v, int n, int x);
+/* Sorts v[0..n) ascending (util/ints.c). */
+void mc_sort_ints(int *v, size_t n);
+/* The place of x in v[0..n) sorted ascending, or -1 (util/ints.c). */
+int mc_find_int(const int *v, int n, int x);
 
 /* A growable text buffer. */
 typedef struct mc_buf {

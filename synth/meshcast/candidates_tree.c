@@ -29,12 +29,6 @@ void mc_cands_free(mc_cands_t *cs)
     memset(cs, 0, sizeof(*cs));
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The earlier candidate of the same piece with the same edges, or -1. */
 static int duplicate(const mc_cands_t *cs, int p, int root, int n, const int *parent,
                      const int *child)
@@ -71,8 +65,8 @@ static mc_status_t edge_costs(mc_cand_t *c, const mc_topo_t *topo, mc_err_t *err
         if (c->edge_conn_spb[e] > c->conn_spb)
             c->conn_spb = c->edge_conn_spb[e];
         for (int i = 0; i < r.nlinks; i++) {
-            int *at = bsearch(&r.links[i], c->links, (size_t)c->nlinks, sizeof(int), cmp_int);
-            double spb = c->mult[at - c->links] / topo->links[r.links[i]].bw;
+            int at = mc_find_int(c->links, c->nlinks, r.links[i]);
+            double spb = c->mult[at] / topo->links[r.links[i]].bw;
             if (spb > c->edge_spb[e])
                 c->edge_spb[e] = spb;
         }
@@ -101,7 +95,7 @@ static mc_status_t append(mc_cands_t *cs, const mc_topo_t *topo, int p, int root
         if (depth[child[e]] > maxdepth)
             maxdepth = depth[child[e]];
     }
-    mc_sort(all, (size_t)nall, sizeof(int), cmp_int);
+    mc_sort_ints(all, (size_t)nall);
 
     MC_GROW(cs->c, cs->cap, cs->n + 1);
     mc_cand_t *c = &cs->c[cs->n++];

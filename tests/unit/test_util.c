@@ -1,5 +1,5 @@
 /* Tests for util/: status text, strict number parsing, atomic writes (whole and in parts), text
- * files, line-oriented reading, growable buffers. */
+ * files, line-oriented reading, growable buffers, sorting and searching ints. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -203,6 +203,44 @@ static void test_buf_num(void **state)
     mc_buf_free(&want);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* mc_sort_ints against qsort on arrays of every size up to 600 (insertion and radix), values
+ * negative and positive, spread over one, two or four bytes, with repeats; mc_find_int finds
+ * every value present and none absent. */
+static void test_sort_and_find_ints(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    int a[600], b[600];
+    const unsigned spread[] = {0xffu, 0xffffu, 0xffffffffu};
+    for (int n = 0; n <= 600; n += n < 40 ? 1 : 37)
+        for (int k = 0; k < 3; k++) {
+            for (int i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                unsigned r = (seed >> 1) & spread[k];
+                a[i] = b[i] = (int)(k == 2 ? r : r - spread[k] / 2);
+            }
+            mc_sort_ints(a, (size_t)n);
+            qsort(b, (size_t)n, sizeof(int), cmp_int);
+            assert_memory_equal(a, b, sizeof(int) * (size_t)n);
+            for (int i = 0; i < n; i++) {
+                int at = mc_find_int(a, n, a[i]);
+                assert_true(at >= 0 && a[at] == a[i] && (at == 0 || a[at - 1] < a[i]));
+                int j = i; /* the next value, past the repeats of a[i] */
+                while (j < n && a[j] == a[i])
+                    j++;
+                if (a[i] != INT_MAX && (j == n || a[j] != a[i] + 1))
+                    assert_int_equal(mc_find_int(a, n, a[i] + 1), -1);
+            }
+        }
+    assert_int_equal(mc_find_int(a, 0, 7), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_lines_and_keywords),
         cmocka_unit_test(test_buf_and_format),
         cmocka_unit_test(test_buf_num),
+        cmocka_unit_test(test_sort_and_find_ints),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
