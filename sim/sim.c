@@ -57,7 +57,9 @@ typedef struct sim_classes {
 } sim_classes_t;
 
 typedef struct sim_link {
-    int *flows, n, cap;     /* active flows, in the order they became active */
+    int *flows, n, cap;     /* active flows, in the order they became active, and `dead` flows
+                             * no longer active: a flow that ends stays until they are half */
+    int dead;
     sim_list_t cls;         /* the classes of its active flows, each once */
     double rate, since;     /* current total rate and since when */
     mc_sim_interval_t *iv;  /* its timeline so far, in time order */
@@ -250,13 +252,28 @@ static void link_add(sim_link_t *l, int f)
     l->flows[l->n++] = f;
 }
 
-/* Removes x, if there, from the list v[0..*n), keeping the others' order. */
-static void list_remove(int *v, int *n, int x)
+/* A flow on l ended: l drops its flows no longer active once they are half of its flows, so
+ * that an end costs no search of its link's flows (on the 1 GiB all-to-alls over eight DGX-1s,
+ * the search was 7% of the instructions). At a group's end every link is empty. */
+static void link_dead(sim_t *sm, sim_link_t *l)
 {
-    for (int i = 0; i < *n; i++)
-        if (v[i] == x) {
-            memmove(&v[i], &v[i + 1], sizeof(int) * (size_t)(*n - i - 1));
-            (*n)--;
+    if (2 * ++l->dead <= l->n)
+        return;
+    int k = 0;
+    for (int i = 0; i < l->n; i++)
+        if (sm->flows[l->flows[i]].active)
+            l->flows[k++] = l->flows[i];
+    l->n = k;
+    l->dead = 0;
+}
+
+/* Removes x, if there, from the list, keeping the others' order. */
+static void list_remove(sim_list_t *l, int x)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == x) {
+            memmove(&l->v[i], &l->v[i + 1], sizeof(int) * (size_t)(l->n - i - 1));
+            l->n--;
             return;
         }
 }
@@ -276,12 +293,12 @@ static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
     if (on)
         list_add(a, f);
     else
-        list_remove(a->v, &a->n, f);
+        list_remove(a, f);
     if (a->n != on)
         return;
     for (int j = 0; j < e->nlinks; j++) {
         sim_list_t *lc = &sm->links[sm->routes[e->route + j]].cls;
-        list_remove(lc->v, &lc->n, e->cls); /* the order of a link's classes does not matter */
+        list_remove(lc, e->cls); /* the order of a link's classes does not matter */
         if (on)
             list_add(lc, e->cls);
     }
@@ -309,9 +326,9 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         return 0;
     f->active = 0;
     f->m.remaining = 0;
+    sm->flow_rate[ev->flow] = 0; /* summed with its link's flows: adds nothing */
     for (int j = 0; j < e->nlinks; j++) {
-        sim_link_t *l = &sm->links[sm->routes[e->route + j]];
-        list_remove(l->flows, &l->n, ev->flow);
+        link_dead(sm, &sm->links[sm->routes[e->route + j]]);
         sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
     class_flow(sm, e, ev->flow, 0);
@@ -398,7 +415,7 @@ static void recompute(sim_t *sm, double now)
         for (int k = 0; k < a->n; k++) {
             sim_motion_advance(&sm->flows[a->v[k]].m, now);
             if (sm->flows[a->v[k]].m.rate != rate)
-                sm->changed[n++] = (sim_flow_at_t){a->v[k], i, 0};
+                sm->changed[n++] = (sim_flow_at_t){a->v[k], i};
         }
         for (int x = lk->off[i]; n > had && x < lk->off[i + 1]; x++)
             sm->moved[lk->clinks[x]] = sm->stamp;
@@ -411,9 +428,9 @@ static void recompute(sim_t *sm, double now)
         sm->flow_rate[f] = lk->crate[sm->changed[k].entry];
         sim_motion_retime(&sm->flows[f].m, sm->flow_rate[f], now, &sm->q, f);
     }
-    /* every flow on these links is in the component, so flow_rate is its motion's rate; a link
-     * whose flows and their rates are those of its last total has that total, which record()
-     * takes already: it is not summed again */
+    /* every active flow on these links is in the component, so flow_rate is its motion's rate
+     * (0 for a flow no longer active); a link whose flows and their rates are those of its last
+     * total has that total, which record() takes already: it is not summed again */
     for (int i = 0; i < lk->ncomp_links; i++) {
         if (sm->moved[lk->comp_links[i]] != sm->stamp)
             continue;

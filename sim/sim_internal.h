@@ -90,7 +90,8 @@ void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q,
  * solver takes each class once with its count of flows. Then the component is gathered class by
  * class, not flow by flow: classes_on gives the classes with active flows on a link (each once),
  * class_flows a class's active flows in the order they became active, and seq per flow its place
- * in that order among all the flows (every link's flows, on_link, are in that order too). */
+ * in that order among all the flows; every link's flows, on_link, are in that order too, and may
+ * hold flows no longer active (sim.c drops them from a link in batches), which are passed over. */
 typedef struct sim_flows {
     const void *ctx;
     int nflows;
@@ -102,10 +103,9 @@ typedef struct sim_flows {
     const unsigned *seq;
 } sim_flows_t;
 
-/* A flow of the component and its solver entry (key: sim_links_order's scratch). */
+/* A flow of the component and its solver entry. */
 typedef struct sim_flow_at {
     int flow, entry;
-    unsigned key;
 } sim_flow_at_t;
 
 typedef struct sim_links {
@@ -132,8 +132,10 @@ typedef struct sim_links {
     double *rates;
     unsigned *cls_mark;         /* per class: the epoch it was last met in */
     int cls_cap;
-    sim_flow_at_t *order;       /* scratch: the component's flows in its order (solve_capped) */
-    int order_cap;
+    sim_flow_at_t *order, *run; /* scratch: the component's flows in its order (solve_capped);
+                                 * a run of them (sim_links_order) */
+    int order_cap, run_cap;
+    int *flow_pos, flow_pos_cap; /* scratch: per flow its place in a run (sim_links_order) */
     double *cap_left;
     char *held, *newly;         /* per entry: held at its connection's limit; held this round */
     int held_cap;
@@ -148,12 +150,11 @@ void sim_links_touch(sim_links_t *lk, int l);
  * directly or through other flows (comp_links and the entries' rates; without classes,
  * comp_flows and rates). */
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
-/* Sorts n flows of the component (with classes), given in the order of their entries and each
- * entry's flows in the order they became active, into the order a gathering flow by flow meets
+/* Puts n flows of the component (with classes), given in the order of their entries and each
+ * entry's flows in the order they became active, in the order a gathering flow by flow meets
  * them, the order in which the component's flows are re-rated, their finishes queued and their
- * held capacities taken: by the link where their class was met, then by when they became active
- * (on that link's flows). */
-void sim_links_order(const sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n);
+ * held capacities taken: by the link where their class was met, then in that link's order. */
+void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n);
 
 /* A simulation in progress (sim.c). */
 typedef struct sim_run sim_t;

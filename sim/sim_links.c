@@ -47,6 +47,8 @@ void sim_links_free(sim_links_t *lk)
     free(lk->comp_flows);
     free(lk->cls_mark);
     free(lk->order);
+    free(lk->flow_pos);
+    free(lk->run);
     free(lk->held);
     free(lk->newly);
     memset(lk, 0, sizeof *lk);
@@ -102,10 +104,9 @@ static void entry_links(sim_links_t *lk, int e, const int *links, int nl)
     int at = lk->off[e];
     if (at + nl > lk->clink_cap)
         MC_GROW(lk->clinks, lk->clink_cap, at + nl);
-    memcpy(lk->clinks + at, links, sizeof(int) * (size_t)nl);
     lk->off[e + 1] = at + nl;
-    for (int j = 0; j < nl; j++) {
-        int l = links[j];
+    for (int j = 0; j < nl; j++) { /* copied in the loop: routes are short, a call costs more */
+        int l = lk->clinks[at + j] = links[j];
         if (lk->link_mark[l] != lk->epoch) {
             lk->link_mark[l] = lk->epoch;
             lk->comp_links[lk->ncomp_links++] = l;
@@ -113,17 +114,23 @@ static void entry_links(sim_links_t *lk, int e, const int *links, int nl)
     }
 }
 
-/* Without classes: the flows connected through shared links to the touched links, and those
- * links, in the order they are found, each flow an entry of the solver's input. */
-static void gather_flows(sim_links_t *lk, const sim_flows_t *fl)
+/* A bit per flow, all clear (flow_met). */
+static uint64_t *flow_bits(sim_links_t *lk, int nflows)
 {
-    int words = fl->nflows / 64 + 1;
+    int words = nflows / 64 + 1;
     if (words > lk->flow_met_cap) {
         free(lk->flow_met);
         lk->flow_met = mc_xcalloc((size_t)words, sizeof(uint64_t));
         lk->flow_met_cap = words;
     }
-    uint64_t *met = lk->flow_met;
+    return lk->flow_met;
+}
+
+/* Without classes: the flows connected through shared links to the touched links, and those
+ * links, in the order they are found, each flow an entry of the solver's input. */
+static void gather_flows(sim_links_t *lk, const sim_flows_t *fl)
+{
+    uint64_t *met = flow_bits(lk, fl->nflows);
     int n = 0;
     for (int i = 0; i < lk->ncomp_links; i++) {
         int non;
@@ -188,25 +195,34 @@ static void gather_classes(sim_links_t *lk, const sim_flows_t *fl)
     lk->ncls = nc;
 }
 
-static int by_seq(const void *a, const void *b)
-{
-    unsigned x = ((const sim_flow_at_t *)a)->key, y = ((const sim_flow_at_t *)b)->key;
-    return (x > y) - (x < y);
-}
-
 /* The entries are in the order of the links where they were met, so only the flows of entries
- * met on one link are out of order: each such run is sorted by when its flows became active. */
-void sim_links_order(const sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n)
+ * met on one link are out of order: each such run is put in the order of that link's flows. */
+void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n)
 {
+    uint64_t *met = flow_bits(lk, fl->nflows);
     for (int a = 0, b; a < n; a = b) {
         int from = lk->ent_from[at[a].entry], mixed = 0;
         for (b = a + 1; b < n && lk->ent_from[at[b].entry] == from; b++)
             mixed |= at[b].entry != at[a].entry;
         if (!mixed)
             continue;
-        for (int k = a; k < b; k++)
-            at[k].key = fl->seq[at[k].flow];
-        mc_sort(at + a, (size_t)(b - a), sizeof *at, by_seq);
+        MC_GROW(lk->flow_pos, lk->flow_pos_cap, fl->nflows);
+        MC_GROW(lk->run, lk->run_cap, b - a);
+        for (int k = a; k < b; k++) {
+            met[at[k].flow >> 6] |= 1ull << (at[k].flow & 63);
+            lk->flow_pos[at[k].flow] = k;
+        }
+        int non, m = 0;
+        const int *on = fl->on_link(fl->ctx, lk->comp_links[from], &non);
+        for (int k = 0; k < non; k++) {
+            int f = on[k];
+            uint64_t bit = 1ull << (f & 63);
+            if (!(met[f >> 6] & bit))
+                continue;
+            met[f >> 6] &= ~bit;
+            lk->run[m++] = at[lk->flow_pos[f]];
+        }
+        memcpy(at + a, lk->run, sizeof *at * (size_t)m);
     }
 }
 
@@ -221,7 +237,7 @@ static void flow_entries(sim_links_t *lk, const sim_flows_t *fl)
         int nf;
         const int *flows = fl->class_flows(fl->ctx, lk->ent_cls[e], &nf);
         for (int k = 0; k < nf; k++)
-            lk->order[n++] = (sim_flow_at_t){flows[k], e, 0};
+            lk->order[n++] = (sim_flow_at_t){flows[k], e};
     }
     sim_links_order(lk, fl, lk->order, n);
 }

@@ -1,7 +1,7 @@
 /* Tests of the simulator's re-rating (sim/sim_links.c) on random flow sets: the component it
  * gathers class by class (per link the classes of its active flows, per class its active flows)
  * is the one it gathers flow by flow, each flow an entry of its own: the same links in the same
- * order, the same flows, in the same order once sorted by sim_links_order, the classes met in
+ * order, the same flows, in the same order once sim_links_order orders them, the classes met in
  * the order of their first flows, and the same rates to the bit, connection limits and all. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,8 +23,8 @@
 /* Route classes (a path of links and a connection limit) and flows of those classes, some active,
  * each active one with its place in the order they became active (seq); every active flow is on
  * every link of its class's path (once per time the path crosses it), a link's flows in that
- * order; per class its active flows in that order; per link the classes of its flows, each once,
- * in a random order. */
+ * order, and, for the gathering by classes, with inactive flows among them; per class its active
+ * flows in that order; per link the classes of its flows, each once, in a random order. */
 typedef struct rnd_set {
     uint64_t seed;
     int nlinks, nclasses, nflows;
@@ -33,6 +33,7 @@ typedef struct rnd_set {
     int cls[MAXF], active[MAXF];
     unsigned seq[MAXF];
     int *on[2 * NGPU], non[2 * NGPU];
+    int *all[2 * NGPU], nall[2 * NGPU]; /* a link's flows with inactive ones among them */
     int lcls[2 * NGPU][MAXC], nlcls[2 * NGPU];
     int cflows[MAXC][MAXF], ncflows[MAXC];
 } rnd_set_t;
@@ -56,6 +57,13 @@ static const int *path(const void *ctx, int f, int *nlinks, double *cap)
     *nlinks = r->plen[r->cls[f]];
     *cap = r->conn[r->cls[f]];
     return r->path[r->cls[f]];
+}
+
+static const int *on_link_all(const void *ctx, int l, int *n)
+{
+    const rnd_set_t *r = ctx;
+    *n = r->nall[l];
+    return r->all[l];
 }
 
 static const int *classes_on(const void *ctx, int l, int *n)
@@ -85,7 +93,7 @@ static void draw(rnd_set_t *r)
         r->ncflows[c] = 0;
     }
     for (int l = 0; l < r->nlinks; l++)
-        r->non[l] = r->nlcls[l] = 0;
+        r->non[l] = r->nall[l] = r->nlcls[l] = 0;
     /* the flows activated in a random order: a random permutation of them */
     int order[MAXF];
     for (int f = 0; f < r->nflows; f++) {
@@ -97,15 +105,17 @@ static void draw(rnd_set_t *r)
         r->cls[f] = rnd(r, r->nclasses);
     for (int i = 0; i < r->nflows; i++) {
         int f = order[i];
+        const int c = r->cls[f];
         r->active[f] = rnd(r, 4) != 0;
+        for (int j = 0; j < r->plen[c]; j++) { /* an inactive flow that was on its links */
+            int l = r->path[c][j];
+            r->all[l][r->nall[l]++] = f;
+            if (r->active[f])
+                r->on[l][r->non[l]++] = f;
+        }
         if (!r->active[f])
             continue;
-        const int c = r->cls[f];
         r->seq[f] = (unsigned)i;
-        for (int j = 0; j < r->plen[c]; j++) {
-            int l = r->path[c][j];
-            r->on[l][r->non[l]++] = f;
-        }
         if (r->ncflows[c]++ > 0)
             continue;
         for (int j = 0; j < r->plen[c]; j++) { /* at a random place of the link's classes */
@@ -153,8 +163,10 @@ static void test_classes_as_flows(void **state)
     assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
     r->nlinks = t->nlinks;
     assert_int_equal(r->nlinks, 2 * NGPU);
-    for (int l = 0; l < r->nlinks; l++)
+    for (int l = 0; l < r->nlinks; l++) {
         r->on[l] = malloc(sizeof(int) * MAXF * MAXP);
+        r->all[l] = malloc(sizeof(int) * MAXF * MAXP);
+    }
     sim_links_t flows, classes;
     sim_links_init(&flows, t);
     sim_links_init(&classes, t);
@@ -166,7 +178,7 @@ static void test_classes_as_flows(void **state)
         for (int i = 0; i < n; i++)
             touched[i] = rnd(r, r->nlinks);
         sim_flows_t ff = {.ctx = r, .nflows = r->nflows, .on_link = on_link, .path = path};
-        sim_flows_t fc = {r, r->nflows, on_link, path, r->nclasses, classes_on, class_flows,
+        sim_flows_t fc = {r, r->nflows, on_link_all, path, r->nclasses, classes_on, class_flows,
                           r->seq};
         rerate(&flows, &ff, touched, n);
         rerate(&classes, &fc, touched, n);
@@ -179,7 +191,7 @@ static void test_classes_as_flows(void **state)
             int c = classes.ent_cls[e];
             assert_int_equal(classes.ccount[e], r->ncflows[c]);
             for (int k = 0; k < r->ncflows[c]; k++)
-                at[nf++] = (sim_flow_at_t){r->cflows[c][k], e, 0};
+                at[nf++] = (sim_flow_at_t){r->cflows[c][k], e};
         }
         assert_int_equal(nf, flows.ncomp_flows);
         sim_links_order(&classes, &fc, at, nf);
@@ -204,8 +216,10 @@ static void test_classes_as_flows(void **state)
     free(at);
     sim_links_free(&flows);
     sim_links_free(&classes);
-    for (int l = 0; l < r->nlinks; l++)
+    for (int l = 0; l < r->nlinks; l++) {
         free(r->on[l]);
+        free(r->all[l]);
+    }
     free(r);
     mc_topo_free(t);
 }
