@@ -45,6 +45,12 @@ typedef struct sim_list {
     int *v, n, cap;
 } sim_list_t;
 
+/* A link's classes with active flows: per crossing of the link by a class's route, the class
+ * and the crossing (its place in the classes' routes, sim_classes_t's links), in no order. */
+typedef struct sim_crossings {
+    int *cls, *cross, n, cap;
+} sim_crossings_t;
+
 /* Route classes: the distinct (route, connection limit) pairs of a run's edges, numbered in the
  * order met, indexed by the hash of their route and limit. Flows of one class get one max-min
  * rate, so the solver takes each class once, and the re-rating gathers its component class by
@@ -54,13 +60,14 @@ typedef struct sim_classes {
     double *conn;
     mc_index_t index;
     sim_list_t *active;     /* per class: its active flows, in the order they became active */
+    int *at, at_cap;        /* per crossing (links[]): its place on its link's crossings */
 } sim_classes_t;
 
 typedef struct sim_link {
     int *flows, n, cap;     /* active flows, in the order they became active, and `dead` flows
                              * no longer active: a flow that ends stays until they are half */
     int dead;
-    sim_list_t cls;         /* the classes of its active flows, each once */
+    sim_crossings_t cls;    /* the classes of its active flows */
     double rate, since;     /* current total rate and since when */
     mc_sim_interval_t *iv;  /* its timeline so far, in time order */
     int niv, iv_cap;
@@ -152,6 +159,7 @@ static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
     }
     c->active[k] = (sim_list_t){0};
     MC_GROW(c->links, c->links_cap, c->nlinks + n);
+    MC_GROW(c->at, c->at_cap, c->nlinks + n);
     memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
     c->off[k + 1] = c->nlinks += n;
     c->conn[k] = conn;
@@ -284,9 +292,30 @@ static void list_add(sim_list_t *l, int x)
     l->v[l->n++] = x;
 }
 
+/* Crossing x of class c goes on the link's crossings (lc). */
+static void cross_add(sim_classes_t *cs, sim_crossings_t *lc, int c, int x)
+{
+    if (lc->n == lc->cap) {
+        lc->cap = 2 * lc->cap + 4;
+        lc->cls = mc_xrealloc(lc->cls, sizeof(int) * (size_t)lc->cap);
+        lc->cross = mc_xrealloc(lc->cross, sizeof(int) * (size_t)lc->cap);
+    }
+    lc->cls[lc->n] = c;
+    lc->cross[lc->n] = x;
+    cs->at[x] = lc->n++;
+}
+
+/* Crossing x leaves the link's crossings, the last taking its place: no search. */
+static void cross_remove(sim_classes_t *cs, sim_crossings_t *lc, int x)
+{
+    int i = cs->at[x], last = --lc->n;
+    lc->cls[i] = lc->cls[last];
+    lc->cross[i] = lc->cross[last];
+    cs->at[lc->cross[i]] = i;
+}
+
 /* Flow f of edge e becomes active (on) or not: its class's active flows, and when the class
- * gains its first or loses its last, its route's links' classes (once on a link the route
- * crosses twice). */
+ * gains its first or loses its last, its route's links' crossings. */
 static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
 {
     sim_list_t *a = &sm->cls.active[e->cls];
@@ -296,11 +325,12 @@ static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
         list_remove(a, f);
     if (a->n != on)
         return;
-    for (int j = 0; j < e->nlinks; j++) {
-        sim_list_t *lc = &sm->links[sm->routes[e->route + j]].cls;
-        list_remove(lc, e->cls); /* the order of a link's classes does not matter */
+    for (int j = 0, x = sm->cls.off[e->cls]; j < e->nlinks; j++, x++) {
+        sim_crossings_t *lc = &sm->links[sm->routes[e->route + j]].cls;
         if (on)
-            list_add(lc, e->cls);
+            cross_add(&sm->cls, lc, e->cls, x);
+        else
+            cross_remove(&sm->cls, lc, x);
     }
 }
 
@@ -380,7 +410,7 @@ static const int *classes_on(const void *ctx, int l, int *n)
 {
     const sim_t *sm = ctx;
     *n = sm->links[l].cls.n;
-    return sm->links[l].cls.v;
+    return sm->links[l].cls.cls;
 }
 
 static const int *class_flows(const void *ctx, int c, int *n)
@@ -665,7 +695,8 @@ void sim_run_free(sim_t *sm)
         return;
     for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
-        free(sm->links[l].cls.v);
+        free(sm->links[l].cls.cls);
+        free(sm->links[l].cls.cross);
         free(sm->links[l].iv);
     }
     free(sm->links);
@@ -686,6 +717,7 @@ void sim_run_free(sim_t *sm)
     for (int c = 0; c < sm->cls.n; c++)
         free(sm->cls.active[c].v);
     free(sm->cls.active);
+    free(sm->cls.at);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

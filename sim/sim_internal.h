@@ -88,7 +88,8 @@ void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q,
  * Optionally (classes_on not NULL) it says their route classes: flows of one class cross the same
  * links in the same order under the same limit, so they get the same max-min rate, and the
  * solver takes each class once with its count of flows. Then the component is gathered class by
- * class, not flow by flow: classes_on gives the classes with active flows on a link (each once),
+ * class, not flow by flow: classes_on gives the classes with active flows on a link (a class
+ * perhaps more than once, once per time its route crosses the link),
  * class_flows a class's active flows in the order they became active, and seq per flow its place
  * in that order among all the flows; every link's flows, on_link, are in that order too, and may
  * hold flows no longer active (sim.c drops them from a link in batches), which are passed over. */
@@ -153,7 +154,8 @@ void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
 /* Puts n flows of the component (with classes), given in the order of their entries and each
  * entry's flows in the order they became active, in the order a gathering flow by flow meets
  * them, the order in which the component's flows are re-rated, their finishes queued and their
- * held capacities taken: by the link where their class was met, then in that link's order. */
+ * held capacities taken: by the link where their class was met, then in that link's order (the
+ * order they became active). */
 void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n);
 
 /* A simulation in progress (sim.c). */

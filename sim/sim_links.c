@@ -195,16 +195,18 @@ static void gather_classes(sim_links_t *lk, const sim_flows_t *fl)
     lk->ncls = nc;
 }
 
-/* The entries are in the order of the links where they were met, so only the flows of entries
- * met on one link are out of order: each such run is put in the order of that link's flows. */
+/* The entries are in the order of the links where they were met, so only a run of flows whose
+ * classes were met on one link can be out of order. A run in the order its flows became active is
+ * in that link's order already (so is one of classes of one flow each: the entries are in the
+ * order of their oldest flows); another is put in the order of that link's flows. */
 void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n)
 {
     uint64_t *met = flow_bits(lk, fl->nflows);
     for (int a = 0, b; a < n; a = b) {
-        int from = lk->ent_from[at[a].entry], mixed = 0;
+        int from = lk->ent_from[at[a].entry], unsorted = 0;
         for (b = a + 1; b < n && lk->ent_from[at[b].entry] == from; b++)
-            mixed |= at[b].entry != at[a].entry;
-        if (!mixed)
+            unsorted |= fl->seq[at[b].flow] < fl->seq[at[b - 1].flow];
+        if (!unsorted)
             continue;
         MC_GROW(lk->flow_pos, lk->flow_pos_cap, fl->nflows);
         MC_GROW(lk->run, lk->run_cap, b - a);

@@ -24,7 +24,7 @@
  * each active one with its place in the order they became active (seq); every active flow is on
  * every link of its class's path (once per time the path crosses it), a link's flows in that
  * order, and, for the gathering by classes, with inactive flows among them; per class its active
- * flows in that order; per link the classes of its flows, each once, in a random order. */
+ * flows in that order; per link the classes of its flows, once per crossing, in a random order. */
 typedef struct rnd_set {
     uint64_t seed;
     int nlinks, nclasses, nflows;
@@ -34,7 +34,7 @@ typedef struct rnd_set {
     unsigned seq[MAXF];
     int *on[2 * NGPU], non[2 * NGPU];
     int *all[2 * NGPU], nall[2 * NGPU]; /* a link's flows with inactive ones among them */
-    int lcls[2 * NGPU][MAXC], nlcls[2 * NGPU];
+    int lcls[2 * NGPU][MAXC * MAXP], nlcls[2 * NGPU];
     int cflows[MAXC][MAXF], ncflows[MAXC];
 } rnd_set_t;
 
@@ -119,12 +119,7 @@ static void draw(rnd_set_t *r)
         if (r->ncflows[c]++ > 0)
             continue;
         for (int j = 0; j < r->plen[c]; j++) { /* at a random place of the link's classes */
-            int l = r->path[c][j], k = 0;
-            while (k < r->nlcls[l] && r->lcls[l][k] != c)
-                k++;
-            if (k < r->nlcls[l])
-                continue;
-            int at = rnd(r, r->nlcls[l] + 1);
+            int l = r->path[c][j], at = rnd(r, r->nlcls[l] + 1);
             memmove(r->lcls[l] + at + 1, r->lcls[l] + at, sizeof(int) * (size_t)(r->nlcls[l] - at));
             r->lcls[l][at] = c;
             r->nlcls[l]++;
