@@ -40,18 +40,34 @@ typedef struct sim_edge {
     int cls;                /* its route class (sim_class) */
 } sim_edge_t;
 
+/* A list of numbers, in an array of its own. */
+typedef struct sim_list {
+    int *v, n, cap;
+} sim_list_t;
+
+/* A link's classes with active flows: per crossing of the link by a class's route, the class
+ * and the crossing (its place in the classes' routes, sim_classes_t's links), in no order. */
+typedef struct sim_crossings {
+    int *cls, *cross, n, cap;
+} sim_crossings_t;
+
 /* Route classes: the distinct (route, connection limit) pairs of a run's edges, numbered in the
  * order met, indexed by the hash of their route and limit. Flows of one class get one max-min
- * rate, so the solver takes each class once (sim_links.c). */
+ * rate, so the solver takes each class once, and the re-rating gathers its component class by
+ * class (sim_links.c): per class its active flows, per link its classes with active flows. */
 typedef struct sim_classes {
     int n, cap, *off, *links, nlinks, links_cap;
     double *conn;
     mc_index_t index;
-    int *active;            /* per class: its active flows */
+    sim_list_t *active;     /* per class: its active flows, in the order they became active */
+    int *at, at_cap;        /* per crossing (links[]): its place on its link's crossings */
 } sim_classes_t;
 
 typedef struct sim_link {
-    int *flows, n, cap;     /* active flows */
+    int *flows, n, cap;     /* active flows, in the order they became active, and `dead` flows
+                             * no longer active: a flow that ends stays until they are half */
+    int dead;
+    sim_crossings_t cls;    /* the classes of its active flows */
     double rate, since;     /* current total rate and since when */
     mc_sim_interval_t *iv;  /* its timeline so far, in time order */
     int niv, iv_cap;
@@ -71,15 +87,16 @@ struct sim_run {
     int *routes, nroutes, route_cap;
     sim_flow_t *flows;
     int nflows, flow_cap;
-    /* per flow, apart from the rest since every re-rating reads them for its whole component:
-     * its edge's route class, and its rate (the one in its motion: a link's total sums them) */
-    int *flow_cls, flow_cls_cap;
+    /* per flow, apart from the rest: its rate (the one in its motion: a link's total sums
+     * them), and when it became active in its group (its place on every link's flows) */
     double *flow_rate;
     int flow_rate_cap;
+    unsigned *flow_seq, seq;
+    int flow_seq_cap;
     unsigned *moved, stamp;  /* per link: the re-rating (stamp) that touched it or re-rated one of
                               * its flows to another rate */
-    char *cls_moved;         /* per entry of the re-rating's solve: its links are marked so */
-    int cls_moved_cap;
+    sim_flow_at_t *changed;  /* per re-rating: the flows re-rated to another rate */
+    int changed_cap;
     sim_classes_t cls;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
@@ -137,11 +154,12 @@ static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
         c->cap = 2 * c->n + 16;
         c->off = mc_xrealloc(c->off, sizeof(int) * (size_t)c->cap);
         c->conn = mc_xrealloc(c->conn, sizeof(double) * (size_t)c->cap);
-        c->active = mc_xrealloc(c->active, sizeof(int) * (size_t)c->cap);
+        c->active = mc_xrealloc(c->active, sizeof(sim_list_t) * (size_t)c->cap);
         c->off[0] = 0;
     }
-    c->active[k] = 0;
+    c->active[k] = (sim_list_t){0};
     MC_GROW(c->links, c->links_cap, c->nlinks + n);
+    MC_GROW(c->at, c->at_cap, c->nlinks + n);
     memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
     c->off[k + 1] = c->nlinks += n;
     c->conn[k] = conn;
@@ -189,12 +207,11 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         memcpy(sm->routes + sm->nroutes, ed->links, sizeof(int) * (size_t)ed->nlinks);
         sm->nroutes += ed->nlinks;
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
-        MC_GROW(sm->flow_cls, sm->flow_cls_cap, sm->nflows + tr->nchunks);
+        MC_GROW(sm->flow_seq, sm->flow_seq_cap, sm->nflows + tr->nchunks);
         MC_GROW(sm->flow_rate, sm->flow_rate_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
             uint64_t off, len;
             mc_tree_chunk(tr, k, &off, &len);
-            sm->flow_cls[sm->nflows] = sm->edges[sm->nedges - 1].cls;
             sm->flow_rate[sm->nflows] = 0;
             sm->flows[sm->nflows++] = (sim_flow_t){.edge = sm->nedges - 1, .chunk = k,
                                                    .bytes = (double)len};
@@ -243,14 +260,78 @@ static void link_add(sim_link_t *l, int f)
     l->flows[l->n++] = f;
 }
 
-static void link_remove(sim_link_t *l, int f)
+/* A flow on l ended: l drops its flows no longer active once they are half of its flows, so
+ * that an end costs no search of its link's flows (on the 1 GiB all-to-alls over eight DGX-1s,
+ * the search was 7% of the instructions). At a group's end every link is empty. */
+static void link_dead(sim_t *sm, sim_link_t *l)
+{
+    if (2 * ++l->dead <= l->n)
+        return;
+    int k = 0;
+    for (int i = 0; i < l->n; i++)
+        if (sm->flows[l->flows[i]].active)
+            l->flows[k++] = l->flows[i];
+    l->n = k;
+    l->dead = 0;
+}
+
+/* Removes x, if there, from the list, keeping the others' order. */
+static void list_remove(sim_list_t *l, int x)
 {
     for (int i = 0; i < l->n; i++)
-        if (l->flows[i] == f) {
-            memmove(&l->flows[i], &l->flows[i + 1], sizeof(int) * (size_t)(l->n - i - 1));
+        if (l->v[i] == x) {
+            memmove(&l->v[i], &l->v[i + 1], sizeof(int) * (size_t)(l->n - i - 1));
             l->n--;
             return;
         }
+}
+
+static void list_add(sim_list_t *l, int x)
+{
+    MC_GROW(l->v, l->cap, l->n + 1);
+    l->v[l->n++] = x;
+}
+
+/* Crossing x of class c goes on the link's crossings (lc). */
+static void cross_add(sim_classes_t *cs, sim_crossings_t *lc, int c, int x)
+{
+    if (lc->n == lc->cap) {
+        lc->cap = 2 * lc->cap + 4;
+        lc->cls = mc_xrealloc(lc->cls, sizeof(int) * (size_t)lc->cap);
+        lc->cross = mc_xrealloc(lc->cross, sizeof(int) * (size_t)lc->cap);
+    }
+    lc->cls[lc->n] = c;
+    lc->cross[lc->n] = x;
+    cs->at[x] = lc->n++;
+}
+
+/* Crossing x leaves the link's crossings, the last taking its place: no search. */
+static void cross_remove(sim_classes_t *cs, sim_crossings_t *lc, int x)
+{
+    int i = cs->at[x], last = --lc->n;
+    lc->cls[i] = lc->cls[last];
+    lc->cross[i] = lc->cross[last];
+    cs->at[lc->cross[i]] = i;
+}
+
+/* Flow f of edge e becomes active (on) or not: its class's active flows, and when the class
+ * gains its first or loses its last, its route's links' crossings. */
+static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
+{
+    sim_list_t *a = &sm->cls.active[e->cls];
+    if (on)
+        list_add(a, f);
+    else
+        list_remove(a, f);
+    if (a->n != on)
+        return;
+    for (int j = 0, x = sm->cls.off[e->cls]; j < e->nlinks; j++, x++) {
+        sim_crossings_t *lc = &sm->links[sm->routes[e->route + j]].cls;
+        if (on)
+            cross_add(&sm->cls, lc, e->cls, x);
+        else
+            cross_remove(&sm->cls, lc, x);
+    }
 }
 
 /* Applies one event; returns 0 for a finish event that a later rate change superseded. */
@@ -267,18 +348,20 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
             link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
             sim_links_touch(&sm->lk, sm->routes[e->route + j]);
         }
-        sm->cls.active[e->cls]++;
+        sm->flow_seq[ev->flow] = sm->seq++;
+        class_flow(sm, e, ev->flow, 1);
         return 1;
     }
     if (!f->active || ev->version != f->m.version)
         return 0;
     f->active = 0;
     f->m.remaining = 0;
+    sm->flow_rate[ev->flow] = 0; /* summed with its link's flows: adds nothing */
     for (int j = 0; j < e->nlinks; j++) {
-        link_remove(&sm->links[sm->routes[e->route + j]], ev->flow);
+        link_dead(sm, &sm->links[sm->routes[e->route + j]]);
         sim_links_touch(&sm->lk, sm->routes[e->route + j]);
     }
-    sm->cls.active[e->cls]--;
+    class_flow(sm, e, ev->flow, 0);
     e->arrived++;
     e->busy = 0;
     try_start(sm, f->edge, now);
@@ -323,39 +406,61 @@ static const int *flow_path(const void *ctx, int f, int *nlinks, double *cap)
     return sm->routes + e->route;
 }
 
+static const int *classes_on(const void *ctx, int l, int *n)
+{
+    const sim_t *sm = ctx;
+    *n = sm->links[l].cls.n;
+    return sm->links[l].cls.cls;
+}
+
+static const int *class_flows(const void *ctx, int c, int *n)
+{
+    const sim_t *sm = ctx;
+    *n = sm->cls.active[c].n;
+    return sm->cls.active[c].v;
+}
+
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
-    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->flow_cls, sm->cls.n,
-                      sm->cls.active};
+    sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->cls.n, classes_on, class_flows,
+                      sm->flow_seq};
     sim_links_rerate(lk, &fl);
-    int n = lk->ncomp_flows;
-    sm->work += n + lk->ncomp_links;
+    sm->work += lk->ncomp_flows + lk->ncomp_links;
     if (++sm->stamp == 0) { /* wrapped: old stamps could collide */
         memset(sm->moved, 0, sizeof(unsigned) * (size_t)sm->topo->nlinks);
         sm->stamp = 1;
     }
     for (int i = 0; i < lk->ntouched; i++)
         sm->moved[lk->touched[i]] = sm->stamp;
-    /* a flow re-rated to another rate moves its class's links (its route), once per class */
-    MC_GROW(sm->cls_moved, sm->cls_moved_cap, lk->ncls + 1);
-    memset(sm->cls_moved, 0, (size_t)lk->ncls);
-    for (int i = 0; i < n; i++) {
-        int f = lk->comp_flows[i], c = lk->comp_cls[i];
-        sim_motion_rerate(&sm->flows[f].m, lk->rates[i], now, &sm->q, f);
-        if (sm->flow_rate[f] == lk->rates[i])
-            continue;
-        sm->flow_rate[f] = lk->rates[i];
-        if (sm->cls_moved[c])
-            continue;
-        sm->cls_moved[c] = 1;
-        for (int x = lk->off[c]; x < lk->off[c + 1]; x++)
+    /* every flow of the component moves up to now; a class with a flow re-rated to another rate
+     * moves its links (its route) */
+    int n = 0;
+    MC_GROW(sm->changed, sm->changed_cap, lk->ncomp_flows);
+    for (int i = 0; i < lk->ncls; i++) {
+        const sim_list_t *a = &sm->cls.active[lk->ent_cls[i]];
+        double rate = lk->crate[i];
+        int had = n;
+        for (int k = 0; k < a->n; k++) {
+            sim_motion_advance(&sm->flows[a->v[k]].m, now);
+            if (sm->flows[a->v[k]].m.rate != rate)
+                sm->changed[n++] = (sim_flow_at_t){a->v[k], i};
+        }
+        for (int x = lk->off[i]; n > had && x < lk->off[i + 1]; x++)
             sm->moved[lk->clinks[x]] = sm->stamp;
     }
-    /* every flow on these links is in the component, so flow_rate is its motion's rate; a link
-     * whose flows and their rates are those of its last total has that total, which record()
-     * takes already: it is not summed again */
+    /* their new finishes, queued in the order a gathering flow by flow re-rates them, which
+     * breaks the ties of equal times */
+    sim_links_order(lk, &fl, sm->changed, n);
+    for (int k = 0; k < n; k++) {
+        int f = sm->changed[k].flow;
+        sm->flow_rate[f] = lk->crate[sm->changed[k].entry];
+        sim_motion_retime(&sm->flows[f].m, sm->flow_rate[f], now, &sm->q, f);
+    }
+    /* every active flow on these links is in the component, so flow_rate is its motion's rate
+     * (0 for a flow no longer active); a link whose flows and their rates are those of its last
+     * total has that total, which record() takes already: it is not summed again */
     for (int i = 0; i < lk->ncomp_links; i++) {
         if (sm->moved[lk->comp_links[i]] != sm->stamp)
             continue;
@@ -372,6 +477,7 @@ static void recompute(sim_t *sm, double now)
 static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc_err_t *err)
 {
     sm->nedges = sm->nflows = sm->nchildren = sm->nroutes = 0;
+    sm->seq = 0;
     /* the arrays sized once for the group, not doubled (and copied) tree by tree; build_tree
      * checks the counts, so sizes past SIM_MAX_FLOWS are left to it */
     int64_t nedges = 0, nroutes = 0, nflows = 0;
@@ -387,7 +493,7 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
         MC_GROW(sm->children, sm->children_cap, (int)nedges);
         MC_GROW(sm->routes, sm->route_cap, (int)nroutes);
         MC_GROW(sm->flows, sm->flow_cap, (int)nflows);
-        MC_GROW(sm->flow_cls, sm->flow_cls_cap, (int)nflows);
+        MC_GROW(sm->flow_seq, sm->flow_seq_cap, (int)nflows);
         MC_GROW(sm->flow_rate, sm->flow_rate_cap, (int)nflows);
     }
     for (int i = 0; i < n; i++) {
@@ -589,6 +695,8 @@ void sim_run_free(sim_t *sm)
         return;
     for (int l = 0; sm->links && l < sm->topo->nlinks; l++) {
         free(sm->links[l].flows);
+        free(sm->links[l].cls.cls);
+        free(sm->links[l].cls.cross);
         free(sm->links[l].iv);
     }
     free(sm->links);
@@ -598,15 +706,18 @@ void sim_run_free(sim_t *sm)
     free(sm->children);
     free(sm->routes);
     free(sm->flows);
-    free(sm->flow_cls);
+    free(sm->flow_seq);
     free(sm->flow_rate);
     free(sm->moved);
-    free(sm->cls_moved);
+    free(sm->changed);
     free(sm->cls.off);
     free(sm->cls.links);
     free(sm->cls.conn);
     mc_index_free(&sm->cls.index);
+    for (int c = 0; c < sm->cls.n; c++)
+        free(sm->cls.active[c].v);
     free(sm->cls.active);
+    free(sm->cls.at);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
     free(sm->groups);

@@ -168,8 +168,8 @@ static void rerate(xsim_t *xs, double now)
 {
     sim_flows_t fl = {.ctx = xs, .nflows = xs->nflows, .on_link = on_link, .path = flow_path};
     sim_links_rerate(&xs->lk, &fl);
-    for (int i = 0; i < xs->lk.ncomp_flows; i++)
-        sim_motion_rerate(&xs->flows[xs->lk.comp_flows[i]].m, xs->lk.rates[i], now, &xs->q,
+    for (int i = 0; i < xs->lk.ncomp_flows; i++) /* without classes, flow i is entry i */
+        sim_motion_rerate(&xs->flows[xs->lk.comp_flows[i]].m, xs->lk.crate[i], now, &xs->q,
                           xs->lk.comp_flows[i]);
 }
 

@@ -66,26 +66,48 @@ typedef struct sim_motion {
     unsigned version;
 } sim_motion_t;
 
+/* Moves m's bytes up to now at its old rate (inline: sim.c calls it for every flow re-rated). */
+static inline void sim_motion_advance(sim_motion_t *m, double now)
+{
+    m->remaining -= m->rate * (now - m->t_upd);
+    if (m->remaining < 0)
+        m->remaining = 0;
+    m->t_upd = now;
+}
+/* Gives m, moved up to now, a rate other than its own, and queues the flow's new finish (flow is
+ * its index in the queue's events). */
+void sim_motion_retime(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
 /* Moves m's bytes up to now at its old rate, then takes the new one; when it changed, queues the
- * flow's new finish (flow is its index in the queue's events). */
+ * flow's new finish. */
 void sim_motion_rerate(sim_motion_t *m, double rate, double now, sim_queue_t *q, int flow);
 
 /* sim_links.c: the per-link state both simulators share, and their rate computation. The flows
  * stay the simulator's: sim_flows_t says how many there are (numbered from 0), which are active
  * on a link (on_link), what flow f crosses and its connection's limit (path: the links, *cap 0
- * for none; one call, since every re-rating asks both of every flow of its component), and
- * optionally its route class (klass, NULL: none; below nclasses): flows of one class cross the
- * same links in the same order under the same limit, so they get the same max-min rate, and the
- * solver takes each class once with its count of flows. */
+ * for none; one call, since every re-rating asks both of every flow of its component).
+ * Optionally (classes_on not NULL) it says their route classes: flows of one class cross the same
+ * links in the same order under the same limit, so they get the same max-min rate, and the
+ * solver takes each class once with its count of flows. Then the component is gathered class by
+ * class, not flow by flow: classes_on gives the classes with active flows on a link (a class
+ * perhaps more than once, once per time its route crosses the link),
+ * class_flows a class's active flows in the order they became active, and seq per flow its place
+ * in that order among all the flows; every link's flows, on_link, are in that order too, and may
+ * hold flows no longer active (sim.c drops them from a link in batches), which are passed over. */
 typedef struct sim_flows {
     const void *ctx;
     int nflows;
     const int *(*on_link)(const void *ctx, int l, int *n);
     const int *(*path)(const void *ctx, int f, int *nlinks, double *cap);
-    const int *klass;       /* per flow its class (NULL: none) */
     int nclasses;
-    const int *class_active; /* with klass: per class its active flows (NULL: not known) */
+    const int *(*classes_on)(const void *ctx, int l, int *n);
+    const int *(*class_flows)(const void *ctx, int c, int *n);
+    const unsigned *seq;
 } sim_flows_t;
+
+/* A flow of the component and its solver entry. */
+typedef struct sim_flow_at {
+    int flow, entry;
+} sim_flow_at_t;
 
 typedef struct sim_links {
     int nlinks;
@@ -97,21 +119,24 @@ typedef struct sim_links {
                                  * word per flow spilled) */
     int flow_met_cap;
     int *touched, ntouched;     /* the links an event touched, this epoch */
-    /* after sim_links_rerate: the flows re-rated, their new rates, and the links they cross */
-    int *comp_flows, ncomp_flows;
-    double *rates;
-    int *comp_links, ncomp_links;
-    /* scratch: the solver's input, one entry per route class of the component (a flow without
-     * a class is one of its own): its links from off[c] in clinks, its connection limit, its
-     * count of flows, its rate; per flow of the component its entry (comp_cls) */
-    int *off, off_cap, *clinks, clink_cap, rate_cap;
+    /* after sim_links_rerate: the links the component crosses, its flows' count, and the solver's
+     * entries: one per route class met (with classes), else one per flow; each with its links
+     * from off[c] in clinks, its connection limit, its count of flows, its rate; with classes,
+     * its class (ent_cls) and the place in comp_links of the link where it was met (ent_from);
+     * without, the flows re-rated (comp_flows) and their rates */
+    int *comp_links, ncomp_links, ncomp_flows;
+    int *off, off_cap, *clinks, clink_cap;
     double *fcap, *crate;
-    int *ccount, *comp_cls, ncls;
-    unsigned *cls_mark;         /* per class: the epoch it was last met in, and its entry then */
-    int *cls_at, cls_cap;
-    int *met;                   /* per link: its flows of classes met (valid where met_mark is
-                                 * this epoch) */
-    unsigned *met_mark;
+    int *ccount, *ent_cls, *ent_from, ncls;
+    unsigned *ent_seq;          /* scratch: per entry, when its class's oldest flow became active */
+    int *comp_flows, flow_cap;
+    double *rates;
+    unsigned *cls_mark;         /* per class: the epoch it was last met in */
+    int cls_cap;
+    sim_flow_at_t *order, *run; /* scratch: the component's flows in its order (solve_capped);
+                                 * a run of them (sim_links_order) */
+    int order_cap, run_cap;
+    int *flow_pos, flow_pos_cap; /* scratch: per flow its place in a run (sim_links_order) */
     double *cap_left;
     char *held, *newly;         /* per entry: held at its connection's limit; held this round */
     int held_cap;
@@ -123,8 +148,15 @@ void sim_links_free(sim_links_t *lk);
 void sim_links_begin(sim_links_t *lk);
 void sim_links_touch(sim_links_t *lk, int l);
 /* Max-min fair rates, with connection limits, for the flows sharing links with the touched links,
- * directly or through other flows (comp_flows, rates, comp_links). */
+ * directly or through other flows (comp_links and the entries' rates; without classes,
+ * comp_flows and rates). */
 void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
+/* Puts n flows of the component (with classes), given in the order of their entries and each
+ * entry's flows in the order they became active, in the order a gathering flow by flow meets
+ * them, the order in which the component's flows are re-rated, their finishes queued and their
+ * held capacities taken: by the link where their class was met, then in that link's order (the
+ * order they became active). */
+void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n);
 
 /* A simulation in progress (sim.c). */
 typedef struct sim_run sim_t;

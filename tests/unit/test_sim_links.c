@@ -1,7 +1,8 @@
 /* Tests of the simulator's re-rating (sim/sim_links.c) on random flow sets: the component it
- * gathers when it knows each route class's active flows (and skips the links whose flows are all
- * of classes met) is the one it gathers reading every link's flows, the same flows, links and
- * solver entries in the same order, and the same rates to the bit. */
+ * gathers class by class (per link the classes of its active flows, per class its active flows)
+ * is the one it gathers flow by flow, each flow an entry of its own: the same links in the same
+ * order, the same flows, in the same order once sim_links_order orders them, the classes met in
+ * the order of their first flows, and the same rates to the bit, connection limits and all. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/sim_internal.h"
@@ -18,17 +20,22 @@
 #define MAXC 24
 #define MAXP 6
 
-/* Route classes (a path of links and a connection limit) and flows of those classes, some active;
- * every active flow is on every link of its class's path (once per time the path crosses it), the
- * flows of a link in a random order; per class its active flows. */
+/* Route classes (a path of links and a connection limit) and flows of those classes, some active,
+ * each active one with its place in the order they became active (seq); every active flow is on
+ * every link of its class's path (once per time the path crosses it), a link's flows in that
+ * order, and, for the gathering by classes, with inactive flows among them; per class its active
+ * flows in that order; per link the classes of its flows, once per crossing, in a random order. */
 typedef struct rnd_set {
     uint64_t seed;
     int nlinks, nclasses, nflows;
     int path[MAXC][MAXP], plen[MAXC];
     double conn[MAXC];
     int cls[MAXF], active[MAXF];
+    unsigned seq[MAXF];
     int *on[2 * NGPU], non[2 * NGPU];
-    int nactive[MAXC];
+    int *all[2 * NGPU], nall[2 * NGPU]; /* a link's flows with inactive ones among them */
+    int lcls[2 * NGPU][MAXC * MAXP], nlcls[2 * NGPU];
+    int cflows[MAXC][MAXF], ncflows[MAXC];
 } rnd_set_t;
 
 static int rnd(rnd_set_t *r, int n)
@@ -52,6 +59,27 @@ static const int *path(const void *ctx, int f, int *nlinks, double *cap)
     return r->path[r->cls[f]];
 }
 
+static const int *on_link_all(const void *ctx, int l, int *n)
+{
+    const rnd_set_t *r = ctx;
+    *n = r->nall[l];
+    return r->all[l];
+}
+
+static const int *classes_on(const void *ctx, int l, int *n)
+{
+    const rnd_set_t *r = ctx;
+    *n = r->nlcls[l];
+    return r->lcls[l];
+}
+
+static const int *class_flows(const void *ctx, int c, int *n)
+{
+    const rnd_set_t *r = ctx;
+    *n = r->ncflows[c];
+    return r->cflows[c];
+}
+
 static void draw(rnd_set_t *r)
 {
     r->nclasses = 1 + rnd(r, MAXC);
@@ -60,25 +88,47 @@ static void draw(rnd_set_t *r)
         r->plen[c] = 1 + rnd(r, MAXP);
         for (int j = 0; j < r->plen[c]; j++) /* a path may cross a link twice */
             r->path[c][j] = rnd(r, 8) == 0 && j > 0 ? r->path[c][0] : rnd(r, r->nlinks);
-        r->conn[c] = rnd(r, 3) == 0 ? 20e9 * (1 + rnd(r, 4)) : 0;
+        /* limits in thirds, so that the order of the capacities held back matters */
+        r->conn[c] = rnd(r, 3) == 0 ? 20e9 * (1 + rnd(r, 4)) / 3 : 0;
+        r->ncflows[c] = 0;
     }
     for (int l = 0; l < r->nlinks; l++)
-        r->non[l] = 0;
-    memset(r->nactive, 0, sizeof r->nactive);
+        r->non[l] = r->nall[l] = r->nlcls[l] = 0;
+    /* the flows activated in a random order: a random permutation of them */
+    int order[MAXF];
     for (int f = 0; f < r->nflows; f++) {
+        int at = rnd(r, f + 1);
+        order[f] = order[at];
+        order[at] = f;
+    }
+    for (int f = 0; f < r->nflows; f++)
         r->cls[f] = rnd(r, r->nclasses);
+    for (int i = 0; i < r->nflows; i++) {
+        int f = order[i];
+        const int c = r->cls[f];
         r->active[f] = rnd(r, 4) != 0;
+        for (int j = 0; j < r->plen[c]; j++) { /* an inactive flow that was on its links */
+            int l = r->path[c][j];
+            r->all[l][r->nall[l]++] = f;
+            if (r->active[f])
+                r->on[l][r->non[l]++] = f;
+        }
         if (!r->active[f])
             continue;
-        const int c = r->cls[f];
-        for (int j = 0; j < r->plen[c]; j++) { /* at a random place of the link's flows */
-            int l = r->path[c][j], at = rnd(r, r->non[l] + 1);
-            memmove(r->on[l] + at + 1, r->on[l] + at, sizeof(int) * (size_t)(r->non[l] - at));
-            r->on[l][at] = f;
-            r->non[l]++;
+        r->seq[f] = (unsigned)i;
+        if (r->ncflows[c]++ > 0)
+            continue;
+        for (int j = 0; j < r->plen[c]; j++) { /* at a random place of the link's classes */
+            int l = r->path[c][j], at = rnd(r, r->nlcls[l] + 1);
+            memmove(r->lcls[l] + at + 1, r->lcls[l] + at, sizeof(int) * (size_t)(r->nlcls[l] - at));
+            r->lcls[l][at] = c;
+            r->nlcls[l]++;
         }
-        r->nactive[c]++;
     }
+    for (int c = 0; c < r->nclasses; c++) /* each class's flows were added in seq order */
+        for (int k = 0, n = 0; k < r->nflows; k++)
+            if (r->active[order[k]] && r->cls[order[k]] == c)
+                r->cflows[c][n++] = order[k];
 }
 
 /* One re-rating of the component around links touched[0..n) on lk, as the simulator runs it. */
@@ -90,7 +140,7 @@ static void rerate(sim_links_t *lk, const sim_flows_t *fl, const int *touched, i
     sim_links_rerate(lk, fl);
 }
 
-static void test_component_skips_met_classes(void **state)
+static void test_classes_as_flows(void **state)
 {
     (void)state;
     mc_topo_t *t = mc_topo_new("test");
@@ -110,49 +160,60 @@ static void test_component_skips_met_classes(void **state)
     assert_int_equal(r->nlinks, 2 * NGPU);
     for (int l = 0; l < r->nlinks; l++) {
         r->on[l] = malloc(sizeof(int) * MAXF * MAXP);
+        r->all[l] = malloc(sizeof(int) * MAXF * MAXP);
     }
-    sim_links_t all, skip;
-    sim_links_init(&all, t);
-    sim_links_init(&skip, t);
-    int skipped_some = 0;
+    sim_links_t flows, classes;
+    sim_links_init(&flows, t);
+    sim_links_init(&classes, t);
+    sim_flow_at_t *at = malloc(sizeof *at * MAXF);
+    int held_some = 0, interleaved_some = 0;
     for (int round = 0; round < 3000; round++) {
         draw(r);
         int touched[3], n = 1 + rnd(r, 3);
         for (int i = 0; i < n; i++)
             touched[i] = rnd(r, r->nlinks);
-        sim_flows_t fa = {r, r->nflows, on_link, path, r->cls, r->nclasses, NULL};
-        sim_flows_t fs = fa;
-        fs.class_active = r->nactive;
-        rerate(&all, &fa, touched, n);
-        rerate(&skip, &fs, touched, n);
-        assert_int_equal(skip.ncomp_flows, all.ncomp_flows);
-        assert_int_equal(skip.ncomp_links, all.ncomp_links);
-        assert_int_equal(skip.ncls, all.ncls);
-        assert_memory_equal(skip.comp_flows, all.comp_flows, sizeof(int) * (size_t)all.ncomp_flows);
-        assert_memory_equal(skip.comp_links, all.comp_links, sizeof(int) * (size_t)all.ncomp_links);
-        assert_memory_equal(skip.comp_cls, all.comp_cls, sizeof(int) * (size_t)all.ncomp_flows);
-        assert_memory_equal(skip.ccount, all.ccount, sizeof(int) * (size_t)all.ncls);
-        if (memcmp(skip.rates, all.rates, sizeof(double) * (size_t)all.ncomp_flows) != 0)
-            fail_msg("round %d: rates differ", round);
-        /* the case the skip is for: a link of the component with flows, all of classes on a
-         * link found before it */
-        for (int i = 1; i < all.ncomp_links && !skipped_some; i++) {
-            int l = all.comp_links[i], met = r->non[l] > 0;
-            for (int k = 0; k < r->non[l] && met; k++) {
-                int seen = 0;
-                for (int j = 0; j < i && !seen; j++)
-                    for (int x = 0; x < r->non[all.comp_links[j]] && !seen; x++)
-                        seen = r->cls[r->on[all.comp_links[j]][x]] == r->cls[r->on[l][k]];
-                met = seen;
-            }
-            skipped_some = met;
+        sim_flows_t ff = {.ctx = r, .nflows = r->nflows, .on_link = on_link, .path = path};
+        sim_flows_t fc = {r, r->nflows, on_link_all, path, r->nclasses, classes_on, class_flows,
+                          r->seq};
+        rerate(&flows, &ff, touched, n);
+        rerate(&classes, &fc, touched, n);
+        assert_int_equal(classes.ncomp_links, flows.ncomp_links);
+        assert_memory_equal(classes.comp_links, flows.comp_links,
+                            sizeof(int) * (size_t)flows.ncomp_links);
+        assert_int_equal(classes.ncomp_flows, flows.ncomp_flows);
+        int nf = 0;
+        for (int e = 0; e < classes.ncls; e++) {
+            int c = classes.ent_cls[e];
+            assert_int_equal(classes.ccount[e], r->ncflows[c]);
+            for (int k = 0; k < r->ncflows[c]; k++)
+                at[nf++] = (sim_flow_at_t){r->cflows[c][k], e};
+        }
+        assert_int_equal(nf, flows.ncomp_flows);
+        sim_links_order(&classes, &fc, at, nf);
+        int seen = -1;
+        for (int k = 0; k < nf; k++) {
+            assert_int_equal(at[k].flow, flows.comp_flows[k]);
+            /* the classes met in the order of their first flows */
+            assert_true(at[k].entry <= seen + 1);
+            interleaved_some |= at[k].entry < seen;
+            seen = at[k].entry > seen ? at[k].entry : seen;
+            double a = classes.crate[at[k].entry], b = flows.crate[k];
+            if (memcmp(&a, &b, sizeof a) != 0)
+                fail_msg("round %d: flow %d at %.17g, %.17g flow by flow", round, at[k].flow, a,
+                         b);
+            held_some |= flows.fcap[k] > 0 && b == flows.fcap[k];
         }
     }
-    assert_true(skipped_some);
-    sim_links_free(&all);
-    sim_links_free(&skip);
+    /* the cases the order is for: classes met on one link with their flows interleaved, and
+     * flows held at their connection's limit */
+    assert_true(interleaved_some);
+    assert_true(held_some);
+    free(at);
+    sim_links_free(&flows);
+    sim_links_free(&classes);
     for (int l = 0; l < r->nlinks; l++) {
         free(r->on[l]);
+        free(r->all[l]);
     }
     free(r);
     mc_topo_free(t);
@@ -161,7 +222,7 @@ static void test_component_skips_met_classes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_component_skips_met_classes),
+        cmocka_unit_test(test_classes_as_flows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
