@@ -98,6 +98,10 @@ struct sim_run {
     sim_flow_at_t *changed;  /* per re-rating: the flows re-rated to another rate */
     int changed_cap;
     sim_classes_t cls;
+    sim_twins_t twins;       /* the group's classes' routes as the solver takes them */
+    int *group_cls, group_cls_cap; /* scratch: the group's distinct classes, */
+    unsigned *cls_seen, group_no;  /* met in group number group_no */
+    int cls_seen_cap;
     int keep_intervals;
     int64_t work, work_max;  /* events, and flows and links re-rated, so far; the limit (0: none) */
     double stopped_at;       /* simulated time when the limit stopped it */
@@ -420,12 +424,19 @@ static const int *class_flows(const void *ctx, int c, int *n)
     return sm->cls.active[c].v;
 }
 
+static const int *solver_route(const void *ctx, int c, int *n)
+{
+    const sim_t *sm = ctx;
+    *n = sm->twins.route_n[c];
+    return sm->twins.routes + sm->twins.route_at[c];
+}
+
 /* New max-min rates for the component around the touched links; new finish events. */
 static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
     sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->cls.n, classes_on, class_flows,
-                      sm->flow_seq};
+                      sm->flow_seq, solver_route};
     sim_links_rerate(lk, &fl);
     sm->work += lk->ncomp_flows + lk->ncomp_links;
     if (++sm->stamp == 0) { /* wrapped: old stamps could collide */
@@ -447,8 +458,9 @@ static void recompute(sim_t *sm, double now)
             if (sm->flows[a->v[k]].m.rate != rate)
                 sm->changed[n++] = (sim_flow_at_t){a->v[k], i};
         }
-        for (int x = lk->off[i]; n > had && x < lk->off[i + 1]; x++)
-            sm->moved[lk->clinks[x]] = sm->stamp;
+        int c = lk->ent_cls[i];
+        for (int x = sm->cls.off[c]; n > had && x < sm->cls.off[c + 1]; x++)
+            sm->moved[sm->cls.links[x]] = sm->stamp;
     }
     /* their new finishes, queued in the order a gathering flow by flow re-rates them, which
      * breaks the ties of equal times */
@@ -470,6 +482,32 @@ static void recompute(sim_t *sm, double now)
             total += sm->flow_rate[l->flows[k]];
         record(sm, lk->comp_links[i], now, total);
     }
+}
+
+/* The solver's routes of the group's classes (sim_twins.c). */
+static void group_twins(sim_t *sm)
+{
+    MC_GROW(sm->group_cls, sm->group_cls_cap, sm->nedges);
+    if (sm->cls.n > sm->cls_seen_cap) {
+        sm->cls_seen = mc_xrealloc(sm->cls_seen, sizeof(unsigned) * (size_t)sm->cls.n);
+        memset(sm->cls_seen + sm->cls_seen_cap, 0,
+               sizeof(unsigned) * (size_t)(sm->cls.n - sm->cls_seen_cap));
+        sm->cls_seen_cap = sm->cls.n;
+    }
+    if (++sm->group_no == 0) { /* wrapped: old marks could collide */
+        memset(sm->cls_seen, 0, sizeof(unsigned) * (size_t)sm->cls_seen_cap);
+        sm->group_no = 1;
+    }
+    int n = 0;
+    for (int i = 0; i < sm->nedges; i++) {
+        int c = sm->edges[i].cls;
+        if (sm->cls_seen[c] != sm->group_no) {
+            sm->cls_seen[c] = sm->group_no;
+            sm->group_cls[n++] = c;
+        }
+    }
+    sim_twins_build(&sm->twins, sm->topo->nlinks, sm->lk.cap, sm->group_cls, n, sm->cls.off,
+                    sm->cls.links, sm->cls.n);
 }
 
 /* Sets up the n trees of one group in trees[] to run from t0: their edges, flows and first
@@ -501,6 +539,7 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
         if (st != MC_OK)
             return st;
     }
+    group_twins(sm);
     sm->now = sm->last = t0;
     for (int i = 0; i < sm->nedges; i++)
         if (sm->edges[i].in_edge < 0)
@@ -712,6 +751,9 @@ void sim_run_free(sim_t *sm)
     free(sm->changed);
     free(sm->cls.off);
     free(sm->cls.links);
+    sim_twins_free(&sm->twins);
+    free(sm->group_cls);
+    free(sm->cls_seen);
     free(sm->cls.conn);
     mc_index_free(&sm->cls.index);
     for (int c = 0; c < sm->cls.n; c++)

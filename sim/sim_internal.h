@@ -102,6 +102,9 @@ typedef struct sim_flows {
     const int *(*classes_on)(const void *ctx, int l, int *n);
     const int *(*class_flows)(const void *ctx, int c, int *n);
     const unsigned *seq;
+    /* with classes, optionally: the links of class c's route that the solver takes (NULL: every
+     * link of its route); the component is still gathered over the whole routes */
+    const int *(*solver_route)(const void *ctx, int c, int *n);
 } sim_flows_t;
 
 /* A flow of the component and its solver entry. */
@@ -157,6 +160,23 @@ void sim_links_rerate(sim_links_t *lk, const sim_flows_t *fl);
  * held capacities taken: by the link where their class was met, then in that link's order (the
  * order they became active). */
 void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, int n);
+
+/* sim_twins.c: per route class of a group, the links of its route that the solver takes: of
+ * each set of twin links (crossed by the same classes, each as many times), one. */
+typedef struct sim_twins {
+    int *route_at, *route_n, cls_cap; /* per class: its links for the solver, in routes[] */
+    int *routes, routes_cap;
+    /* scratch, per link: crossings, their list in crossers[], first twin met, best twin */
+    int *count, *start, *first, *best, *touched, ntouched, link_cap;
+    unsigned *mark, epoch;
+    int *crossers, crossers_cap;
+} sim_twins_t;
+
+/* Sets up the solver's routes of the distinct classes ids[0..n) (of nclasses), whose routes are
+ * links[off[c]..off[c+1]), on links of capacities cap[0..nlinks). */
+void sim_twins_build(sim_twins_t *tw, int nlinks, const double *cap, const int *ids, int n,
+                     const int *off, const int *links, int nclasses);
+void sim_twins_free(sim_twins_t *tw);
 
 /* A simulation in progress (sim.c). */
 typedef struct sim_run sim_t;

@@ -97,21 +97,24 @@ static void marks(unsigned **mark, int *cap, int n)
     *cap = n;
 }
 
-/* Entry e crosses links[0..nl): they go to clinks from off[e], and those not met yet to the
- * component's links, to be looked at in turn. */
-static void entry_links(sim_links_t *lk, int e, const int *links, int nl)
+/* Entry e crosses links[0..nl): those not met yet go to the component's links, to be looked at
+ * in turn. The solver takes the links solver[0..ns) of them: they go to clinks from off[e]. */
+static void entry_links(sim_links_t *lk, int e, const int *links, int nl, const int *solver,
+                        int ns)
 {
     int at = lk->off[e];
-    if (at + nl > lk->clink_cap)
-        MC_GROW(lk->clinks, lk->clink_cap, at + nl);
-    lk->off[e + 1] = at + nl;
-    for (int j = 0; j < nl; j++) { /* copied in the loop: routes are short, a call costs more */
-        int l = lk->clinks[at + j] = links[j];
+    if (at + ns > lk->clink_cap)
+        MC_GROW(lk->clinks, lk->clink_cap, at + ns);
+    lk->off[e + 1] = at + ns;
+    for (int j = 0; j < nl; j++) {
+        int l = links[j];
         if (lk->link_mark[l] != lk->epoch) {
             lk->link_mark[l] = lk->epoch;
             lk->comp_links[lk->ncomp_links++] = l;
         }
     }
+    for (int j = 0; j < ns; j++) /* copied in the loop: routes are short, a call costs more */
+        lk->clinks[at + j] = solver[j];
 }
 
 /* A bit per flow, all clear (flow_met). */
@@ -146,7 +149,7 @@ static void gather_flows(sim_links_t *lk, const sim_flows_t *fl)
             lk->comp_flows[n] = f;
             lk->ccount[n] = 1;
             const int *links = fl->path(fl->ctx, f, &nl, &lk->fcap[n]);
-            entry_links(lk, n, links, nl);
+            entry_links(lk, n, links, nl, links, nl);
             n++;
         }
     }
@@ -183,12 +186,13 @@ static void gather_classes(sim_links_t *lk, const sim_flows_t *fl)
             lk->ent_seq[at] = s;
         }
         for (int e = first; e < nc; e++) {
-            int nl;
-            const int *flows = fl->class_flows(fl->ctx, lk->ent_cls[e], &lk->ccount[e]);
+            int nl, ns, c = lk->ent_cls[e];
+            const int *flows = fl->class_flows(fl->ctx, c, &lk->ccount[e]);
             nflows += lk->ccount[e];
             lk->ent_from[e] = i;
             const int *links = fl->path(fl->ctx, flows[0], &nl, &lk->fcap[e]);
-            entry_links(lk, e, links, nl);
+            const int *solver = fl->solver_route ? fl->solver_route(fl->ctx, c, &ns) : links;
+            entry_links(lk, e, links, nl, solver, fl->solver_route ? ns : nl);
         }
     }
     lk->ncomp_flows = nflows;

@@ -2,7 +2,8 @@
  * gathers class by class (per link the classes of its active flows, per class its active flows)
  * is the one it gathers flow by flow, each flow an entry of its own: the same links in the same
  * order, the same flows, in the same order once sim_links_order orders them, the classes met in
- * the order of their first flows, and the same rates to the bit, connection limits and all. */
+ * the order of their first flows, and the same rates to the bit, connection limits and all; and
+ * so are the rates when the solver takes one link of each set of twins (sim/sim_twins.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,10 @@
 #define MAXF 160
 #define MAXC 24
 #define MAXP 6
+/* links 0..NTWIN-1 of a path bring their twin NGPU + NGPU - NTWIN + l along, which no path
+ * crosses otherwise: the two are crossed by the same classes, each as many times */
+#define NTWIN 8
+#define TWIN_OF(l) (2 * NGPU - NTWIN + (l))
 
 /* Route classes (a path of links and a connection limit) and flows of those classes, some active,
  * each active one with its place in the order they became active (seq); every active flow is on
@@ -28,7 +33,9 @@
 typedef struct rnd_set {
     uint64_t seed;
     int nlinks, nclasses, nflows;
-    int path[MAXC][MAXP], plen[MAXC];
+    int path[MAXC][2 * MAXP], plen[MAXC];
+    int route_off[MAXC + 1], routes[MAXC * 2 * MAXP]; /* the paths one after another */
+    int ids[MAXC];
     double conn[MAXC];
     int cls[MAXF], active[MAXF];
     unsigned seq[MAXF];
@@ -80,14 +87,33 @@ static const int *class_flows(const void *ctx, int c, int *n)
     return r->cflows[c];
 }
 
+static sim_twins_t twins;
+
+static const int *twin_route(const void *ctx, int c, int *n)
+{
+    (void)ctx;
+    *n = twins.route_n[c];
+    return twins.routes + twins.route_at[c];
+}
+
 static void draw(rnd_set_t *r)
 {
     r->nclasses = 1 + rnd(r, MAXC);
     r->nflows = 1 + rnd(r, MAXF);
+    r->route_off[0] = 0;
     for (int c = 0; c < r->nclasses; c++) {
-        r->plen[c] = 1 + rnd(r, MAXP);
-        for (int j = 0; j < r->plen[c]; j++) /* a path may cross a link twice */
-            r->path[c][j] = rnd(r, 8) == 0 && j > 0 ? r->path[c][0] : rnd(r, r->nlinks);
+        int n = 1 + rnd(r, MAXP);
+        r->plen[c] = 0;
+        for (int j = 0; j < n; j++) { /* a path may cross a link twice */
+            int l = rnd(r, 8) == 0 && j > 0 ? r->path[c][0] : rnd(r, TWIN_OF(0));
+            r->path[c][r->plen[c]++] = l;
+            if (l < NTWIN) /* its twin, here or further on */
+                r->path[c][r->plen[c]++] = TWIN_OF(l);
+        }
+        for (int j = 0; j < r->plen[c]; j++)
+            r->routes[r->route_off[c] + j] = r->path[c][j];
+        r->route_off[c + 1] = r->route_off[c] + r->plen[c];
+        r->ids[c] = c;
         /* limits in thirds, so that the order of the capacities held back matters */
         r->conn[c] = rnd(r, 3) == 0 ? 20e9 * (1 + rnd(r, 4)) / 3 : 0;
         r->ncflows[c] = 0;
@@ -162,21 +188,33 @@ static void test_classes_as_flows(void **state)
         r->on[l] = malloc(sizeof(int) * MAXF * MAXP);
         r->all[l] = malloc(sizeof(int) * MAXF * MAXP);
     }
-    sim_links_t flows, classes;
+    sim_links_t flows, classes, twinned;
     sim_links_init(&flows, t);
     sim_links_init(&classes, t);
+    sim_links_init(&twinned, t);
     sim_flow_at_t *at = malloc(sizeof *at * MAXF);
-    int held_some = 0, interleaved_some = 0;
-    for (int round = 0; round < 3000; round++) {
+    int held_some = 0, interleaved_some = 0, twins_left = 0;
+    for (int round = 0; round < 6000; round++) {
         draw(r);
         int touched[3], n = 1 + rnd(r, 3);
         for (int i = 0; i < n; i++)
             touched[i] = rnd(r, r->nlinks);
         sim_flows_t ff = {.ctx = r, .nflows = r->nflows, .on_link = on_link, .path = path};
         sim_flows_t fc = {r, r->nflows, on_link_all, path, r->nclasses, classes_on, class_flows,
-                          r->seq};
+                          r->seq, NULL};
+        sim_flows_t ft = fc;
+        ft.solver_route = twin_route;
+        sim_twins_build(&twins, r->nlinks, twinned.cap, r->ids, r->nclasses, r->route_off,
+                        r->routes, r->nclasses);
         rerate(&flows, &ff, touched, n);
         rerate(&classes, &fc, touched, n);
+        rerate(&twinned, &ft, touched, n);
+        /* the same component, a link of each set of twins left out of the solve */
+        assert_int_equal(twinned.ncomp_links, flows.ncomp_links);
+        assert_memory_equal(twinned.comp_links, flows.comp_links,
+                            sizeof(int) * (size_t)flows.ncomp_links);
+        assert_int_equal(twinned.ncls, classes.ncls);
+        twins_left += twinned.off[twinned.ncls] < classes.off[classes.ncls];
         assert_int_equal(classes.ncomp_links, flows.ncomp_links);
         assert_memory_equal(classes.comp_links, flows.comp_links,
                             sizeof(int) * (size_t)flows.ncomp_links);
@@ -198,9 +236,10 @@ static void test_classes_as_flows(void **state)
             interleaved_some |= at[k].entry < seen;
             seen = at[k].entry > seen ? at[k].entry : seen;
             double a = classes.crate[at[k].entry], b = flows.crate[k];
-            if (memcmp(&a, &b, sizeof a) != 0)
-                fail_msg("round %d: flow %d at %.17g, %.17g flow by flow", round, at[k].flow, a,
-                         b);
+            double c = twinned.crate[at[k].entry];
+            if (memcmp(&a, &b, sizeof a) != 0 || memcmp(&c, &b, sizeof c) != 0)
+                fail_msg("round %d: flow %d at %.17g, %.17g without twins, %.17g flow by flow",
+                         round, at[k].flow, a, c, b);
             held_some |= flows.fcap[k] > 0 && b == flows.fcap[k];
         }
     }
@@ -208,9 +247,12 @@ static void test_classes_as_flows(void **state)
      * flows held at their connection's limit */
     assert_true(interleaved_some);
     assert_true(held_some);
+    assert_true(twins_left > 1000);
     free(at);
+    sim_twins_free(&twins);
     sim_links_free(&flows);
     sim_links_free(&classes);
+    sim_links_free(&twinned);
     for (int l = 0; l < r->nlinks; l++) {
         free(r->on[l]);
         free(r->all[l]);
@@ -219,9 +261,32 @@ static void test_classes_as_flows(void **state)
     mc_topo_free(t);
 }
 
+/* Twins by hand: links 0 and 1 are crossed by classes 0 and 1 (the solver takes 1, the
+ * narrower); 2 and 3 by one class each, not the same; 4 and 5 twice each by class 3, of equal
+ * capacity (it takes 4, the first); 6 once and 7 twice by class 4, not twins. */
+static void test_twins_by_hand(void **state)
+{
+    (void)state;
+    const double cap[8] = {50e9, 25e9, 25e9, 25e9, 10e9, 10e9, 10e9, 10e9};
+    const int off[6] = {0, 2, 5, 6, 10, 13};
+    const int links[13] = {0, 1, 0, 1, 2, 3, 4, 5, 4, 5, 6, 7, 7};
+    const int ids[5] = {4, 0, 1, 2, 3}; /* in any order */
+    const int want_off[6] = {0, 1, 3, 4, 6, 9};
+    const int want[9] = {1, 1, 2, 3, 4, 4, 6, 7, 7};
+    sim_twins_t tw = {0};
+    sim_twins_build(&tw, 8, cap, ids, 5, off, links, 5);
+    for (int c = 0; c < 5; c++) {
+        assert_int_equal(tw.route_n[c], want_off[c + 1] - want_off[c]);
+        assert_memory_equal(tw.routes + tw.route_at[c], want + want_off[c],
+                            sizeof(int) * (size_t)tw.route_n[c]);
+    }
+    sim_twins_free(&tw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_twins_by_hand),
         cmocka_unit_test(test_classes_as_flows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
