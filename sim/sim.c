@@ -436,7 +436,7 @@ static void recompute(sim_t *sm, double now)
 {
     sim_links_t *lk = &sm->lk;
     sim_flows_t fl = {sm, sm->nflows, on_link, flow_path, sm->cls.n, classes_on, class_flows,
-                      sm->flow_seq, solver_route};
+                      sm->flow_seq, solver_route, sm->twins.first};
     sim_links_rerate(lk, &fl);
     sm->work += lk->ncomp_flows + lk->ncomp_links;
     if (++sm->stamp == 0) { /* wrapped: old stamps could collide */

@@ -105,6 +105,8 @@ typedef struct sim_flows {
     /* with classes, optionally: the links of class c's route that the solver takes (NULL: every
      * link of its route); the component is still gathered over the whole routes */
     const int *(*solver_route)(const void *ctx, int c, int *n);
+    /* with solver_route: per link crossed, the first of its twins (sim_twins_t's first) */
+    const int *twin_first;
 } sim_flows_t;
 
 /* A flow of the component and its solver entry. */
@@ -135,6 +137,8 @@ typedef struct sim_links {
     int *comp_flows, flow_cap;
     double *rates;
     unsigned *cls_mark;         /* per class: the epoch it was last met in */
+    unsigned *twins_met;        /* per first link of a set of twins: the epoch its classes were
+                                 * met in */
     int cls_cap;
     sim_flow_at_t *order, *run; /* scratch: the component's flows in its order (solve_capped);
                                  * a run of them (sim_links_order) */
@@ -166,8 +170,11 @@ void sim_links_order(sim_links_t *lk, const sim_flows_t *fl, sim_flow_at_t *at, 
 typedef struct sim_twins {
     int *route_at, *route_n, cls_cap; /* per class: its links for the solver, in routes[] */
     int *routes, routes_cap;
-    /* scratch, per link: crossings, their list in crossers[], first twin met, best twin */
-    int *count, *start, *first, *best, *touched, ntouched, link_cap;
+    /* per link: the first of its twins met (itself if none came before, or if no class of the
+     * group crosses it), which holds the best of them (the one the solver takes) */
+    int *first, *best;
+    /* scratch, per link: crossings and their list in crossers[] */
+    int *count, *start, *touched, ntouched, link_cap;
     unsigned *mark, epoch;
     int *crossers, crossers_cap;
 } sim_twins_t;

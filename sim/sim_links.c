@@ -23,6 +23,7 @@ void sim_links_init(sim_links_t *lk, const mc_topo_t *topo)
         lk->cap[l] = topo->links[l].bw;
     lk->mm = mc_sched_maxmin_new(topo->nlinks);
     lk->link_mark = mc_xcalloc(nl, sizeof(unsigned));
+    lk->twins_met = mc_xcalloc(nl, sizeof(unsigned));
     lk->touched = mc_xcalloc(nl, sizeof(int));
     lk->comp_links = mc_xcalloc(nl, sizeof(int));
 }
@@ -33,6 +34,7 @@ void sim_links_free(sim_links_t *lk)
     free(lk->cap_left);
     mc_sched_maxmin_free(lk->mm);
     free(lk->link_mark);
+    free(lk->twins_met);
     free(lk->flow_met);
     free(lk->touched);
     free(lk->comp_links);
@@ -59,6 +61,7 @@ void sim_links_begin(sim_links_t *lk)
     lk->ntouched = 0;
     if (++lk->epoch == 0) { /* wrapped: clear the marks */
         memset(lk->link_mark, 0, sizeof(unsigned) * (size_t)lk->nlinks);
+        memset(lk->twins_met, 0, sizeof(unsigned) * (size_t)lk->nlinks);
         memset(lk->cls_mark, 0, sizeof(unsigned) * (size_t)lk->cls_cap);
         lk->epoch = 1;
     }
@@ -162,14 +165,21 @@ static void gather_flows(sim_links_t *lk, const sim_flows_t *fl)
  * every link of its route, so the classes met on a link are those of the flows a gathering flow
  * by flow would meet there first; it meets them in the order of their oldest flows (a link's
  * flows are in the order they became active), and so do these. Each class is an entry, with its
- * count of flows; no flow is read. */
+ * count of flows; no flow is read. A link whose twin was looked at already has no class to give
+ * (twins have the same classes), so it is passed over. */
 static void gather_classes(sim_links_t *lk, const sim_flows_t *fl)
 {
     marks(&lk->cls_mark, &lk->cls_cap, fl->nclasses + 1);
     int nc = 0, nflows = 0;
     for (int i = 0; i < lk->ncomp_links; i++) {
-        int ncl, first = nc;
-        const int *cls = fl->classes_on(fl->ctx, lk->comp_links[i], &ncl);
+        int ncl, first = nc, l = lk->comp_links[i];
+        if (fl->twin_first) {
+            int t = fl->twin_first[l];
+            if (lk->twins_met[t] == lk->epoch)
+                continue;
+            lk->twins_met[t] = lk->epoch;
+        }
+        const int *cls = fl->classes_on(fl->ctx, l, &ncl);
         for (int k = 0; k < ncl; k++) {
             int c = cls[k];
             if (lk->cls_mark[c] == lk->epoch)

@@ -45,9 +45,14 @@ static void list_crossers(sim_twins_t *tw, int nlinks, const int *ids, int n, co
         tw->touched = mc_xrealloc(tw->touched, sizeof(int) * (size_t)nlinks);
         free(tw->mark);
         tw->mark = mc_xcalloc((size_t)nlinks, sizeof(unsigned));
+        for (int l = 0; l < nlinks; l++)
+            tw->first[l] = tw->best[l] = l;
         tw->link_cap = nlinks;
         tw->epoch = 0;
+        tw->ntouched = 0;
     }
+    for (int t = 0; t < tw->ntouched; t++) /* the last build's links: no twins again */
+        tw->first[tw->touched[t]] = tw->best[tw->touched[t]] = tw->touched[t];
     if (++tw->epoch == 0) { /* wrapped: old marks could collide */
         memset(tw->mark, 0, sizeof(unsigned) * (size_t)tw->link_cap);
         tw->epoch = 1;

@@ -201,9 +201,10 @@ static void test_classes_as_flows(void **state)
             touched[i] = rnd(r, r->nlinks);
         sim_flows_t ff = {.ctx = r, .nflows = r->nflows, .on_link = on_link, .path = path};
         sim_flows_t fc = {r, r->nflows, on_link_all, path, r->nclasses, classes_on, class_flows,
-                          r->seq, NULL};
+                          r->seq, NULL, NULL};
         sim_flows_t ft = fc;
         ft.solver_route = twin_route;
+        ft.twin_first = twins.first;
         sim_twins_build(&twins, r->nlinks, twinned.cap, r->ids, r->nclasses, r->route_off,
                         r->routes, r->nclasses);
         rerate(&flows, &ff, touched, n);
