@@ -93,6 +93,11 @@ void mc_sort_ints(int *v, size_t n);
 /* The place of x in v[0..n) sorted ascending, or -1 (util/ints.c). */
 int mc_find_int(const int *v, int n, int x);
 
+/* Runs first(first_arg) and second(second_arg) at once, the second on a thread of its own, and
+ * returns when both are done; they must not write what the other reads (util/both.c). */
+void mc_run_both(void (*first)(void *arg), void *first_arg, void (*second)(void *arg),
+                 void *second_arg);
+
 /* A growable text buffer. */
 typedef struct mc_buf {
     char *data;

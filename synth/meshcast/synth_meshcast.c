@@ -200,7 +200,21 @@ static void ranks(const run_t *r, const mc_comp_t *cp, const mc_plan_sol_t *from
     free(ub);
 }
 
-/* One component: two greedy seeds (the two tie-breaks), and the relaxation rounded or, where
+/* One greedy seed of a plan (mc_plan_greedy), as mc_run_both runs it. */
+typedef struct greedy {
+    const mc_plan_t *pl;
+    int balance;
+    mc_plan_sol_t *out;
+} greedy_t;
+
+static void greedy(void *arg)
+{
+    greedy_t *g = arg;
+    mc_plan_greedy(g->pl, g->balance, g->out);
+}
+
+/* One component: two greedy seeds (the two tie-breaks, at once: each reads only the plan and
+ * writes only its own solution), and the relaxation rounded or, where
  * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
  * integer model refines the best (the solved plan) and, since the estimate does not see
  * everything the simulator charges, the others as well (MC_PLAN_OTHER*, raced by the referee).
@@ -217,8 +231,8 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         direct[c] = r->cs.c[cp->cand_ids[c]].direct;
     cp->has[MC_PLAN_DIRECT] = mc_plan_direct(pl, direct, &cp->plans[MC_PLAN_DIRECT]) == 0;
     free(direct);
-    mc_plan_greedy(pl, 0, &from[0]);
-    mc_plan_greedy(pl, 1, &from[1]);
+    greedy_t seeds[2] = {{pl, 0, &from[0]}, {pl, 1, &from[1]}};
+    mc_run_both(greedy, &seeds[0], greedy, &seeds[1]);
     int nfrom = 2, best = 0;
     /* Z3's rlimit does not bound all of its work on the relaxation (seconds with a count that
      * barely moves): without a caller's rlimit, its wall clock is capped too. Once pricing has

@@ -134,41 +134,42 @@ int64_t mc_plan_lower_ps(const mc_plan_t *pl)
     return lb;
 }
 
-static int64_t *cmp_time; /* qsort has no context argument in C11 */
+/* A phase with its time, sorted slowest first, then by phase (no shared state: the two greedy
+ * seeds compact their plans at once, synth_meshcast.c). */
+typedef struct phase_time {
+    int64_t time;
+    int k;
+} phase_time_t;
 
 static int cmp_phase(const void *a, const void *b)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    if (cmp_time[x] != cmp_time[y])
-        return cmp_time[x] > cmp_time[y] ? -1 : 1;
-    return x - y;
+    const phase_time_t *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time > y->time ? -1 : 1;
+    return x->k - y->k;
 }
 
 void mc_plan_sol_compact(const mc_plan_t *pl, mc_plan_sol_t *s)
 {
     int K = s->nphases;
-    int *order = mc_xmalloc(sizeof(int) * (size_t)(K + 1));
-    int64_t *time = mc_xmalloc(sizeof(int64_t) * (size_t)(K + 1));
+    phase_time_t *order = mc_xmalloc(sizeof(phase_time_t) * (size_t)(K + 1));
     int n = 0;
     for (int k = 0; k < K; k++) {
         int any = 0;
         for (int c = 0; c < pl->ncands && !any; c++)
             any = s->units[c * K + k] > 0;
-        time[k] = mc_plan_phase_ps(pl, s, k);
         if (any)
-            order[n++] = k;
+            order[n++] = (phase_time_t){mc_plan_phase_ps(pl, s, k), k};
     }
-    cmp_time = time;
-    mc_sort(order, (size_t)n, sizeof(int), cmp_phase);
+    mc_sort(order, (size_t)n, sizeof(phase_time_t), cmp_phase);
     int *units = mc_xcalloc((size_t)pl->ncands * (size_t)(n > 0 ? n : 1), sizeof(int));
     for (int c = 0; c < pl->ncands; c++)
         for (int j = 0; j < n; j++)
-            units[c * n + j] = s->units[c * K + order[j]];
+            units[c * n + j] = s->units[c * K + order[j].k];
     free(s->units);
     s->units = units;
     s->nphases = n;
     free(order);
-    free(time);
 }
 
 /* Phases the greedy seed may open: trees share links at planned rates, so a new phase only pays

@@ -241,6 +241,35 @@ static void test_sort_and_find_ints(void **state)
     assert_int_equal(mc_find_int(a, 0, 7), -1);
 }
 
+/* A sum of n terms into its own slot, as mc_run_both runs it. */
+typedef struct sum_task {
+    long n;
+    double sum;
+} sum_task_t;
+
+static void sum_terms(void *arg)
+{
+    sum_task_t *t = arg;
+    double s = 0;
+    for (long i = 1; i <= t->n; i++)
+        s += 1.0 / (double)i;
+    t->sum = s;
+}
+
+/* mc_run_both returns once both computations are done, each with what it would give alone. */
+static void test_run_both(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 20; round++) {
+        sum_task_t a = {1000 + round, 0}, b = {2000000 + round, 0}, want_a = a, want_b = b;
+        sum_terms(&want_a);
+        sum_terms(&want_b);
+        mc_run_both(sum_terms, &a, sum_terms, &b);
+        assert_memory_equal(&a.sum, &want_a.sum, sizeof a.sum);
+        assert_memory_equal(&b.sum, &want_b.sum, sizeof b.sum);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_buf_and_format),
         cmocka_unit_test(test_buf_num),
         cmocka_unit_test(test_sort_and_find_ints),
+        cmocka_unit_test(test_run_both),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
