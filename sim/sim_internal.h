@@ -105,7 +105,8 @@ typedef struct sim_flows {
     /* with classes, optionally: the links of class c's route that the solver takes (NULL: every
      * link of its route); the component is still gathered over the whole routes */
     const int *(*solver_route)(const void *ctx, int c, int *n);
-    /* with solver_route: per link crossed, the first of its twins (sim_twins_t's first) */
+    /* with solver_route, optionally: per link, the first of its twins (sim_twins_t's first),
+     * whose classes are its own; a re-rating looks at the classes of one link of each set */
     const int *twin_first;
 } sim_flows_t;
 

@@ -196,13 +196,15 @@ static void gather_classes(sim_links_t *lk, const sim_flows_t *fl)
             lk->ent_seq[at] = s;
         }
         for (int e = first; e < nc; e++) {
-            int nl, ns, c = lk->ent_cls[e];
+            int nl, c = lk->ent_cls[e];
             const int *flows = fl->class_flows(fl->ctx, c, &lk->ccount[e]);
             nflows += lk->ccount[e];
             lk->ent_from[e] = i;
-            const int *links = fl->path(fl->ctx, flows[0], &nl, &lk->fcap[e]);
-            const int *solver = fl->solver_route ? fl->solver_route(fl->ctx, c, &ns) : links;
-            entry_links(lk, e, links, nl, solver, fl->solver_route ? ns : nl);
+            const int *links = fl->path(fl->ctx, flows[0], &nl, &lk->fcap[e]), *solver = links;
+            int ns = nl;
+            if (fl->solver_route)
+                solver = fl->solver_route(fl->ctx, c, &ns);
+            entry_links(lk, e, links, nl, solver, ns);
         }
     }
     lk->ncomp_flows = nflows;
