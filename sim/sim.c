@@ -108,6 +108,9 @@ struct sim_run {
     double horizon;          /* simulated time past which it stops (0: none) */
     double floor;            /* the least makespan its schedule can have, for the cut (0: no cut) */
     int cut;                 /* stopped by the cut (stop_here) */
+    double *link_load;       /* per link: the bytes the phase's group in its event loop sends
+                              * over it */
+    int64_t load_check;      /* work at which stop_here next looks at those loads */
     int64_t nflows_all;      /* flows of its distinct groups: what it has to simulate */
     /* where the run is, so that one stopped at its allowance can go on (sim_run_until_counted):
      * phase `phase` began at t0 and its groups so far end at t_end; group `group` is in its
@@ -559,6 +562,34 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
  * (docs/synthesis.md, session 19). */
 #define SIM_CUT_MARGIN 5.0
 
+/* How often a run with a horizon looks at its links' loads (group_end_least). */
+#define LOAD_CHECK_LINKS 16
+#define LOAD_CHECK_WORK 4096
+
+/* The least time the group in its event loop can end at: its last event that moved something,
+ * plus, on each of its links, the bytes its flows had still to move then at the link's bandwidth
+ * (less a billionth of its load, for the rounding of the bytes summed so far). Nothing changed
+ * since that event, so the links' rates since their last change give the bytes moved up to it.
+ * Sets when it is next called for: every LOAD_CHECK_LINKS units of work per link of the group
+ * and LOAD_CHECK_WORK more, so that it costs a fraction of the run. */
+static double group_end_least(sim_t *sm)
+{
+    const sim_groups_t *g = &sm->groups[sm->phase];
+    int k = sm->group;
+    double most = 0;
+    for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++) {
+        int l = g->links[i];
+        const sim_link_t *sl = &sm->links[l];
+        double moved = sm->res.link_bytes[l] - sm->bytes[i] + sl->rate * (sm->last - sl->since);
+        double left = (sm->link_load[l] * (1 - 1e-9) - moved) / sm->lk.cap[l];
+        if (left > most)
+            most = left;
+    }
+    sm->load_check = sm->work + LOAD_CHECK_WORK +
+                     LOAD_CHECK_LINKS * (int64_t)(g->link_off[k + 1] - g->link_off[k]);
+    return sm->last + most;
+}
+
 /* Whether the run must stop here: past its allowance (MC_ERR_TIMEOUT, the state kept so that it
  * can go on), past its horizon, or by the cut. Checked after each batch of events, and first when
  * a stopped run goes on under a new allowance, so that it stops where a run begun afresh would. */
@@ -575,6 +606,14 @@ static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
         sm->stopped_at = sm->last;
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
                           sm->horizon);
+    }
+    if (sm->horizon > 0 && sm->in_group && sm->work >= sm->load_check) {
+        double end = group_end_least(sm);
+        if (end > sm->horizon) {
+            sm->stopped_at = end;
+            return mc_err_set(err, MC_ERR_TIMEOUT, "sim: its links' loads end it past its "
+                              "horizon (%g s)", sm->horizon);
+        }
     }
     /* the time reached: the phase's link-disjoint groups are simulated one after another, each
      * from the phase's start, so a later group's clock starts again below the earlier's ends */
@@ -658,6 +697,21 @@ static void phase_free(sim_t *sm)
     sm->gflows = NULL;
 }
 
+/* The bytes group k of g, set up by group_begin, sends over each of its links (sm->link_load);
+ * its first batch of events looks at them. */
+static void group_loads(sim_t *sm, const sim_groups_t *g, int k)
+{
+    for (int i = g->link_off[k]; i < g->link_off[k + 1]; i++)
+        sm->link_load[g->links[i]] = 0;
+    for (int i = 0; i < sm->nedges; i++) {
+        const sim_edge_t *e = &sm->edges[i];
+        double bytes = (double)sm->s->trees[e->tree].bytes;
+        for (int j = 0; j < e->nlinks; j++)
+            sm->link_load[sm->routes[e->route + j]] += bytes;
+    }
+    sm->load_check = sm->work;
+}
+
 /* Runs the current phase from its current group, each distinct group of link-disjoint trees once
  * (sim_groups.c), until its end (then sm->t_end is its end time) or until stop_here. */
 static mc_status_t run_phase(sim_t *sm, mc_err_t *err)
@@ -692,6 +746,7 @@ static mc_status_t run_phase(sim_t *sm, mc_err_t *err)
                                  g->tree_off[k + 1] - g->tree_off[k], sm->t0, err);
                 if (st != MC_OK)
                     return st;
+                group_loads(sm, g, k);
                 sm->in_group = 1;
             }
             st = group_events(sm, sm->phase, &sm->end[k], err);
@@ -748,6 +803,7 @@ void sim_run_free(sim_t *sm)
     free(sm->flow_seq);
     free(sm->flow_rate);
     free(sm->moved);
+    free(sm->link_load);
     free(sm->changed);
     free(sm->cls.off);
     free(sm->cls.links);
@@ -792,6 +848,7 @@ static sim_t *sim_new(const mc_sched_t *s, const mc_topo_t *topo, int keep_inter
     sm->links = mc_xcalloc(nl, sizeof(sim_link_t));
     sim_links_init(&sm->lk, topo);
     sm->moved = mc_xcalloc(nl, sizeof(unsigned));
+    sm->link_load = mc_xcalloc(nl, sizeof(double));
     sm->edge_of = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     for (int g = 0; g < topo->ngpus; g++)
         sm->edge_of[g] = -1;

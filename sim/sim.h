@@ -39,9 +39,11 @@ mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim
  * result only makespan_s is set: the simulated time it reached, a lower bound on the makespan. */
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err);
-/* mc_sim_run_bounded that also stops, with MC_ERR_TIMEOUT and makespan_s the time reached, once
- * the simulated time passes horizon_s (0: never): a caller looking for a schedule faster than
- * one it has does not pay for simulating the rest of a slower one. */
+/* mc_sim_run_bounded that also stops, with MC_ERR_TIMEOUT, once the simulated time passes
+ * horizon_s (0: never), makespan_s the time reached; or as soon as the bytes its links have still
+ * to move end it past horizon_s, makespan_s that least end (sim.c, group_end_least): either way
+ * a time past horizon_s and no later than the makespan. A caller looking for a schedule faster
+ * than one it has does not pay for simulating the rest of a slower one. */
 mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err);
 void mc_sim_result_free(mc_sim_result_t *res);

@@ -774,45 +774,93 @@ static mc_status_t host_held(run_t *r, int *held, mc_err_t *err)
 /* A tree alone on its links idles them for the message overhead between its chunks, which holds
  * its chunk count down and its pipeline fill up; cut into channels (mc_sched_channels), one
  * channel's overhead overlaps another's bytes (mi300x2-bcast in `direct`: 1.34 -> 1.08 of the
- * bound). The referee's winner r->kept (timed *v) is timed with its largest trees (half the
- * largest tree's bytes or more) cut into 2 channels (dgx1-half-replicate: 1.32 -> 1.23), then
- * with every tree cut into 4 (spread 1) and 8 (spreads 1 and 2), each within an allowance of its
- * own; the fastest is kept in r->kept, *v. */
-static mc_status_t race_channels(run_t *r, verdict_t *v, mc_err_t *err)
+ * bound). The channel race times a variant with its largest trees (half the largest tree's bytes
+ * or more) cut into 2 channels (dgx1-half-replicate: 1.32 -> 1.23), then with every tree cut
+ * into 4 (spread 1) and 8 (spreads 1 and 2), then, where its trees inside hosts are held by the
+ * network's chunk (host_held), on the smaller chunks of hosts; each within an allowance of its
+ * own. channels: channels, spread, only the trees of at least half the largest's bytes, host
+ * chunks. */
+static const int channel_tries[][4] = {{2, 1, 1, 0}, {4, 1, 0, 0}, {8, 1, 0, 0}, {8, 2, 0, 0},
+                                       {2, 2, 0, 1}, {3, 1, 0, 1}, {4, 1, 0, 1}, {4, 2, 0, 1}};
+#define CHANNEL_TRIES ((int)(sizeof channel_tries / sizeof channel_tries[0]))
+
+/* A channel race under way: the variant its tries cut, whether it takes the host chunks' tries,
+ * whether it is a runner's (stopped by its first try that is not the fastest), the last try's
+ * verdict and the next try. */
+typedef struct channel_race {
+    variant_t x;
+    int held, runner, next;
+    verdict_t dv;
+} channel_race_t;
+
+/* A channel race of r->kept, timed *v. */
+static mc_status_t channels_begin(run_t *r, const verdict_t *v, int runner, channel_race_t *c,
+                                  mc_err_t *err)
 {
-    /* channels, spread, only the trees of at least half the largest's bytes, host chunks */
-    static const int tries[][4] = {{2, 1, 1, 0}, {4, 1, 0, 0}, {8, 1, 0, 0}, {8, 2, 0, 0},
-                                   {2, 2, 0, 1}, {3, 1, 0, 1}, {4, 1, 0, 1}, {4, 2, 0, 1}};
-    variant_t x = r->kept;
-    verdict_t dv = {.simulated = 1};
-    int held = 0;
-    if (v->t > MC_ALT_ROOM * r->bound.seconds) {
-        mc_status_t st = host_held(r, &held, err);
-        if (st != MC_OK)
-            return st;
-    }
-    /* a try the allowance did not cover stops the rest: they have as many channels or more; one
-     * stopped once it was slower than the fastest does not */
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && (dv.simulated || dv.beaten) &&
-                       (held || !tries[i][3]);
-         i++) {
-        x.channels = tries[i][0];
-        x.channel_spread = tries[i][1];
-        x.channel_big = tries[i][2];
-        x.channel_host = tries[i][3];
-        if (tries[i][3])
+    *c = (channel_race_t){.x = r->kept, .runner = runner, .dv = {.simulated = 1}};
+    return v->t > MC_ALT_ROOM * r->bound.seconds ? host_held(r, &c->held, err) : MC_OK;
+}
+
+/* Races c's tries before try `to` while they go on: a try the allowance did not cover stops the
+ * rest (they have as many channels or more); one stopped once it was slower than the fastest does
+ * not, but in a runner's race. A try faster than *v is kept in r->kept, *v. */
+static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int to, mc_err_t *err)
+{
+    for (; c->next < to && c->next < CHANNEL_TRIES &&
+           (c->dv.simulated || (c->dv.beaten && !c->runner)) &&
+           (c->held || !channel_tries[c->next][3]);
+         c->next++) {
+        const int *t = channel_tries[c->next];
+        c->x.channels = t[0];
+        c->x.channel_spread = t[1];
+        c->x.channel_big = t[2];
+        c->x.channel_host = t[3];
+        if (t[3])
             r->sim_work_left = MC_SIM_HOST_CHANNEL_WORK;
         else
-            r->sim_work_left += i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
-        mc_status_t st = race(r, x, v->t, &dv, err);
+            r->sim_work_left += c->next == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
+        mc_status_t st = race(r, c->x, v->t, &c->dv, err);
         if (st != MC_OK)
             return st;
-        if (dv.simulated && dv.t < v->t) {
-            r->kept = x;
-            *v = dv;
+        if (c->dv.simulated && c->dv.t < v->t) {
+            r->kept = c->x;
+            *v = c->dv;
         }
     }
     return MC_OK;
+}
+
+/* The last step of a synthesis: the winner *won (timed *v) cut into channels. Channels gain more
+ * on some plans than on others (eight DGX H100 hosts, 1 GiB all-gather: the priced plan
+ * re-chunked 2.891 ms, in 2 channels 2.787; the balanced plan 2.893, in 2 channels 2.658, in 4
+ * 2.578), so a runner close behind the winner (the balanced plan's synthesis and its plan,
+ * timed *vr; or NULL) has its first try raced too, up to the winner's first: the faster of the
+ * two goes on with its other tries. */
+static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, variant_t plan,
+                                  verdict_t *vr, mc_err_t *err)
+{
+    channel_race_t cw, cr, *go = &cw;
+    mc_status_t st = channels_begin(*won, v, 0, &cw, err);
+    if (st == MC_OK)
+        st = channels_run(*won, &cw, v, 1, err);
+    if (st == MC_OK && runner) {
+        variant_t kept = (*won)->kept;
+        runner->kept = plan;
+        vr->t = v->t; /* its tries count only where faster than the winner's */
+        st = channels_begin(runner, vr, 1, &cr, err);
+        if (st == MC_OK)
+            st = channels_run(runner, &cr, vr, 1, err);
+        if (st == MC_OK && vr->t < v->t) {
+            *v = *vr;
+            *won = runner;
+            cr.runner = 0;
+            go = &cr;
+        } else {
+            (*won)->kept = kept; /* the runner may be *won: the balanced plan over its own
+                                  * components */
+        }
+    }
+    return st == MC_OK ? channels_run(*won, go, v, CHANNEL_TRIES, err) : st;
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -1037,7 +1085,8 @@ static double plan_depth_s(const run_t *r, int kind)
  * (opts->sim_work) in any case, and a balanced plan simulated to its end is not simulated again
  * (the memo): it gets that allowance, where it moves fewer chunks over tree edges than the
  * winner (its 64 trees over eight RTX 3090 boxes, 1 GiB: 47 M units, 2.5 s, where the summary
- * stopped the winner's 275 trees at 200 M, 16 s). */
+ * stopped the winner's 275 trees at 200 M, 16 s). Its time is known up to MC_STEP_REACH times
+ * the winner's, so that one close behind races its channels too (mc_synth_meshcast). */
 static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verdict_t *v,
                                   mc_err_t *err)
 {
@@ -1072,7 +1121,7 @@ static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verd
             goto out;
         b->sim_work_left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
     }
-    MC_CHECK_GOTO(race(b, x, w->simulated ? w->t : 0, v, err), out, st);
+    MC_CHECK_GOTO(race(b, x, w->simulated ? MC_STEP_REACH * w->t : 0, v, err), out, st);
     /* the caller's allowance was for timing the plan: the channel race adds its own */
     if (!w->simulated)
         b->sim_work_left = 0;
@@ -1131,6 +1180,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
      * their load says and often cannot time within the allowance (1 GiB over eight MI300X
      * boxes: 567 trees, an estimate of 2.98 ms, 4.26 ms simulated by the summary); one tree per
      * share, the chains wrapped around, 2.94 ms. It must be simulated faster to be kept. */
+    const variant_t balanced = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+    run_t *runner = NULL; /* the balanced plan's synthesis where it lost by MC_STEP_REACH or less */
     if (!r.chunk && !r.opts->memory_limit &&
         (!v.simulated || v.t > MC_BALANCED_ROOM * r.bound.seconds)) {
         run_t *b = chains_across(&r) ? &bal : won;
@@ -1139,14 +1190,15 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
         if (vb.simulated && (!v.simulated || vb.t < v.t)) {
             v = vb;
             won = b;
-            won->kept = (variant_t){MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+            won->kept = balanced;
         } else {
             won->sim_work_left = left;
+            runner = vb.simulated && v.simulated ? b : NULL;
         }
     }
-    /* last, the synthesis that won, cut into channels */
+    /* last, the synthesis that won, cut into channels (beside the balanced plan close behind) */
     if (!r.chunk && v.simulated)
-        MC_CHECK_GOTO(race_channels(won, &v, err), out, st);
+        MC_CHECK_GOTO(synth_channels(&won, &v, runner, balanced, &vb, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
     if (!r.chunk && v.simulated && !r.opts->memory_limit) {
         won->last_work_left = MC_SIM_LAST_WORK;

@@ -108,7 +108,7 @@ static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_r
                          floor == MC_NET_CHUNK_BYTES ? "+net" : "");
         const int *try = a->tries[i];
         if (try[0] > 1) {
-            /* inside hosts, channels may cut chunks below the network's (race_channels) */
+            /* inside hosts, channels may cut chunks below the network's (channels_run) */
             int host = mc_sched_host_held(d, r->topo, MC_MIN_CHUNK_BYTES);
             mc_sched_channels(d, r->topo, try[0], try[1], floor,
                               host ? MC_HOST_CHUNK_BYTES : floor, 0);

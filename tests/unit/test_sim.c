@@ -137,19 +137,27 @@ static void test_one_transfer(void **state)
     mc_topo_free(t);
 }
 
+/* A chain of h NVLink hops from GPU 0 carrying S bytes in c chunks; the topology in *t. */
+static mc_sched_t *chain(int h, int c, double S, mc_topo_t **t)
+{
+    *t = topo_nodes(h + 1, 0);
+    for (int i = 0; i < h; i++)
+        mc_topo_add_link_pair(*t, i, i + 1, MC_LINK_NVL, B, L, 1);
+    finalize(*t);
+    mc_sched_t *s = mc_sched_new(NULL, *t, "test");
+    int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)S, 0, 0, c);
+    for (int i = 0; i < h; i++)
+        edge(s, *t, ti, i, i + 1, 2, (int[]){i, i + 1});
+    return s;
+}
+
 /* A chain of h hops with c chunks: (h + c - 1) steps of alpha + L + S/(cB). */
 static void test_pipelined_chain(void **state)
 {
     const int h = 3, c = 4;
     const double S = 8e6;
-    mc_topo_t *t = topo_nodes(h + 1, 0);
-    for (int i = 0; i < h; i++)
-        mc_topo_add_link_pair(t, i, i + 1, MC_LINK_NVL, B, L, 1);
-    finalize(t);
-    mc_sched_t *s = mc_sched_new(NULL, t, "test");
-    int ti = mc_sched_add_tree(s, 0, 0, (uint64_t)S, 0, 0, c);
-    for (int i = 0; i < h; i++)
-        edge(s, t, ti, i, i + 1, 2, (int[]){i, i + 1});
+    mc_topo_t *t;
+    mc_sched_t *s = chain(h, c, S, &t);
     mc_sim_result_t res;
     double step = mc_topo_alpha(MC_LINK_NVL) + L + S / c / B;
     assert_close(run(s, t, &res), (h + c - 1) * step);
@@ -230,9 +238,12 @@ static void test_bounded_work(void **state)
 
 /* The three-flow incast up to a simulated horizon: the 3 MB flow's first finish event, planned at
  * B/3 for t0 + 9 MB/B, is superseded and pops after the last flow ends at t0 + 6 MB/B, so a
- * horizon at the makespan itself still gives the full result; one between the first finish
- * (t0 + 3 MB/B) and the second (t0 + 5 MB/B) stops at the second with MC_ERR_TIMEOUT, having
- * spent less than the whole simulation. */
+ * horizon at the makespan itself still gives the full result. One below it (between the first
+ * finish, t0 + 3 MB/B, and the second, t0 + 5 MB/B) stops the run at its first events, by the
+ * loads: the shared link's 6 MB at B from t0 end it past the horizon, at t0 + 6 MB/B (less a
+ * billionth), having spent less than the whole simulation. A chain of 3 hops and 4 chunks
+ * (test_pipelined_chain: 6 steps, its links' loads 4 chunks' bytes from the first step on) with a
+ * horizon at 4.5 steps stops at the first event past it, the end of step 5. */
 static void test_horizon(void **state)
 {
     mc_topo_t *t = topo_incast(3, NULL);
@@ -246,10 +257,17 @@ static void test_horizon(void **state)
     assert_true(res.makespan_s == full.makespan_s);
     mc_sim_result_free(&res);
     assert_int_equal(mc_sim_run_until(s, t, &some, t0 + 4e6 / B, &res, &err), MC_ERR_TIMEOUT);
-    assert_close(res.makespan_s, t0 + 5e6 / B);
+    assert_true(res.makespan_s <= t0 + 6e6 / B && res.makespan_s > (t0 + 6e6 / B) * (1 - 1e-8));
     assert_true(some > all);
-    assert_non_null(strstr(err.msg, "horizon"));
+    assert_non_null(strstr(err.msg, "loads"));
     mc_sim_result_free(&full);
+    mc_sched_free(s);
+    mc_topo_free(t);
+    s = chain(3, 4, 8e6, &t);
+    double step = mc_topo_alpha(MC_LINK_NVL) + L + 8e6 / 4 / B;
+    assert_int_equal(mc_sim_run_until(s, t, NULL, 4.5 * step, &res, &err), MC_ERR_TIMEOUT);
+    assert_close(res.makespan_s, 5 * step);
+    assert_non_null(strstr(err.msg, "stopped past its horizon"));
     mc_sched_free(s);
     mc_topo_free(t);
 }
