@@ -108,6 +108,7 @@ struct sim_run {
     double horizon;          /* simulated time past which it stops (0: none) */
     double floor;            /* the least makespan its schedule can have, for the cut (0: no cut) */
     int cut;                 /* stopped by the cut (stop_here) */
+    const atomic_int *cancel; /* set: stop (a run made apart, mc_sim_run_apart); or NULL */
     double *link_load;       /* per link: the bytes the phase's group in its event loop sends
                               * over it */
     int64_t load_check;      /* work at which stop_here next looks at those loads */
@@ -590,11 +591,16 @@ static double group_end_least(sim_t *sm)
     return sm->last + most;
 }
 
-/* Whether the run must stop here: past its allowance (MC_ERR_TIMEOUT, the state kept so that it
- * can go on), past its horizon, or by the cut. Checked after each batch of events, and first when
- * a stopped run goes on under a new allowance, so that it stops where a run begun afresh would. */
+/* Whether the run must stop here: cancelled, past its allowance (MC_ERR_TIMEOUT, the state kept
+ * so that it can go on), past its horizon (or its links' loads end it past it), or by the cut.
+ * Checked after each batch of events, and first when a stopped run goes on under a new
+ * allowance, so that it stops where a run begun afresh would. */
 static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
 {
+    if (sm->cancel && atomic_load_explicit(sm->cancel, memory_order_relaxed)) {
+        sm->stopped_at = sm->now;
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: cancelled");
+    }
     if (sm->work_max && sm->work > sm->work_max) {
         sm->stopped_at = sm->now;
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld events, "
@@ -879,13 +885,14 @@ out:
 
 /* Runs s (the timeline kept when keep_intervals) within the allowance *work_left (NULL: none)
  * up to horizon_s (0: none), cut (stop_here) by floor_s (0: no cut; a cut run is charged all of
- * its allowance and one more unit, as the allowance would stop it); *nflows gets the flows it has
- * to simulate. With run not NULL, *run NULL begins the run and *run not NULL takes on a run that
+ * its allowance and one more unit, as the allowance would stop it), stopped as soon as *cancel
+ * is set (NULL: never); *nflows gets the flows it has to simulate. With run not NULL, *run NULL begins the run and *run not NULL takes on a run that
  * its allowance (or the cut) stopped with no horizon (sim_run_until_counted); *run gets the run
  * when its allowance or the cut stops it with no horizon, else NULL. */
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
                            int64_t *work_left, double horizon_s, double floor_s,
-                           int64_t *nflows, sim_t **run, mc_sim_result_t *res, mc_err_t *err)
+                           const atomic_int *cancel, int64_t *nflows, sim_t **run,
+                           mc_sim_result_t *res, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     sim_t *sm = run ? *run : NULL;
@@ -913,6 +920,7 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     sm->horizon = horizon_s;
     sm->floor = work_left ? floor_s : 0;
     sm->cut = 0;
+    sm->cancel = cancel;
     st = sim_go(sm, res, err);
     /* its work from the start, as a run begun afresh with this allowance takes */
     if (work_left)
@@ -927,32 +935,39 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                        mc_err_t *err)
 {
-    return sim_run(s, topo, 1, NULL, 0, 0, NULL, NULL, res, err);
+    return sim_run(s, topo, 1, NULL, 0, 0, NULL, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,
                               mc_err_t *err)
 {
-    return sim_run(s, topo, 0, NULL, 0, 0, NULL, NULL, res, err);
+    return sim_run(s, topo, 0, NULL, 0, 0, NULL, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, 0, 0, NULL, NULL, res, err);
+    return sim_run(s, topo, 0, work_left, 0, 0, NULL, NULL, NULL, res, err);
 }
 
 mc_status_t mc_sim_run_until(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                              double horizon_s, mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, 0, NULL, NULL, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, 0, NULL, NULL, NULL, res, err);
 }
 
 mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                   double horizon_s, double floor_s, int64_t *nflows, sim_t **run,
                                   mc_sim_result_t *res, mc_err_t *err)
 {
-    return sim_run(s, topo, 0, work_left, horizon_s, floor_s, nflows, run, res, err);
+    return sim_run(s, topo, 0, work_left, horizon_s, floor_s, NULL, nflows, run, res, err);
+}
+
+mc_status_t mc_sim_run_apart(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                             double floor_s, const atomic_int *cancel, int64_t *nflows,
+                             mc_sim_result_t *res, mc_err_t *err)
+{
+    return sim_run(s, topo, 0, work_left, 0, floor_s, cancel, nflows, NULL, res, err);
 }
 
 void mc_sim_result_free(mc_sim_result_t *res)

@@ -6,6 +6,8 @@
 #ifndef MC_SIM_H
 #define MC_SIM_H
 
+#include <stdatomic.h>
+
 #include "sched/sched.h"
 #include "topo/topo.h"
 #include "util/util.h"
@@ -67,6 +69,17 @@ mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo
 mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
                                 int64_t *work_left, double horizon_s, double floor_s,
                                 mc_sim_result_t *res, mc_err_t *err);
+/* mc_sim_run_memo_cut with no horizon and no memo, which also stops (MC_ERR_TIMEOUT) as soon as
+ * *cancel is set: a run made apart, on a thread of its own, whose end a memo then takes in
+ * (mc_sim_memo_put_ended); *nflows gets the flows it has to simulate. */
+mc_status_t mc_sim_run_apart(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
+                             double floor_s, const atomic_int *cancel, int64_t *nflows,
+                             mc_sim_result_t *res, mc_err_t *err);
+/* Remembers in m that a run of s with no horizon ended at makespan_s having used `work` for
+ * `flows` flows (mc_sim_run_apart): later runs of s through m are decided by it as by a run m
+ * made. */
+void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespan_s,
+                           int64_t work, int64_t flows);
 /* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
  * than being simulated again from the start. */
 long mc_sim_memo_resumed(const mc_sim_memo_t *m);

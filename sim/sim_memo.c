@@ -20,6 +20,8 @@
  * taken for a run stopped past its horizon; kept with no horizon, it goes on, uncut, under as
  * much allowance or more. A remembered end decides a later run as it does without the cut: the
  * run ended within that much work, which is what the cut foretold it would not.
+ * A run made apart (mc_sim_run_apart, on another thread) that ended is handed in as such
+ * (mc_sim_memo_put_ended): it is the run the memo would have made with that allowance.
  * The schedules are compared in full (what the simulator reads of them), not by a hash alone. */
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,13 @@ static mc_status_t resume(mc_sim_memo_t *m, memo_entry_t *e, const mc_sched_t *s
         e->allowance = before;
     }
     return st;
+}
+
+void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespan_s,
+                           int64_t work, int64_t flows)
+{
+    key_of(m, s);
+    remember(m, mc_hash_words(m->scratch, m->nscratch), 1, 0, makespan_s, work, flows);
 }
 
 long mc_sim_memo_resumed(const mc_sim_memo_t *m)

@@ -1,8 +1,10 @@
 /* Two independent computations at once: the second on a thread of its own while the caller runs
- * the first. The caller guarantees that neither writes what the other reads, so the results are
- * those of running them one after the other, on any number of cores. Where no thread can be
- * made, the second runs after the first. */
+ * the first (mc_run_both), or while the caller goes on until it joins it (mc_apart_start). The
+ * caller guarantees that neither writes what the other reads, so the results are those of running
+ * them one after the other, on any number of cores. Where no thread can be made, the second runs
+ * after the first, or at once. */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "util/util.h"
 
@@ -30,4 +32,29 @@ void mc_run_both(void (*first)(void *arg), void *first_arg, void (*second)(void 
     }
     first(first_arg);
     pthread_join(th, NULL);
+}
+
+struct mc_apart {
+    both_task_t task;
+    pthread_t th;
+};
+
+mc_apart_t *mc_apart_start(void (*run)(void *arg), void *arg)
+{
+    mc_apart_t *a = mc_xmalloc(sizeof *a);
+    a->task = (both_task_t){run, arg};
+    if (pthread_create(&a->th, NULL, run_task, &a->task) != 0) {
+        run(arg);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void mc_apart_join(mc_apart_t *a)
+{
+    if (!a)
+        return;
+    pthread_join(a->th, NULL);
+    free(a);
 }

@@ -97,6 +97,11 @@ int mc_find_int(const int *v, int n, int x);
  * returns when both are done; they must not write what the other reads (util/both.c). */
 void mc_run_both(void (*first)(void *arg), void *first_arg, void (*second)(void *arg),
                  void *second_arg);
+/* run(arg) begun on a thread of its own while the caller goes on (run at once, before returning,
+ * where no thread can be made); mc_apart_join waits for it to end (util/both.c). */
+typedef struct mc_apart mc_apart_t;
+mc_apart_t *mc_apart_start(void (*run)(void *arg), void *arg);
+void mc_apart_join(mc_apart_t *a);
 
 /* A growable text buffer. */
 typedef struct mc_buf {

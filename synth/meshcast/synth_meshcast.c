@@ -1079,24 +1079,14 @@ static double plan_depth_s(const run_t *r, int kind)
  * whole on one of its candidates, placed by link load (mc_plan_balanced). Where some share
  * crosses to several hosts (chains_across), over the shape-based candidates with every chain
  * across hosts visiting them from its root's host on, wrapping around, in a synthesis of its own
- * (b, fresh); else over the winner's own components (b == won). Where the winner (won, timed
- * *w) was simulated, the balanced plan is timed within one referee's allowance up to its time.
- * Where it was not, the summary simulates the written schedule within the caller's allowance
- * (opts->sim_work) in any case, and a balanced plan simulated to its end is not simulated again
- * (the memo): it gets that allowance, where it moves fewer chunks over tree edges than the
- * winner (its 64 trees over eight RTX 3090 boxes, 1 GiB: 47 M units, 2.5 s, where the summary
- * stopped the winner's 275 trees at 200 M, 16 s). Its time is known up to MC_STEP_REACH times
- * the winner's, so that one close behind races its channels too (mc_synth_meshcast). */
-static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verdict_t *v,
-                                  mc_err_t *err)
+ * (b, fresh); else over the winner's own components. */
+static mc_status_t balanced_plans(run_t *b, int fresh, mc_err_t *err)
 {
-    mc_status_t st = MC_OK;
-    mc_sched_t *d = NULL;
-    char name[64];
-    variant_t x = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
-    if (b != won) {
+    if (fresh) {
         b->wrap = 1;
-        MC_CHECK_GOTO(gen_cands(b, 0, err), out, st);
+        mc_status_t st = gen_cands(b, 0, err);
+        if (st != MC_OK)
+            return st;
         mc_comps_build(b->task, b->topo, &b->sh, &b->cs, b->first, b->count, b->chunk, NULL,
                        &b->comps, &b->ncomps);
     }
@@ -1105,6 +1095,87 @@ static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verd
             mc_plan_balanced(&b->comps[i].plan, &b->comps[i].plans[MC_PLAN_BALANCED]);
             b->comps[i].has[MC_PLAN_BALANCED] = 1;
         }
+    return MC_OK;
+}
+
+static const variant_t balanced_plan = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+
+/* The fresh balanced synthesis's simulation made apart: its schedule is built before the other
+ * syntheses and timed on a thread of its own, as synth_balanced times it where the winner was
+ * not simulated (the summary's allowance, no horizon, the cut at the bound), while they are
+ * synthesized; synth_balanced hands its end to the memo, which then decides that race as by a
+ * run of its own (the same run: it is deterministic). Where the race is not run, or is run up to
+ * a horizon before the run apart has ended, the run apart is cancelled. */
+typedef struct balanced_apart {
+    mc_sched_t *d;             /* the schedule (NULL: none made apart) */
+    const mc_topo_t *topo;
+    double floor, t;
+    int64_t allowed, left, flows;
+    atomic_int cancel, done;
+    mc_status_t st;
+    mc_apart_t *thread;
+} balanced_apart_t;
+
+static void balanced_apart_run(void *arg)
+{
+    balanced_apart_t *a = arg;
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    a->st = mc_sim_run_apart(a->d, a->topo, &a->left, a->floor, &a->cancel, &a->flows, &res,
+                             &err);
+    a->t = res.makespan_s;
+    mc_sim_result_free(&res);
+    atomic_store(&a->done, 1);
+}
+
+static mc_status_t balanced_begin(run_t *b, balanced_apart_t *a, mc_err_t *err)
+{
+    char name[64];
+    mc_status_t st = balanced_plans(b, 1, err);
+    if (st == MC_OK)
+        st = build(b, balanced_plan, &a->d, name, sizeof name, err);
+    if (st != MC_OK)
+        return st;
+    a->topo = b->topo;
+    a->floor = b->bound.seconds;
+    a->allowed = a->left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
+    a->thread = mc_apart_start(balanced_apart_run, a);
+    return MC_OK;
+}
+
+/* Ends the run apart, waiting for it (wait) or cancelling it where it has not ended; an end is
+ * handed to memo m (NULL: none). */
+static void balanced_end(balanced_apart_t *a, mc_sim_memo_t *m, int wait)
+{
+    if (!a->d)
+        return;
+    if (!wait && !atomic_load(&a->done))
+        atomic_store(&a->cancel, 1);
+    mc_apart_join(a->thread);
+    a->thread = NULL;
+    if (m && a->st == MC_OK)
+        mc_sim_memo_put_ended(m, a->d, a->t, a->allowed - a->left, a->flows);
+    mc_sched_free(a->d);
+    a->d = NULL;
+}
+
+/* The balanced synthesis b (balanced_plans; a: its run apart, or NULL where b is the winner won
+ * itself, timed *w) raced: where the winner was simulated, the balanced plan is timed within
+ * one referee's allowance up to its time. Where it was not, the summary simulates the written
+ * schedule within the caller's allowance (opts->sim_work) in any case, and a balanced plan
+ * simulated to its end is not simulated again (the memo): it gets that allowance, where it moves
+ * fewer chunks over tree edges than the winner (its 64 trees over eight RTX 3090 boxes, 1 GiB:
+ * 47 M units, 2.5 s, where the summary stopped the winner's 275 trees at 200 M, 16 s). Its time
+ * is known up to MC_STEP_REACH times the winner's, so that one close behind races its channels
+ * too (mc_synth_meshcast). */
+static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, balanced_apart_t *a,
+                                  verdict_t *v, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    mc_sched_t *d = NULL;
+    char name[64];
+    if (!a)
+        MC_CHECK_GOTO(balanced_plans(b, 0, err), out, st);
     /* its deepest path alone outlasts the winner: it cannot win (the 4 MiB all-gathers, whose
      * winner is one level of hosts deep, its chains seven) */
     if (w->simulated && plan_depth_s(b, MC_PLAN_BALANCED) >= w->t)
@@ -1116,12 +1187,15 @@ static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, verd
         flows = sched_flows(d);
         mc_sched_free(d);
         d = NULL;
-        MC_CHECK_GOTO(build(b, x, &d, name, sizeof name, err), out, st);
+        MC_CHECK_GOTO(build(b, balanced_plan, &d, name, sizeof name, err), out, st);
         if (sched_flows(d) > flows)
             goto out;
         b->sim_work_left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
     }
-    MC_CHECK_GOTO(race(b, x, w->simulated ? MC_STEP_REACH * w->t : 0, v, err), out, st);
+    if (a)
+        balanced_end(a, b->memo, !w->simulated);
+    MC_CHECK_GOTO(race(b, balanced_plan, w->simulated ? MC_STEP_REACH * w->t : 0, v, err), out,
+                  st);
     /* the caller's allowance was for timing the plan: the channel race adds its own */
     if (!w->simulated)
         b->sim_work_left = 0;
@@ -1144,6 +1218,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
     verdict_t v, v2 = {0}, vb = {0};
+    balanced_apart_t apart = {0};
     char name[64];
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
@@ -1152,6 +1227,9 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     plain.bound = r.bound;
     bal.bound = r.bound;
     MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
+    int across = !r.chunk && !r.opts->memory_limit && chains_across(&r);
+    if (across)
+        MC_CHECK_GOTO(balanced_begin(&bal, &apart, err), out, st);
     /* Priced trees lower the fractional optimum, but the simulator also charges what the model
      * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing
      * added trees, the synthesis from the shape-based candidates alone (what it would be without
@@ -1180,25 +1258,25 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
      * their load says and often cannot time within the allowance (1 GiB over eight MI300X
      * boxes: 567 trees, an estimate of 2.98 ms, 4.26 ms simulated by the summary); one tree per
      * share, the chains wrapped around, 2.94 ms. It must be simulated faster to be kept. */
-    const variant_t balanced = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     run_t *runner = NULL; /* the balanced plan's synthesis where it lost by MC_STEP_REACH or less */
     if (!r.chunk && !r.opts->memory_limit &&
         (!v.simulated || v.t > MC_BALANCED_ROOM * r.bound.seconds)) {
-        run_t *b = chains_across(&r) ? &bal : won;
+        run_t *b = across ? &bal : won;
         int64_t left = won->sim_work_left;
-        MC_CHECK_GOTO(synth_balanced(b, won, &v, &vb, err), out, st);
+        MC_CHECK_GOTO(synth_balanced(b, won, &v, across ? &apart : NULL, &vb, err), out, st);
         if (vb.simulated && (!v.simulated || vb.t < v.t)) {
             v = vb;
             won = b;
-            won->kept = balanced;
+            won->kept = balanced_plan;
         } else {
             won->sim_work_left = left;
             runner = vb.simulated && v.simulated ? b : NULL;
         }
     }
+    balanced_end(&apart, NULL, 0);
     /* last, the synthesis that won, cut into channels (beside the balanced plan close behind) */
     if (!r.chunk && v.simulated)
-        MC_CHECK_GOTO(synth_channels(&won, &v, runner, balanced, &vb, err), out, st);
+        MC_CHECK_GOTO(synth_channels(&won, &v, runner, balanced_plan, &vb, err), out, st);
     MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
     if (!r.chunk && v.simulated && !r.opts->memory_limit) {
         won->last_work_left = MC_SIM_LAST_WORK;
@@ -1222,6 +1300,7 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     *out = s;
     s = NULL;
 out:
+    balanced_end(&apart, NULL, 0);
     mc_sched_free(s);
     run_free(&r);
     run_free(&plain);

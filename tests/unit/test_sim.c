@@ -1,7 +1,8 @@
 /* Tests for sim/: the simulator against closed forms on hand-built topologies: one transfer, a
  * pipelined chain, flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
  * whose branches share the root's egress, phases in sequence, repeatability, and link-disjoint
- * groups simulated apart, identical ones once. */
+ * groups simulated apart, identical ones once; allowances, horizons, the memo and runs made
+ * apart. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -338,6 +339,46 @@ static void test_memo_unbounded(void **state)
     assert_false(memo_matches(m, s, t, -1, 0));
     assert_false(memo_matches(m, s, t, -1, t0 + 7e6 / B));
     mc_sim_memo_free(m);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
+/* A run made apart (mc_sim_run_apart) on the three-flow incast: the same makespan, work and flows
+ * as the same run through a memo; its end handed to a fresh memo (mc_sim_memo_put_ended) decides
+ * a run of the same schedule under as much allowance, with no horizon or one at its end, without
+ * simulating (no per-link figures), charging that work; not one under less allowance, nor one with
+ * a horizon before its end. A run apart whose cancel is set stops at its first events. */
+static void test_memo_apart(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6});
+    mc_sim_result_t res, fresh;
+    mc_err_t err = {0};
+    atomic_int cancel = 0;
+    int64_t left = 1000, fresh_left = 1000, flows = 0;
+    assert_int_equal(mc_sim_run_apart(s, t, &left, 0, &cancel, &flows, &res, &err), MC_OK);
+    assert_int_equal(mc_sim_run_bounded(s, t, &fresh_left, &fresh, &err), MC_OK);
+    assert_true(res.makespan_s == fresh.makespan_s && left == fresh_left && flows == 3);
+    mc_sim_memo_t *m = mc_sim_memo_new();
+    mc_sim_memo_put_ended(m, s, res.makespan_s, 1000 - left, flows);
+    int64_t w = 1000;
+    mc_sim_result_t got;
+    assert_int_equal(mc_sim_run_memo(m, s, t, &w, res.makespan_s, &got, &err), MC_OK);
+    assert_true(got.makespan_s == res.makespan_s && got.link_busy_s == NULL && w == left);
+    mc_sim_result_free(&got);
+    assert_false(memo_matches(m, s, t, 1000, 0));
+    assert_true(memo_matches(m, s, t, 1000 - left - 1, 0));
+    assert_true(memo_matches(m, s, t, 1000, res.makespan_s * 0.9));
+    mc_sim_memo_free(m);
+    mc_sim_result_free(&res);
+    mc_sim_result_free(&fresh);
+    atomic_store(&cancel, 1);
+    left = 1000;
+    assert_int_equal(mc_sim_run_apart(s, t, &left, 0, &cancel, &flows, &res, &err),
+                     MC_ERR_TIMEOUT);
+    assert_non_null(strstr(err.msg, "cancelled"));
+    assert_true(left > fresh_left);
+    mc_sim_result_free(&res);
     mc_sched_free(s);
     mc_topo_free(t);
 }
@@ -694,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_bounded_work),
         cmocka_unit_test(test_memo),
         cmocka_unit_test(test_memo_unbounded),
+        cmocka_unit_test(test_memo_apart),
         cmocka_unit_test(test_memo_resume),
         cmocka_unit_test(test_memo_cut),
         cmocka_unit_test(test_memo_cut_groups),

@@ -1,5 +1,6 @@
 /* Tests for util/: status text, strict number parsing, atomic writes (whole and in parts), text
- * files, line-oriented reading, growable buffers, sorting and searching ints. */
+ * files, line-oriented reading, growable buffers, sorting and searching ints, computations on a
+ * second thread. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -256,18 +257,46 @@ static void sum_terms(void *arg)
     t->sum = s;
 }
 
-/* mc_run_both returns once both computations are done, each with what it would give alone. */
-static void test_run_both(void **state)
+/* Over 20 rounds, two sums (a short and a long one) run at once by `pair`: once it returns,
+ * each holds what it gives alone. */
+static void sums_at_once(void (*pair)(sum_task_t *a, sum_task_t *b))
 {
-    (void)state;
     for (int round = 0; round < 20; round++) {
         sum_task_t a = {1000 + round, 0}, b = {2000000 + round, 0}, want_a = a, want_b = b;
         sum_terms(&want_a);
         sum_terms(&want_b);
-        mc_run_both(sum_terms, &a, sum_terms, &b);
+        pair(&a, &b);
         assert_memory_equal(&a.sum, &want_a.sum, sizeof a.sum);
         assert_memory_equal(&b.sum, &want_b.sum, sizeof b.sum);
     }
+}
+
+static void by_run_both(sum_task_t *a, sum_task_t *b)
+{
+    mc_run_both(sum_terms, a, sum_terms, b);
+}
+
+static void by_apart(sum_task_t *a, sum_task_t *b)
+{
+    mc_apart_t *th = mc_apart_start(sum_terms, b);
+    sum_terms(a);
+    mc_apart_join(th);
+}
+
+/* mc_run_both returns once both computations are done. */
+static void test_run_both(void **state)
+{
+    (void)state;
+    sums_at_once(by_run_both);
+}
+
+/* mc_apart_start's computation is done once mc_apart_join returns; joining none (NULL) does
+ * nothing. */
+static void test_apart(void **state)
+{
+    (void)state;
+    sums_at_once(by_apart);
+    mc_apart_join(NULL);
 }
 
 int main(void)
@@ -282,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_buf_num),
         cmocka_unit_test(test_sort_and_find_ints),
         cmocka_unit_test(test_run_both),
+        cmocka_unit_test(test_apart),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
