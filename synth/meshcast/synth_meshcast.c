@@ -1004,16 +1004,18 @@ static void run_free(run_t *r)
  * synth_meshcast_alt.c). */
 #define MC_BALANCED_ROOM 1.02
 
-/* Whether some share of r has destinations on two hosts or more other than its first holder's:
- * where its chains across hosts can visit them wrapped around (synth_balanced). */
-static int chains_across(const run_t *r)
+/* Whether some share of the task has destinations on two hosts or more other than its first
+ * holder's: where its chains across hosts can visit them wrapped around (synth_balanced). */
+static int chains_across(const mc_task_t *task, const mc_topo_t *topo)
 {
-    int nlocal;
-    for (int i = 0; i < r->sh.n; i++)
-        if (mc_cands_hosts_away(r->topo, &r->sh.s[i],
-                                r->task->pieces[r->sh.s[i].piece].holders[0], &nlocal) >= 2)
-            return 1;
-    return 0;
+    mc_shares_t sh;
+    int nlocal, across = 0;
+    mc_shares_build(task, topo, &sh);
+    for (int i = 0; i < sh.n && !across; i++)
+        across = mc_cands_hosts_away(topo, &sh.s[i], task->pieces[sh.s[i].piece].holders[0],
+                                     &nlocal) >= 2;
+    mc_shares_free(&sh);
+    return across;
 }
 
 /* The chunk crossings (every chunk over every edge of its tree) of a schedule: what its
@@ -1226,10 +1228,10 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     MC_CHECK_GOTO(mc_task_bound(task, topo, &r.bound, err), out, st);
     plain.bound = r.bound;
     bal.bound = r.bound;
-    MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
-    int across = !r.chunk && !r.opts->memory_limit && chains_across(&r);
+    int across = !r.chunk && !r.opts->memory_limit && chains_across(task, topo);
     if (across)
         MC_CHECK_GOTO(balanced_begin(&bal, &apart, err), out, st);
+    MC_CHECK_GOTO(gen_cands(&r, 1, err), out, st);
     /* Priced trees lower the fractional optimum, but the simulator also charges what the model
      * does not (pipeline fill of deeper trees, trees sharing links finishing apart): when pricing
      * added trees, the synthesis from the shape-based candidates alone (what it would be without
