@@ -1,4 +1,4 @@
-/* Helper the synthesis tests share: the meshcast strategy under an rlimit, its schedule checked
+/* Helpers the synthesis tests share: the meshcast strategy under an rlimit, its schedule checked
  * and simulated. */
 #ifndef TEST_SYNTH_HELPERS_H
 #define TEST_SYNTH_HELPERS_H
@@ -15,20 +15,27 @@
 #include "sim/sim.h"
 #include "synth/synth.h"
 
-/* Synthesizes task under an rlimit (budget out of reach); checks the schedule valid and never
- * below the bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
+/* The meshcast schedule of task under an rlimit (budget out of reach), in *out. */
+static inline void synth_rlimit(const mc_topo_t *topo, mc_task_t *task, mc_sched_t **out)
+{
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    mc_err_t err = {0};
+    opts.rlimit = 300000;
+    opts.budget_s = 1000;
+    if (mc_synth_meshcast(task, topo, &opts, out, &err) != MC_OK)
+        fail_msg("%s", err.msg);
+}
+
+/* Synthesizes task under an rlimit (synth_rlimit); checks the schedule valid and never below the
+ * bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
 static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
                         char plan[64])
 {
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
     mc_sched_t *s = NULL;
     mc_sim_result_t res = {0};
     mc_err_t err = {0};
     mc_bound_t b;
-    opts.rlimit = 300000;
-    opts.budget_s = 1000;
-    if (mc_synth_meshcast(task, topo, &opts, &s, &err) != MC_OK)
-        fail_msg("%s", err.msg);
+    synth_rlimit(topo, task, &s);
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
     assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);

@@ -169,13 +169,8 @@ static void test_balanced_apart_repeats(void **state)
     for (int i = 0; i < 3; i++) {
         mc_task_t *task = task_of("M={g:32}@0..31", "N={g:1}@0",
                                   "f32[16384,16384] M[g,_] -> M[_,_]");
-        mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
         mc_sched_t *s = NULL;
-        mc_err_t err = {0};
-        opts.rlimit = 300000;
-        opts.budget_s = 1000;
-        if (mc_synth_meshcast(task, topo, &opts, &s, &err) != MC_OK)
-            fail_msg("%s", err.msg);
+        synth_rlimit(topo, task, &s);
         assert_non_null(strstr(s->params, "plan=balanced"));
         xml[i] = mc_sched_to_xml(s, topo);
         mc_sched_free(s);

@@ -180,12 +180,8 @@ static void test_priced_same_rlimit_same_schedule(void **state)
         mc_err_t err = {0};
         assert_int_equal(mc_task_add_mesh(t, "M={g:8}@0..7", &err), MC_OK);
         assert_int_equal(mc_task_add_move(t, "f32[4096,4096] M[g,_] -> M[_,_]", &err), MC_OK);
-        mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-        opts.rlimit = 300000;
-        opts.budget_s = 1000;
         mc_sched_t *s = NULL;
-        if (mc_synth_meshcast(t, topo, &opts, &s, &err) != MC_OK)
-            fail_msg("%s", err.msg);
+        synth_rlimit(topo, t, &s);
         assert_null(strstr(s->params, "priced=0"));
         xml[i] = mc_sched_to_xml(s, topo);
         mc_sched_free(s);
