@@ -886,9 +886,10 @@ out:
 /* Runs s (the timeline kept when keep_intervals) within the allowance *work_left (NULL: none)
  * up to horizon_s (0: none), cut (stop_here) by floor_s (0: no cut; a cut run is charged all of
  * its allowance and one more unit, as the allowance would stop it), stopped as soon as *cancel
- * is set (NULL: never); *nflows gets the flows it has to simulate. With run not NULL, *run NULL begins the run and *run not NULL takes on a run that
- * its allowance (or the cut) stopped with no horizon (sim_run_until_counted); *run gets the run
- * when its allowance or the cut stops it with no horizon, else NULL. */
+ * is set (NULL: never); *nflows gets the flows it has to simulate. With run not NULL, *run NULL
+ * begins the run and *run not NULL takes on a run that its allowance (or the cut) stopped with
+ * no horizon (sim_run_until_counted); *run gets the run when its allowance or the cut stops it
+ * with no horizon, else NULL. */
 static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals,
                            int64_t *work_left, double horizon_s, double floor_s,
                            const atomic_int *cancel, int64_t *nflows, sim_t **run,

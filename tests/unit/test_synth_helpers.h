@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/sim.h"
@@ -49,6 +50,32 @@ static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *b
     mc_sim_result_free(&res);
     mc_sched_free(s);
     return t;
+}
+
+/* Synthesizes the task make() gives n times (synth_rlimit, at most 4), each schedule's params
+ * holding `has` (NULL: not looked at) and not `lacks` (NULL: not looked at): the n schedules are
+ * the same, byte for byte. */
+static inline void synth_repeats(const mc_topo_t *topo, mc_task_t *(*make)(void), int n,
+                                 const char *has, const char *lacks)
+{
+    char *xml[4];
+    assert_true(n >= 2 && n <= 4);
+    for (int i = 0; i < n; i++) {
+        mc_task_t *task = make();
+        mc_sched_t *s = NULL;
+        synth_rlimit(topo, task, &s);
+        if (has)
+            assert_non_null(strstr(s->params, has));
+        if (lacks)
+            assert_null(strstr(s->params, lacks));
+        xml[i] = mc_sched_to_xml(s, topo);
+        mc_sched_free(s);
+        mc_task_free(task);
+    }
+    for (int i = 1; i < n; i++)
+        assert_string_equal(xml[0], xml[i]);
+    for (int i = 0; i < n; i++)
+        free(xml[i]);
 }
 
 #endif

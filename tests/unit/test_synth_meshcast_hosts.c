@@ -158,6 +158,11 @@ static void test_wrapped_chains(void **state)
     mc_topo_free(topo);
 }
 
+static mc_task_t *allgather_p4d_x4(void)
+{
+    return task_of("M={g:32}@0..31", "N={g:1}@0", "f32[16384,16384] M[g,_] -> M[_,_]");
+}
+
 /* A 1 GiB all-gather over four p4d boxes: the balanced synthesis wins, its plan simulated on a
  * thread of its own while the others are synthesized (docs/synthesis.md, "Session 24"); three
  * syntheses give the same schedule, byte for byte. */
@@ -165,21 +170,7 @@ static void test_balanced_apart_repeats(void **state)
 {
     (void)state;
     mc_topo_t *topo = load_ok("topologies/p4d-x4.xml");
-    char *xml[3];
-    for (int i = 0; i < 3; i++) {
-        mc_task_t *task = task_of("M={g:32}@0..31", "N={g:1}@0",
-                                  "f32[16384,16384] M[g,_] -> M[_,_]");
-        mc_sched_t *s = NULL;
-        synth_rlimit(topo, task, &s);
-        assert_non_null(strstr(s->params, "plan=balanced"));
-        xml[i] = mc_sched_to_xml(s, topo);
-        mc_sched_free(s);
-        mc_task_free(task);
-    }
-    assert_string_equal(xml[0], xml[1]);
-    assert_string_equal(xml[0], xml[2]);
-    for (int i = 0; i < 3; i++)
-        free(xml[i]);
+    synth_repeats(topo, allgather_p4d_x4, 3, "plan=balanced", NULL);
     mc_topo_free(topo);
 }
 

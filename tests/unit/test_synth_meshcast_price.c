@@ -169,27 +169,20 @@ static void test_broadcast_near_maxflow(void **state)
     mc_task_free(task);
 }
 
+static mc_task_t *allgather8(void)
+{
+    mc_task_t *t = mc_task_new();
+    mc_err_t err = {0};
+    assert_int_equal(mc_task_add_mesh(t, "M={g:8}@0..7", &err), MC_OK);
+    assert_int_equal(mc_task_add_move(t, "f32[4096,4096] M[g,_] -> M[_,_]", &err), MC_OK);
+    return t;
+}
+
 /* An all-gather over the 8 GPUs (pricing adds trees for 8 shares at once) twice under the same
  * rlimit and an unreachable budget: byte-identical schedules. */
 static void test_priced_same_rlimit_same_schedule(void **state)
 {
-    const mc_topo_t *topo = *state;
-    char *xml[2];
-    for (int i = 0; i < 2; i++) {
-        mc_task_t *t = mc_task_new();
-        mc_err_t err = {0};
-        assert_int_equal(mc_task_add_mesh(t, "M={g:8}@0..7", &err), MC_OK);
-        assert_int_equal(mc_task_add_move(t, "f32[4096,4096] M[g,_] -> M[_,_]", &err), MC_OK);
-        mc_sched_t *s = NULL;
-        synth_rlimit(topo, t, &s);
-        assert_null(strstr(s->params, "priced=0"));
-        xml[i] = mc_sched_to_xml(s, topo);
-        mc_sched_free(s);
-        mc_task_free(t);
-    }
-    assert_string_equal(xml[0], xml[1]);
-    free(xml[0]);
-    free(xml[1]);
+    synth_repeats(*state, allgather8, 2, NULL, "priced=0");
 }
 
 /* Fraction-weighted depth of a split's trees (one share: the fractions sum to 1). */
