@@ -60,6 +60,8 @@ typedef struct sim_classes {
     double *conn;
     mc_index_t index;
     sim_list_t *active;     /* per class: its active flows, in the order they became active */
+    double *rate;           /* per class: the rate its last re-rating gave its active flows, */
+    unsigned char *joined;  /* and whether a flow became active since (at rate 0) */
     int *at, at_cap;        /* per crossing (links[]): its place on its link's crossings */
 } sim_classes_t;
 
@@ -91,6 +93,9 @@ struct sim_run {
      * them), and when it became active in its group (its place on every link's flows) */
     double *flow_rate;
     int flow_rate_cap;
+    unsigned *flow_version;  /* per flow: its motion's version, apart too, since most finish
+                              * events popped are superseded and are told so from it alone */
+    int flow_version_cap;
     unsigned *flow_seq, seq;
     int flow_seq_cap;
     unsigned *moved, stamp;  /* per link: the re-rating (stamp) that touched it or re-rated one of
@@ -163,9 +168,13 @@ static int sim_class(sim_classes_t *c, const int *links, int n, double conn)
         c->off = mc_xrealloc(c->off, sizeof(int) * (size_t)c->cap);
         c->conn = mc_xrealloc(c->conn, sizeof(double) * (size_t)c->cap);
         c->active = mc_xrealloc(c->active, sizeof(sim_list_t) * (size_t)c->cap);
+        c->rate = mc_xrealloc(c->rate, sizeof(double) * (size_t)c->cap);
+        c->joined = mc_xrealloc(c->joined, (size_t)c->cap);
         c->off[0] = 0;
     }
     c->active[k] = (sim_list_t){0};
+    c->rate[k] = 0;
+    c->joined[k] = 0;
     MC_GROW(c->links, c->links_cap, c->nlinks + n);
     MC_GROW(c->at, c->at_cap, c->nlinks + n);
     memcpy(c->links + c->nlinks, links, sizeof(int) * (size_t)n);
@@ -217,10 +226,12 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         MC_GROW(sm->flows, sm->flow_cap, sm->nflows + tr->nchunks);
         MC_GROW(sm->flow_seq, sm->flow_seq_cap, sm->nflows + tr->nchunks);
         MC_GROW(sm->flow_rate, sm->flow_rate_cap, sm->nflows + tr->nchunks);
+        MC_GROW(sm->flow_version, sm->flow_version_cap, sm->nflows + tr->nchunks);
         for (int k = 0; k < tr->nchunks; k++) {
             uint64_t off, len;
             mc_tree_chunk(tr, k, &off, &len);
             sm->flow_rate[sm->nflows] = 0;
+            sm->flow_version[sm->nflows] = 0;
             sm->flows[sm->nflows++] = (sim_flow_t){.edge = sm->nedges - 1, .chunk = k,
                                                    .bytes = (double)len};
         }
@@ -327,9 +338,10 @@ static void cross_remove(sim_classes_t *cs, sim_crossings_t *lc, int x)
 static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
 {
     sim_list_t *a = &sm->cls.active[e->cls];
-    if (on)
+    if (on) {
         list_add(a, f);
-    else
+        sm->cls.joined[e->cls] = 1;
+    } else
         list_remove(a, f);
     if (a->n != on)
         return;
@@ -345,6 +357,8 @@ static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
 /* Applies one event; returns 0 for a finish event that a later rate change superseded. */
 static int process(sim_t *sm, const sim_event_t *ev, double now)
 {
+    if (ev->kind == SIM_EV_FINISH && ev->version != sm->flow_version[ev->flow])
+        return 0;
     sim_flow_t *f = &sm->flows[ev->flow];
     sim_edge_t *e = &sm->edges[f->edge];
     if (ev->kind == SIM_EV_ACTIVATE) {
@@ -360,7 +374,7 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         class_flow(sm, e, ev->flow, 1);
         return 1;
     }
-    if (!f->active || ev->version != f->m.version)
+    if (!f->active)
         return 0;
     f->active = 0;
     f->m.remaining = 0;
@@ -449,20 +463,25 @@ static void recompute(sim_t *sm, double now)
     }
     for (int i = 0; i < lk->ntouched; i++)
         sm->moved[lk->touched[i]] = sm->stamp;
-    /* every flow of the component moves up to now; a class with a flow re-rated to another rate
-     * moves its links (its route) */
+    /* a flow re-rated to another rate moves up to now at its old one (one whose rate stays moves
+     * on as it did); a class with such a flow moves its links (its route). A class whose rate
+     * stays and that no flow joined since its last re-rating has none. */
     int n = 0;
     MC_GROW(sm->changed, sm->changed_cap, lk->ncomp_flows);
     for (int i = 0; i < lk->ncls; i++) {
-        const sim_list_t *a = &sm->cls.active[lk->ent_cls[i]];
-        double rate = lk->crate[i];
-        int had = n;
-        for (int k = 0; k < a->n; k++) {
-            sim_motion_advance(&sm->flows[a->v[k]].m, now);
-            if (sm->flows[a->v[k]].m.rate != rate)
-                sm->changed[n++] = (sim_flow_at_t){a->v[k], i};
-        }
         int c = lk->ent_cls[i];
+        double rate = lk->crate[i];
+        if (!sm->cls.joined[c] && sm->cls.rate[c] == rate)
+            continue;
+        sm->cls.joined[c] = 0;
+        sm->cls.rate[c] = rate;
+        const sim_list_t *a = &sm->cls.active[c];
+        int had = n;
+        for (int k = 0; k < a->n; k++)
+            if (sm->flow_rate[a->v[k]] != rate) {
+                sim_motion_advance(&sm->flows[a->v[k]].m, now);
+                sm->changed[n++] = (sim_flow_at_t){a->v[k], i};
+            }
         for (int x = sm->cls.off[c]; n > had && x < sm->cls.off[c + 1]; x++)
             sm->moved[sm->cls.links[x]] = sm->stamp;
     }
@@ -473,6 +492,7 @@ static void recompute(sim_t *sm, double now)
         int f = sm->changed[k].flow;
         sm->flow_rate[f] = lk->crate[sm->changed[k].entry];
         sim_motion_retime(&sm->flows[f].m, sm->flow_rate[f], now, &sm->q, f);
+        sm->flow_version[f] = sm->flows[f].m.version;
     }
     /* every active flow on these links is in the component, so flow_rate is its motion's rate
      * (0 for a flow no longer active); a link whose flows and their rates are those of its last
@@ -537,6 +557,7 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
         MC_GROW(sm->flows, sm->flow_cap, (int)nflows);
         MC_GROW(sm->flow_seq, sm->flow_seq_cap, (int)nflows);
         MC_GROW(sm->flow_rate, sm->flow_rate_cap, (int)nflows);
+        MC_GROW(sm->flow_version, sm->flow_version_cap, (int)nflows);
     }
     for (int i = 0; i < n; i++) {
         mc_status_t st = build_tree(sm, trees[i], sm->edge_of, err);
@@ -808,6 +829,7 @@ void sim_run_free(sim_t *sm)
     free(sm->flows);
     free(sm->flow_seq);
     free(sm->flow_rate);
+    free(sm->flow_version);
     free(sm->moved);
     free(sm->link_load);
     free(sm->changed);
@@ -821,6 +843,8 @@ void sim_run_free(sim_t *sm)
     for (int c = 0; c < sm->cls.n; c++)
         free(sm->cls.active[c].v);
     free(sm->cls.active);
+    free(sm->cls.rate);
+    free(sm->cls.joined);
     free(sm->cls.at);
     for (int p = 0; p < sm->nphases; p++)
         sim_groups_free(&sm->groups[p]);
