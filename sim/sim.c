@@ -354,7 +354,9 @@ static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
     }
 }
 
-/* Applies one event; returns 0 for a finish event that a later rate change superseded. */
+/* Applies one event; returns 0 for a finish event that a later rate change superseded. A finish
+ * of its flow's current version is of an active flow: versions change only while a flow is
+ * active, each is queued once, and the flow ends when that event pops. */
 static int process(sim_t *sm, const sim_event_t *ev, double now)
 {
     if (ev->kind == SIM_EV_FINISH && ev->version != sm->flow_version[ev->flow])
@@ -374,8 +376,6 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
         class_flow(sm, e, ev->flow, 1);
         return 1;
     }
-    if (!f->active)
-        return 0;
     f->active = 0;
     f->m.remaining = 0;
     sm->flow_rate[ev->flow] = 0; /* summed with its link's flows: adds nothing */
