@@ -147,6 +147,11 @@ int mc_topo_host_gpus(const mc_topo_t *t, int h, int *first);
  * GPU and cached inside t. */
 mc_status_t mc_topo_host_spt(const mc_topo_t *t, int src, int *g0, const int **parent,
                              mc_err_t *err);
+/* igraph keeps state of its own (the stack its error handling unwinds: Debian's 0.10.2 is built
+ * with IGRAPH_THREAD_SAFE 0), so code that may run beside another thread (synthesis) calls it
+ * between these, one thread at a time. */
+void mc_topo_igraph_lock(void);
+void mc_topo_igraph_unlock(void);
 /* The GPU of host h with device index dev (its rail), or -1. */
 int mc_topo_host_gpu_on_dev(const mc_topo_t *t, int h, int dev);
 /* Node id of a node by its name, -1 if none. */

@@ -1,5 +1,6 @@
 /* Building a topology: nodes, directed links, GPU numbering, the igraph graph and the
  * fingerprint; plus the capacity queries the lower bounds use. Loaders only call these. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -59,6 +60,19 @@ const char *mc_link_kind_str(mc_link_kind_t k)
 int mc_link_is_gpu_fabric(mc_link_kind_t k)
 {
     return k == MC_LINK_NVL || k == MC_LINK_XGMI;
+}
+
+/* (topo.h) */
+static pthread_mutex_t igraph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mc_topo_igraph_lock(void)
+{
+    pthread_mutex_lock(&igraph_lock);
+}
+
+void mc_topo_igraph_unlock(void)
+{
+    pthread_mutex_unlock(&igraph_lock);
 }
 
 mc_topo_t *mc_topo_new(const char *source)

@@ -90,20 +90,23 @@ void mc_topo_host_spt_cache_free(mc_topo_t *t)
     t->host_spt_cache = NULL;
 }
 
+/* The cache, and igraph in it, under mc_topo_igraph_lock. */
 mc_status_t mc_topo_host_spt(const mc_topo_t *t, int src, int *g0, const int **parent,
                              mc_err_t *err)
 {
+    mc_status_t st = MC_OK;
+    mc_topo_igraph_lock();
     struct mc_host_spt_cache *c = cache_of(t);
     int n = mc_topo_host_gpus(t, mc_topo_gpu_host(t, src), g0);
     if (!c->parent[src]) {
         int *p = mc_xmalloc(sizeof(int) * (size_t)n);
-        mc_status_t st = compute(t, src, *g0, n, p, err);
-        if (st != MC_OK) {
+        st = compute(t, src, *g0, n, p, err);
+        if (st != MC_OK)
             free(p);
-            return st;
-        }
-        c->parent[src] = p;
+        else
+            c->parent[src] = p;
     }
     *parent = c->parent[src];
-    return MC_OK;
+    mc_topo_igraph_unlock();
+    return st;
 }

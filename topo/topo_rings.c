@@ -11,13 +11,16 @@
 #define LANE_MAX_CHANNELS 32
 
 /* A GPU's NVLink lanes and whether one of its links reaches an NVSwitch; igraph lists its
- * outgoing links without scanning every link of the topology. */
+ * outgoing links without scanning every link of the topology (under mc_topo_igraph_lock). */
 static void gpu_out(const mc_topo_t *t, int gpu, int *lanes, int *nvswitch)
 {
     igraph_vector_int_t out;
     *lanes = *nvswitch = 0;
-    if (igraph_vector_int_init(&out, 0) != IGRAPH_SUCCESS)
+    mc_topo_igraph_lock();
+    if (igraph_vector_int_init(&out, 0) != IGRAPH_SUCCESS) {
+        mc_topo_igraph_unlock();
         return;
+    }
     if (igraph_incident(&t->graph, &out, t->gpu_node[gpu], IGRAPH_OUT) == IGRAPH_SUCCESS)
         for (igraph_integer_t i = 0; i < igraph_vector_int_size(&out); i++) {
             const mc_link_t *l = &t->links[VECTOR(out)[i]];
@@ -25,6 +28,7 @@ static void gpu_out(const mc_topo_t *t, int gpu, int *lanes, int *nvswitch)
             *nvswitch |= t->nodes[l->dst].kind == MC_NODE_NVS;
         }
     igraph_vector_int_destroy(&out);
+    mc_topo_igraph_unlock();
 }
 
 int mc_topo_ring_searched(const mc_topo_t *t, int gpu)

@@ -9,10 +9,17 @@
  * several links): every other port has one way in, the same from every source, so the cache
  * grows with the ports that send times the switches, not with the ports squared. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "topo/topo_internal.h"
+
+/* Routes are asked for from two threads at once (the plain synthesis runs on a thread of its own,
+ * synth_meshcast.c): the cache is filled under this lock, and a pair's route once found is
+ * published with its link count stored last (release), so that mc_topo_route_links reads a known
+ * one without the lock. */
+static pthread_mutex_t route_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct path {
     int n;
@@ -231,7 +238,7 @@ static struct mc_route_cache *cache_of(const mc_topo_t *ct)
     c->width = mc_xmalloc(sizeof(double) * (size_t)t->nnodes);
     if (t->ngpus <= MC_ROUTE_PAIR_GPUS)
         c->pairs = mc_xcalloc((size_t)t->ngpus + 1, sizeof(pair_route_t *));
-    t->route_cache = c;
+    __atomic_store_n(&t->route_cache, c, __ATOMIC_RELEASE);
     return c;
 }
 
@@ -447,15 +454,23 @@ static void copy_links(int *nlinks, int *links, int *via_gpu, int n, const int *
     memcpy(links, from, sizeof(int) * (size_t)n);
 }
 
+/* The route of pair (a, b) found already, or NULL; without the lock (route_lock). */
+static const pair_route_t *known_pair(const mc_topo_t *t, int gpu_a, int gpu_b)
+{
+    if (gpu_a < 0 || gpu_a >= t->ngpus || gpu_b < 0 || gpu_b >= t->ngpus || gpu_a == gpu_b)
+        return NULL;
+    const struct mc_route_cache *c = __atomic_load_n(&t->route_cache, __ATOMIC_ACQUIRE);
+    const pair_route_t *row = c && c->pairs ? __atomic_load_n(&c->pairs[gpu_a], __ATOMIC_ACQUIRE)
+                                            : NULL;
+    return row && __atomic_load_n(&row[gpu_b].nlinks, __ATOMIC_ACQUIRE) >= 0 ? &row[gpu_b]
+                                                                             : NULL;
+}
+
 mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *nlinks, int *links,
                                 int *via_gpu, mc_err_t *err)
 {
-    const struct mc_route_cache *c = t->route_cache;
-    const pair_route_t *known = gpu_a >= 0 && gpu_a < t->ngpus && gpu_b >= 0 && gpu_b < t->ngpus &&
-                                        gpu_a != gpu_b && c && c->pairs && c->pairs[gpu_a]
-                                    ? &c->pairs[gpu_a][gpu_b]
-                                    : NULL;
-    if (known && known->nlinks >= 0) {
+    const pair_route_t *known = known_pair(t, gpu_a, gpu_b);
+    if (known) {
         copy_links(nlinks, links, via_gpu, known->nlinks, known->links, known->via_gpu);
         return MC_OK;
     }
@@ -466,24 +481,20 @@ mc_status_t mc_topo_route_links(const mc_topo_t *t, int gpu_a, int gpu_b, int *n
     return st;
 }
 
-mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,
-                          mc_err_t *err)
+/* mc_topo_route under route_lock. */
+static mc_status_t route_locked(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,
+                                mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    if (gpu_a < 0 || gpu_a >= t->ngpus || gpu_b < 0 || gpu_b >= t->ngpus)
-        return mc_err_set(err, MC_ERR_INVALID, "%s: GPU %d or %d is not in 0..%d", t->source,
-                          gpu_a, gpu_b, t->ngpus - 1);
-    *r = (mc_route_t){.src_gpu = gpu_a, .dst_gpu = gpu_b, .via_gpu = -1, .bw = INFINITY};
-    if (gpu_a == gpu_b)
-        return MC_OK;
     struct mc_route_cache *c = cache_of(t);
     int a = t->gpu_node[gpu_a], b = t->gpu_node[gpu_b];
     pair_route_t *known = NULL;
     if (c->pairs) {
         if (!c->pairs[gpu_a]) {
-            c->pairs[gpu_a] = mc_xmalloc(sizeof(pair_route_t) * (size_t)t->ngpus);
+            pair_route_t *row = mc_xmalloc(sizeof(pair_route_t) * (size_t)t->ngpus);
             for (int g = 0; g < t->ngpus; g++)
-                c->pairs[gpu_a][g].nlinks = -1;
+                row[g].nlinks = -1;
+            __atomic_store_n(&c->pairs[gpu_a], row, __ATOMIC_RELEASE);
         }
         known = &c->pairs[gpu_a][gpu_b];
     }
@@ -506,13 +517,31 @@ mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *
     } else {
         MC_CHECK_GOTO(network_route(t, c, r, err), out, st);
     }
-    if (known)
-        copy_links(&known->nlinks, known->links, &known->via_gpu, r->nlinks, r->links, r->via_gpu);
+    if (known) { /* its links first, its count last: then a reader without the lock sees it */
+        memcpy(known->links, r->links, sizeof(int) * (size_t)r->nlinks);
+        known->via_gpu = r->via_gpu;
+        __atomic_store_n(&known->nlinks, r->nlinks, __ATOMIC_RELEASE);
+    }
 figures: /* from the links as they are now */
     for (int i = 0; i < r->nlinks; i++) {
         r->bw = fmin(r->bw, t->links[r->links[i]].bw);
         r->latency += t->links[r->links[i]].latency;
     }
 out:
+    return st;
+}
+
+mc_status_t mc_topo_route(const mc_topo_t *t, int gpu_a, int gpu_b, mc_route_t *r,
+                          mc_err_t *err)
+{
+    if (gpu_a < 0 || gpu_a >= t->ngpus || gpu_b < 0 || gpu_b >= t->ngpus)
+        return mc_err_set(err, MC_ERR_INVALID, "%s: GPU %d or %d is not in 0..%d", t->source,
+                          gpu_a, gpu_b, t->ngpus - 1);
+    *r = (mc_route_t){.src_gpu = gpu_a, .dst_gpu = gpu_b, .via_gpu = -1, .bw = INFINITY};
+    if (gpu_a == gpu_b)
+        return MC_OK;
+    pthread_mutex_lock(&route_lock);
+    mc_status_t st = route_locked(t, gpu_a, gpu_b, r, err);
+    pthread_mutex_unlock(&route_lock);
     return st;
 }

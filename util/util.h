@@ -101,6 +101,9 @@ void mc_run_both(void (*first)(void *arg), void *first_arg, void (*second)(void 
  * where no thread can be made); mc_apart_join waits for it to end (util/both.c). */
 typedef struct mc_apart mc_apart_t;
 mc_apart_t *mc_apart_start(void (*run)(void *arg), void *arg);
+/* mc_apart_start for work that may not be needed: its thread runs at the lowest priority (nice
+ * 19), on a core the caller's other threads leave idle. */
+mc_apart_t *mc_apart_start_idle(void (*run)(void *arg), void *arg);
 void mc_apart_join(mc_apart_t *a);
 
 /* A growable text buffer. */

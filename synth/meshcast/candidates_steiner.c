@@ -19,7 +19,8 @@ void mc_steiner_free(mc_steiner_t *g)
     memset(g, 0, sizeof(*g));
 }
 
-/* Fills g->dist and g->pred from every node (igraph Dijkstra over g->w). */
+/* Fills g->dist and g->pred from every node (igraph Dijkstra over g->w, under
+ * mc_topo_igraph_lock). */
 static mc_status_t all_pairs(mc_steiner_t *g, mc_err_t *err)
 {
     int n = g->n;
@@ -28,6 +29,7 @@ static mc_status_t all_pairs(mc_steiner_t *g, mc_err_t *err)
     igraph_vector_int_t edges, par;
     igraph_vector_t w;
     igraph_matrix_t d;
+    mc_topo_igraph_lock();
     igraph_vector_int_init(&edges, 0);
     igraph_vector_int_init(&par, 0);
     igraph_vector_init(&w, 0);
@@ -68,6 +70,7 @@ out_graph:
     igraph_vector_destroy(&w);
     igraph_vector_int_destroy(&par);
     igraph_vector_int_destroy(&edges);
+    mc_topo_igraph_unlock();
     return st;
 }
 

@@ -749,6 +749,8 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
  * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
 static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
 {
+    if (r->stale && atomic_load(r->stale))
+        return mc_err_set(err, MC_ERR_TIMEOUT, "races made ahead are of no use (synth_both)");
     mc_sched_t *d = NULL;
     char name[64];
     mc_status_t st = build(r, x, &d, name, sizeof name, err);
@@ -1028,15 +1030,20 @@ static int64_t sched_flows(const mc_sched_t *d)
     return n;
 }
 
-/* One synthesis from the candidates: components solved, the solved plan certified and raced by
- * the referee. r->kept gets the variant that won, *v its verdict. */
-static mc_status_t synth_once(run_t *r, verdict_t *v, mc_err_t *err)
+/* One synthesis from the candidates, in two steps: its components solved (synth_solve), then the
+ * solved plan certified and raced by the referee (synth_race): r->kept gets the variant that won,
+ * *v its verdict. */
+static mc_status_t synth_solve(run_t *r, mc_err_t *err)
+{
+    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
+                   r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
+    return solve(r, err);
+}
+
+static mc_status_t synth_race(run_t *r, verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int replaced;
-    mc_comps_build(r->task, r->topo, &r->sh, &r->cs, r->first, r->count, r->chunk,
-                   r->frac[MC_SPLIT_LOAD], &r->comps, &r->ncomps);
-    MC_CHECK_GOTO(solve(r, err), out, st);
     r->kept = (variant_t){MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     MC_CHECK_GOTO(race(r, r->kept, 0, v, err), out, st);
     /* A plan too large to simulate states its estimate; a variant is faster when its simulated
@@ -1049,6 +1056,84 @@ static mc_status_t synth_once(run_t *r, verdict_t *v, mc_err_t *err)
         *v = solved;
 out:
     return st;
+}
+
+/* The synthesis from the shape-based candidates alone (mc_synth_meshcast), made on a thread of
+ * its own while the priced synthesis solves its components: it reads the task, the topology and
+ * its own candidates, and until the priced synthesis races, nothing else touches what it writes
+ * (the memos of simulations, chunks and validity it shares; the topology's caches of routes and
+ * of host trees, and igraph, are locked: topo_route.c, mc_topo_igraph_lock). Once it has raced,
+ * done is set, and before that, stale where it left allowance over (plain_left). */
+typedef struct plain_apart {
+    run_t *r;
+    verdict_t *v;
+    mc_status_t st;
+    mc_err_t err;
+    atomic_int stale, done;
+} plain_apart_t;
+
+/* What the plain synthesis hands on to the priced one: the allowance it left, none where it
+ * spent all of it (a last run overshoots its allowance by a batch of events, or is charged one
+ * unit more where the cut stopped it). */
+static int64_t plain_left(const run_t *plain)
+{
+    return plain->sim_work_left > 0 ? plain->sim_work_left : 0;
+}
+
+static void plain_apart_run(void *arg)
+{
+    plain_apart_t *a = arg;
+    a->st = gen_cands(a->r, 0, &a->err);
+    if (a->st == MC_OK)
+        a->st = synth_solve(a->r, &a->err);
+    if (a->st == MC_OK)
+        a->st = synth_race(a->r, a->v, &a->err);
+    atomic_store(&a->stale, a->st != MC_OK || plain_left(a->r) > 0);
+    atomic_store(&a->done, 1);
+}
+
+/* The two syntheses where pricing added trees (mc_synth_meshcast): the plain one on a thread of
+ * its own (plain_apart_run) while the priced one solves; the priced one then races with half an
+ * allowance more than the plain one left. Where the plain one is still racing, the priced one
+ * races at once, as if none was left (the plain synthesis of a large all-gather spends all of
+ * its allowance on its solved plan), on memos of its own, and stops at its next race once the
+ * plain one has left some (stale; race): then it races again with what was left. Either way its
+ * races are those it would make after the plain one, with the same outcomes, since a memo
+ * decides a run as a run of its own would. */
+static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v2,
+                              mc_err_t *err)
+{
+    plain_apart_t pa = {.r = plain, .v = v2};
+    mc_apart_t *th = mc_apart_start(plain_apart_run, &pa);
+    mc_status_t st = synth_solve(r, err), ahead_st = MC_OK;
+    int ahead = st == MC_OK && !atomic_load(&pa.done);
+    if (ahead) {
+        r->memo = mc_sim_memo_new();
+        r->chunks = mc_chunk_memo_new();
+        r->valid = mc_valid_memo_new();
+        r->stale = &pa.stale;
+        r->sim_work_left = MC_SIM_WORK / 2;
+        ahead_st = synth_race(r, v, err);
+        r->stale = NULL;
+    }
+    mc_apart_join(th);
+    if (st == MC_OK && pa.st != MC_OK) {
+        *err = pa.err;
+        st = pa.st;
+    }
+    if (ahead && (st != MC_OK || pa.stale)) { /* back to the shared memos (the caller's) */
+        mc_sim_memo_free(r->memo);
+        mc_chunk_memo_free(r->chunks);
+        mc_valid_memo_free(r->valid);
+        r->memo = plain->memo;
+        r->chunks = plain->chunks;
+        r->valid = plain->valid;
+        ahead = 0;
+    }
+    if (st != MC_OK || ahead)
+        return st != MC_OK ? st : ahead_st;
+    r->sim_work_left = MC_SIM_WORK / 2 + plain_left(plain);
+    return synth_race(r, v, err);
 }
 
 /* The longest wait on any root-to-leaf path of the trees a one-phase plan of this kind uses
@@ -1141,7 +1226,7 @@ static mc_status_t balanced_begin(run_t *b, balanced_apart_t *a, mc_err_t *err)
     a->topo = b->topo;
     a->floor = b->bound.seconds;
     a->allowed = a->left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
-    a->thread = mc_apart_start(balanced_apart_run, a);
+    a->thread = mc_apart_start_idle(balanced_apart_run, a);
     return MC_OK;
 }
 
@@ -1238,11 +1323,11 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
      * them, with its whole simulation allowance) races the priced one, which gets half an
      * allowance more, so that pricing never makes a schedule slower. */
     if (r.price.added) {
-        MC_CHECK_GOTO(gen_cands(&plain, 0, err), out, st);
-        MC_CHECK_GOTO(synth_once(&plain, &v2, err), out, st);
-        r.sim_work_left = MC_SIM_WORK / 2 + plain.sim_work_left;
+        MC_CHECK_GOTO(synth_both(&r, &plain, &v, &v2, err), out, st);
+    } else {
+        MC_CHECK_GOTO(synth_solve(&r, err), out, st);
+        MC_CHECK_GOTO(synth_race(&r, &v, err), out, st);
     }
-    MC_CHECK_GOTO(synth_once(&r, &v, err), out, st);
     run_t *won = &r;
     /* a simulated time beats an estimate: a plan too large to simulate is estimated by the model
      * that leaves out what the simulator charges (a 1 GiB all-gather over 8 DGX H100: the
@@ -1307,9 +1392,14 @@ out:
     run_free(&r);
     run_free(&plain);
     run_free(&bal);
-    if (r.memo != r.opts->memo)
+    if (r.memo != plain.memo) { /* the priced synthesis's own, made ahead (synth_both) */
         mc_sim_memo_free(r.memo);
-    mc_chunk_memo_free(r.chunks);
-    mc_valid_memo_free(r.valid);
+        mc_chunk_memo_free(r.chunks);
+        mc_valid_memo_free(r.valid);
+    }
+    if (plain.memo != r.opts->memo)
+        mc_sim_memo_free(plain.memo);
+    mc_chunk_memo_free(plain.chunks);
+    mc_valid_memo_free(plain.valid);
     return st;
 }

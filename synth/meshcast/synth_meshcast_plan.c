@@ -198,9 +198,8 @@ typedef struct fill {
     int *ranked;    /* [k]: whether order of phase k is kept (settle_first) */
     rank_key_t *key; /* [k * most + j]: candidate j's (c - first) in phase k as last taken */
     char *stale;     /* [k * most + j]: whether candidate j's key in phase k changed since */
-    /* the piece being placed, per plan link: its candidates that cross it, as their place in
-     * local (c - first) * K, and their time per unit on it (users, user_ps, from at[l], n_at[l]
-     * of them; at -1: none) */
+    /* the piece being placed, per plan link: its candidates that cross it (c - first), and their
+     * time per unit on it (users, user_ps, from at[l], n_at[l] of them; at -1: none) */
     int *at, *n_at, *users, *used_links, nused_links;
     int64_t *user_ps;
     /* [k * nlinks + l]: how far link l's load in phase k may still grow before the local of a
@@ -404,10 +403,10 @@ static void place_unit(fill_t *f, int first, int end)
         }
         slack[l] = INT64_MAX;
         for (int x = f->at[l], end_x = x + f->n_at[l]; x < end_x; x++) {
-            int64_t *known = &col[f->users[x]], v = load[l] + f->user_ps[x];
+            int64_t *known = &col[(size_t)f->users[x] * (size_t)f->K], v = load[l] + f->user_ps[x];
             if (v > *known) {
                 *known = v;
-                stale[f->users[x] / f->K] = 1;
+                stale[f->users[x]] = 1;
             }
             slack[l] = *known - v < slack[l] ? *known - v : slack[l];
         }
@@ -446,7 +445,7 @@ static void index_users(fill_t *f, int first, int end)
     for (int c = first; c < end; c++)
         for (int i = 0; i < pl->cands[c].nlinks; i++) {
             int l = pl->cands[c].links[i], x = f->at[l] + f->n_at[l]++;
-            f->users[x] = (c - first) * f->K;
+            f->users[x] = c - first;
             f->user_ps[x] = pl->cands[c].link_ps[i];
         }
 }

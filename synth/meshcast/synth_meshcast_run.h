@@ -46,6 +46,8 @@ typedef struct run {
     mc_assembled_t *assembled; /* the run's plans assembled so far (synth_meshcast.c), or NULL */
     int wrap;               /* chains across hosts wrap around from the root's host
                              * (mc_cands_add_share; the balanced synthesis) */
+    const atomic_int *stale; /* set: the races made ahead are of no use, the next one stops the
+                              * referee (synth_both in synth_meshcast.c); or NULL */
 } run_t;
 
 /* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, rate)), kept

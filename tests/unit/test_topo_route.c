@@ -275,6 +275,79 @@ static void test_host_spt(void **state)
     mc_topo_free(t);
 }
 
+/* One thread's share of test_routes_two_threads: every ordered GPU pair's route (links through
+ * mc_topo_route_links, whose known pairs are read without the lock) and every GPU's host tree,
+ * walked forward or backward. */
+typedef struct asker {
+    const mc_topo_t *t;
+    int backward, failed;
+    int *nlinks, *links; /* per pair (a * ngpus + b): its link count, its links */
+    const int **spt;     /* per GPU: its host tree */
+} asker_t;
+
+static void ask_all(void *arg)
+{
+    asker_t *a = arg;
+    int n = a->t->ngpus;
+    mc_err_t err = {0};
+    for (int i = 0; i < n * n; i++) {
+        int k = a->backward ? n * n - 1 - i : i, via, g0;
+        a->failed |= mc_topo_route_links(a->t, k / n, k % n, &a->nlinks[k],
+                                         a->links + (size_t)k * MC_ROUTE_MAX_LINKS, &via,
+                                         &err) != MC_OK;
+        if (k % n == 0)
+            a->failed |= mc_topo_host_spt(a->t, k / n, &g0, &a->spt[k / n], &err) != MC_OK;
+    }
+}
+
+static asker_t asker_new(const mc_topo_t *t, int backward)
+{
+    size_t n = (size_t)t->ngpus;
+    return (asker_t){t, backward, 0, mc_xcalloc(n * n, sizeof(int)),
+                     mc_xcalloc(n * n * MC_ROUTE_MAX_LINKS, sizeof(int)),
+                     mc_xcalloc(n, sizeof(int *))};
+}
+
+static void asker_free(asker_t *a)
+{
+    free(a->nlinks);
+    free(a->links);
+    free(a->spt);
+}
+
+/* The plain synthesis asks for routes and host trees on a thread of its own while the caller
+ * does too (synth_meshcast.c): two threads filling one topology's caches at once, one pair order
+ * forward and one backward, get every route and host tree that one thread gets alone on a fresh
+ * copy of the topology (run under valgrind --tool=helgrind, no race is reported). */
+static void test_routes_two_threads(void **state)
+{
+    (void)state;
+    mc_topo_t *t = load_ok("topologies/mi250-x2.xml"), *fresh = load_ok("topologies/mi250-x2.xml");
+    asker_t one = asker_new(fresh, 0), fwd = asker_new(t, 0), back = asker_new(t, 1);
+    ask_all(&one);
+    mc_run_both(ask_all, &fwd, ask_all, &back);
+    int n = t->ngpus;
+    assert_false(one.failed || fwd.failed || back.failed);
+    for (int k = 0; k < n * n; k++)
+        for (int i = 0; i < 2; i++) {
+            const asker_t *x = i ? &back : &fwd;
+            assert_int_equal(x->nlinks[k], one.nlinks[k]);
+            assert_memory_equal(x->links + (size_t)k * MC_ROUTE_MAX_LINKS,
+                                one.links + (size_t)k * MC_ROUTE_MAX_LINKS,
+                                sizeof(int) * MC_ROUTE_MAX_LINKS);
+        }
+    for (int g = 0; g < n; g++) {
+        int g0, m = mc_topo_host_gpus(t, mc_topo_gpu_host(t, g), &g0);
+        assert_ptr_equal(fwd.spt[g], back.spt[g]);
+        assert_memory_equal(fwd.spt[g], one.spt[g], sizeof(int) * (size_t)m);
+    }
+    asker_free(&one);
+    asker_free(&fwd);
+    asker_free(&back);
+    mc_topo_free(t);
+    mc_topo_free(fresh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,7 +355,7 @@ int main(void)
         cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
         cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
         cmocka_unit_test(test_route_cache_size), cmocka_unit_test(test_host_spt),
-        cmocka_unit_test(test_route_pairs_kept),
+        cmocka_unit_test(test_route_pairs_kept), cmocka_unit_test(test_routes_two_threads),
     };
     return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
 }
