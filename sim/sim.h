@@ -80,6 +80,9 @@ mc_status_t mc_sim_run_apart(const mc_sched_t *s, const mc_topo_t *topo, int64_t
  * made. */
 void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespan_s,
                            int64_t work, int64_t flows);
+/* Moves every run `from` remembers into m (as if m had made them) and frees `from`: runs made
+ * on memos of their own, on another thread, handed on. */
+void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from);
 /* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
  * than being simulated again from the start. */
 long mc_sim_memo_resumed(const mc_sim_memo_t *m);

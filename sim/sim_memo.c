@@ -189,6 +189,30 @@ void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespa
     remember(m, mc_hash_words(m->scratch, m->nscratch), 1, 0, makespan_s, work, flows);
 }
 
+void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from)
+{
+    for (int i = 0; i < from->n; i++) {
+        memo_entry_t *e = &from->e[i];
+        /* a run stopped by its allowance is known only while it is kept (as in
+         * mc_sim_run_memo_cut) */
+        if (e->allowance && (!e->paused || m->paused_flows + e->flows > MEMO_PAUSED_FLOWS))
+            continue;
+        m->nscratch = 0;
+        for (size_t k = 0; k < e->len; k++)
+            put(m, from->keys[e->key + k]);
+        memo_entry_t *n = remember(m, mc_hash_words(m->scratch, m->nscratch), e->ended,
+                                   e->horizon, e->t, e->work, e->flows);
+        if (n && e->allowance) {
+            n->allowance = e->allowance;
+            n->paused = e->paused;
+            m->paused_flows += e->flows;
+            e->paused = NULL;
+        }
+    }
+    m->resumed += from->resumed;
+    mc_sim_memo_free(from);
+}
+
 long mc_sim_memo_resumed(const mc_sim_memo_t *m)
 {
     return m->resumed;

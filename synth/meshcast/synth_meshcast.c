@@ -1130,6 +1130,11 @@ static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v
         r->valid = plain->valid;
         ahead = 0;
     }
+    if (ahead && st == MC_OK) { /* its runs into the shared memo: the caller may time the
+                                 * schedule again (cmd_synth's summary) */
+        mc_sim_memo_take(plain->memo, r->memo);
+        r->memo = plain->memo;
+    }
     if (st != MC_OK || ahead)
         return st != MC_OK ? st : ahead_st;
     r->sim_work_left = MC_SIM_WORK / 2 + plain_left(plain);
@@ -1392,8 +1397,7 @@ out:
     run_free(&r);
     run_free(&plain);
     run_free(&bal);
-    if (r.memo != plain.memo) { /* the priced synthesis's own, made ahead (synth_both) */
-        mc_sim_memo_free(r.memo);
+    if (r.chunks != plain.chunks) { /* the priced synthesis's own, made ahead (synth_both) */
         mc_chunk_memo_free(r.chunks);
         mc_valid_memo_free(r.valid);
     }

@@ -439,6 +439,40 @@ static void test_memo_resume(void **state)
     mc_topo_free(t);
 }
 
+/* Runs made on a memo of their own, handed on to another (mc_sim_memo_take: the priced races made
+ * ahead on memos of their own, synth_meshcast.c): an ended run, one stopped past its horizon and
+ * one stopped by its allowance and kept decide the later runs through the memo they were handed
+ * to as through their own (the ended run not simulated again, the stopped one taken on from where
+ * it stopped), beside the runs that memo had; every outcome the fresh run's; the memo handed on
+ * is freed. */
+static void test_memo_take(void **state)
+{
+    mc_topo_t *t = topo_incast(3, NULL);
+    mc_sched_t *s = incast(t, 3, (double[]){1e6, 2e6, 3e6}), *long_s = incast_then_tree(t);
+    mc_sim_memo_t *from = mc_sim_memo_new(), *m = mc_sim_memo_new();
+    double t0 = mc_topo_alpha(MC_LINK_PCI) + 2 * L;
+    mc_sim_result_t res;
+    mc_err_t err = {0};
+    int64_t all = 1000000;
+    assert_int_equal(mc_sim_run_bounded(long_s, t, &all, &res, &err), MC_OK);
+    mc_sim_result_free(&res);
+    int64_t some = 4 * 28 + (1000000 - all - 4 * 28) / 2;
+    assert_true(memo_matches(from, s, t, 1000, 0));
+    assert_true(memo_matches(from, s, t, 1000, t0 + 4e6 / B));
+    assert_true(memo_matches(from, long_s, t, some, 0));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 2e6 / B)); /* one m had: kept beside them */
+    mc_sim_memo_take(m, from);
+    assert_false(memo_matches(m, s, t, 1000, 0));
+    assert_true(memo_matches(m, s, t, 1000, t0 + 4e6 / B)); /* decided: its outcome, stopped */
+    assert_true(memo_matches(m, s, t, 1000, t0 + 2e6 / B));
+    assert_int_equal(memo_resumes(m, long_s, t, 1000000, 0), 1);
+    assert_false(memo_matches(m, long_s, t, 1000000, 0));
+    mc_sim_memo_free(m);
+    mc_sched_free(long_s);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* The cut (mc_sim_run_memo_cut) on the incast then tree (28 flows), under exactly the allowance
  * its run needs: with a floor at or below its makespan (a true one) it ends as without the cut;
  * with a floor far above it, it is cut once it has taken a quarter of the allowance: stopped
@@ -737,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_memo_unbounded),
         cmocka_unit_test(test_memo_apart),
         cmocka_unit_test(test_memo_resume),
+        cmocka_unit_test(test_memo_take),
         cmocka_unit_test(test_memo_cut),
         cmocka_unit_test(test_memo_cut_groups),
         cmocka_unit_test(test_busiest_link_bound),
