@@ -21,7 +21,9 @@
  * much allowance or more. A remembered end decides a later run as it does without the cut: the
  * run ended within that much work, which is what the cut foretold it would not.
  * A run made apart (mc_sim_run_apart, on another thread) that ended is handed in as such
- * (mc_sim_memo_put_ended): it is the run the memo would have made with that allowance.
+ * (mc_sim_memo_put_ended): it is the run the memo would have made with that allowance. Runs made
+ * through a memo of their own (races made ahead on another thread) are handed to another with
+ * mc_sim_memo_take, each as the memo that made it knew it.
  * The schedules are compared in full (what the simulator reads of them), not by a hash alone. */
 #include <stdlib.h>
 #include <string.h>
