@@ -585,6 +585,8 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
     mc_sim_result_t sim = {0};
     const mc_bound_t *b = &r->bound;
     *v = (verdict_t){0};
+    if (r->stale && atomic_load(r->stale))
+        return mc_err_set(err, MC_ERR_TIMEOUT, "what is made ahead is of no use (synth_both)");
     int bad = mc_valid_memo_check(r->valid, s, r->topo, &buf);
     if (bad) {
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
@@ -749,8 +751,6 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
  * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
 static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
 {
-    if (r->stale && atomic_load(r->stale))
-        return mc_err_set(err, MC_ERR_TIMEOUT, "races made ahead are of no use (synth_both)");
     mc_sched_t *d = NULL;
     char name[64];
     mc_status_t st = build(r, x, &d, name, sizeof name, err);
@@ -1058,89 +1058,6 @@ out:
     return st;
 }
 
-/* The synthesis from the shape-based candidates alone (mc_synth_meshcast), made on a thread of
- * its own while the priced synthesis solves its components: it reads the task, the topology and
- * its own candidates, and until the priced synthesis races, nothing else touches what it writes
- * (the memos of simulations, chunks and validity it shares; the topology's caches of routes and
- * of host trees, and igraph, are locked: topo_route.c, mc_topo_igraph_lock). Once it has raced,
- * done is set, and before that, stale where it left allowance over (plain_left). */
-typedef struct plain_apart {
-    run_t *r;
-    verdict_t *v;
-    mc_status_t st;
-    mc_err_t err;
-    atomic_int stale, done;
-} plain_apart_t;
-
-/* What the plain synthesis hands on to the priced one: the allowance it left, none where it
- * spent all of it (a last run overshoots its allowance by a batch of events, or is charged one
- * unit more where the cut stopped it). */
-static int64_t plain_left(const run_t *plain)
-{
-    return plain->sim_work_left > 0 ? plain->sim_work_left : 0;
-}
-
-static void plain_apart_run(void *arg)
-{
-    plain_apart_t *a = arg;
-    a->st = gen_cands(a->r, 0, &a->err);
-    if (a->st == MC_OK)
-        a->st = synth_solve(a->r, &a->err);
-    if (a->st == MC_OK)
-        a->st = synth_race(a->r, a->v, &a->err);
-    atomic_store(&a->stale, a->st != MC_OK || plain_left(a->r) > 0);
-    atomic_store(&a->done, 1);
-}
-
-/* The two syntheses where pricing added trees (mc_synth_meshcast): the plain one on a thread of
- * its own (plain_apart_run) while the priced one solves; the priced one then races with half an
- * allowance more than the plain one left. Where the plain one is still racing, the priced one
- * races at once, as if none was left (the plain synthesis of a large all-gather spends all of
- * its allowance on its solved plan), on memos of its own, and stops at its next race once the
- * plain one has left some (stale; race): then it races again with what was left. Either way its
- * races are those it would make after the plain one, with the same outcomes, since a memo
- * decides a run as a run of its own would. */
-static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v2,
-                              mc_err_t *err)
-{
-    plain_apart_t pa = {.r = plain, .v = v2};
-    mc_apart_t *th = mc_apart_start(plain_apart_run, &pa);
-    mc_status_t st = synth_solve(r, err), ahead_st = MC_OK;
-    int ahead = st == MC_OK && !atomic_load(&pa.done);
-    if (ahead) {
-        r->memo = mc_sim_memo_new();
-        r->chunks = mc_chunk_memo_new();
-        r->valid = mc_valid_memo_new();
-        r->stale = &pa.stale;
-        r->sim_work_left = MC_SIM_WORK / 2;
-        ahead_st = synth_race(r, v, err);
-        r->stale = NULL;
-    }
-    mc_apart_join(th);
-    if (st == MC_OK && pa.st != MC_OK) {
-        *err = pa.err;
-        st = pa.st;
-    }
-    if (ahead && (st != MC_OK || pa.stale)) { /* back to the shared memos (the caller's) */
-        mc_sim_memo_free(r->memo);
-        mc_chunk_memo_free(r->chunks);
-        mc_valid_memo_free(r->valid);
-        r->memo = plain->memo;
-        r->chunks = plain->chunks;
-        r->valid = plain->valid;
-        ahead = 0;
-    }
-    if (ahead && st == MC_OK) { /* its runs into the shared memo: the caller may time the
-                                 * schedule again (cmd_synth's summary) */
-        mc_sim_memo_take(plain->memo, r->memo);
-        r->memo = plain->memo;
-    }
-    if (st != MC_OK || ahead)
-        return st != MC_OK ? st : ahead_st;
-    r->sim_work_left = MC_SIM_WORK / 2 + plain_left(plain);
-    return synth_race(r, v, err);
-}
-
 /* The longest wait on any root-to-leaf path of the trees a one-phase plan of this kind uses
  * (alpha + route latency per edge, summed along the path): the simulator charges it before a
  * chunk crosses each edge, so no leaf has its first chunk sooner and the plan's makespan is at
@@ -1296,6 +1213,234 @@ out:
     return st;
 }
 
+/* What the end of a synthesis reads besides its winner: the synthesis's run (its chunk, options
+ * and bound), the balanced synthesis and its run apart (across: chains_across). */
+typedef struct ending {
+    const run_t *r;
+    run_t *bal;
+    balanced_apart_t *apart;
+    int across;
+} ending_t;
+
+/* The end of a synthesis from its winner won (timed *v): where the winner is more than
+ * MC_BALANCED_ROOM above the bound or was not simulated, the balanced plan races it
+ * (synth_balanced), timed up to its time: many shares that each load the same kinds of links (an
+ * all-gather, every GPU's shard to every host) are placed by the fractional model on many small
+ * trees per share, which the simulator runs far slower than their load says and often cannot
+ * time within the allowance (1 GiB over eight MI300X boxes: 567 trees, an estimate of 2.98 ms,
+ * 4.26 ms simulated by the summary); one tree per share, the chains wrapped around, 2.94 ms. It
+ * must be simulated faster to be kept. Then the winner is cut into channels (beside the balanced
+ * plan close behind), and the last races. The schedule into *s, its verdict into *v. */
+static mc_status_t finish(const ending_t *e, run_t *won, verdict_t *v, mc_sched_t **s,
+                          mc_err_t *err)
+{
+    const run_t *r = e->r;
+    mc_status_t st = MC_OK;
+    verdict_t vb = {0};
+    char name[64];
+    run_t *runner = NULL; /* the balanced plan's synthesis where it lost by MC_STEP_REACH or less */
+    if (!r->chunk && !r->opts->memory_limit &&
+        (!v->simulated || v->t > MC_BALANCED_ROOM * r->bound.seconds)) {
+        run_t *b = e->across ? e->bal : won;
+        int64_t left = won->sim_work_left;
+        MC_CHECK_GOTO(synth_balanced(b, won, v, e->across ? e->apart : NULL, &vb, err), out, st);
+        if (vb.simulated && (!v->simulated || vb.t < v->t)) {
+            *v = vb;
+            won = b;
+            won->kept = balanced_plan;
+        } else {
+            won->sim_work_left = left;
+            runner = vb.simulated && v->simulated ? b : NULL;
+        }
+    }
+    balanced_end(e->apart, NULL, 0);
+    if (!r->chunk && v->simulated)
+        MC_CHECK_GOTO(synth_channels(&won, v, runner, balanced_plan, &vb, err), out, st);
+    MC_CHECK_GOTO(build(won, won->kept, s, name, sizeof name, err), out, st);
+    if (!r->chunk && v->simulated && !r->opts->memory_limit) {
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_striped(won, s, v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_ring(won, s, v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_looped(won, s, v, err), out, st);
+    }
+    memcpy((*s)->params, v->params, sizeof (*s)->params);
+out:
+    return st;
+}
+
+/* The synthesis from the shape-based candidates alone (mc_synth_meshcast), made on a thread of
+ * its own while the priced synthesis solves its components: it reads the task, the topology and
+ * its own candidates, and until the priced synthesis races, nothing else touches what it writes
+ * (the memos of simulations, chunks and validity it shares; the topology's caches of routes and
+ * of host trees, and igraph, are locked: topo_route.c, mc_topo_igraph_lock). Once it has raced,
+ * done is set; left_over says whether it left allowance over (plain_left), and where it did, or
+ * where it beats the priced synthesis's verdict handed in (priced, once priced_ready is set),
+ * abandon tells the priced synthesis that what it made ahead is of no use (synth_both). */
+typedef struct plain_apart {
+    run_t *r;
+    verdict_t *v;
+    mc_status_t st;
+    mc_err_t err;
+    int left_over;
+    verdict_t priced;
+    atomic_int priced_ready, abandon, done;
+} plain_apart_t;
+
+/* What the plain synthesis hands on to the priced one: the allowance it left, none where it
+ * spent all of it (a last run overshoots its allowance by a batch of events, or is charged one
+ * unit more where the cut stopped it). */
+static int64_t plain_left(const run_t *plain)
+{
+    return plain->sim_work_left > 0 ? plain->sim_work_left : 0;
+}
+
+/* Whether the plain synthesis (timed *v2) beats the priced one (*v): a simulated time beats an
+ * estimate (a plan too large to simulate is estimated by the model that leaves out what the
+ * simulator charges: a 1 GiB all-gather over 8 DGX H100, the shape-based plan of 585 trees
+ * estimated 2.61 ms, simulated 4.54 ms; the priced one simulated 2.98 ms). */
+static int plain_beats(const verdict_t *v, const verdict_t *v2)
+{
+    return v->simulated ? v2->simulated && v2->t <= v->t : v2->simulated || v2->t <= v->t;
+}
+
+static void plain_apart_run(void *arg)
+{
+    plain_apart_t *a = arg;
+    a->st = gen_cands(a->r, 0, &a->err);
+    if (a->st == MC_OK)
+        a->st = synth_solve(a->r, &a->err);
+    if (a->st == MC_OK)
+        a->st = synth_race(a->r, a->v, &a->err);
+    a->left_over = a->st != MC_OK || plain_left(a->r) > 0;
+    if (a->left_over || (atomic_load(&a->priced_ready) && plain_beats(&a->priced, a->v)))
+        atomic_store(&a->abandon, 1);
+    atomic_store(&a->done, 1);
+    /* the priced verdict handed in after the look above but before synth_both saw done */
+    if (atomic_load(&a->priced_ready) && plain_beats(&a->priced, a->v))
+        atomic_store(&a->abandon, 1);
+}
+
+/* A run's state that the end of a synthesis changes, kept to be put back. */
+typedef struct run_state {
+    variant_t kept;
+    int64_t sim_work_left, last_work_left;
+    mc_sim_memo_t *memo;
+    mc_chunk_memo_t *chunks;
+    mc_valid_memo_t *valid;
+} run_state_t;
+
+static run_state_t state_of(const run_t *r)
+{
+    return (run_state_t){r->kept, r->sim_work_left, r->last_work_left, r->memo, r->chunks,
+                         r->valid};
+}
+
+static void state_back(run_t *r, const run_state_t *s)
+{
+    r->kept = s->kept;
+    r->sim_work_left = s->sim_work_left;
+    r->last_work_left = s->last_work_left;
+    r->memo = s->memo;
+    r->chunks = s->chunks;
+    r->valid = s->valid;
+}
+
+/* Gives r memos of its own (the races made ahead). */
+static void own_memos(run_t *r)
+{
+    r->memo = mc_sim_memo_new();
+    r->chunks = mc_chunk_memo_new();
+    r->valid = mc_valid_memo_new();
+}
+
+/* Frees the memos own_memos gave r, its sim memo's runs handed to `to` first unless NULL. */
+static void drop_memos(run_t *r, mc_sim_memo_t *to)
+{
+    if (to)
+        mc_sim_memo_take(to, r->memo);
+    else
+        mc_sim_memo_free(r->memo);
+    mc_chunk_memo_free(r->chunks);
+    mc_valid_memo_free(r->valid);
+}
+
+/* The two syntheses where pricing added trees (mc_synth_meshcast): the plain one on a thread of
+ * its own (plain_apart_run) while the priced one solves; the priced one then races with half an
+ * allowance more than the plain one left. Where the plain one is still racing, the priced one
+ * races at once, as if none was left (the plain synthesis of a large all-gather spends all of
+ * its allowance on its solved plan), on memos of its own, and stops at its next race once the
+ * plain one has left some (abandon; race): then it races again with what was left. Either way its
+ * races are those it would make after the plain one, with the same outcomes, since a memo
+ * decides a run as a run of its own would. Where the plain one is racing still, the end of the
+ * synthesis (finish) is made ahead too, on the priced winner, the balanced synthesis on memos of
+ * its own: it stands where the plain one neither left allowance nor beat the priced one (then
+ * *s is the schedule and *ended is set), else the runs' states are put back. */
+static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v2,
+                              const ending_t *e, mc_sched_t **s, int *ended, mc_err_t *err)
+{
+    plain_apart_t pa = {.r = plain, .v = v2};
+    mc_apart_t *th = mc_apart_start(plain_apart_run, &pa);
+    mc_status_t st = synth_solve(r, err), ahead_st = MC_OK, end_st = MC_ERR_TIMEOUT;
+    int ahead = st == MC_OK && !atomic_load(&pa.done);
+    verdict_t vend;
+    mc_sched_t *send = NULL;
+    run_state_t rs = state_of(r), bs = state_of(e->bal);
+    mc_err_t end_err = {0};
+    if (ahead) {
+        own_memos(r);
+        r->stale = &pa.abandon;
+        r->sim_work_left = MC_SIM_WORK / 2;
+        ahead_st = synth_race(r, v, err);
+        pa.priced = *v;
+        atomic_store(&pa.priced_ready, ahead_st == MC_OK);
+        if (ahead_st == MC_OK && !atomic_load(&pa.done)) {
+            rs = state_of(r);
+            own_memos(e->bal);
+            e->bal->stale = &pa.abandon;
+            vend = *v;
+            end_st = finish(e, r, &vend, &send, &end_err);
+            e->bal->stale = NULL;
+        }
+        r->stale = NULL;
+    }
+    mc_apart_join(th);
+    if (st == MC_OK && pa.st != MC_OK) {
+        *err = pa.err;
+        st = pa.st;
+    }
+    int stands = ahead && st == MC_OK && !pa.left_over && end_st == MC_OK && !plain_beats(v, v2);
+    if (e->bal->memo != bs.memo) { /* the end made ahead: taken, or put back */
+        drop_memos(e->bal, stands ? bs.memo : NULL);
+        state_back(e->bal, &bs);
+        if (!stands) {
+            mc_sched_free(send);
+            state_back(r, &rs);
+        }
+    }
+    if (ahead && (st != MC_OK || pa.left_over)) { /* back to the shared memos (the caller's) */
+        drop_memos(r, NULL);
+        state_back(r, &(run_state_t){r->kept, r->sim_work_left, r->last_work_left, plain->memo,
+                                     plain->chunks, plain->valid});
+        ahead = 0;
+    }
+    if (ahead && st == MC_OK) { /* its runs into the shared memo: the caller may time the
+                                 * schedule again (cmd_synth's summary) */
+        mc_sim_memo_take(plain->memo, r->memo);
+        r->memo = plain->memo;
+    }
+    if (stands) {
+        *v = vend;
+        *s = send;
+        *ended = 1;
+    }
+    if (st != MC_OK || ahead)
+        return st != MC_OK ? st : ahead_st;
+    r->sim_work_left = MC_SIM_WORK / 2 + plain_left(plain);
+    return synth_race(r, v, err);
+}
+
 mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
                               const mc_synth_opts_t *opts, mc_sched_t **out, mc_err_t *err)
 {
@@ -1309,9 +1454,8 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
     run_t plain = r, bal = r;
     mc_sched_t *s = NULL;
     mc_status_t st = MC_OK;
-    verdict_t v, v2 = {0}, vb = {0};
+    verdict_t v, v2 = {0};
     balanced_apart_t apart = {0};
-    char name[64];
     *out = NULL;
     MC_CHECK_GOTO(mc_task_split(task, err), out, st);
     MC_CHECK_GOTO(mc_task_check_topo(task, topo, err), out, st);
@@ -1327,58 +1471,22 @@ mc_status_t mc_synth_meshcast(mc_task_t *task, const mc_topo_t *topo,
      * added trees, the synthesis from the shape-based candidates alone (what it would be without
      * them, with its whole simulation allowance) races the priced one, which gets half an
      * allowance more, so that pricing never makes a schedule slower. */
+    ending_t end = {&r, &bal, &apart, across};
+    int ended = 0;
     if (r.price.added) {
-        MC_CHECK_GOTO(synth_both(&r, &plain, &v, &v2, err), out, st);
+        MC_CHECK_GOTO(synth_both(&r, &plain, &v, &v2, &end, &s, &ended, err), out, st);
     } else {
         MC_CHECK_GOTO(synth_solve(&r, err), out, st);
         MC_CHECK_GOTO(synth_race(&r, &v, err), out, st);
     }
-    run_t *won = &r;
-    /* a simulated time beats an estimate: a plan too large to simulate is estimated by the model
-     * that leaves out what the simulator charges (a 1 GiB all-gather over 8 DGX H100: the
-     * shape-based plan of 585 trees estimated 2.61 ms, simulated 4.54 ms; the priced one
-     * simulated 2.98 ms) */
-    if (r.price.added &&
-        (v.simulated ? v2.simulated && v2.t <= v.t : v2.simulated || v2.t <= v.t)) {
-        v = v2;
-        won = &plain;
-    }
-    /* Where the winner is more than MC_BALANCED_ROOM above the bound or was not simulated, the
-     * balanced plan races it (synth_balanced), timed up to its time: many shares that each load
-     * the same kinds of links (an all-gather, every GPU's shard to every host) are placed by the
-     * fractional model on many small trees per share, which the simulator runs far slower than
-     * their load says and often cannot time within the allowance (1 GiB over eight MI300X
-     * boxes: 567 trees, an estimate of 2.98 ms, 4.26 ms simulated by the summary); one tree per
-     * share, the chains wrapped around, 2.94 ms. It must be simulated faster to be kept. */
-    run_t *runner = NULL; /* the balanced plan's synthesis where it lost by MC_STEP_REACH or less */
-    if (!r.chunk && !r.opts->memory_limit &&
-        (!v.simulated || v.t > MC_BALANCED_ROOM * r.bound.seconds)) {
-        run_t *b = across ? &bal : won;
-        int64_t left = won->sim_work_left;
-        MC_CHECK_GOTO(synth_balanced(b, won, &v, across ? &apart : NULL, &vb, err), out, st);
-        if (vb.simulated && (!v.simulated || vb.t < v.t)) {
-            v = vb;
-            won = b;
-            won->kept = balanced_plan;
-        } else {
-            won->sim_work_left = left;
-            runner = vb.simulated && v.simulated ? b : NULL;
+    if (!ended) {
+        run_t *won = &r;
+        if (r.price.added && plain_beats(&v, &v2)) {
+            v = v2;
+            won = &plain;
         }
+        MC_CHECK_GOTO(finish(&end, won, &v, &s, err), out, st);
     }
-    balanced_end(&apart, NULL, 0);
-    /* last, the synthesis that won, cut into channels (beside the balanced plan close behind) */
-    if (!r.chunk && v.simulated)
-        MC_CHECK_GOTO(synth_channels(&won, &v, runner, balanced_plan, &vb, err), out, st);
-    MC_CHECK_GOTO(build(won, won->kept, &s, name, sizeof name, err), out, st);
-    if (!r.chunk && v.simulated && !r.opts->memory_limit) {
-        won->last_work_left = MC_SIM_LAST_WORK;
-        MC_CHECK_GOTO(mc_meshcast_race_striped(won, &s, &v, err), out, st);
-        won->last_work_left = MC_SIM_LAST_WORK;
-        MC_CHECK_GOTO(mc_meshcast_race_ring(won, &s, &v, err), out, st);
-        won->last_work_left = MC_SIM_LAST_WORK;
-        MC_CHECK_GOTO(mc_meshcast_race_looped(won, &s, &v, err), out, st);
-    }
-    memcpy(s->params, v.params, sizeof s->params);
     /* On one mesh, the collective form wins when memory is tight or when it is faster; then the
      * baselines' plans where they are faster. */
     MC_CHECK_GOTO(

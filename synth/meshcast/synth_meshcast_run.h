@@ -46,8 +46,8 @@ typedef struct run {
     mc_assembled_t *assembled; /* the run's plans assembled so far (synth_meshcast.c), or NULL */
     int wrap;               /* chains across hosts wrap around from the root's host
                              * (mc_cands_add_share; the balanced synthesis) */
-    const atomic_int *stale; /* set: the races made ahead are of no use, the next one stops the
-                              * referee (synth_both in synth_meshcast.c); or NULL */
+    const atomic_int *stale; /* set: what is made ahead is of no use, and the next simulation
+                              * stops the synthesis (mc_meshcast_certify, synth_both); or NULL */
 } run_t;
 
 /* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, rate)), kept
@@ -125,7 +125,8 @@ typedef struct verdict {
 
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
  * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
- * schedule states: the plan's name, its time, the bound and the gap. */
+ * schedule states: the plan's name, its time, the bound and the gap. MC_ERR_TIMEOUT where r's
+ * stale flag is set. */
 mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
                                 int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err);
 
