@@ -1099,8 +1099,10 @@ static mc_status_t balanced_plans(run_t *b, int fresh, mc_err_t *err)
         mc_comps_build(b->task, b->topo, &b->sh, &b->cs, b->first, b->count, b->chunk, NULL,
                        &b->comps, &b->ncomps);
     }
+    /* made again where the end of a synthesis made ahead is made again (synth_both) */
     for (int i = 0; i < b->ncomps; i++)
         if (b->comps[i].same_as < 0) {
+            mc_plan_sol_free(&b->comps[i].plans[MC_PLAN_BALANCED]);
             mc_plan_balanced(&b->comps[i].plan, &b->comps[i].plans[MC_PLAN_BALANCED]);
             b->comps[i].has[MC_PLAN_BALANCED] = 1;
         }
