@@ -1316,10 +1316,11 @@ static void plain_apart_run(void *arg)
     if (a->st == MC_OK)
         a->st = synth_race(a->r, a->v, &a->err);
     a->left_over = a->st != MC_OK || plain_left(a->r) > 0;
-    if (a->left_over || (atomic_load(&a->priced_ready) && plain_beats(&a->priced, a->v)))
+    if (a->left_over)
         atomic_store(&a->abandon, 1);
     atomic_store(&a->done, 1);
-    /* the priced verdict handed in after the look above but before synth_both saw done */
+    /* looked at after done is set: synth_both hands the verdict in before it looks at done, so a
+     * verdict it made ahead on is seen here */
     if (atomic_load(&a->priced_ready) && plain_beats(&a->priced, a->v))
         atomic_store(&a->abandon, 1);
 }
@@ -1347,6 +1348,14 @@ static void state_back(run_t *r, const run_state_t *s)
     r->memo = s->memo;
     r->chunks = s->chunks;
     r->valid = s->valid;
+}
+
+/* Points r at the memos of run from. */
+static void share_memos(run_t *r, const run_t *from)
+{
+    r->memo = from->memo;
+    r->chunks = from->chunks;
+    r->valid = from->valid;
 }
 
 /* Gives r memos of its own (the races made ahead). */
@@ -1423,8 +1432,7 @@ static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v
     }
     if (ahead && (st != MC_OK || pa.left_over)) { /* back to the shared memos (the caller's) */
         drop_memos(r, NULL);
-        state_back(r, &(run_state_t){r->kept, r->sim_work_left, r->last_work_left, plain->memo,
-                                     plain->chunks, plain->valid});
+        share_memos(r, plain);
         ahead = 0;
     }
     if (ahead && st == MC_OK) { /* its runs into the shared memo: the caller may time the
