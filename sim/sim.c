@@ -114,6 +114,8 @@ struct sim_run {
     double floor;            /* the least makespan its schedule can have, for the cut (0: no cut) */
     int cut;                 /* stopped by the cut (stop_here) */
     const atomic_int *cancel; /* set: stop (a run made apart, mc_sim_run_apart); or NULL */
+    sim_seen_t *seen;        /* a run made ahead: what its batches saw (sim_run_ahead); or NULL */
+    int can_go_on;           /* stopped (if so) by *cancel or the allowance: it can go on */
     double *link_load;       /* per link: the bytes the phase's group in its event loop sends
                               * over it */
     int64_t load_check;      /* work at which stop_here next looks at those loads */
@@ -581,8 +583,7 @@ static mc_status_t group_begin(sim_t *sm, const int *trees, int n, double t0, mc
  * horizon was more than 1.46 times short of its floor at that pace, at a quarter, half or all of
  * its allowance, but a margin of 2 cut the winner of a 1 GiB broadcast over four p4d hosts, 2.55
  * times short at half its allowance, whose time then moved 4.9 times faster per unit of work
- * (docs/synthesis.md, session 19). */
-#define SIM_CUT_MARGIN 5.0
+ * (docs/synthesis.md, session 19). SIM_CUT_MARGIN is in sim_internal.h. */
 
 /* How often a run with a horizon looks at its links' loads (group_end_least). */
 #define LOAD_CHECK_LINKS 16
@@ -618,6 +619,7 @@ static double group_end_least(sim_t *sm)
  * allowance, so that it stops where a run begun afresh would. */
 static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
 {
+    sm->can_go_on = 1; /* stopped before this batch's checks, which it makes again going on */
     if (sm->cancel && atomic_load_explicit(sm->cancel, memory_order_relaxed)) {
         sm->stopped_at = sm->now;
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: cancelled");
@@ -627,24 +629,29 @@ static mc_status_t stop_here(sim_t *sm, mc_err_t *err)
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped at its work limit (%lld events, "
                           "flows and links re-rated)", (long long)sm->work_max);
     }
+    sm->can_go_on = 0;
     /* now may be a superseded finish (stale events pop after the last flow): the makespan is at
-     * least the last event that moved something */
+     * least the last event that moved something; the links' loads are looked at only when that
+     * is not past the horizon */
+    double end = -1;
+    if (sm->horizon > 0 && sm->last <= sm->horizon && sm->in_group &&
+        sm->work >= sm->load_check)
+        end = group_end_least(sm);
+    /* the time reached: the phase's link-disjoint groups are simulated one after another, each
+     * from the phase's start, so a later group's clock starts again below the earlier's ends */
+    double reached = sm->now > sm->t_end ? sm->now : sm->t_end;
+    if (sm->seen)
+        sim_seen_batch(sm->seen, sm->work, sm->now, sm->last, end, reached);
     if (sm->horizon > 0 && sm->last > sm->horizon) {
         sm->stopped_at = sm->last;
         return mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
                           sm->horizon);
     }
-    if (sm->horizon > 0 && sm->in_group && sm->work >= sm->load_check) {
-        double end = group_end_least(sm);
-        if (end > sm->horizon) {
-            sm->stopped_at = end;
-            return mc_err_set(err, MC_ERR_TIMEOUT, "sim: its links' loads end it past its "
-                              "horizon (%g s)", sm->horizon);
-        }
+    if (sm->horizon > 0 && end > sm->horizon) {
+        sm->stopped_at = end;
+        return mc_err_set(err, MC_ERR_TIMEOUT, "sim: its links' loads end it past its horizon "
+                          "(%g s)", sm->horizon);
     }
-    /* the time reached: the phase's link-disjoint groups are simulated one after another, each
-     * from the phase's start, so a later group's clock starts again below the earlier's ends */
-    double reached = sm->now > sm->t_end ? sm->now : sm->t_end;
     if (sm->floor > 0 && sm->work_max && 4 * sm->work >= sm->work_max &&
         SIM_CUT_MARGIN * reached * (double)sm->work_max < sm->floor * (double)sm->work) {
         sm->stopped_at = sm->now;
@@ -955,6 +962,39 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     else
         sim_run_free(sm);
     return st;
+}
+
+mc_status_t sim_run_ahead(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_max,
+                          double horizon_s, sim_seen_t *seen, const atomic_int *cancel,
+                          sim_t **run, mc_sim_result_t *res, mc_err_t *err)
+{
+    sim_t *sm = sim_new(s, topo, 0);
+    sm->work_max = work_max;
+    sm->horizon = horizon_s;
+    sm->floor = 0;
+    sm->cut = 0;
+    sm->cancel = cancel;
+    sm->seen = seen;
+    mc_status_t st = sim_go(sm, res, err);
+    sm->cancel = NULL;
+    sm->seen = NULL;
+    *run = sm;
+    return st;
+}
+
+int64_t sim_run_work(const sim_t *run)
+{
+    return run->work;
+}
+
+int64_t sim_run_flows(const sim_t *run)
+{
+    return run->nflows_all;
+}
+
+int sim_run_can_go_on(const sim_t *run)
+{
+    return run->in_group && run->can_go_on;
 }
 
 mc_status_t mc_sim_run(const mc_sched_t *s, const mc_topo_t *topo, mc_sim_result_t *res,

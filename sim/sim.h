@@ -80,12 +80,46 @@ mc_status_t mc_sim_run_apart(const mc_sched_t *s, const mc_topo_t *topo, int64_t
  * made. */
 void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespan_s,
                            int64_t work, int64_t flows);
+/* A run made ahead (sim_ahead.c): s simulated on a thread of its own, before the allowance and
+ * horizon it is to be timed under are known, with an allowance of at least least_work and a
+ * horizon from least_horizon to most_horizon (> 0). s must outlive it. */
+typedef struct mc_sim_ahead mc_sim_ahead_t;
+mc_sim_ahead_t *mc_sim_ahead_start(const mc_sched_t *s, const mc_topo_t *topo,
+                                   int64_t least_work, double least_horizon, double most_horizon);
+const mc_sched_t *mc_sim_ahead_sched(const mc_sim_ahead_t *a);
+/* Stops a's thread at its next batch of events and waits for it: what is left of the run is
+ * made by the caller when it is decided. */
+void mc_sim_ahead_stop(mc_sim_ahead_t *a);
+/* Whether m has a run of s (or of a schedule the simulator reads as s) that can decide a later
+ * one (ended, or stopped past a horizon). */
+int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s);
+/* Whether the simulator reads a and b as the same schedule (m's scratch used to compare). */
+int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b);
+/* Stops a run made ahead (at its next batch of events) and frees it. */
+void mc_sim_ahead_free(mc_sim_ahead_t *a);
+/* mc_sim_run_memo_cut of a's schedule, with the same outcome, makespan and work taken, and
+ * remembered the same: where m does not decide it and the allowance and horizon are within a's,
+ * from a's run, taken on from where it stopped or told from what it recorded; where they are not,
+ * or its record cannot tell, run afresh. Frees a. */
+mc_status_t mc_sim_run_memo_ahead(mc_sim_memo_t *m, mc_sim_ahead_t *a, const mc_topo_t *topo,
+                                  int64_t *work_left, double horizon_s, double floor_s,
+                                  mc_sim_result_t *res, mc_err_t *err);
 /* Moves every run `from` remembers into m (as if m had made them) and frees `from`: runs made
  * on memos of their own, on another thread, handed on. */
 void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from);
+/* Keeps the runs `from` remembers aside in m and frees `from`: runs made ahead that were not m's
+ * own (made under other allowances: the priced races made ahead and made again, or the end of a
+ * synthesis made ahead in vain). A run through m that m does not decide is decided by one of
+ * them only where it decides it as a run begun afresh would (ended or stopped past its horizon
+ * under as much allowance or less, and the same floor or a higher one: sim_memo.c, find), and is
+ * then remembered in m as that run would be; so m answers every run as it would without them. */
+void mc_sim_memo_set_aside(mc_sim_memo_t *m, mc_sim_memo_t *from);
 /* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
  * than being simulated again from the start. */
 long mc_sim_memo_resumed(const mc_sim_memo_t *m);
+/* How many of m's runs were decided from runs made ahead (mc_sim_run_memo_ahead, or kept aside:
+ * mc_sim_memo_set_aside) rather than simulated again from the start. */
+long mc_sim_memo_ahead_taken(const mc_sim_memo_t *m);
 
 /* mc_sim_run (timeline) or mc_sim_run_totals of a schedule whose instances may be compact
  * (mc_sched_load_compact): the expanded schedule's result, with each instance that renames its

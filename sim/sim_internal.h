@@ -202,6 +202,58 @@ mc_status_t sim_run_until_counted(const mc_sched_t *s, const mc_topo_t *topo, in
                                   mc_sim_result_t *res, mc_err_t *err);
 void sim_run_free(sim_t *run);
 
+/* The cut's margin (sim.c, stop_here): a run is cut once its pace would take it to less than
+ * floor / SIM_CUT_MARGIN by the end of its allowance. */
+#define SIM_CUT_MARGIN 5.0
+
+/* What a run made ahead (sim_ahead.c) saw at its batches of events, so that its stops under
+ * another allowance and horizon can be told (sim_seen_batch): each batch at which the latest of
+ * its times so far (the last event that moved something, or a least end from its links' loads)
+ * grew to `from` or more, and its slowest pace (time reached per unit of work) in each of
+ * SIM_SEEN_PACES spans of work from a quarter of its least allowance to all of it. */
+typedef struct sim_seen_at {
+    int64_t work;
+    double now, last, end; /* end: its links' least end, or -1 where not looked at */
+} sim_seen_at_t;
+
+#define SIM_SEEN_MAX 16384
+#define SIM_SEEN_PACES 64
+
+typedef struct sim_seen {
+    double from, most;       /* the least time recorded; the latest seen */
+    int64_t least_work;      /* the least allowance the run can be decided under */
+    int n, overflow;         /* at[0..n); overflow: more than SIM_SEEN_MAX were due */
+    sim_seen_at_t at[SIM_SEEN_MAX];
+    /* per span: the batch of its slowest pace, its work (0: none) and the time it reached */
+    int64_t slow_work[SIM_SEEN_PACES];
+    double slow_reached[SIM_SEEN_PACES];
+} sim_seen_t;
+
+/* Decides the run made ahead a under the allowance *work_left, horizon_s and floor_s as
+ * sim_run_until_counted would (with no run to keep): returns 1 with *st, *res, *nflows and the
+ * work taken from *work_left, or 0 where it cannot tell (sim_ahead.c). */
+int sim_ahead_decide(mc_sim_ahead_t *a, int64_t *work_left, double horizon_s, double floor_s,
+                     int64_t *nflows, mc_sim_result_t *res, mc_status_t *st, mc_err_t *err);
+
+/* Records a batch that passed the allowance's check (stop_here): its work, times and the time it
+ * reached (what the cut weighs). */
+void sim_seen_batch(sim_seen_t *seen, int64_t work, double now, double last, double end,
+                    double reached);
+
+/* Begins a run of s made ahead within the allowance work_max, up to horizon_s (> 0), with no cut,
+ * recording its batches into *seen, stopped as soon as *cancel is set. *run gets the run, ended
+ * or stopped, for sim_run_until_counted to go on with where its allowance stopped it
+ * (sim_run_can_go_on), or for sim_run_free. */
+mc_status_t sim_run_ahead(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_max,
+                          double horizon_s, sim_seen_t *seen, const atomic_int *cancel,
+                          sim_t **run, mc_sim_result_t *res, mc_err_t *err);
+/* The work a run has taken so far, and the flows it has to simulate. */
+int64_t sim_run_work(const sim_t *run);
+int64_t sim_run_flows(const sim_t *run);
+/* Whether the run stopped at a batch of events before its checks (by *cancel or its allowance):
+ * it can go on from there under another allowance and horizon. */
+int sim_run_can_go_on(const sim_t *run);
+
 /* One phase's trees in link-disjoint groups (sim_groups.c). */
 typedef struct sim_groups {
     int ngroups, ndistinct;

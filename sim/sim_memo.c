@@ -44,6 +44,8 @@ typedef struct memo_entry {
     int64_t work, flows;
     int64_t allowance;   /* stopped at it with no horizon (0: not so) ... */
     sim_t *paused;       /* ... and kept there to go on, or NULL */
+    int64_t made_under;  /* the allowance it was run under, and its floor (0: uncut), which */
+    double made_floor;   /* decide whether it decides a run as a run begun afresh would (aside) */
 } memo_entry_t;
 
 struct mc_sim_memo {
@@ -52,6 +54,8 @@ struct mc_sim_memo {
     mc_index_t index;      /* of the entries by the hash of their key */
     int64_t paused_flows;  /* of the runs kept stopped */
     long resumed;          /* runs taken on from where an allowance stopped them */
+    long ahead;            /* runs decided from runs made ahead (mc_sim_run_memo_ahead, aside) */
+    mc_sim_memo_t *aside;  /* runs made ahead that were not m's own (mc_sim_memo_set_aside) */
     int64_t *keys;
     size_t nkeys, keys_cap;
     int64_t *scratch;
@@ -73,6 +77,7 @@ void mc_sim_memo_free(mc_sim_memo_t *m)
     mc_index_free(&m->index);
     free(m->keys);
     free(m->scratch);
+    mc_sim_memo_free(m->aside);
     free(m);
 }
 
@@ -109,18 +114,24 @@ static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
     }
 }
 
-/* The remembered outcome that decides this run, or NULL. work_left NULL: no allowance, under
- * which a run that ended ends the same way. */
-static const memo_entry_t *find(const mc_sim_memo_t *m, uint64_t hash, const int64_t *work_left,
-                                double horizon)
+/* The outcome remembered in `in` (m, or m's aside) that decides this run of the schedule in m's
+ * scratch, or NULL. work_left NULL: no allowance, under which a run that ended ends the same way.
+ * One of the aside decides it only as a run begun afresh would: one that ended or passed its
+ * horizon under an allowance W0 and a floor F0 passed the cut's checks at every batch a quarter
+ * of W0 into it, and under W >= W0 and a floor F <= F0 the cut checks fewer batches, each with a
+ * laxer margin. */
+static const memo_entry_t *find(const mc_sim_memo_t *in, const mc_sim_memo_t *m, uint64_t hash,
+                                const int64_t *work_left, double horizon, double floor_s)
 {
-    size_t at = mc_index_start(&m->index, hash);
-    for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;) {
-        const memo_entry_t *e = &m->e[i];
+    size_t at = mc_index_start(&in->index, hash);
+    for (int i; (i = mc_index_next(&in->index, hash, &at)) >= 0;) {
+        const memo_entry_t *e = &in->e[i];
         if (e->len != m->nscratch || e->allowance ||
-            memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
+            memcmp(in->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
             continue;
         if (work_left ? *work_left < e->work || *work_left < 4 * e->flows : !e->ended)
+            continue;
+        if (in != m && (!work_left || *work_left < e->made_under || floor_s > e->made_floor))
             continue;
         if (e->ended ? horizon == 0 || e->t <= horizon : horizon == e->horizon)
             return e;
@@ -144,7 +155,8 @@ static memo_entry_t *find_paused(mc_sim_memo_t *m, uint64_t hash, const int64_t 
 }
 
 static memo_entry_t *remember(mc_sim_memo_t *m, uint64_t hash, int ended, double horizon,
-                              double t, int64_t work, int64_t flows)
+                              double t, int64_t work, int64_t flows, int64_t made_under,
+                              double made_floor)
 {
     if (m->nkeys + m->nscratch > MEMO_MAX_WORDS)
         return NULL;
@@ -156,7 +168,7 @@ static memo_entry_t *remember(mc_sim_memo_t *m, uint64_t hash, int ended, double
     MC_GROW(m->e, m->cap, m->n + 1);
     mc_index_add(&m->index, hash, m->n);
     m->e[m->n] = (memo_entry_t){m->nkeys, m->nscratch, ended, horizon, t, work, flows, 0,
-                                NULL};
+                                NULL, made_under, made_floor};
     m->nkeys += m->nscratch;
     return &m->e[m->n++];
 }
@@ -174,6 +186,8 @@ static mc_status_t resume(mc_sim_memo_t *m, memo_entry_t *e, const mc_sched_t *s
     mc_status_t st = sim_run_until_counted(s, topo, left, 0, 0, NULL, &e->paused, res, err);
     e->t = res->makespan_s;
     e->work = before - *left;
+    e->made_under = before;
+    e->made_floor = 0; /* it went on uncut */
     if (st == MC_OK) {
         e->ended = 1;
         e->allowance = 0;
@@ -188,7 +202,9 @@ void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespa
                            int64_t work, int64_t flows)
 {
     key_of(m, s);
-    remember(m, mc_hash_words(m->scratch, m->nscratch), 1, 0, makespan_s, work, flows);
+    /* its allowance is not told: it decides no run aside */
+    remember(m, mc_hash_words(m->scratch, m->nscratch), 1, 0, makespan_s, work, flows, INT64_MAX,
+             0);
 }
 
 void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from)
@@ -203,7 +219,8 @@ void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from)
         for (size_t k = 0; k < e->len; k++)
             put(m, from->keys[e->key + k]);
         memo_entry_t *n = remember(m, mc_hash_words(m->scratch, m->nscratch), e->ended,
-                                   e->horizon, e->t, e->work, e->flows);
+                                   e->horizon, e->t, e->work, e->flows, e->made_under,
+                                   e->made_floor);
         if (n && e->allowance) {
             n->allowance = e->allowance;
             n->paused = e->paused;
@@ -212,7 +229,49 @@ void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from)
         }
     }
     m->resumed += from->resumed;
+    m->ahead += from->ahead;
+    if (from->aside) {
+        mc_sim_memo_t *aside = from->aside;
+        from->aside = NULL;
+        mc_sim_memo_set_aside(m, aside);
+    }
     mc_sim_memo_free(from);
+}
+
+int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s)
+{
+    key_of(m, s);
+    uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
+    size_t at = mc_index_start(&m->index, hash);
+    for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;)
+        if (m->e[i].len == m->nscratch && !m->e[i].allowance &&
+            memcmp(m->keys + m->e[i].key, m->scratch, sizeof(int64_t) * m->nscratch) == 0)
+            return 1;
+    return 0;
+}
+
+int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b)
+{
+    key_of(m, a);
+    size_t n = m->nscratch;
+    int64_t *ka = mc_xmalloc(sizeof(int64_t) * (n + 1));
+    memcpy(ka, m->scratch, sizeof(int64_t) * n);
+    key_of(m, b);
+    int same = m->nscratch == n && memcmp(ka, m->scratch, sizeof(int64_t) * n) == 0;
+    free(ka);
+    return same;
+}
+
+void mc_sim_memo_set_aside(mc_sim_memo_t *m, mc_sim_memo_t *from)
+{
+    if (!m->aside)
+        m->aside = mc_sim_memo_new();
+    if (from->aside) { /* one level of runs aside */
+        mc_sim_memo_t *aside = from->aside;
+        from->aside = NULL;
+        mc_sim_memo_take(m->aside, aside);
+    }
+    mc_sim_memo_take(m->aside, from);
 }
 
 long mc_sim_memo_resumed(const mc_sim_memo_t *m)
@@ -220,20 +279,19 @@ long mc_sim_memo_resumed(const mc_sim_memo_t *m)
     return m->resumed;
 }
 
-mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
-                            int64_t *work_left, double horizon_s, mc_sim_result_t *res,
-                            mc_err_t *err)
+long mc_sim_memo_ahead_taken(const mc_sim_memo_t *m)
 {
-    return mc_sim_run_memo_cut(m, s, topo, work_left, horizon_s, 0, res, err);
+    return m->ahead;
 }
 
-mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
-                                int64_t *work_left, double horizon_s, double floor_s,
-                                mc_sim_result_t *res, mc_err_t *err)
+/* mc_sim_run_memo_cut, the run of s made ahead as `ahead` where not NULL. */
+static mc_status_t run_memo(mc_sim_memo_t *m, const mc_sched_t *s, mc_sim_ahead_t *ahead,
+                            const mc_topo_t *topo, int64_t *work_left, double horizon_s,
+                            double floor_s, mc_sim_result_t *res, mc_err_t *err)
 {
     key_of(m, s);
     uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
-    const memo_entry_t *e = find(m, hash, work_left, horizon_s);
+    const memo_entry_t *e = find(m, m, hash, work_left, horizon_s, floor_s);
     if (e) {
         memset(res, 0, sizeof *res);
         res->makespan_s = e->t;
@@ -250,15 +308,31 @@ mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_
         return sim_run_until_counted(s, topo, NULL, horizon_s, 0, NULL, NULL, res, err);
     int64_t before = *work_left, flows = 0;
     sim_t *paused = NULL;
-    mc_status_t st = sim_run_until_counted(s, topo, work_left, horizon_s, floor_s, &flows,
-                                           horizon_s == 0 ? &paused : NULL, res, err);
+    mc_status_t st;
+    const memo_entry_t *a = m->aside ? find(m->aside, m, hash, work_left, horizon_s, floor_s)
+                                     : NULL;
+    if (a) { /* as the run begun afresh; remembered as it would be */
+        m->ahead++;
+        memset(res, 0, sizeof *res);
+        res->makespan_s = a->t;
+        flows = a->flows;
+        *work_left -= a->work;
+        st = a->ended ? MC_OK
+                      : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
+                                   horizon_s);
+    } else if (ahead && sim_ahead_decide(ahead, work_left, horizon_s, floor_s, &flows, res, &st,
+                                         err))
+        m->ahead++;
+    else
+        st = sim_run_until_counted(s, topo, work_left, horizon_s, floor_s, &flows,
+                                   horizon_s == 0 ? &paused : NULL, res, err);
     int64_t used = before - *work_left;
     if (st == MC_OK) {
-        remember(m, hash, 1, horizon_s, res->makespan_s, used, flows);
+        remember(m, hash, 1, horizon_s, res->makespan_s, used, flows, before, floor_s);
     } else if (st == MC_ERR_TIMEOUT && used > 0 && used <= before) {
-        remember(m, hash, 0, horizon_s, res->makespan_s, used, flows);
+        remember(m, hash, 0, horizon_s, res->makespan_s, used, flows, before, floor_s);
     } else if (paused && m->paused_flows + flows <= MEMO_PAUSED_FLOWS) {
-        memo_entry_t *n = remember(m, hash, 0, 0, res->makespan_s, used, flows);
+        memo_entry_t *n = remember(m, hash, 0, 0, res->makespan_s, used, flows, before, floor_s);
         if (n) {
             n->allowance = before;
             n->paused = paused;
@@ -267,5 +341,29 @@ mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_
         }
     }
     sim_run_free(paused);
+    return st;
+}
+
+mc_status_t mc_sim_run_memo(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                            int64_t *work_left, double horizon_s, mc_sim_result_t *res,
+                            mc_err_t *err)
+{
+    return mc_sim_run_memo_cut(m, s, topo, work_left, horizon_s, 0, res, err);
+}
+
+mc_status_t mc_sim_run_memo_cut(mc_sim_memo_t *m, const mc_sched_t *s, const mc_topo_t *topo,
+                                int64_t *work_left, double horizon_s, double floor_s,
+                                mc_sim_result_t *res, mc_err_t *err)
+{
+    return run_memo(m, s, NULL, topo, work_left, horizon_s, floor_s, res, err);
+}
+
+mc_status_t mc_sim_run_memo_ahead(mc_sim_memo_t *m, mc_sim_ahead_t *a, const mc_topo_t *topo,
+                                  int64_t *work_left, double horizon_s, double floor_s,
+                                  mc_sim_result_t *res, mc_err_t *err)
+{
+    mc_status_t st = run_memo(m, mc_sim_ahead_sched(a), a, topo, work_left, horizon_s, floor_s,
+                              res, err);
+    mc_sim_ahead_free(a);
     return st;
 }

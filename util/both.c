@@ -5,11 +5,15 @@
  * at once, before the first. */
 #define _GNU_SOURCE /* gettid */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "util/util.h"
+
+/* Threads started at normal priority and still at work (mc_apart_running). */
+static atomic_int running;
 
 struct mc_apart {
     void (*run)(void *arg);
@@ -25,6 +29,8 @@ static void *run_task(void *p)
     if (a->idle)
         (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
     a->run(a->arg);
+    if (!a->idle)
+        atomic_fetch_sub(&running, 1);
     return NULL;
 }
 
@@ -34,7 +40,11 @@ static mc_apart_t *start(void (*run)(void *arg), void *arg, int idle)
     a->run = run;
     a->arg = arg;
     a->idle = idle;
+    if (!idle)
+        atomic_fetch_add(&running, 1);
     if (pthread_create(&a->th, NULL, run_task, a) != 0) {
+        if (!idle)
+            atomic_fetch_sub(&running, 1);
         run(arg);
         free(a);
         return NULL;
@@ -50,6 +60,11 @@ mc_apart_t *mc_apart_start(void (*run)(void *arg), void *arg)
 mc_apart_t *mc_apart_start_idle(void (*run)(void *arg), void *arg)
 {
     return start(run, arg, 1);
+}
+
+int mc_apart_running(void)
+{
+    return atomic_load(&running);
 }
 
 void mc_apart_join(mc_apart_t *a)

@@ -105,6 +105,9 @@ mc_apart_t *mc_apart_start(void (*run)(void *arg), void *arg);
  * 19), on a core the caller's other threads leave idle. */
 mc_apart_t *mc_apart_start_idle(void (*run)(void *arg), void *arg);
 void mc_apart_join(mc_apart_t *a);
+/* How many threads mc_apart_start started are still at work (those at the lowest priority left
+ * out): where none is, a second core is free. */
+int mc_apart_running(void);
 
 /* A growable text buffer. */
 typedef struct mc_buf {

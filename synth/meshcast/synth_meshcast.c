@@ -578,23 +578,30 @@ static mc_status_t assembled(run_t *r, int kind, int form, mc_sched_t **out, mc_
 
 /* (synth_meshcast_run.h) */
 mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
-                                int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err)
+                                int64_t *work_left, double horizon, mc_sim_ahead_t *ahead,
+                                verdict_t *v, mc_err_t *err)
 {
     mc_buf_t buf = {0};
     mc_status_t st = MC_OK;
     mc_sim_result_t sim = {0};
     const mc_bound_t *b = &r->bound;
     *v = (verdict_t){0};
-    if (r->stale && atomic_load(r->stale))
+    if (r->stale && atomic_load(r->stale)) {
+        mc_sim_ahead_free(ahead);
         return mc_err_set(err, MC_ERR_TIMEOUT, "what is made ahead is of no use (synth_both)");
+    }
     int bad = mc_valid_memo_check(r->valid, s, r->topo, &buf);
     if (bad) {
+        mc_sim_ahead_free(ahead);
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
                         __FILE__, __LINE__, bad, buf.data ? buf.data : "");
         goto out;
     }
     mc_err_t stopped = {0};
-    st = mc_sim_run_memo_cut(r->memo, s, r->topo, work_left, horizon, b->seconds, &sim, &stopped);
+    st = ahead ? mc_sim_run_memo_ahead(r->memo, ahead, r->topo, work_left, horizon, b->seconds,
+                                       &sim, &stopped)
+               : mc_sim_run_memo_cut(r->memo, s, r->topo, work_left, horizon, b->seconds, &sim,
+                                     &stopped);
     v->simulated = st == MC_OK;
     v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     v->beaten = st == MC_ERR_TIMEOUT && horizon > 0 && sim.makespan_s > horizon;
@@ -749,15 +756,108 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
 
 /* Builds variant x (its kind resolved) and times it within the allowance, up to the simulated
  * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
-static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
-{
-    mc_sched_t *d = NULL;
+/* A race simulated ahead (mc_sim_ahead_start) on a core no other thread of the synthesis takes,
+ * while the race before it runs: the channel tries and the runner's first try are raced one after
+ * another, each under the allowance and horizon the one before left, so the next one's are known
+ * only within limits. Taken by race() when it races the same variant, it is decided as a race
+ * begun then would be (docs/synthesis.md, "Session 27"). */
+typedef struct race_ahead {
+    variant_t x;
+    mc_sched_t *d;
     char name[64];
-    mc_status_t st = build(r, x, &d, name, sizeof name, err);
+    mc_sim_ahead_t *sim;
+} race_ahead_t;
+
+static void ahead_free(race_ahead_t *a)
+{
+    if (!a)
+        return;
+    mc_sim_ahead_free(a->sim);
+    mc_sched_free(a->d);
+    free(a);
+}
+
+/* The next race to simulate ahead of the one raced now: variant x of run r, whose allowance
+ * will be least_work or more, and whose horizon no later than the fastest time so far; pace: the
+ * work per flow of the race before the one raced now (0: none). */
+typedef struct next_race {
+    run_t *r;
+    variant_t x;
+    int64_t least_work;
+    double pace;
+} next_race_t;
+
+/* The chunk crossings (every chunk over every edge of its tree) of a schedule: what its
+ * simulation grows with. */
+static int64_t sched_flows(const mc_sched_t *d)
+{
+    int64_t n = 0;
+    for (int t = 0; t < d->ntrees; t++)
+        n += (int64_t)d->trees[t].nchunks * d->trees[t].nedges;
+    return n;
+}
+
+/* Begins next ahead (race_ahead_t, in next->r->ahead) unless another thread of the synthesis is
+ * at work, or it is the schedule d raced now or one the memo decides. Nor where d, at the pace of
+ * the race before it, would take more than its allowance: its race would then end the tries
+ * (the 4 channels of a 1 GiB broadcast over eight MI300X hosts, stopped at 4.7 M units). */
+static mc_status_t begin_ahead(const next_race_t *next, const mc_sched_t *d, int64_t allowance,
+                               double horizon, mc_err_t *err)
+{
+    run_t *r = next->r;
+    if (r->ahead || horizon <= 0 || next->least_work <= 0 || mc_apart_running() > 0 ||
+        next->pace * (double)sched_flows(d) > (double)allowance)
+        return MC_OK;
+    race_ahead_t *a = mc_xcalloc(1, sizeof *a);
+    a->x = next->x;
+    mc_status_t st = build(r, next->x, &a->d, a->name, sizeof a->name, err);
+    if (st != MC_OK || mc_sim_memo_same(r->memo, a->d, d) || mc_sim_memo_has(r->memo, a->d)) {
+        ahead_free(a);
+        return st;
+    }
+    /* the horizon it is raced up to is a simulated time: the bound is below it */
+    a->sim = mc_sim_ahead_start(a->d, r->topo, next->least_work, r->bound.seconds * (1 - 1e-6),
+                                horizon);
+    r->ahead = a;
+    return MC_OK;
+}
+
+/* Builds variant x and times it (mc_meshcast_certify) up to horizon; next (or NULL): the race
+ * after it, simulated ahead meanwhile (begin_ahead). *flows (NULL: not asked) gets its flows. */
+static mc_status_t race_then(run_t *r, variant_t x, double horizon, const next_race_t *next,
+                             verdict_t *v, int64_t *flows, mc_err_t *err)
+{
+    race_ahead_t *a = r->ahead;
+    mc_sched_t *d = NULL;
+    mc_sim_ahead_t *sim = NULL;
+    char name[64];
+    mc_status_t st = MC_OK;
+    r->ahead = NULL;
+    if (a && memcmp(&a->x, &x, sizeof x) == 0) {
+        d = a->d;
+        sim = a->sim;
+        memcpy(name, a->name, sizeof name);
+        free(a);
+        mc_sim_ahead_stop(sim); /* the rest of it is raced here */
+    } else {
+        ahead_free(a);
+        st = build(r, x, &d, name, sizeof name, err);
+    }
+    if (st == MC_OK && flows)
+        *flows = sched_flows(d);
+    if (st == MC_OK && next)
+        st = begin_ahead(next, d, r->sim_work_left, horizon, err);
     if (st == MC_OK)
-        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, horizon, v, err);
+        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, horizon, sim, v, err);
+    else
+        mc_sim_ahead_free(sim);
     mc_sched_free(d);
     return st;
+}
+
+static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
+{
+    return race_then(r, x, horizon, NULL, v, NULL, err);
 }
 
 /* Whether the referee's winner r->kept stays inside hosts with a tree held by
@@ -788,11 +888,12 @@ static const int channel_tries[][4] = {{2, 1, 1, 0}, {4, 1, 0, 0}, {8, 1, 0, 0},
 
 /* A channel race under way: the variant its tries cut, whether it takes the host chunks' tries,
  * whether it is a runner's (stopped by its first try that is not the fastest), the last try's
- * verdict and the next try. */
+ * verdict, the next try and the last try's pace. */
 typedef struct channel_race {
     variant_t x;
     int held, runner, next;
     verdict_t dv;
+    double pace; /* the last try's work per flow (0: none yet) */
 } channel_race_t;
 
 /* A channel race of r->kept, timed *v. */
@@ -803,27 +904,55 @@ static mc_status_t channels_begin(run_t *r, const verdict_t *v, int runner, chan
     return v->t > MC_ALT_ROOM * r->bound.seconds ? host_held(r, &c->held, err) : MC_OK;
 }
 
+/* x cut into channels as try i says. */
+static variant_t channel_try(variant_t x, int i)
+{
+    const int *t = channel_tries[i];
+    x.channels = t[0];
+    x.channel_spread = t[1];
+    x.channel_big = t[2];
+    x.channel_host = t[3];
+    return x;
+}
+
+/* The allowance try i of a channel race adds to what is left (or sets, *set). */
+static int64_t channel_work(int i, int *set)
+{
+    *set = channel_tries[i][3];
+    return *set ? MC_SIM_HOST_CHANNEL_WORK
+                : i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
+}
+
+/* Whether c's try i comes, before try `to`, when the one before it goes on. */
+static int channel_comes(const channel_race_t *c, int i, int to)
+{
+    return i < to && i < CHANNEL_TRIES && (c->held || !channel_tries[i][3]);
+}
+
 /* Races c's tries before try `to` while they go on: a try the allowance did not cover stops the
  * rest (they have as many channels or more); one stopped once it was slower than the fastest does
- * not, but in a runner's race. A try faster than *v is kept in r->kept, *v. */
-static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int to, mc_err_t *err)
+ * not, but in a runner's race. A try faster than *v is kept in r->kept, *v. next (or NULL): the
+ * race after c's tries, begun ahead with the last one. Each try but the last begins the next
+ * ahead, whose allowance is at least what the next adds: a try goes on only after one that ended
+ * or passed its horizon, within its allowance. */
+static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int to,
+                                const next_race_t *next, mc_err_t *err)
 {
-    for (; c->next < to && c->next < CHANNEL_TRIES &&
-           (c->dv.simulated || (c->dv.beaten && !c->runner)) &&
-           (c->held || !channel_tries[c->next][3]);
+    for (; channel_comes(c, c->next, to) && (c->dv.simulated || (c->dv.beaten && !c->runner));
          c->next++) {
-        const int *t = channel_tries[c->next];
-        c->x.channels = t[0];
-        c->x.channel_spread = t[1];
-        c->x.channel_big = t[2];
-        c->x.channel_host = t[3];
-        if (t[3])
-            r->sim_work_left = MC_SIM_HOST_CHANNEL_WORK;
-        else
-            r->sim_work_left += c->next == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
-        mc_status_t st = race(r, c->x, v->t, &c->dv, err);
+        int set, next_set;
+        int64_t add = channel_work(c->next, &set), flows = 0;
+        c->x = channel_try(c->x, c->next);
+        r->sim_work_left = set ? add : r->sim_work_left + add;
+        next_race_t after = {r, channel_try(c->x, c->next + 1), 0, c->pace};
+        if (channel_comes(c, c->next + 1, to))
+            after.least_work = channel_work(c->next + 1, &next_set);
+        int64_t before = r->sim_work_left;
+        mc_status_t st = race_then(r, c->x, v->t, after.least_work ? &after : next, &c->dv,
+                                   &flows, err);
         if (st != MC_OK)
             return st;
+        c->pace = flows ? (double)(before - r->sim_work_left) / (double)flows : 0;
         if (c->dv.simulated && c->dv.t < v->t) {
             r->kept = c->x;
             *v = c->dv;
@@ -842,16 +971,22 @@ static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, vari
                                   verdict_t *vr, mc_err_t *err)
 {
     channel_race_t cw, cr, *go = &cw;
+    int set;
+    /* the runner's first try comes next, under an allowance of its own (or what the winner's
+     * left, when the runner is *won) */
+    next_race_t first = {runner, channel_try(plan, 0), 0, 0};
+    if (runner)
+        first.least_work = channel_work(0, &set) + (runner == *won ? 0 : runner->sim_work_left);
     mc_status_t st = channels_begin(*won, v, 0, &cw, err);
     if (st == MC_OK)
-        st = channels_run(*won, &cw, v, 1, err);
+        st = channels_run(*won, &cw, v, 1, runner ? &first : NULL, err);
     if (st == MC_OK && runner) {
         variant_t kept = (*won)->kept;
         runner->kept = plan;
         vr->t = v->t; /* its tries count only where faster than the winner's */
         st = channels_begin(runner, vr, 1, &cr, err);
         if (st == MC_OK)
-            st = channels_run(runner, &cr, vr, 1, err);
+            st = channels_run(runner, &cr, vr, 1, NULL, err);
         if (st == MC_OK && vr->t < v->t) {
             *v = *vr;
             *won = runner;
@@ -862,7 +997,15 @@ static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, vari
                                   * components */
         }
     }
-    return st == MC_OK ? channels_run(*won, go, v, CHANNEL_TRIES, err) : st;
+    if (st == MC_OK)
+        st = channels_run(*won, go, v, CHANNEL_TRIES, NULL, err);
+    ahead_free((*won)->ahead); /* begun for a try that did not come */
+    (*won)->ahead = NULL;
+    if (runner) {
+        ahead_free(runner->ahead);
+        runner->ahead = NULL;
+    }
+    return st;
 }
 
 /* How far behind the fastest the other kind's variant may be for its chunk steps to be raced:
@@ -1018,16 +1161,6 @@ static int chains_across(const mc_task_t *task, const mc_topo_t *topo)
                                      &nlocal) >= 2;
     mc_shares_free(&sh);
     return across;
-}
-
-/* The chunk crossings (every chunk over every edge of its tree) of a schedule: what its
- * simulation grows with. */
-static int64_t sched_flows(const mc_sched_t *d)
-{
-    int64_t n = 0;
-    for (int t = 0; t < d->ntrees; t++)
-        n += (int64_t)d->trees[t].nchunks * d->trees[t].nedges;
-    return n;
 }
 
 /* One synthesis from the candidates, in two steps: its components solved (synth_solve), then the
@@ -1366,13 +1499,15 @@ static void own_memos(run_t *r)
     r->valid = mc_valid_memo_new();
 }
 
-/* Frees the memos own_memos gave r, its sim memo's runs handed to `to` first unless NULL. */
-static void drop_memos(run_t *r, mc_sim_memo_t *to)
+/* Frees the memos own_memos gave r, its sim memo's runs handed to `to` first: as to's own
+ * where they are what to's synthesis would have run (mc_sim_memo_take), else aside
+ * (mc_sim_memo_set_aside: made under other allowances, they spare the runs made again). */
+static void drop_memos(run_t *r, mc_sim_memo_t *to, int own)
 {
-    if (to)
+    if (own)
         mc_sim_memo_take(to, r->memo);
     else
-        mc_sim_memo_free(r->memo);
+        mc_sim_memo_set_aside(to, r->memo);
     mc_chunk_memo_free(r->chunks);
     mc_valid_memo_free(r->valid);
 }
@@ -1423,7 +1558,7 @@ static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v
     }
     int stands = ahead && st == MC_OK && !pa.left_over && end_st == MC_OK && !plain_beats(v, v2);
     if (e->bal->memo != bs.memo) { /* the end made ahead: taken, or put back */
-        drop_memos(e->bal, stands ? bs.memo : NULL);
+        drop_memos(e->bal, bs.memo, stands);
         state_back(e->bal, &bs);
         if (!stands) {
             mc_sched_free(send);
@@ -1431,7 +1566,7 @@ static mc_status_t synth_both(run_t *r, run_t *plain, verdict_t *v, verdict_t *v
         }
     }
     if (ahead && (st != MC_OK || pa.left_over)) { /* back to the shared memos (the caller's) */
-        drop_memos(r, NULL);
+        drop_memos(r, plain->memo, 0);
         share_memos(r, plain);
         ahead = 0;
     }

@@ -121,7 +121,7 @@ static mc_status_t race_pass(run_t *r, mc_sched_t **s, verdict_t *v, const alt_r
         }
         int64_t given = r->last_work_left < a->most ? r->last_work_left : a->most;
         r->sim_work_left = given;
-        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, &dv, err);
+        st = mc_meshcast_certify(r, d, name, &r->sim_work_left, v->t, NULL, &dv, err);
         r->last_work_left -= given - r->sim_work_left;
         if (st == MC_OK && replaces(d, &dv, *s, v)) {
             mc_sched_free(*s);

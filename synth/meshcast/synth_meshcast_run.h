@@ -48,6 +48,7 @@ typedef struct run {
                              * (mc_cands_add_share; the balanced synthesis) */
     const atomic_int *stale; /* set: what is made ahead is of no use, and the next simulation
                               * stops the synthesis (mc_meshcast_certify, synth_both); or NULL */
+    struct race_ahead *ahead; /* the next race, simulated ahead (synth_meshcast.c); or NULL */
 } run_t;
 
 /* The chunk counts of trees with no chunk size given (mc_cand_chunks(c, bytes, 0, rate)), kept
@@ -126,9 +127,10 @@ typedef struct verdict {
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
  * horizon (0: none; past it, not simulated), and returns the verdict in *v, with the params the
  * schedule states: the plan's name, its time, the bound and the gap. MC_ERR_TIMEOUT where r's
- * stale flag is set. */
+ * stale flag is set. ahead: s simulated ahead (mc_sim_ahead_start), freed; or NULL. */
 mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char *plan,
-                                int64_t *work_left, double horizon, verdict_t *v, mc_err_t *err);
+                                int64_t *work_left, double horizon, mc_sim_ahead_t *ahead,
+                                verdict_t *v, mc_err_t *err);
 
 /* The last races: the winner *s (timed *v) against its small pieces on relay trees, and against
  * NCCL's rings; the fastest replaces *s and *v. */
