@@ -81,25 +81,25 @@ mc_status_t mc_sim_run_apart(const mc_sched_t *s, const mc_topo_t *topo, int64_t
 void mc_sim_memo_put_ended(mc_sim_memo_t *m, const mc_sched_t *s, double makespan_s,
                            int64_t work, int64_t flows);
 /* A run made ahead (sim_ahead.c): s simulated on a thread of its own, before the allowance and
- * horizon it is to be timed under are known, with an allowance of at least least_work and a
- * horizon from least_horizon to most_horizon (> 0). s must outlive it. */
+ * horizon it is to be timed under are known, up to `work` units and a horizon from
+ * least_horizon to most_horizon (0: none, and none for the true one either). s must outlive it. */
 typedef struct mc_sim_ahead mc_sim_ahead_t;
-mc_sim_ahead_t *mc_sim_ahead_start(const mc_sched_t *s, const mc_topo_t *topo,
-                                   int64_t least_work, double least_horizon, double most_horizon);
+mc_sim_ahead_t *mc_sim_ahead_start(const mc_sched_t *s, const mc_topo_t *topo, int64_t work,
+                                   double least_horizon, double most_horizon);
 const mc_sched_t *mc_sim_ahead_sched(const mc_sim_ahead_t *a);
 /* Stops a's thread at its next batch of events and waits for it: what is left of the run is
  * made by the caller when it is decided. */
 void mc_sim_ahead_stop(mc_sim_ahead_t *a);
-/* Whether m has a run of s (or of a schedule the simulator reads as s) that can decide a later
- * one (ended, or stopped past a horizon). */
+/* Whether m, or the runs it keeps aside, has a run of s (or of a schedule the simulator reads as
+ * s) that can decide a later one (ended, or stopped past a horizon). */
 int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s);
 /* Whether the simulator reads a and b as the same schedule (m's scratch used to compare). */
 int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b);
 /* Stops a run made ahead (at its next batch of events) and frees it. */
 void mc_sim_ahead_free(mc_sim_ahead_t *a);
 /* mc_sim_run_memo_cut of a's schedule, with the same outcome, makespan and work taken, and
- * remembered the same: where m does not decide it and the allowance and horizon are within a's,
- * from a's run, taken on from where it stopped or told from what it recorded; where they are not,
+ * remembered the same: where m does not decide it and the allowance and horizon cover what a ran,
+ * from a's run, taken on from where it stopped or told from what it recorded; where they do not,
  * or its record cannot tell, run afresh. Frees a. */
 mc_status_t mc_sim_run_memo_ahead(mc_sim_memo_t *m, mc_sim_ahead_t *a, const mc_topo_t *topo,
                                   int64_t *work_left, double horizon_s, double floor_s,

@@ -210,7 +210,7 @@ void sim_run_free(sim_t *run);
  * another allowance and horizon can be told (sim_seen_batch): each batch at which the latest of
  * its times so far (the last event that moved something, or a least end from its links' loads)
  * grew to `from` or more, and its slowest pace (time reached per unit of work) in each of
- * SIM_SEEN_PACES spans of work from a quarter of its least allowance to all of it. */
+ * SIM_SEEN_PACES spans of work up to its most. */
 typedef struct sim_seen_at {
     int64_t work;
     double now, last, end; /* end: its links' least end, or -1 where not looked at */
@@ -221,7 +221,8 @@ typedef struct sim_seen_at {
 
 typedef struct sim_seen {
     double from, most;       /* the least time recorded; the latest seen */
-    int64_t least_work;      /* the least allowance the run can be decided under */
+    int64_t work;            /* the most work the run makes (it stops past it) */
+    int64_t last_work;       /* the work of the last batch recorded */
     int n, overflow;         /* at[0..n); overflow: more than SIM_SEEN_MAX were due */
     sim_seen_at_t at[SIM_SEEN_MAX];
     /* per span: the batch of its slowest pace, its work (0: none) and the time it reached */
@@ -230,10 +231,12 @@ typedef struct sim_seen {
 } sim_seen_t;
 
 /* Decides the run made ahead a under the allowance *work_left, horizon_s and floor_s as
- * sim_run_until_counted would (with no run to keep): returns 1 with *st, *res, *nflows and the
- * work taken from *work_left, or 0 where it cannot tell (sim_ahead.c). */
+ * sim_run_until_counted would: returns 1 with *st, *res, *nflows, the work taken from *work_left
+ * and, with no horizon, *paused the run where its allowance (or the cut) stopped it (else left
+ * as it is); or 0 where it cannot tell (sim_ahead.c). */
 int sim_ahead_decide(mc_sim_ahead_t *a, int64_t *work_left, double horizon_s, double floor_s,
-                     int64_t *nflows, mc_sim_result_t *res, mc_status_t *st, mc_err_t *err);
+                     int64_t *nflows, sim_t **paused, mc_sim_result_t *res, mc_status_t *st,
+                     mc_err_t *err);
 
 /* Records a batch that passed the allowance's check (stop_here): its work, times and the time it
  * reached (what the cut weighs). */

@@ -238,16 +238,23 @@ void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from)
     mc_sim_memo_free(from);
 }
 
+/* Whether `in` (m or its aside) has a run, ended or stopped past a horizon, of the schedule in
+ * m's scratch (hash: its hash). */
+static int has_run(const mc_sim_memo_t *in, const mc_sim_memo_t *m, uint64_t hash)
+{
+    size_t at = mc_index_start(&in->index, hash);
+    for (int i; (i = mc_index_next(&in->index, hash, &at)) >= 0;)
+        if (in->e[i].len == m->nscratch && !in->e[i].allowance &&
+            memcmp(in->keys + in->e[i].key, m->scratch, sizeof(int64_t) * m->nscratch) == 0)
+            return 1;
+    return 0;
+}
+
 int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s)
 {
     key_of(m, s);
     uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
-    size_t at = mc_index_start(&m->index, hash);
-    for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;)
-        if (m->e[i].len == m->nscratch && !m->e[i].allowance &&
-            memcmp(m->keys + m->e[i].key, m->scratch, sizeof(int64_t) * m->nscratch) == 0)
-            return 1;
-    return 0;
+    return has_run(m, m, hash) || (m->aside && has_run(m->aside, m, hash));
 }
 
 int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b)
@@ -320,8 +327,8 @@ static mc_status_t run_memo(mc_sim_memo_t *m, const mc_sched_t *s, mc_sim_ahead_
         st = a->ended ? MC_OK
                       : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
                                    horizon_s);
-    } else if (ahead && sim_ahead_decide(ahead, work_left, horizon_s, floor_s, &flows, res, &st,
-                                         err))
+    } else if (ahead && sim_ahead_decide(ahead, work_left, horizon_s, floor_s, &flows, &paused,
+                                         res, &st, err))
         m->ahead++;
     else
         st = sim_run_until_counted(s, topo, work_left, horizon_s, floor_s, &flows,

@@ -777,14 +777,15 @@ static void ahead_free(race_ahead_t *a)
     free(a);
 }
 
-/* The next race to simulate ahead of the one raced now: variant x of run r, whose allowance
- * will be least_work or more, and whose horizon no later than the fastest time so far; pace: the
- * work per flow of the race before the one raced now (0: none). */
+/* The next race to simulate ahead of the one raced now: variant x of run r, simulated up to
+ * `work` units (no more than its allowance can be, or at most all of it: the run made ahead is
+ * of use while it ran no more than its allowance) and a horizon no earlier than its own (0: it
+ * has none); pace: the work per flow of the race before the one raced now (0: not looked at). */
 typedef struct next_race {
     run_t *r;
     variant_t x;
-    int64_t least_work;
-    double pace;
+    int64_t work;
+    double horizon, pace;
 } next_race_t;
 
 /* The chunk crossings (every chunk over every edge of its tree) of a schedule: what its
@@ -802,10 +803,10 @@ static int64_t sched_flows(const mc_sched_t *d)
  * the race before it, would take more than its allowance: its race would then end the tries
  * (the 4 channels of a 1 GiB broadcast over eight MI300X hosts, stopped at 4.7 M units). */
 static mc_status_t begin_ahead(const next_race_t *next, const mc_sched_t *d, int64_t allowance,
-                               double horizon, mc_err_t *err)
+                               mc_err_t *err)
 {
     run_t *r = next->r;
-    if (r->ahead || horizon <= 0 || next->least_work <= 0 || mc_apart_running() > 0 ||
+    if (r->ahead || next->work <= 0 || mc_apart_running() > 0 ||
         next->pace * (double)sched_flows(d) > (double)allowance)
         return MC_OK;
     race_ahead_t *a = mc_xcalloc(1, sizeof *a);
@@ -816,8 +817,8 @@ static mc_status_t begin_ahead(const next_race_t *next, const mc_sched_t *d, int
         return st;
     }
     /* the horizon it is raced up to is a simulated time: the bound is below it */
-    a->sim = mc_sim_ahead_start(a->d, r->topo, next->least_work, r->bound.seconds * (1 - 1e-6),
-                                horizon);
+    a->sim = mc_sim_ahead_start(a->d, r->topo, next->work, r->bound.seconds * (1 - 1e-6),
+                                next->horizon);
     r->ahead = a;
     return MC_OK;
 }
@@ -846,7 +847,7 @@ static mc_status_t race_then(run_t *r, variant_t x, double horizon, const next_r
     if (st == MC_OK && flows)
         *flows = sched_flows(d);
     if (st == MC_OK && next)
-        st = begin_ahead(next, d, r->sim_work_left, horizon, err);
+        st = begin_ahead(next, d, r->sim_work_left, err);
     if (st == MC_OK)
         st = mc_meshcast_certify(r, d, name, &r->sim_work_left, horizon, sim, v, err);
     else
@@ -944,12 +945,12 @@ static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int t
         int64_t add = channel_work(c->next, &set), flows = 0;
         c->x = channel_try(c->x, c->next);
         r->sim_work_left = set ? add : r->sim_work_left + add;
-        next_race_t after = {r, channel_try(c->x, c->next + 1), 0, c->pace};
+        next_race_t after = {r, channel_try(c->x, c->next + 1), 0, v->t, c->pace};
         if (channel_comes(c, c->next + 1, to))
-            after.least_work = channel_work(c->next + 1, &next_set);
+            after.work = channel_work(c->next + 1, &next_set);
         int64_t before = r->sim_work_left;
-        mc_status_t st = race_then(r, c->x, v->t, after.least_work ? &after : next, &c->dv,
-                                   &flows, err);
+        mc_status_t st = race_then(r, c->x, v->t, after.work ? &after : next, &c->dv, &flows,
+                                   err);
         if (st != MC_OK)
             return st;
         c->pace = flows ? (double)(before - r->sim_work_left) / (double)flows : 0;
@@ -974,9 +975,9 @@ static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, vari
     int set;
     /* the runner's first try comes next, under an allowance of its own (or what the winner's
      * left, when the runner is *won) */
-    next_race_t first = {runner, channel_try(plan, 0), 0, 0};
+    next_race_t first = {runner, channel_try(plan, 0), 0, v->t, 0};
     if (runner)
-        first.least_work = channel_work(0, &set) + (runner == *won ? 0 : runner->sim_work_left);
+        first.work = channel_work(0, &set) + (runner == *won ? 0 : runner->sim_work_left);
     mc_status_t st = channels_begin(*won, v, 0, &cw, err);
     if (st == MC_OK)
         st = channels_run(*won, &cw, v, 1, runner ? &first : NULL, err);
@@ -1072,7 +1073,13 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
         /* a form counts only if it beats the fastest, so its simulation stops at that time; the
          * plans as decoded are timed in full, since they rank the kinds whose forms are raced */
         double horizon = table[i].form != FORM_DECODED && v->simulated ? v->t : 0;
-        MC_CHECK_GOTO(race(r, x, horizon, &dv, err), out, st);
+        /* the next variant is simulated ahead where it is known now (not the fastest or second
+         * kind so far), and so is whether it has a horizon: up to the allowance left now */
+        const variant_t *y = i + 1 < n ? &table[i + 1] : NULL;
+        next_race_t next = {r, y ? *y : x, r->sim_work_left,
+                            y && y->form != FORM_DECODED ? v->t : 0, 0};
+        int known = y && y->kind >= 0 && (y->form == FORM_DECODED || v->simulated);
+        MC_CHECK_GOTO(race_then(r, x, horizon, known ? &next : NULL, &dv, NULL, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250
