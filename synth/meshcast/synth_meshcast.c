@@ -945,9 +945,11 @@ static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int t
         int64_t add = channel_work(c->next, &set), flows = 0;
         c->x = channel_try(c->x, c->next);
         r->sim_work_left = set ? add : r->sim_work_left + add;
-        next_race_t after = {r, channel_try(c->x, c->next + 1), 0, v->t, c->pace};
-        if (channel_comes(c, c->next + 1, to))
+        next_race_t after = {r, c->x, 0, v->t, c->pace};
+        if (channel_comes(c, c->next + 1, to)) {
+            after.x = channel_try(c->x, c->next + 1);
             after.work = channel_work(c->next + 1, &next_set);
+        }
         int64_t before = r->sim_work_left;
         mc_status_t st = race_then(r, c->x, v->t, after.work ? &after : next, &c->dv, &flows,
                                    err);
