@@ -968,11 +968,9 @@ mc_status_t sim_run_ahead(const mc_sched_t *s, const mc_topo_t *topo, int64_t wo
                           double horizon_s, sim_seen_t *seen, const atomic_int *cancel,
                           sim_t **run, mc_sim_result_t *res, mc_err_t *err)
 {
-    sim_t *sm = sim_new(s, topo, 0);
+    sim_t *sm = sim_new(s, topo, 0); /* no floor: uncut */
     sm->work_max = work_max;
     sm->horizon = horizon_s;
-    sm->floor = 0;
-    sm->cut = 0;
     sm->cancel = cancel;
     sm->seen = seen;
     mc_status_t st = sim_go(sm, res, err);

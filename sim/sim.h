@@ -90,11 +90,6 @@ const mc_sched_t *mc_sim_ahead_sched(const mc_sim_ahead_t *a);
 /* Stops a's thread at its next batch of events and waits for it: what is left of the run is
  * made by the caller when it is decided. */
 void mc_sim_ahead_stop(mc_sim_ahead_t *a);
-/* Whether m, or the runs it keeps aside, has a run of s (or of a schedule the simulator reads as
- * s) that can decide a later one (ended, or stopped past a horizon). */
-int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s);
-/* Whether the simulator reads a and b as the same schedule (m's scratch used to compare). */
-int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b);
 /* Stops a run made ahead (at its next batch of events) and frees it. */
 void mc_sim_ahead_free(mc_sim_ahead_t *a);
 /* mc_sim_run_memo_cut of a's schedule, with the same outcome, makespan and work taken, and
@@ -114,6 +109,11 @@ void mc_sim_memo_take(mc_sim_memo_t *m, mc_sim_memo_t *from);
  * under as much allowance or less, and the same floor or a higher one: sim_memo.c, find), and is
  * then remembered in m as that run would be; so m answers every run as it would without them. */
 void mc_sim_memo_set_aside(mc_sim_memo_t *m, mc_sim_memo_t *from);
+/* Whether m, or the runs it keeps aside, has a run of s (or of a schedule the simulator reads as
+ * s) that can decide a later one (ended, or stopped past a horizon). */
+int mc_sim_memo_has(mc_sim_memo_t *m, const mc_sched_t *s);
+/* Whether the simulator reads a and b as the same schedule (m's scratch used to compare). */
+int mc_sim_memo_same(mc_sim_memo_t *m, const mc_sched_t *a, const mc_sched_t *b);
 /* How many of m's runs went on from where an allowance had stopped them (with no horizon) rather
  * than being simulated again from the start. */
 long mc_sim_memo_resumed(const mc_sim_memo_t *m);

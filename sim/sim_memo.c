@@ -114,6 +114,13 @@ static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
     }
 }
 
+/* Whether entry e of `in` (m, or m's aside) is of the schedule in m's scratch. */
+static int same_key(const mc_sim_memo_t *in, const memo_entry_t *e, const mc_sim_memo_t *m)
+{
+    return e->len == m->nscratch &&
+           memcmp(in->keys + e->key, m->scratch, sizeof(int64_t) * e->len) == 0;
+}
+
 /* The outcome remembered in `in` (m, or m's aside) that decides this run of the schedule in m's
  * scratch, or NULL. work_left NULL: no allowance, under which a run that ended ends the same way.
  * One of the aside decides it only as a run begun afresh would: one that ended or passed its
@@ -126,8 +133,7 @@ static const memo_entry_t *find(const mc_sim_memo_t *in, const mc_sim_memo_t *m,
     size_t at = mc_index_start(&in->index, hash);
     for (int i; (i = mc_index_next(&in->index, hash, &at)) >= 0;) {
         const memo_entry_t *e = &in->e[i];
-        if (e->len != m->nscratch || e->allowance ||
-            memcmp(in->keys + e->key, m->scratch, sizeof(int64_t) * e->len) != 0)
+        if (e->allowance || !same_key(in, e, m))
             continue;
         if (work_left ? *work_left < e->work || *work_left < 4 * e->flows : !e->ended)
             continue;
@@ -146,9 +152,7 @@ static memo_entry_t *find_paused(mc_sim_memo_t *m, uint64_t hash, const int64_t 
     size_t at = mc_index_start(&m->index, hash);
     for (int i; (i = mc_index_next(&m->index, hash, &at)) >= 0;) {
         memo_entry_t *e = &m->e[i];
-        if (e->paused && e->len == m->nscratch &&
-            (!work_left || *work_left >= e->allowance) &&
-            memcmp(m->keys + e->key, m->scratch, sizeof(int64_t) * e->len) == 0)
+        if (e->paused && (!work_left || *work_left >= e->allowance) && same_key(m, e, m))
             return e;
     }
     return NULL;
@@ -244,8 +248,7 @@ static int has_run(const mc_sim_memo_t *in, const mc_sim_memo_t *m, uint64_t has
 {
     size_t at = mc_index_start(&in->index, hash);
     for (int i; (i = mc_index_next(&in->index, hash, &at)) >= 0;)
-        if (in->e[i].len == m->nscratch && !in->e[i].allowance &&
-            memcmp(in->keys + in->e[i].key, m->scratch, sizeof(int64_t) * m->nscratch) == 0)
+        if (!in->e[i].allowance && same_key(in, &in->e[i], m))
             return 1;
     return 0;
 }
@@ -291,6 +294,20 @@ long mc_sim_memo_ahead_taken(const mc_sim_memo_t *m)
     return m->ahead;
 }
 
+/* The outcome of a run that remembered entry e decides: its makespan (the only field of *res
+ * set), its work taken from *work_left (NULL: none), ended or stopped past horizon_s. */
+static mc_status_t told(const memo_entry_t *e, int64_t *work_left, double horizon_s,
+                        mc_sim_result_t *res, mc_err_t *err)
+{
+    memset(res, 0, sizeof *res);
+    res->makespan_s = e->t;
+    if (work_left)
+        *work_left -= e->work;
+    return e->ended ? MC_OK
+                    : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
+                                 horizon_s);
+}
+
 /* mc_sim_run_memo_cut, the run of s made ahead as `ahead` where not NULL. */
 static mc_status_t run_memo(mc_sim_memo_t *m, const mc_sched_t *s, mc_sim_ahead_t *ahead,
                             const mc_topo_t *topo, int64_t *work_left, double horizon_s,
@@ -299,15 +316,8 @@ static mc_status_t run_memo(mc_sim_memo_t *m, const mc_sched_t *s, mc_sim_ahead_
     key_of(m, s);
     uint64_t hash = mc_hash_words(m->scratch, m->nscratch);
     const memo_entry_t *e = find(m, m, hash, work_left, horizon_s, floor_s);
-    if (e) {
-        memset(res, 0, sizeof *res);
-        res->makespan_s = e->t;
-        if (work_left)
-            *work_left -= e->work;
-        return e->ended ? MC_OK
-                        : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
-                                     horizon_s);
-    }
+    if (e)
+        return told(e, work_left, horizon_s, res, err);
     memo_entry_t *p = horizon_s == 0 ? find_paused(m, hash, work_left) : NULL;
     if (p)
         return resume(m, p, s, topo, work_left, res, err);
@@ -320,13 +330,8 @@ static mc_status_t run_memo(mc_sim_memo_t *m, const mc_sched_t *s, mc_sim_ahead_
                                      : NULL;
     if (a) { /* as the run begun afresh; remembered as it would be */
         m->ahead++;
-        memset(res, 0, sizeof *res);
-        res->makespan_s = a->t;
         flows = a->flows;
-        *work_left -= a->work;
-        st = a->ended ? MC_OK
-                      : mc_err_set(err, MC_ERR_TIMEOUT, "sim: stopped past its horizon (%g s)",
-                                   horizon_s);
+        st = told(a, work_left, horizon_s, res, err);
     } else if (ahead && sim_ahead_decide(ahead, work_left, horizon_s, floor_s, &flows, &paused,
                                          res, &st, err))
         m->ahead++;

@@ -754,13 +754,11 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
     return MC_OK;
 }
 
-/* Builds variant x (its kind resolved) and times it within the allowance, up to the simulated
- * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
 /* A race simulated ahead (mc_sim_ahead_start) on a core no other thread of the synthesis takes,
- * while the race before it runs: the channel tries and the runner's first try are raced one after
- * another, each under the allowance and horizon the one before left, so the next one's are known
- * only within limits. Taken by race() when it races the same variant, it is decided as a race
- * begun then would be (docs/synthesis.md, "Session 27"). */
+ * while the race before it runs: the channel tries, the runner's first try and the referee's
+ * table are raced one after another, each under the allowance and horizon the one before left,
+ * so the next one's are known only within limits. Taken by race_then when it races the same
+ * variant, it is decided as a race begun then would be (docs/synthesis.md, "Session 27"). */
 typedef struct race_ahead {
     variant_t x;
     mc_sched_t *d;
@@ -775,6 +773,13 @@ static void ahead_free(race_ahead_t *a)
     mc_sim_ahead_free(a->sim);
     mc_sched_free(a->d);
     free(a);
+}
+
+/* Drops the race r began ahead for a race that did not come (its thread stopped). */
+static void ahead_drop(run_t *r)
+{
+    ahead_free(r->ahead);
+    r->ahead = NULL;
 }
 
 /* The next race to simulate ahead of the one raced now: variant x of run r, simulated up to
@@ -856,6 +861,8 @@ static mc_status_t race_then(run_t *r, variant_t x, double horizon, const next_r
     return st;
 }
 
+/* Builds variant x (its kind resolved) and times it within the allowance, up to the simulated
+ * time horizon (0: none): *v gets its verdict; the schedule is not kept. */
 static mc_status_t race(run_t *r, variant_t x, double horizon, verdict_t *v, mc_err_t *err)
 {
     return race_then(r, x, horizon, NULL, v, NULL, err);
@@ -916,12 +923,12 @@ static variant_t channel_try(variant_t x, int i)
     return x;
 }
 
-/* The allowance try i of a channel race adds to what is left (or sets, *set). */
-static int64_t channel_work(int i, int *set)
+/* The allowance try i of a channel race adds to what is left (the host chunks' tries: sets). */
+static int64_t channel_work(int i)
 {
-    *set = channel_tries[i][3];
-    return *set ? MC_SIM_HOST_CHANNEL_WORK
-                : i == 0 ? MC_SIM_FIRST_CHANNEL_WORK : MC_SIM_CHANNEL_WORK;
+    return channel_tries[i][3] ? MC_SIM_HOST_CHANNEL_WORK
+           : i == 0            ? MC_SIM_FIRST_CHANNEL_WORK
+                               : MC_SIM_CHANNEL_WORK;
 }
 
 /* Whether c's try i comes, before try `to`, when the one before it goes on. */
@@ -941,14 +948,13 @@ static mc_status_t channels_run(run_t *r, channel_race_t *c, verdict_t *v, int t
 {
     for (; channel_comes(c, c->next, to) && (c->dv.simulated || (c->dv.beaten && !c->runner));
          c->next++) {
-        int set, next_set;
-        int64_t add = channel_work(c->next, &set), flows = 0;
+        int64_t add = channel_work(c->next), flows = 0;
         c->x = channel_try(c->x, c->next);
-        r->sim_work_left = set ? add : r->sim_work_left + add;
+        r->sim_work_left = channel_tries[c->next][3] ? add : r->sim_work_left + add;
         next_race_t after = {r, c->x, 0, v->t, c->pace};
         if (channel_comes(c, c->next + 1, to)) {
             after.x = channel_try(c->x, c->next + 1);
-            after.work = channel_work(c->next + 1, &next_set);
+            after.work = channel_work(c->next + 1);
         }
         int64_t before = r->sim_work_left;
         mc_status_t st = race_then(r, c->x, v->t, after.work ? &after : next, &c->dv, &flows,
@@ -974,12 +980,11 @@ static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, vari
                                   verdict_t *vr, mc_err_t *err)
 {
     channel_race_t cw, cr, *go = &cw;
-    int set;
     /* the runner's first try comes next, under an allowance of its own (or what the winner's
      * left, when the runner is *won) */
     next_race_t first = {runner, channel_try(plan, 0), 0, v->t, 0};
     if (runner)
-        first.work = channel_work(0, &set) + (runner == *won ? 0 : runner->sim_work_left);
+        first.work = channel_work(0) + (runner == *won ? 0 : runner->sim_work_left);
     mc_status_t st = channels_begin(*won, v, 0, &cw, err);
     if (st == MC_OK)
         st = channels_run(*won, &cw, v, 1, runner ? &first : NULL, err);
@@ -1002,12 +1007,9 @@ static mc_status_t synth_channels(run_t **won, verdict_t *v, run_t *runner, vari
     }
     if (st == MC_OK)
         st = channels_run(*won, go, v, CHANNEL_TRIES, NULL, err);
-    ahead_free((*won)->ahead); /* begun for a try that did not come */
-    (*won)->ahead = NULL;
-    if (runner) {
-        ahead_free(runner->ahead);
-        runner->ahead = NULL;
-    }
+    ahead_drop(*won);
+    if (runner)
+        ahead_drop(runner);
     return st;
 }
 
@@ -1139,6 +1141,7 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
     }
     r->kept = kept;
 out:
+    ahead_drop(r); /* begun for a variant the allowance did not reach */
     return st;
 }
 
