@@ -862,6 +862,30 @@ void sim_run_free(sim_t *sm)
     free(sm);
 }
 
+/* The flows of one phase's distinct groups: what a run simulates of it. */
+static int64_t distinct_flows(const mc_sched_t *s, const sim_groups_t *g)
+{
+    int64_t n = 0;
+    for (int k = 0; k < g->ngroups; k++)
+        for (int i = g->tree_off[k]; g->same_as[k] < 0 && i < g->tree_off[k + 1]; i++) {
+            const mc_tree_t *tr = &s->trees[g->trees[i]];
+            n += (int64_t)tr->nedges * tr->nchunks;
+        }
+    return n;
+}
+
+int64_t mc_sim_least_work(const mc_sched_t *s, const mc_topo_t *topo)
+{
+    int64_t n = 0;
+    for (int p = 0; p < s->nphases; p++) {
+        sim_groups_t g = {0};
+        sim_groups_build(s, topo, p, &g);
+        n += distinct_flows(s, &g);
+        sim_groups_free(&g);
+    }
+    return MC_SIM_WORK_PER_FLOW * n;
+}
+
 /* A run of s set up at its start. */
 static sim_t *sim_new(const mc_sched_t *s, const mc_topo_t *topo, int keep_intervals)
 {
@@ -872,12 +896,7 @@ static sim_t *sim_new(const mc_sched_t *s, const mc_topo_t *topo, int keep_inter
     sm->groups = mc_xcalloc((size_t)s->nphases + 1, sizeof(sim_groups_t));
     for (int p = 0; p < s->nphases; p++) {
         sim_groups_build(s, topo, p, &sm->groups[p]);
-        const sim_groups_t *g = &sm->groups[p];
-        for (int k = 0; k < g->ngroups; k++)
-            for (int i = g->tree_off[k]; g->same_as[k] < 0 && i < g->tree_off[k + 1]; i++) {
-                const mc_tree_t *tr = &s->trees[g->trees[i]];
-                sm->nflows_all += (int64_t)tr->nedges * tr->nchunks;
-            }
+        sm->nflows_all += distinct_flows(s, &sm->groups[p]);
     }
     sm->res.nlinks = topo->nlinks;
     sm->res.link_busy_s = mc_xcalloc(nl, sizeof(double));
@@ -939,7 +958,7 @@ static mc_status_t sim_run(const mc_sched_t *s, const mc_topo_t *topo, int keep_
     memset(res, 0, sizeof *res);
     /* every flow simulated costs two events and two re-ratings at least, and in practice more:
      * a schedule with more flows to simulate than a quarter of the allowance is not started */
-    if (work_left && 4 * sm->nflows_all > *work_left) {
+    if (work_left && MC_SIM_WORK_PER_FLOW * sm->nflows_all > *work_left) {
         st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
                         (long long)sm->nflows_all);
         if (run && sm->in_group) /* still as it was stopped */

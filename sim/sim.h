@@ -41,6 +41,12 @@ mc_status_t mc_sim_run_totals(const mc_sched_t *s, const mc_topo_t *topo, mc_sim
  * result only makespan_s is set: the simulated time it reached, a lower bound on the makespan. */
 mc_status_t mc_sim_run_bounded(const mc_sched_t *s, const mc_topo_t *topo, int64_t *work_left,
                                mc_sim_result_t *res, mc_err_t *err);
+/* The least allowance a run of s starts under: MC_SIM_WORK_PER_FLOW units per flow it simulates
+ * (those of its distinct groups, sim_groups.c; every flow costs two events and two re-ratings at
+ * least). Under less, mc_sim_run_bounded and the runs below stop at once with MC_ERR_TIMEOUT,
+ * taking nothing. */
+#define MC_SIM_WORK_PER_FLOW 4
+int64_t mc_sim_least_work(const mc_sched_t *s, const mc_topo_t *topo);
 /* mc_sim_run_bounded that also stops, with MC_ERR_TIMEOUT, once the simulated time passes
  * horizon_s (0: never), makespan_s the time reached; or as soon as the bytes its links have still
  * to move end it past horizon_s, makespan_s that least end (sim.c, group_end_least): either way

@@ -149,7 +149,7 @@ int sim_ahead_decide(mc_sim_ahead_t *a, int64_t *work_left, double horizon_s, do
         return 0;
     *nflows = sim_run_flows(a->run);
     memset(res, 0, sizeof *res);
-    if (4 * *nflows > w) {
+    if (MC_SIM_WORK_PER_FLOW * *nflows > w) {
         *st = mc_err_set(err, MC_ERR_TIMEOUT, "sim: %lld flows are beyond its work limit",
                          (long long)*nflows);
         return 1;

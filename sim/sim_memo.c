@@ -6,7 +6,7 @@
  * earlier run of the same schedule, since the simulation is deterministic and stops only at the
  * end of a batch of events, once its work passes W or its simulated time passes H:
  * - a run that ended, having used w work for n flows at makespan t, ends the same way under any
- *   W >= max(w, 4n) (4 per flow: the least it starts with) and H = 0 or H >= t;
+ *   W >= max(w, 4n) (MC_SIM_WORK_PER_FLOW: the least it starts with) and H = 0 or H >= t;
  * - a run that stopped past its horizon H, having used w <= its allowance, stops at the same
  *   batch under the same H and any W >= max(w, 4n).
  * - a run that its allowance W0 stopped, with no horizon, is kept as it stopped (within
@@ -135,7 +135,8 @@ static const memo_entry_t *find(const mc_sim_memo_t *in, const mc_sim_memo_t *m,
         const memo_entry_t *e = &in->e[i];
         if (e->allowance || !same_key(in, e, m))
             continue;
-        if (work_left ? *work_left < e->work || *work_left < 4 * e->flows : !e->ended)
+        if (work_left ? *work_left < e->work || *work_left < MC_SIM_WORK_PER_FLOW * e->flows
+                      : !e->ended)
             continue;
         if (in != m && (!work_left || *work_left < e->made_under || floor_s > e->made_floor))
             continue;

@@ -598,6 +598,7 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
         goto out;
     }
     mc_err_t stopped = {0};
+    int64_t before = *work_left;
     st = ahead ? mc_sim_run_memo_ahead(r->memo, ahead, r->topo, work_left, horizon, b->seconds,
                                        &sim, &stopped)
                : mc_sim_run_memo_cut(r->memo, s, r->topo, work_left, horizon, b->seconds, &sim,
@@ -605,6 +606,7 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
     v->simulated = st == MC_OK;
     v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     v->beaten = st == MC_ERR_TIMEOUT && horizon > 0 && sim.makespan_s > horizon;
+    v->unstarted = st == MC_ERR_TIMEOUT && *work_left == before;
     if (st != MC_OK && st != MC_ERR_TIMEOUT) {
         *err = stopped;
         goto out;
@@ -828,8 +830,17 @@ static mc_status_t begin_ahead(const next_race_t *next, const mc_sched_t *d, int
     return MC_OK;
 }
 
+/* Whether what is left of r's allowance starts a run of d (mc_sim_least_work: its chunk
+ * crossings, counted at once, bound its flows from above). */
+static int can_start(const run_t *r, const mc_sched_t *d)
+{
+    return MC_SIM_WORK_PER_FLOW * sched_flows(d) <= r->sim_work_left ||
+           mc_sim_least_work(d, r->topo) <= r->sim_work_left;
+}
+
 /* Builds variant x and times it (mc_meshcast_certify) up to horizon; next (or NULL): the race
- * after it, simulated ahead meanwhile (begin_ahead). *flows (NULL: not asked) gets its flows. */
+ * after it, simulated ahead meanwhile (begin_ahead) where x's run starts (else the next race
+ * may not come: referee). *flows (NULL: not asked) gets its flows. */
 static mc_status_t race_then(run_t *r, variant_t x, double horizon, const next_race_t *next,
                              verdict_t *v, int64_t *flows, mc_err_t *err)
 {
@@ -851,7 +862,7 @@ static mc_status_t race_then(run_t *r, variant_t x, double horizon, const next_r
     }
     if (st == MC_OK && flows)
         *flows = sched_flows(d);
-    if (st == MC_OK && next)
+    if (st == MC_OK && next && can_start(r, d))
         st = begin_ahead(next, d, r->sim_work_left, err);
     if (st == MC_OK)
         st = mc_meshcast_certify(r, d, name, &r->sim_work_left, horizon, sim, v, err);
@@ -1053,10 +1064,21 @@ out:
  * (variants), and the fastest simulated one is kept in r->kept, *v; *replaced says whether it is
  * not the solved plan. The simulations share one allowance of work (mc_sim_run_bounded); the
  * variants it does not cover are dropped. */
+/* Whether the referee leaves variant x out: one of its kind and form, less staggered, was not
+ * started by the allowance (unstarted[kind][form]: its stagger, or -1). Staggers only add chunks
+ * (mc_sched_stagger), and the allowance only shrinks along the table, so x would not start either:
+ * with 1,008 units left, the referee of an uneven 4 MiB all-to-all over four A100 and four H100
+ * boxes built 28 variants it could not start, 132,623 chunk crossings each at most, 2 s of CPU. */
+static int left_out(variant_t x, int unstarted[MC_PLAN_KINDS][FORM_COUNT])
+{
+    return unstarted[x.kind][x.form] >= 0 && x.stagger > unstarted[x.kind][x.form];
+}
+
 static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
 {
     variant_t table[MC_VARIANTS_MAX];
     int n = variants(r, table), fastest = MC_PLAN_SOLVED, second = -1;
+    int unstarted[MC_PLAN_KINDS][FORM_COUNT];
     double fastest_t = v->t, second_t = HUGE_VAL;
     variant_t winner = {MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
     variant_t best_x[MC_PLAN_KINDS]; /* per kind, its fastest variant, timed best_t */
@@ -1066,6 +1088,8 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
     for (int k = 0; k < MC_PLAN_KINDS; k++) {
         best_t[k] = HUGE_VAL;
         best_x[k] = (variant_t){k, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+        for (int f = 0; f < FORM_COUNT; f++)
+            unstarted[k][f] = -1;
     }
     for (int i = 0; i < n && r->sim_work_left > 0; i++) {
         variant_t x = table[i];
@@ -1074,6 +1098,8 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
             continue;
         if (x.kind < 0)
             x.kind = x.kind == VARIANT_FASTEST ? fastest : second;
+        if (left_out(x, unstarted))
+            continue;
         /* a form counts only if it beats the fastest, so its simulation stops at that time; the
          * plans as decoded are timed in full, since they rank the kinds whose forms are raced */
         double horizon = table[i].form != FORM_DECODED && v->simulated ? v->t : 0;
@@ -1082,9 +1108,12 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
         const variant_t *y = i + 1 < n ? &table[i + 1] : NULL;
         next_race_t next = {r, y ? *y : x, r->sim_work_left,
                             y && y->form != FORM_DECODED ? v->t : 0, 0};
-        int known = y && y->kind >= 0 && (y->form == FORM_DECODED || v->simulated);
+        int known = y && y->kind >= 0 && (y->form == FORM_DECODED || v->simulated) &&
+                    !left_out(*y, unstarted);
         MC_CHECK_GOTO(race_then(r, x, horizon, known ? &next : NULL, &dv, NULL, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
+        if (dv.unstarted && unstarted[x.kind][x.form] < 0)
+            unstarted[x.kind][x.form] = x.stagger;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250
          * broadcast in `direct`: 1.31 -> 1.33 of the bound); the plan at shared pace has forms
@@ -1319,17 +1348,21 @@ static void balanced_end(balanced_apart_t *a, mc_sim_memo_t *m, int wait)
  * itself, timed *w) raced: where the winner was simulated, the balanced plan is timed within
  * one referee's allowance up to its time. Where it was not, the summary simulates the written
  * schedule within the caller's allowance (opts->sim_work) in any case, and a balanced plan
- * simulated to its end is not simulated again (the memo): it gets that allowance, where it moves
- * fewer chunks over tree edges than the winner (its 64 trees over eight RTX 3090 boxes, 1 GiB:
- * 47 M units, 2.5 s, where the summary stopped the winner's 275 trees at 200 M, 16 s). Its time
- * is known up to MC_STEP_REACH times the winner's, so that one close behind races its channels
- * too (mc_synth_meshcast). */
+ * simulated to its end is not simulated again (the memo): it gets that allowance, waiting for
+ * its run apart, where it moves fewer chunks over tree edges than the winner (its 64 trees over
+ * eight RTX 3090 boxes, 1 GiB: 47 M units, 2.5 s, where the summary stopped the winner's 275 trees
+ * at 200 M, 16 s), and one referee's allowance where it moves more: chunks are a poor measure of
+ * the work (the chains of a 64 MiB all-gather over sixteen 4-GPU hosts of one NIC each, 96,768
+ * chunk moves, ended in 0.4 M units at 1.016 of the bound; the winner's 91,224 ran out of 7 M,
+ * and the summary found it at 1.48). Its time is known up to MC_STEP_REACH times the winner's, so
+ * that one close behind races its channels too (mc_synth_meshcast). */
 static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, balanced_apart_t *a,
                                   verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     mc_sched_t *d = NULL;
     char name[64];
+    int whole = 0; /* timed within the summary's allowance */
     if (!a)
         MC_CHECK_GOTO(balanced_plans(b, 0, err), out, st);
     /* its deepest path alone outlasts the winner: it cannot win (the 4 MiB all-gathers, whose
@@ -1344,12 +1377,12 @@ static mc_status_t synth_balanced(run_t *b, run_t *won, const verdict_t *w, bala
         mc_sched_free(d);
         d = NULL;
         MC_CHECK_GOTO(build(b, balanced_plan, &d, name, sizeof name, err), out, st);
-        if (sched_flows(d) > flows)
-            goto out;
-        b->sim_work_left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
+        whole = sched_flows(d) <= flows;
+        if (whole)
+            b->sim_work_left = b->opts->sim_work > 0 ? b->opts->sim_work : INT64_MAX / 2;
     }
     if (a)
-        balanced_end(a, b->memo, !w->simulated);
+        balanced_end(a, b->memo, whole);
     MC_CHECK_GOTO(race(b, balanced_plan, w->simulated ? MC_STEP_REACH * w->t : 0, v, err), out,
                   st);
     /* the caller's allowance was for timing the plan: the channel race adds its own */

@@ -1,8 +1,8 @@
 /* Tests for sim/: the simulator against closed forms on hand-built topologies: one transfer, a
  * pipelined chain, flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
  * whose branches share the root's egress, phases in sequence, repeatability, and link-disjoint
- * groups simulated apart, identical ones once; allowances, horizons, the memo and runs made
- * apart. */
+ * groups simulated apart, identical ones once (and the least allowance that starts a run counts
+ * them once); allowances, horizons, the memo and runs made apart. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -229,6 +229,7 @@ static void test_bounded_work(void **state)
     assert_true(left <= 0);
     assert_true(res.makespan_s >= 0 && res.makespan_s < full.makespan_s);
     assert_non_null(strstr(err.msg, "work limit"));
+    assert_int_equal(mc_sim_least_work(s, t), 12);
     left = 11; /* under four units per flow: not started, nothing spent */
     assert_int_equal(mc_sim_run_bounded(s, t, &left, &res, &err), MC_ERR_TIMEOUT);
     assert_int_equal(left, 11);
@@ -752,6 +753,13 @@ static void test_identical_groups_simulated_once(void **state)
     assert_int_equal(mc_sim_run_bounded(all, t, &w_all, &res, &err), MC_OK);
     assert_int_equal(1000 - w_all, 2 * (1000 - w_one));
     mc_sim_result_free(&res);
+    /* the least allowance that starts a run counts the distinct groups' flows: 4 chunks over one
+     * edge in each of two */
+    assert_int_equal(mc_sim_least_work(one, t), MC_SIM_WORK_PER_FLOW * 4);
+    assert_int_equal(mc_sim_least_work(all, t), MC_SIM_WORK_PER_FLOW * 8);
+    int64_t short_of = MC_SIM_WORK_PER_FLOW * 8 - 1;
+    assert_int_equal(mc_sim_run_bounded(all, t, &short_of, &res, &err), MC_ERR_TIMEOUT);
+    assert_int_equal(short_of, MC_SIM_WORK_PER_FLOW * 8 - 1);
     mc_sched_free(one);
     mc_sched_free(all);
     mc_topo_free(t);
