@@ -28,6 +28,7 @@ Patterns (n GPUs, H hosts, G = n / H GPUs per host):
   cross2d    first half of the hosts (host, gpu) -> second half (gpu, host)   (clusters only)
   same2d     one mesh over every host, (host, gpu) -> (gpu, host)            (clusters only)
   hostbcast  host 0 sharded over its GPUs -> replicated on every other host   (clusters only)
+  (the last three where n is a multiple of H; otherwise they are left out)
 --tasks takes task files (or folders of *.task) instead of the generated patterns; each names its
 topology in a comment line `# topo: NAME` (bench/probe holds shapes the patterns do not make:
 other aspect ratios, partial meshes, replicated holders, several tensors, uneven shards).
@@ -88,8 +89,9 @@ def dims(nbytes, mult):
 
 
 def task_text(pat, n, hosts, nbytes):
-    """The task of a pattern on n GPUs over hosts hosts; None when it needs more hosts."""
-    if pat in CLUSTER_ONLY and hosts < 2:
+    """The task of a pattern on n GPUs over hosts hosts; None when it needs more hosts, or hosts
+    of one size (the 2-D patterns: n a multiple of hosts)."""
+    if pat in CLUSTER_ONLY and (hosts < 2 or n % hosts):
         return None
     g = n // hosts
     if pat == "bcast":

@@ -53,7 +53,10 @@ struct mc_route_cache {
                                  * when it has exactly one and is a port; else -1 */
     int *fab_slot;              /* per fabric node: its index in a source's tree, or -1 */
     int nslots;
-    int **fab_pred;             /* per fabric source: link into each slot node, lazily */
+    int *fab_key;               /* per fabric node: which of equal ways a path to it takes (a
+                                 * port's place among the ports of its switch; fabric) */
+    int **fab_pred;             /* per fabric source, lazily: the links into each slot node that
+                                 * end one of its shortest widest paths (fabric) */
     size_t bytes;               /* held by fab_pred's trees */
     int *dist, *pred, *queue;   /* BFS scratch, per node */
     double *width;
@@ -170,6 +173,7 @@ void mc_topo_route_cache_free(mc_topo_t *t)
     free(c->fab_index);
     free(c->fab_in);
     free(c->fab_slot);
+    free(c->fab_key);
     free(c->out_start);
     free(c->out_links);
     free(c->in_start);
@@ -188,11 +192,14 @@ void mc_topo_route_cache_free(mc_topo_t *t)
 
 /* Which fabric nodes a fabric search can enter by one link only (a port under its leaf switch):
  * its tree from any source enters them by that link, so no tree keeps them. The links counted
- * are those may_take can allow: NET links out of a switch or out of a port (the origin). */
+ * are those may_take can allow: NET links out of a switch or out of a port (the origin). Each
+ * such port's key is its place among the ports of its switch; another node's, its index. */
 static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
 {
     c->fab_in = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
     c->fab_slot = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+    c->fab_key = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
+    int *ports = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int)); /* per switch, ports so far */
     for (int v = 0; v < t->nnodes; v++) {
         int fi = c->fab_index[v], ways = 0, only = -1;
         if (fi < 0)
@@ -208,7 +215,9 @@ static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
         int fixed = ways == 1 && t->nodes[v].kind == MC_NODE_NET;
         c->fab_in[fi] = fixed ? only : -1;
         c->fab_slot[fi] = fixed ? -1 : c->nslots++;
+        c->fab_key[fi] = fixed ? ports[t->links[only].src]++ : fi;
     }
+    free(ports);
 }
 
 /* The cache lives inside the (logically const) topology; it is rebuilt if the graph changed. */
@@ -301,27 +310,63 @@ out:
     return st;
 }
 
+/* The search tree of fabric source `from` (after its bfs): per slot node, the links into it that
+ * end one of its shortest widest paths, the one bfs kept first. Laid out as nslots + 1 offsets,
+ * then the links. */
+static int *fabric_tree(const mc_topo_t *t, struct mc_route_cache *c, int from, size_t *bytes)
+{
+    int nslots = c->nslots, n = 0, cap = nslots + 1;
+    int *tree = mc_xmalloc(sizeof(int) * (size_t)(nslots + 1 + cap));
+    int *links = mc_xmalloc(sizeof(int) * (size_t)cap);
+    for (int i = 0, s = 0; i < t->nnodes; i++) {
+        if (c->fab_index[i] < 0 || c->fab_slot[c->fab_index[i]] < 0)
+            continue;
+        tree[s++] = n;
+        if (c->pred[i] < 0)
+            continue;
+        MC_GROW(links, cap, n + 1);
+        links[n++] = c->pred[i];
+        for (int k = c->in_start[i]; k < c->in_start[i + 1]; k++) {
+            const mc_link_t *l = &t->links[c->in_links[k]];
+            if (c->in_links[k] == c->pred[i] || c->dist[l->src] != c->dist[i] - 1 ||
+                !may_take(t, l, l->src, i, from, -1, WALK_FABRIC) ||
+                fmin(c->width[l->src], l->bw) != c->width[i])
+                continue;
+            MC_GROW(links, cap, n + 1);
+            links[n++] = c->in_links[k];
+        }
+    }
+    tree[nslots] = n;
+    tree = mc_xrealloc(tree, sizeof(int) * (size_t)(nslots + 1 + n));
+    memcpy(tree + nslots + 1, links, sizeof(int) * (size_t)n);
+    free(links);
+    *bytes += sizeof(int) * (size_t)(nslots + 1 + n);
+    return tree;
+}
+
 /* The fabric path between two NIC ports; the search tree of each source port is kept (its slot
  * nodes). A port entered by its one link is reached when that link's switch is, or when the link
- * leaves the source itself. */
+ * leaves the source itself. Where equal paths part (a leaf under several spines), the one taken
+ * depends on the destination port's key, as InfiniBand's fat-tree routing spreads destinations
+ * over the spines (D-mod-k): the ports of a leaf come in by every spine in turn, where the first
+ * of the links left every path on one spine and the others idle. */
 static mc_status_t fabric(const mc_topo_t *t, struct mc_route_cache *c, int from, int to,
                           path_t *p, mc_err_t *err)
 {
     int fi = c->fab_index[from];
     if (!c->fab_pred[fi]) {
         bfs(t, c, from, -1, WALK_FABRIC, 0);
-        int *pred = mc_xmalloc(sizeof(int) * (size_t)(c->nslots ? c->nslots : 1));
-        for (int i = 0; i < t->nnodes; i++)
-            if (c->fab_index[i] >= 0 && c->fab_slot[c->fab_index[i]] >= 0)
-                pred[c->fab_slot[c->fab_index[i]]] = c->pred[i];
-        c->fab_pred[fi] = pred;
-        c->bytes += sizeof(int) * (size_t)(c->nslots ? c->nslots : 1);
+        c->fab_pred[fi] = fabric_tree(t, c, from, &c->bytes);
     }
-    const int *pred = c->fab_pred[fi];
+    const int *tree = c->fab_pred[fi], *tied = tree + c->nslots + 1;
+    int key = c->fab_key[c->fab_index[to]];
     int links[MC_ROUTE_MAX_LINKS], n = 0;
     for (int v = to; v != from;) {
-        int vi = c->fab_index[v];
-        int l = c->fab_slot[vi] >= 0 ? pred[c->fab_slot[vi]] : c->fab_in[vi];
+        int vi = c->fab_index[v], slot = c->fab_slot[vi], l = c->fab_in[vi];
+        if (slot >= 0) {
+            int ways = tree[slot + 1] - tree[slot];
+            l = ways ? tied[tree[slot] + key % ways] : -1;
+        }
         if (l >= 0 && c->fab_slot[vi] < 0 && t->links[l].src != from &&
             t->nodes[t->links[l].src].kind != MC_NODE_SWITCH)
             l = -1; /* out of another port: only the source's own links start a path */

@@ -1,7 +1,10 @@
 /* Routes between GPUs: NVLink direct and through the NVSwitch, PCIe and the CPU link inside a
- * host, across hosts over NICs and switches, and PXN on a two-rail build. Expected links and
+ * host, across hosts over NICs and switches (equal paths over spines spread by destination), and
+ * PXN on a two-rail build. Expected links and
  * figures are read off the DGX-1 file and the small builds below; the host's shortest-path trees. */
 #include "test_topo_helpers.h"
+
+#include "layout/layout.h"
 
 #include <math.h>
 
@@ -193,7 +196,9 @@ static void test_rails_without_nvlink(void **state)
 /* The fabric trees the route cache keeps grow with the ports routes leave from times the
  * switches, not with the ports: every GPU of host 0 of 128 DGX H100 to every GPU of the other
  * hosts leaves from host 0's 8 ports (PXN moves each transfer onto its rail first), so the cache
- * holds 8 trees of one link per switch (the 1024 ports, entered by one link each, are in none). */
+ * holds 8 trees over the 12 switches (the 1024 ports, entered by one link each, are in none):
+ * 13 offsets, then the links into the switches on equal paths: one into the port's rail, one
+ * into each of the 4 spines, one from each spine into each of the 7 other rails. */
 static void test_route_cache_size(void **state)
 {
     mc_topo_t *t = load_ok("topologies/dgx-h100-x128.xml");
@@ -208,7 +213,43 @@ static void test_route_cache_size(void **state)
     }
     assert_int_equal(nports, 1024);
     assert_true(nswitches > 8);
-    assert_int_equal(mc_topo_route_cache_bytes(t), 8 * nswitches * sizeof(int));
+    assert_int_equal(nswitches, 12);
+    assert_int_equal(mc_topo_route_cache_bytes(t), 8 * (13 + 1 + 4 + 7 * 4) * sizeof(int));
+    mc_topo_free(t);
+}
+
+/* Equal paths over spines are spread by destination (InfiniBand's D-mod-k): 6 DGX A100 under 3
+ * leaves of 2 hosts and 2 spines (tests/data/cluster/leaves-spines.xml), GPU 0 to the 16 GPUs of
+ * the next leaf goes 8 times over each spine; and so the bound of an all-gather over the 48 GPUs
+ * counts both: the 32 shards a leaf lacks come in over 2 links of 100 GB/s, and the 40 a host
+ * lacks over its 8 ports, 24 GB/s each behind PCIe, which binds (over one spine, the leaf's
+ * would). */
+static void test_spines_spread(void **state)
+{
+    (void)state;
+    mc_topo_t *t = load_ok("tests/data/cluster/leaves-spines.xml");
+    int over[2] = {0, 0};
+    for (int b = 16; b < 32; b++) {
+        mc_route_t r = route_ok(t, 0, b);
+        for (int i = 0; i < r.nlinks; i++) {
+            const char *to = t->nodes[t->links[r.links[i]].dst].name;
+            if (!strncmp(to, "spine", 5))
+                over[to[5] - '0']++;
+        }
+    }
+    assert_int_equal(over[0], 8);
+    assert_int_equal(over[1], 8);
+    mc_task_t *task = mc_task_new();
+    mc_err_t err = {0};
+    mc_bound_t b;
+    assert_int_equal(mc_task_add_mesh(task, "M={g:48}@0..47", &err), MC_OK);
+    assert_int_equal(mc_task_add_move(task, "f32[49152,5461] M[g,_] -> M[_,_]", &err), MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    assert_int_equal(mc_task_bound(task, t, &b, &err), MC_OK);
+    double shard = 4.0 * 49152 / 48 * 5461;
+    assert_float_equal(b.cut_s, 40 * shard / 192e9, 1e-6 * b.cut_s);
+    assert_true(b.cut_s < 32 * shard / 100e9);
+    mc_task_free(task);
     mc_topo_free(t);
 }
 
@@ -354,7 +395,8 @@ int main(void)
         cmocka_unit_test(test_dgx1_routes),     cmocka_unit_test(test_nvswitch_route),
         cmocka_unit_test(test_pcie_switch_route), cmocka_unit_test(test_cross_host),
         cmocka_unit_test(test_pxn),             cmocka_unit_test(test_rails_without_nvlink),
-        cmocka_unit_test(test_route_cache_size), cmocka_unit_test(test_host_spt),
+        cmocka_unit_test(test_route_cache_size), cmocka_unit_test(test_spines_spread),
+        cmocka_unit_test(test_host_spt),
         cmocka_unit_test(test_route_pairs_kept), cmocka_unit_test(test_routes_two_threads),
     };
     return cmocka_run_group_tests_name("topo_route", tests, NULL, NULL);
