@@ -193,13 +193,19 @@ void mc_topo_route_cache_free(mc_topo_t *t)
 /* Which fabric nodes a fabric search can enter by one link only (a port under its leaf switch):
  * its tree from any source enters them by that link, so no tree keeps them. The links counted
  * are those may_take can allow: NET links out of a switch or out of a port (the origin). Each
- * such port's key is its place among the ports of its switch; another node's, its index. */
+ * such port's key is its place among the ports of its switch, plus the switch's place among the
+ * switches (so that leaves with fewer ports than there are spines start on different spines);
+ * another node's, its index. */
 static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
 {
     c->fab_in = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
     c->fab_slot = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
     c->fab_key = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
-    int *ports = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int)); /* per switch, ports so far */
+    int *ports = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int)); /* per switch: its place, then
+                                                                   * plus its ports so far */
+    for (int v = 0, n = 0; v < t->nnodes; v++)
+        if (t->nodes[v].kind == MC_NODE_SWITCH)
+            ports[v] = n++;
     for (int v = 0; v < t->nnodes; v++) {
         int fi = c->fab_index[v], ways = 0, only = -1;
         if (fi < 0)

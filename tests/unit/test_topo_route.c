@@ -251,6 +251,23 @@ static void test_spines_spread(void **state)
     assert_true(b.cut_s < 32 * shard / 100e9);
     mc_task_free(task);
     mc_topo_free(t);
+    /* two ports per leaf under three spines (tests/data/cluster/p3-leaves.xml): each leaf's ports
+     * start on the spine after the last leaf's, so GPU 0's paths to the other hosts cross all
+     * three, not only the first two */
+    t = load_ok("tests/data/cluster/p3-leaves.xml");
+    int spines[3] = {0, 0, 0};
+    for (int g = 4; g < t->ngpus; g += 4) {
+        mc_route_t r = route_ok(t, 0, g);
+        for (int i = 0; i < r.nlinks; i++) {
+            const char *to = t->nodes[t->links[r.links[i]].dst].name;
+            if (!strncmp(to, "spine", 5))
+                spines[to[5] - '0']++;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        assert_true(spines[k] > 0);
+    assert_int_equal(spines[0] + spines[1] + spines[2], 6); /* the hosts of the other 3 leaves */
+    mc_topo_free(t);
 }
 
 /* Routes between GPU pairs are kept once found (clusters up to 128 GPUs): every ordered pair of
