@@ -53,8 +53,8 @@ struct mc_route_cache {
                                  * when it has exactly one and is a port; else -1 */
     int *fab_slot;              /* per fabric node: its index in a source's tree, or -1 */
     int nslots;
-    int *fab_key;               /* per fabric node: which of equal ways a path to it takes (a
-                                 * port's place among the ports of its switch; fabric) */
+    int *fab_key;               /* per fabric node: which of equal ways a path to it takes
+                                 * (fabric_ways_in, fabric) */
     int **fab_pred;             /* per fabric source, lazily: the links into each slot node that
                                  * end one of its shortest widest paths (fabric) */
     size_t bytes;               /* held by fab_pred's trees */
@@ -201,11 +201,11 @@ static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
     c->fab_in = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
     c->fab_slot = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
     c->fab_key = mc_xmalloc(sizeof(int) * (size_t)(c->nfab ? c->nfab : 1));
-    int *ports = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int)); /* per switch: its place, then
-                                                                   * plus its ports so far */
+    /* per switch, the key of its next port: its place among the switches, plus its ports so far */
+    int *next_key = mc_xcalloc((size_t)t->nnodes + 1, sizeof(int));
     for (int v = 0, n = 0; v < t->nnodes; v++)
         if (t->nodes[v].kind == MC_NODE_SWITCH)
-            ports[v] = n++;
+            next_key[v] = n++;
     for (int v = 0; v < t->nnodes; v++) {
         int fi = c->fab_index[v], ways = 0, only = -1;
         if (fi < 0)
@@ -221,9 +221,9 @@ static void fabric_ways_in(const mc_topo_t *t, struct mc_route_cache *c)
         int fixed = ways == 1 && t->nodes[v].kind == MC_NODE_NET;
         c->fab_in[fi] = fixed ? only : -1;
         c->fab_slot[fi] = fixed ? -1 : c->nslots++;
-        c->fab_key[fi] = fixed ? ports[t->links[only].src]++ : fi;
+        c->fab_key[fi] = fixed ? next_key[t->links[only].src]++ : fi;
     }
-    free(ports);
+    free(next_key);
 }
 
 /* The cache lives inside the (logically const) topology; it is rebuilt if the graph changed. */
