@@ -322,7 +322,7 @@ out:
 static int *fabric_tree(const mc_topo_t *t, struct mc_route_cache *c, int from, size_t *bytes)
 {
     int nslots = c->nslots, n = 0, cap = nslots + 1;
-    int *tree = mc_xmalloc(sizeof(int) * (size_t)(nslots + 1 + cap));
+    int *tree = mc_xmalloc(sizeof(int) * (size_t)(nslots + 1));
     int *links = mc_xmalloc(sizeof(int) * (size_t)cap);
     for (int i = 0, s = 0; i < t->nnodes; i++) {
         if (c->fab_index[i] < 0 || c->fab_slot[c->fab_index[i]] < 0)
@@ -373,7 +373,7 @@ static mc_status_t fabric(const mc_topo_t *t, struct mc_route_cache *c, int from
             int ways = tree[slot + 1] - tree[slot];
             l = ways ? tied[tree[slot] + key % ways] : -1;
         }
-        if (l >= 0 && c->fab_slot[vi] < 0 && t->links[l].src != from &&
+        if (l >= 0 && slot < 0 && t->links[l].src != from &&
             t->nodes[t->links[l].src].kind != MC_NODE_SWITCH)
             l = -1; /* out of another port: only the source's own links start a path */
         if (l < 0)

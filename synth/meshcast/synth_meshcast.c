@@ -1059,11 +1059,6 @@ out:
     return st;
 }
 
-/* The simulator referees: the plan's cost model does not charge everything the simulator does,
- * so the solved plan (timed *v) is raced against the variants built from the same candidates
- * (variants), and the fastest simulated one is kept in r->kept, *v; *replaced says whether it is
- * not the solved plan. The simulations share one allowance of work (mc_sim_run_bounded); the
- * variants it does not cover are dropped. */
 /* Whether the referee leaves variant x out: one of its kind and form, less staggered, was not
  * started by the allowance (unstarted[kind][form]: its stagger, or -1). Staggers only add chunks
  * (mc_sched_stagger), and the allowance only shrinks along the table, so x would not start either:
@@ -1074,6 +1069,11 @@ static int left_out(variant_t x, int unstarted[MC_PLAN_KINDS][FORM_COUNT])
     return unstarted[x.kind][x.form] >= 0 && x.stagger > unstarted[x.kind][x.form];
 }
 
+/* The simulator referees: the plan's cost model does not charge everything the simulator does,
+ * so the solved plan (timed *v) is raced against the variants built from the same candidates
+ * (variants), and the fastest simulated one is kept in r->kept, *v; *replaced says whether it is
+ * not the solved plan. The simulations share one allowance of work (mc_sim_run_bounded); the
+ * variants it does not cover are dropped. */
 static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
 {
     variant_t table[MC_VARIANTS_MAX];

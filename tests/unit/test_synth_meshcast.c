@@ -15,6 +15,7 @@
 #include "sim/sim.h"
 #include "synth/synth.h"
 #include "test_task_helpers.h"
+#include "test_topo_helpers.h"
 
 #define TOPO "topologies/aws-p3.8xlarge-x5.xml"
 #define NIC_BW 1.25e9
@@ -181,10 +182,8 @@ static void test_stopped_solver_still_valid(void **state)
 static void test_timed_chains_beat_an_estimate(void **state)
 {
     (void)state;
-    mc_topo_t *topo = NULL;
+    mc_topo_t *topo = load_ok("tests/data/cluster/p3-x16.xml");
     mc_err_t err = {0};
-    if (mc_topo_load("tests/data/cluster/p3-x16.xml", &topo, &err) != MC_OK)
-        fail_msg("%s", err.msg);
     mc_task_t *t = task_of("A={g:64}@0..63", "B={g:64}@0..63", "f32[4096,4096] A[g,_] -> B[_,_]");
     mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
     opts.rlimit = 2000000;
