@@ -124,6 +124,7 @@ typedef struct verdict {
     int beaten;           /* not simulated because it ran past its horizon: slower than that */
     int unstarted;        /* not simulated because its allowance could not start it (none taken:
                            * mc_sim_least_work) */
+    int64_t work;         /* the allowance its run took */
 } verdict_t;
 
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
