@@ -206,6 +206,26 @@ static void test_timed_chains_beat_an_estimate(void **state)
     mc_topo_free(topo);
 }
 
+/* Synthesizes task t (freed) on the cluster file under rlimit 2,000,000 and asserts its
+ * simulated time within `within` times the lower bound. */
+static void assert_near_bound(const char *cluster, mc_task_t *t, double within)
+{
+    mc_topo_t *topo = load_ok(cluster);
+    mc_err_t err = {0};
+    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
+    opts.rlimit = 2000000;
+    mc_sched_t *s;
+    mc_sim_result_t res = {0};
+    mc_bound_t b;
+    double ms = run(topo, t, &opts, &s, &res);
+    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_OK);
+    assert_true(ms <= within * b.seconds);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_task_free(t);
+    mc_topo_free(topo);
+}
+
 /* Eight such hosts under leaves of two and three spines at 2:1 (tests/data/cluster/p3-leaves.xml),
  * a 1 GiB all-gather: the GPUs of one leaf take in 896 MiB over its 2:1 uplinks, 966 ms at
  * least. The priced plan, too large for the half allowance it races with, was known by its
@@ -214,22 +234,10 @@ static void test_timed_chains_beat_an_estimate(void **state)
 static void test_estimated_plan_timed(void **state)
 {
     (void)state;
-    mc_topo_t *topo = load_ok("tests/data/cluster/p3-leaves.xml");
-    mc_err_t err = {0};
-    mc_task_t *t =
-        task_of("A={g:32}@0..31", "B={g:32}@0..31", "f32[16384,16384] A[g,_] -> B[_,_]");
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    opts.rlimit = 2000000;
-    mc_sched_t *s;
-    mc_sim_result_t res = {0};
-    mc_bound_t b;
-    double ms = run(topo, t, &opts, &s, &res);
-    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_OK);
-    assert_true(ms <= 1.10 * b.seconds);
-    mc_sim_result_free(&res);
-    mc_sched_free(s);
-    mc_task_free(t);
-    mc_topo_free(topo);
+    assert_near_bound("tests/data/cluster/p3-leaves.xml",
+                      task_of("A={g:32}@0..31", "B={g:32}@0..31",
+                              "f32[16384,16384] A[g,_] -> B[_,_]"),
+                      1.10);
 }
 
 /* Four A100 and four H100 boxes (tests/data/cluster/a100-h100-mix.xml), 64 MiB moved all to
@@ -240,8 +248,6 @@ static void test_estimated_plan_timed(void **state)
 static void test_priced_balanced_timed(void **state)
 {
     (void)state;
-    mc_topo_t *topo = load_ok("tests/data/cluster/a100-h100-mix.xml");
-    mc_err_t err = {0};
     char dst[512], move[512];
     int n = snprintf(dst, sizeof dst, "B={g:64}@[");
     for (int g = 63; g >= 0; g--)
@@ -250,19 +256,8 @@ static void test_priced_balanced_timed(void **state)
     for (int g = 0; g < 64; g++)
         n += snprintf(move + n, sizeof move - (size_t)n, "%d%s", (int[]){112, 16, 32, 96}[g % 4],
                       g < 63 ? "," : "},_] -> B[_,g]");
-    mc_task_t *t = task_of("A={g:64}@0..63", dst, move);
-    mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
-    opts.rlimit = 2000000;
-    mc_sched_t *s;
-    mc_sim_result_t res = {0};
-    mc_bound_t b;
-    double ms = run(topo, t, &opts, &s, &res);
-    assert_int_equal(mc_task_bound(t, topo, &b, &err), MC_OK);
-    assert_true(ms <= 1.2 * b.seconds);
-    mc_sim_result_free(&res);
-    mc_sched_free(s);
-    mc_task_free(t);
-    mc_topo_free(topo);
+    assert_near_bound("tests/data/cluster/a100-h100-mix.xml", task_of("A={g:64}@0..63", dst, move),
+                      1.2);
 }
 
 int main(void)
