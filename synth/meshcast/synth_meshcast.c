@@ -606,7 +606,6 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
     v->simulated = st == MC_OK;
     v->reached = st == MC_ERR_TIMEOUT ? sim.makespan_s : 0;
     v->beaten = st == MC_ERR_TIMEOUT && horizon > 0 && sim.makespan_s > horizon;
-    v->unstarted = st == MC_ERR_TIMEOUT && *work_left == before;
     v->work = before - *work_left;
     if (st != MC_OK && st != MC_ERR_TIMEOUT) {
         *err = stopped;
@@ -1113,7 +1112,7 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
                     !left_out(*y, unstarted);
         MC_CHECK_GOTO(race_then(r, x, horizon, known ? &next : NULL, &dv, NULL, err), out, st);
         double t = dv.simulated ? dv.t : HUGE_VAL;
-        if (dv.unstarted && unstarted[x.kind][x.form] < 0)
+        if (!dv.simulated && dv.work == 0 && unstarted[x.kind][x.form] < 0)
             unstarted[x.kind][x.form] = x.stagger;
         /* the repaired plan is raced as decoded and staggered only: ranked, it took the place
          * of a fastest kind and left the later forms to a plan that gains less from them (MI250

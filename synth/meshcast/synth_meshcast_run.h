@@ -122,9 +122,8 @@ typedef struct verdict {
     double reached;       /* not simulated: the time the stopped simulation had reached (a lower
                            * bound on its makespan) */
     int beaten;           /* not simulated because it ran past its horizon: slower than that */
-    int unstarted;        /* not simulated because its allowance could not start it (none taken:
-                           * mc_sim_least_work) */
-    int64_t work;         /* the allowance its run took */
+    int64_t work;         /* the allowance its run took: none where, not simulated, its
+                           * allowance could not start it (mc_sim_least_work) */
 } verdict_t;
 
 /* Validates the schedule, times it within the allowance *work_left, up to the simulated time
