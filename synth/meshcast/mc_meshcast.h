@@ -321,6 +321,12 @@ typedef struct mc_pcand {
     int64_t *link_ps;     /* picoseconds per unit on each of its links */
 } mc_pcand_t;
 
+/* A tree's time carrying u units (0 for none). */
+static inline int64_t mc_pcand_ps(const mc_pcand_t *pc, int u)
+{
+    return u > 0 ? u * pc->unit_ps + pc->fixed_ps : 0;
+}
+
 typedef struct mc_plan {
     int npieces;
     int *units;           /* per piece: the units its bytes are split into */

@@ -43,18 +43,12 @@ void mc_plan_sol_copy(const mc_plan_t *pl, const mc_plan_sol_t *src, mc_plan_sol
     dst->est_ps = src->est_ps;
 }
 
-/* A tree's time carrying u units (0 for none). */
-static int64_t tree_ps(const mc_pcand_t *pc, int u)
-{
-    return u > 0 ? u * pc->unit_ps + pc->fixed_ps : 0;
-}
-
 /* Phase k's time given its link loads (load[0..nlinks)): the slowest tree or the busiest link. */
 static int64_t phase_ps_at(const mc_plan_t *pl, const mc_plan_sol_t *s, int k, const int64_t *load)
 {
     int64_t t = 0;
     for (int c = 0; c < pl->ncands; c++) {
-        int64_t tc = tree_ps(&pl->cands[c], s->units[c * s->nphases + k]);
+        int64_t tc = mc_pcand_ps(&pl->cands[c], s->units[c * s->nphases + k]);
         if (tc > t)
             t = tc;
     }
@@ -223,7 +217,7 @@ static void rescan(fill_t *f, int k, const int64_t *load)
     int64_t t = phase_ps_at(f->pl, f->out, k, load);
     int n = 0;
     for (int c = 0; c < f->pl->ncands && t > 0; c++)
-        n += tree_ps(&f->pl->cands[c], f->out->units[c * f->K + k]) == t;
+        n += mc_pcand_ps(&f->pl->cands[c], f->out->units[c * f->K + k]) == t;
     for (int l = 0; l < f->pl->nlinks && t > 0; l++)
         n += load[l] == t;
     f->phase[k] = t;
@@ -375,7 +369,7 @@ static void place_unit(fill_t *f, int first, int end)
         f->at_phase[best_k] = 0;
         f->ranked[best_k] = 0;
     }
-    track(f, best_k, tree_ps(pc, *u), tree_ps(pc, *u + 1));
+    track(f, best_k, mc_pcand_ps(pc, *u), mc_pcand_ps(pc, *u + 1));
     (*u)++;
     if (best_k == f->nopen)
         f->nopen++;
@@ -384,8 +378,8 @@ static void place_unit(fill_t *f, int first, int end)
      * maximum with its terms that grew (the candidates crossing best_c's links, best_c's own
      * time), as computed afresh. Phase best_k was ranked, so all of its are known. */
     int64_t *col = f->local + (size_t)best_k, *mine = &col[(size_t)(best_c - first) * f->K];
-    if (tree_ps(pc, *u + 1) > *mine)
-        *mine = tree_ps(pc, *u + 1);
+    if (mc_pcand_ps(pc, *u + 1) > *mine)
+        *mine = mc_pcand_ps(pc, *u + 1);
     int64_t *slack = f->slack + (size_t)best_k * (size_t)f->pl->nlinks;
     char *stale = f->stale + (size_t)best_k * (size_t)f->most;
     /* track's count, kept here: the phase's time does not change in this loop */
@@ -464,7 +458,7 @@ static void lift_piece(fill_t *f, int first, int end)
             int u = f->out->units[c * f->K + k];
             if (u <= 0)
                 continue;
-            track(f, k, tree_ps(pc, u), 0);
+            track(f, k, mc_pcand_ps(pc, u), 0);
             for (int i = 0; i < pc->nlinks; i++) {
                 int64_t *l = &load[pc->links[i]];
                 track(f, k, *l, *l - u * pc->link_ps[i]);
@@ -631,169 +625,4 @@ void mc_plan_round(const mc_plan_t *pl, const double *x, int by_load, mc_plan_so
         }
     }
     free(load);
-}
-
-/* The slowest tree of a one-phase solution (-1 for none) and how far the trees' times exceed the
- * busiest link, summed: the second key of mc_plan_descend, which falls when one of several
- * equally slow trees speeds up. */
-static int slowest_tree(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64_t *load,
-                        int64_t *excess)
-{
-    int64_t lmax = 0, tmax = -1;
-    int slow = -1;
-    for (int l = 0; l < pl->nlinks; l++)
-        if (load[l] > lmax)
-            lmax = load[l];
-    *excess = 0;
-    for (int c = 0; c < pl->ncands; c++) {
-        if (s->units[c] <= 0)
-            continue;
-        int64_t tc = tree_ps(&pl->cands[c], s->units[c]);
-        *excess += tc > lmax ? tc - lmax : 0;
-        if (tc > tmax) {
-            tmax = tc;
-            slow = c;
-        }
-    }
-    return slow;
-}
-
-/* Moves one unit of candidate from to candidate to, with their link loads. */
-static void move_unit(const mc_plan_t *pl, mc_plan_sol_t *s, int64_t *load, int from, int to)
-{
-    const mc_pcand_t *a = &pl->cands[from], *b = &pl->cands[to];
-    s->units[from]--;
-    s->units[to]++;
-    for (int i = 0; i < a->nlinks; i++)
-        load[a->links[i]] -= a->link_ps[i];
-    for (int i = 0; i < b->nlinks; i++)
-        load[b->links[i]] += b->link_ps[i];
-}
-
-/* A tree and its time. */
-typedef struct tree_time {
-    int64_t t;
-    int c;
-} tree_time_t;
-
-/* What the moves off one slowest tree leave unchanged, taken once for all of them: the busiest
- * link that tree does not cross (a move raises only the loads of the other tree's links), the
- * three slowest trees (two are moved), and the trees that carry units slower than that link, with
- * their times: no other tree can exceed the busiest link after a move. A full scan of the trees
- * and links per move tried was 7% of the synthesis of an all-gather over 64 GPUs; a sum over
- * every tree that carries units per move tried, and a scan of every candidate for the piece's,
- * made this function 2.94 G of the 16.59 G instructions of a 4 MiB all-gather over eight DGX A100
- * under leaves (1.57 G now, callgrind). */
-typedef struct probe {
-    int64_t rest;     /* the busiest link off slow's, 0 for none */
-    int64_t top[3];   /* the slowest trees' times, slowest first */
-    int top_c[3];     /* and the trees, -1 for none */
-    tree_time_t *over; /* the trees with units slower than rest */
-    int nover;
-    char *crossed;    /* [l]: slow crosses l (cleared again) */
-} probe_t;
-
-static void probe_take(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64_t *load, int slow,
-                       probe_t *pr)
-{
-    const mc_pcand_t *ps = &pl->cands[slow];
-    for (int i = 0; i < ps->nlinks; i++)
-        pr->crossed[ps->links[i]] = 1;
-    pr->rest = 0;
-    for (int l = 0; l < pl->nlinks; l++)
-        if (!pr->crossed[l] && load[l] > pr->rest)
-            pr->rest = load[l];
-    for (int i = 0; i < ps->nlinks; i++)
-        pr->crossed[ps->links[i]] = 0;
-    pr->nover = 0;
-    for (int i = 0; i < 3; i++)
-        pr->top_c[i] = -1;
-    for (int c = 0; c < pl->ncands; c++) {
-        if (s->units[c] <= 0)
-            continue;
-        int64_t tc = tree_ps(&pl->cands[c], s->units[c]);
-        if (tc > pr->rest)
-            pr->over[pr->nover++] = (tree_time_t){tc, c};
-        for (int i = 0; i < 3; i++)
-            if (pr->top_c[i] < 0 || tc > pr->top[i]) {
-                for (int j = 2; j > i; j--) {
-                    pr->top[j] = pr->top[j - 1];
-                    pr->top_c[j] = pr->top_c[j - 1];
-                }
-                pr->top[i] = tc;
-                pr->top_c[i] = c;
-                break;
-            }
-    }
-}
-
-/* After a unit moved from slow to d (pr taken before): phase_ps_at and slowest_tree's excess. */
-static int64_t probe_moved(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64_t *load,
-                           const probe_t *pr, int slow, int d, int64_t *excess)
-{
-    const mc_pcand_t *a = &pl->cands[slow], *b = &pl->cands[d];
-    int64_t lmax = pr->rest, t;
-    for (int i = 0; i < a->nlinks; i++)
-        lmax = load[a->links[i]] > lmax ? load[a->links[i]] : lmax;
-    for (int i = 0; i < b->nlinks; i++)
-        lmax = load[b->links[i]] > lmax ? load[b->links[i]] : lmax;
-    t = lmax;
-    for (int i = 0; i < 3 && pr->top_c[i] >= 0; i++)
-        if (pr->top_c[i] != slow && pr->top_c[i] != d) {
-            t = pr->top[i] > t ? pr->top[i] : t;
-            break;
-        }
-    *excess = 0;
-    for (int i = 0; i < pr->nover; i++)
-        if (pr->over[i].c != slow && pr->over[i].c != d && pr->over[i].t > lmax)
-            *excess += pr->over[i].t - lmax;
-    int64_t ta = tree_ps(a, s->units[slow]), tb = tree_ps(b, s->units[d]);
-    *excess += (ta > lmax ? ta - lmax : 0) + (tb > lmax ? tb - lmax : 0);
-    t = ta > t ? ta : t;
-    return tb > t ? tb : t;
-}
-
-void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
-{
-    if (sol->nphases != 1 || mc_plan_check(pl, sol) != 0)
-        return;
-    int64_t *load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t));
-    probe_t pr = {.over = mc_xmalloc(sizeof(tree_time_t) * (size_t)(pl->ncands + 1)),
-                  .crossed = mc_xcalloc((size_t)pl->nlinks + 1, 1)};
-    for (int c = 0; c < pl->ncands; c++)
-        for (int i = 0; i < pl->cands[c].nlinks; i++)
-            load[pl->cands[c].links[i]] += sol->units[c] * pl->cands[c].link_ps[i];
-    int64_t t = phase_ps_at(pl, sol, 0, load), excess;
-    for (int slow = slowest_tree(pl, sol, load, &excess); slow >= 0;) {
-        int p = pl->cands[slow].piece, best = -1, first = slow, end = slow + 1;
-        int64_t best_t = t, best_excess = excess;
-        probe_take(pl, sol, load, slow, &pr);
-        /* the piece's candidates (the plan groups them by piece) */
-        while (first > 0 && pl->cands[first - 1].piece == p)
-            first--;
-        while (end < pl->ncands && pl->cands[end].piece == p)
-            end++;
-        for (int d = first; d < end; d++) {
-            if (d == slow)
-                continue;
-            int64_t e;
-            move_unit(pl, sol, load, slow, d);
-            int64_t td = probe_moved(pl, sol, load, &pr, slow, d, &e);
-            if (td < best_t || (td == best_t && e < best_excess)) {
-                best = d;
-                best_t = td;
-                best_excess = e;
-            }
-            move_unit(pl, sol, load, d, slow);
-        }
-        if (best < 0)
-            break;
-        move_unit(pl, sol, load, slow, best);
-        t = best_t;
-        slow = slowest_tree(pl, sol, load, &excess);
-    }
-    free(load);
-    free(pr.over);
-    free(pr.crossed);
-    mc_plan_check(pl, sol);
 }
