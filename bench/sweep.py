@@ -180,6 +180,11 @@ def strategy_row(cli, topo, tf, sched, s, task, T, args):
     return d
 
 
+def over_bound(sim, bound):
+    """A time over its lower bound; 1 where there is nothing to move (both 0), as meshcast prints."""
+    return sim / bound if bound > 0 else (1.0 if sim == 0 else math.inf)
+
+
 def print_case(rec, strategies):
     print(f"{rec['case']}  ({rec['pieces']} pieces, bound {rec['bound'] * 1e6:.1f} us)")
     for s in strategies:
@@ -190,7 +195,7 @@ def print_case(rec, strategies):
             print(f"  {s:12s} {d['status']}" + (f": {d['message']}" if d["status"] == "failed"
                                                  else ""))
             continue
-        cols = [f"  {s:12s} {d['sim'] / rec['bound']:8.3f} x bound", f"synth {d['synth_s']:6.2f} s"]
+        cols = [f"  {s:12s} {over_bound(d['sim'], rec['bound']):8.3f} x bound", f"synth {d['synth_s']:6.2f} s"]
         cols.append(f"cost {100 * d['cost_err']:+7.1f}%" if "cost_err" in d else " " * 13)
         if d.get("exec_nccl"):
             cols.append(f"exec x{d['exec_nccl']:.2f}")
@@ -206,13 +211,13 @@ def summarize(recs, strategies):
         m = r["strategies"].get("meshcast")
         if not m or "sim" not in m:
             continue
-        ratios.append((m["sim"] / r["bound"], r["case"]))
+        ratios.append((over_bound(m["sim"], r["bound"]), r["case"]))
         if m["synth_s"] > 2:
             synth_slow.append(f"{r['case']} {m['synth_s']:.1f} s")
         for s, d in r["strategies"].items():
             if s != "meshcast" and "sim" in d and m["sim"] > d["sim"] * (1 + 1e-9):
-                slower.append(f"{r['case']} ({s} {d['sim'] / r['bound']:.2f} vs "
-                              f"{m['sim'] / r['bound']:.2f})")
+                slower.append(f"{r['case']} ({s} {over_bound(d['sim'], r['bound']):.2f} vs "
+                              f"{over_bound(m['sim'], r['bound']):.2f})")
     print("\nsummary:")
     if ratios:
         geo = math.exp(sum(math.log(x) for x, _ in ratios) / len(ratios))

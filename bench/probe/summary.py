@@ -28,7 +28,7 @@ def main(argv):
             for s, d in base.get(r["case"], {}).get("strategies", {}).items():
                 r["strategies"].setdefault(s, d)
     by, best = collections.defaultdict(list), collections.defaultdict(list)
-    fails, below, slower, synth = [], [], [], []
+    fails, below, slower, synth, empty = [], [], [], [], []
     for r in recs:
         key = "file" if r["pattern"] == "file" else f"{r['bytes'] >> 20}M"
         for s, d in r["strategies"].items():
@@ -38,6 +38,9 @@ def main(argv):
                 below.append(f"{r['case']} {s}")
         m = r["strategies"].get("meshcast", {})
         if "sim" not in m:
+            continue
+        if r["bound"] == 0:  # nothing to move: no ratio to take
+            empty.append(r["case"])
             continue
         by[key].append(m["sim"] / r["bound"])
         synth.append((m["synth_s"], r["case"]))
@@ -61,10 +64,13 @@ def main(argv):
     for title, items in (("failed or invalid", fails), ("time below the bound", below),
                          ("meshcast slower than a baseline", slower)):
         print(f"{title}: {len(items)}" + "".join(f"\n  {x}" for x in items))
+    if empty:
+        print(f"nothing to move: {len(empty)} ({', '.join(empty)})")
     synth.sort(reverse=True)
     print("longest meshcast syntheses: " + ", ".join(f"{c} {t:.1f} s" for t, c in synth[:5]))
     worst = sorted(((r["strategies"]["meshcast"]["sim"] / r["bound"], r["case"]) for r in recs
-                    if "sim" in r["strategies"].get("meshcast", {})), reverse=True)[:12]
+                    if "sim" in r["strategies"].get("meshcast", {}) and r["bound"] > 0),
+                   reverse=True)[:12]
     print("worst meshcast/bound: " + ", ".join(f"{c} {x:.2f}" for x, c in worst))
     return 0
 

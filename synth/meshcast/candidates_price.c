@@ -33,61 +33,78 @@
  * cost the same at the duals, the one with fewer link crossings wins. */
 #define MC_PRICE_EPS 0.01
 
-/* The price graphs of one round, one per set of hosts (shares on the same hosts share one). */
+/* The price graphs of one round, one per set of GPUs (shares over the same GPUs share one). */
 typedef struct graphs {
     int n, cap;
-    int **hosts;          /* per graph: its hosts, ascending, -1 terminated */
+    int **gpus;           /* per graph: its GPUs, ascending, -1 terminated */
     mc_steiner_t *g;
 } graphs_t;
 
 static void graphs_free(graphs_t *gs)
 {
     for (int i = 0; i < gs->n; i++) {
-        free(gs->hosts[i]);
+        free(gs->gpus[i]);
         mc_steiner_free(&gs->g[i]);
     }
-    free(gs->hosts);
+    free(gs->gpus);
     free(gs->g);
     memset(gs, 0, sizeof(*gs));
 }
 
-static int same_hosts(const int *a, const int *b)
+static int same_list(const int *a, const int *b)
 {
     for (; *a >= 0 && *a == *b; a++, b++)
         ;
     return *a == *b;
 }
 
-/* The graph over every GPU of hosts (ascending, -1 terminated), built on first use. */
-static mc_status_t graph_of(graphs_t *gs, const mc_topo_t *topo, const int *hosts,
+/* The graph over gpus[0..n) (ascending, gpus[n] == -1), built on first use. */
+static mc_status_t graph_of(graphs_t *gs, const mc_topo_t *topo, const int *gpus, int n,
                             const double *price, double eps, const mc_steiner_t **out,
                             mc_err_t *err)
 {
     for (int i = 0; i < gs->n; i++)
-        if (same_hosts(gs->hosts[i], hosts)) {
+        if (same_list(gs->gpus[i], gpus)) {
             *out = &gs->g[i];
             return MC_OK;
         }
-    int nh = 0, n = 0;
-    while (hosts[nh] >= 0)
-        nh++;
-    int *gpus = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
-    for (int i = 0; i < topo->ngpus; i++)
-        if (mc_ints_contain(hosts, nh, mc_topo_gpu_host(topo, i)))
-            gpus[n++] = i;
     if (gs->n == gs->cap) {
         int cap = gs->cap;
-        MC_GROW(gs->hosts, cap, gs->n + 1);
+        MC_GROW(gs->gpus, cap, gs->n + 1);
         MC_GROW(gs->g, gs->cap, gs->n + 1);
     }
     mc_status_t st = mc_steiner_init(&gs->g[gs->n], topo, gpus, n, price, eps, err);
-    free(gpus);
     if (st != MC_OK)
         return st;
-    gs->hosts[gs->n] = mc_xmalloc(sizeof(int) * (size_t)(nh + 1));
-    memcpy(gs->hosts[gs->n], hosts, sizeof(int) * (size_t)(nh + 1));
+    gs->gpus[gs->n] = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    memcpy(gs->gpus[gs->n], gpus, sizeof(int) * (size_t)(n + 1));
     *out = &gs->g[gs->n++];
     return MC_OK;
+}
+
+/* The GPUs a share's new trees may use, ascending and -1 terminated, into gpus; returns their
+ * number: those of its hosts (ascending, -1 terminated) but the destinations of its piece that
+ * other shares serve, which would receive its bytes twice (a relay receives them too). */
+static int share_gpus(const mc_topo_t *topo, const mc_piece_t *pc, const mc_share_t *sh,
+                      const int *hosts, int *gpus)
+{
+    int n = 0, pd = 0, sd = 0;
+    for (int k = 0; hosts[k] >= 0; k++) {
+        int first, count = mc_topo_host_gpus(topo, hosts[k], &first);
+        for (int i = first; i < first + count; i++) {
+            /* both lists ascending: walked along with i */
+            while (pd < pc->ndests && pc->dests[pd] < i)
+                pd++;
+            while (sd < sh->ndests && sh->dests[sd] < i)
+                sd++;
+            int other = pd < pc->ndests && pc->dests[pd] == i &&
+                        !(sd < sh->ndests && sh->dests[sd] == i);
+            if (!other)
+                gpus[n++] = i;
+        }
+    }
+    gpus[n] = -1;
+    return n;
 }
 
 static void add_host(const mc_topo_t *topo, int gpu, int *hosts, int *nh)
@@ -226,14 +243,8 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
         const mc_share_t *share = &sh->s[s];
         if (gained[s] >= MC_PRICE_MAX_NEW)
             continue;
-        int nr = share_scope(f, task, share, s, hosts, roots), nscope = 0;
-        for (int i = 0; tie && i < n; i++) {
-            int h = mc_topo_gpu_host(topo, i), k = 0;
-            while (hosts[k] >= 0 && hosts[k] != h)
-                k++;
-            if (hosts[k] >= 0)
-                scope_gpus[nscope++] = i;
-        }
+        int nr = share_scope(f, task, share, s, hosts, roots);
+        int nscope = share_gpus(topo, &task->pieces[share->piece], share, hosts, scope_gpus);
         double have = HUGE_VAL;
         int hdepth = 0;
         for (int j = 0; j < f->ncols[s]; j++) {
@@ -265,7 +276,7 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
                     break;
                 }
                 g = &own;
-            } else if (graph_of(&gs, topo, hosts, f->price, eps, &g, err) != MC_OK) {
+            } else if (graph_of(&gs, topo, scope_gpus, nscope, f->price, eps, &g, err) != MC_OK) {
                 added = -1;
                 break;
             }

@@ -593,8 +593,9 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
     int bad = mc_valid_memo_check(r->valid, s, r->topo, &buf);
     if (bad) {
         mc_sim_ahead_free(ahead);
-        st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: the meshcast schedule has %d violations:\n%s",
-                        __FILE__, __LINE__, bad, buf.data ? buf.data : "");
+        st = mc_err_set(err, MC_ERR_INTERNAL,
+                        "%s:%d: the meshcast schedule (plan %s) has %d violations:\n%s", __FILE__,
+                        __LINE__, plan, bad, buf.data ? buf.data : "");
         goto out;
     }
     mc_err_t stopped = {0};

@@ -4,7 +4,7 @@
  * too small for Z3 still gives a valid schedule; on sixteen such hosts, a plan too large to time
  * loses to one that is timed; under leaves and spines, a plan known by its estimate is timed
  * before it loses, and over hosts of two kinds, one too large to time gives way to its trees placed
- * whole. */
+ * whole; a share's trees never relay through the destinations of another share of its piece. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -260,6 +260,19 @@ static void test_priced_balanced_timed(void **state)
                       1.2);
 }
 
+/* Three MI250 hosts; the tensor is replicated on GPUs 4-11, the second half of host 0 and the first
+ * of host 1, and every GPU needs it. Hosts 0 and 1 serve their own destinations and host 2 is
+ * served from host 0 (synth_meshcast_shares.c): its priced trees may not relay through GPUs 0-3,
+ * which their own share serves, or those would receive the bytes twice (the synthesis stopped at
+ * a schedule with 9 violations). */
+static void test_other_shares_destinations_not_relays(void **state)
+{
+    (void)state;
+    assert_near_bound("topologies/mi250-x3.xml",
+                      task_of("A={g:8}@4..11", "B={g:24}@0..23", "f32[512,512] A[_,_] -> B[_,_]"),
+                      3.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_timed_chains_beat_an_estimate),
         cmocka_unit_test(test_estimated_plan_timed),
         cmocka_unit_test(test_priced_balanced_timed),
+        cmocka_unit_test(test_other_shares_destinations_not_relays),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
