@@ -372,10 +372,14 @@ out:
     return st;
 }
 
-/* Significant bits the relaxation's fill coefficients keep. Those constraints, one per tree with
- * its own coefficient, made Z3's exact simplex grow its numbers without bound: 16 s on 95 trees
- * over four one-NIC PCIe boxes (20 G allocations; its rlimit barely counts them), 0.7 s with
- * coefficients of 4 significant bits (at most 1/8 above the fixed cost). */
+/* The relaxation's fill constraints, one per tree with its own coefficient, made Z3's exact
+ * simplex grow its numbers without bound where the coefficients take many values: 16 s on 95
+ * trees with 57 values, over four one-NIC PCIe boxes (20 G allocations; its rlimit barely counts
+ * them), 6.9 s with 10 values over six p4d hosts; models with 4 and 6 took 8 and 37 ms. Above
+ * MC_Z3_FILL_KINDS values the coefficients keep MC_Z3_FILL_BITS significant bits (at most 1/8
+ * above the fixed cost): 1.1 and 1.0 s there. Rounded always, two 4 MiB reshuffles on one MI250
+ * box came out 5-14% slower. */
+#define MC_Z3_FILL_KINDS 8
 #define MC_Z3_FILL_BITS 4
 
 /* v rounded up to MC_Z3_FILL_BITS significant bits. */
@@ -386,6 +390,28 @@ static int64_t coarse(int64_t v)
         shift++;
     int64_t m = v >> shift;
     return (m + ((m << shift) < v)) << shift;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The fill coefficient of every candidate, in ticks, into fill[] (coarse where they take more
+ * than MC_Z3_FILL_KINDS values). */
+static void fill_coefs(const z3m_t *m, const mc_plan_t *pl, int64_t *fill)
+{
+    int64_t *sorted = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->ncands + 1));
+    int kinds = 0;
+    for (int c = 0; c < pl->ncands; c++)
+        fill[c] = sorted[c] = ticks(m, pl->cands[c].fixed_ps);
+    mc_sort(sorted, (size_t)pl->ncands, sizeof(int64_t), cmp_i64);
+    for (int c = 0; c < pl->ncands; c++)
+        kinds += c == 0 || sorted[c] != sorted[c - 1];
+    for (int c = 0; c < pl->ncands && kinds > MC_Z3_FILL_KINDS; c++)
+        fill[c] = coarse(fill[c]);
+    free(sorted);
 }
 
 mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
@@ -412,11 +438,14 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
      * carries (overheads grow slower than bytes). It steers the split towards shallow trees
      * among those that load the links alike. */
     Z3_ast F = var(&m, "F", 0, 0, m.real_s);
+    int64_t *fill = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->ncands + 1));
+    fill_coefs(&m, pl, fill);
     for (int c = 0; c < pl->ncands; c++) {
         Z3_ast fu[2] = {anum(&m, pl->units[pl->cands[c].piece]), F};
-        Z3_ast fx[2] = {anum(&m, coarse(ticks(&m, pl->cands[c].fixed_ps))), m.u[c]};
+        Z3_ast fx[2] = {anum(&m, fill[c]), m.u[c]};
         assert_ge(&m, Z3_mk_mul(m.ctx, 2, fu), Z3_mk_mul(m.ctx, 2, fx));
     }
+    free(fill);
     Z3_ast obj[2] = {m.T[0], F};
     Z3_optimize_minimize(m.ctx, m.opt, Z3_mk_add(m.ctx, 2, obj));
     set_limits(&m, rlimit, budget_s);
