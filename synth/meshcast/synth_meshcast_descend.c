@@ -10,12 +10,6 @@
 #include "synth/meshcast/mc_meshcast.h"
 #include "util/maxheap.h"
 
-/* A tree and its time. */
-typedef struct tree_time {
-    int64_t t;
-    int c;
-} tree_time_t;
-
 /* The descent's state: the solution's link loads (ps), the heaps of those loads and of the trees'
  * times (-1 for a tree without units: below every tree that has some), and scratch. */
 typedef struct descent {
@@ -59,16 +53,13 @@ static void move_unit(const mc_plan_t *pl, mc_plan_sol_t *s, int64_t *load, int 
         load[b->links[i]] += b->link_ps[i];
 }
 
-/* move_unit kept: the heaps take the new loads of both trees' links and the trees' new times. */
-static void commit(descent_t *d, int from, int to)
+/* The heaps take tree c's new time and its links' new loads. */
+static void rekey(descent_t *d, int c)
 {
-    move_unit(d->pl, d->sol, d->load, from, to);
-    for (int k = 0; k < 2; k++) {
-        const mc_pcand_t *pc = &d->pl->cands[k ? to : from];
-        for (int i = 0; i < pc->nlinks; i++)
-            mc_maxheap_set(&d->links, pc->links[i], d->load[pc->links[i]]);
-        mc_maxheap_set(&d->trees, k ? to : from, tree_key(d, k ? to : from));
-    }
+    const mc_pcand_t *pc = &d->pl->cands[c];
+    for (int i = 0; i < pc->nlinks; i++)
+        mc_maxheap_set(&d->links, pc->links[i], d->load[pc->links[i]]);
+    mc_maxheap_set(&d->trees, c, tree_key(d, c));
 }
 
 /* What the moves off one slowest tree leave unchanged, taken once for all of them: the busiest
@@ -79,7 +70,8 @@ typedef struct probe {
     int64_t rest;      /* the busiest link off slow's, 0 for none */
     int64_t top[3];    /* the slowest trees' times, slowest first */
     int top_c[3];      /* and the trees, -1 for none */
-    tree_time_t *over; /* the trees with units slower than rest */
+    const int *over;   /* the trees with units slower than rest (their times: the tree heap's
+                        * keys, which no probe changes) */
     int nover;
 } probe_t;
 
@@ -92,8 +84,7 @@ static void probe_take(descent_t *d, int slow, probe_t *pr)
     for (int i = 0; i < ps->nlinks; i++)
         d->crossed[ps->links[i]] = 0;
     pr->nover = mc_maxheap_above(&d->trees, pr->rest, d->found);
-    for (int i = 0; i < pr->nover; i++)
-        pr->over[i] = (tree_time_t){d->trees.key[d->found[i]], d->found[i]};
+    pr->over = d->found;
     int top[3], n = mc_maxheap_largest(&d->trees, 3, top);
     for (int i = 0; i < 3; i++) {
         int used = i < n && d->trees.key[top[i]] >= 0;
@@ -104,10 +95,12 @@ static void probe_take(descent_t *d, int slow, probe_t *pr)
 
 /* After a unit moved from slow to d (pr taken before): the phase's time and slowest_tree's
  * excess. */
-static int64_t probe_moved(const mc_plan_t *pl, const mc_plan_sol_t *s, const int64_t *load,
-                           const probe_t *pr, int slow, int d, int64_t *excess)
+static int64_t probe_moved(const descent_t *dt, const probe_t *pr, int slow, int d,
+                           int64_t *excess)
 {
-    const mc_pcand_t *a = &pl->cands[slow], *b = &pl->cands[d];
+    const mc_pcand_t *a = &dt->pl->cands[slow], *b = &dt->pl->cands[d];
+    const int64_t *load = dt->load, *time = dt->trees.key;
+    const int *units = dt->sol->units;
     int64_t lmax = pr->rest, t;
     for (int i = 0; i < a->nlinks; i++)
         lmax = load[a->links[i]] > lmax ? load[a->links[i]] : lmax;
@@ -120,10 +113,12 @@ static int64_t probe_moved(const mc_plan_t *pl, const mc_plan_sol_t *s, const in
             break;
         }
     *excess = 0;
-    for (int i = 0; i < pr->nover; i++)
-        if (pr->over[i].c != slow && pr->over[i].c != d && pr->over[i].t > lmax)
-            *excess += pr->over[i].t - lmax;
-    int64_t ta = mc_pcand_ps(a, s->units[slow]), tb = mc_pcand_ps(b, s->units[d]);
+    for (int i = 0; i < pr->nover; i++) {
+        int c = pr->over[i];
+        if (c != slow && c != d && time[c] > lmax)
+            *excess += time[c] - lmax;
+    }
+    int64_t ta = mc_pcand_ps(a, units[slow]), tb = mc_pcand_ps(b, units[d]);
     *excess += (ta > lmax ? ta - lmax : 0) + (tb > lmax ? tb - lmax : 0);
     t = ta > t ? ta : t;
     return tb > t ? tb : t;
@@ -137,7 +132,7 @@ void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
                    .load = mc_xcalloc((size_t)pl->nlinks + 1, sizeof(int64_t)),
                    .found = mc_xmalloc(sizeof(int) * (size_t)(pl->ncands + 1)),
                    .crossed = mc_xcalloc((size_t)pl->nlinks + 1, 1)};
-    probe_t pr = {.over = mc_xmalloc(sizeof(tree_time_t) * (size_t)(pl->ncands + 1))};
+    probe_t pr;
     int64_t *key = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->ncands + 1));
     for (int c = 0; c < pl->ncands; c++) {
         for (int i = 0; i < pl->cands[c].nlinks; i++)
@@ -162,7 +157,7 @@ void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
                 continue;
             int64_t e;
             move_unit(pl, sol, d.load, slow, c);
-            int64_t tc = probe_moved(pl, sol, d.load, &pr, slow, c, &e);
+            int64_t tc = probe_moved(&d, &pr, slow, c, &e);
             if (tc < best_t || (tc == best_t && e < best_excess)) {
                 best = c;
                 best_t = tc;
@@ -172,7 +167,9 @@ void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
         }
         if (best < 0)
             break;
-        commit(&d, slow, best);
+        move_unit(pl, sol, d.load, slow, best);
+        rekey(&d, slow);
+        rekey(&d, best);
         t = best_t;
         slow = slowest_tree(&d, &excess);
     }
@@ -181,6 +178,5 @@ void mc_plan_descend(const mc_plan_t *pl, mc_plan_sol_t *sol)
     free(d.load);
     free(d.found);
     free(d.crossed);
-    free(pr.over);
     mc_plan_check(pl, sol);
 }
