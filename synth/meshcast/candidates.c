@@ -16,6 +16,7 @@ typedef struct gen {
     const mc_topo_t *topo;
     int p;
     int root_host;        /* holder host tried first, -1 for none */
+    int open;             /* other holder hosts may root trees too */
     int rot;              /* where root choices start, so that pieces sharing hosts spread out */
     const mc_piece_t *pc;
     int no_relays;
@@ -148,10 +149,12 @@ static int root_hosts(const gen_t *g, int *hosts)
     int n = 0;
     if (mc_ints_contain(hh, nh, g->root_host)) {
         /* a share has its own holder host: trees from others would tie its component to the
-         * other shares' */
+         * other shares', unless it is open to them */
         hosts[n++] = g->root_host;
-        free(hh);
-        return n;
+        if (!g->open) {
+            free(hh);
+            return n;
+        }
     }
     for (int i = 0; i < nh; i++)
         for (int d = 0; d < g->ndh; d++)
@@ -209,7 +212,7 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
     int p = sh->piece;
     pc.ndests = sh->ndests;
     pc.dests = (int *)sh->dests; /* read only: the generators see the share as the piece */
-    gen_t g = {.cs = cs, .topo = topo, .p = p, .root_host = sh->root_host,
+    gen_t g = {.cs = cs, .topo = topo, .p = p, .root_host = sh->root_host, .open = sh->open,
                .rot = rot, .pc = &pc, .no_relays = no_relays, .rail = -1, .wrap = wrap};
     int first = cs->n;
     group_dests(&g);

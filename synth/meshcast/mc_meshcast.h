@@ -20,6 +20,7 @@ typedef struct mc_share {
     int ndests;
     const int *dests;     /* ascending; points into the shares' pool */
     int root_host;        /* holder host tried first, -1 for none */
+    int open;             /* the piece's other holder hosts may serve it too */
     int fine;             /* it has priced trees: split into MC_PIECE_UNITS_FINE units; above 1,
                            * into that many (rail stripes: their split in whole units) */
 } mc_share_t;
@@ -33,6 +34,7 @@ typedef struct mc_shares {
 /* Splits every piece with destinations into shares: one when it has a single holder host or a
  * single destination host; otherwise one per destination host that holds the piece itself
  * (served from inside), and the other destination hosts in contiguous groups, one per holder
+ * host; where those hosts are fewer than the holder hosts, one share each, open to every holder
  * host. */
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out);
 void mc_shares_free(mc_shares_t *sh);
@@ -435,9 +437,9 @@ mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget
                              mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
 
 /* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases),
- * each used tree paying its fixed cost, the sum of phase times between lower and the seed's
- * estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds nothing
- * better). rlimit 0 = none; budget_s bounds the wall clock. */
+ * each used tree paying its fixed cost, the sum of phase times between lower and 1/64 below the
+ * seed's estimate. *out holds a feasible solution no worse than seed (a copy of it when Z3 finds
+ * nothing that much better). rlimit 0 = none; budget_s bounds the wall clock. */
 mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int64_t lower,
                              uint64_t rlimit, double budget_s, mc_plan_sol_t *out,
                              mc_z3_stats_t *stats, mc_err_t *err);

@@ -3,7 +3,9 @@
  * from inside, and the other destination hosts are cut into as many contiguous groups as there are
  * holder hosts, each group served from its own holder host. So a tensor replicated over many
  * data-parallel hosts is not funnelled through one sender, a host never fetches over the network
- * what it already has, and each share's trees stay inside one pair of hosts. */
+ * what it already has, and each share's trees stay inside one pair of hosts. Where fewer hosts
+ * need the piece from outside than hold it, each of them is a share of its own that every holder
+ * host may serve: a piece straddling two hosts holds only part of each host's NICs' reach. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +47,7 @@ static int ascending_contains(const int *a, int n, int x)
 /* Adds a share of piece p: its destinations on hosts[0..nh) (ascending), copied to the pool
  * (sized for every piece's destinations, so earlier shares' pointers stay put). */
 static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t *pc,
-                const int *hosts, int nh, int root_host)
+                const int *hosts, int nh, int root_host, int open)
 {
     int *dests = out->pool + out->npool;
     int n = 0;
@@ -54,7 +56,7 @@ static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t
             dests[n++] = pc->dests[i];
     out->npool += n;
     MC_GROW(out->s, out->cap, out->n + 1);
-    out->s[out->n++] = (mc_share_t){p, n, dests, root_host, 0};
+    out->s[out->n++] = (mc_share_t){p, n, dests, root_host, open, 0};
 }
 
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)
@@ -74,19 +76,20 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
         int m = distinct_hosts(topo, pc->dests, pc->ndests, dh);
         int n = distinct_hosts(topo, pc->holders, pc->nholders, sh);
         if (n < 2 || m < 2) {
-            add(out, topo, p, pc, dh, m, -1);
+            add(out, topo, p, pc, dh, m, -1, 0);
         } else {
             int remote = 0;
             for (int i = 0; i < m; i++) {
                 if (mc_ints_contain(sh, n, dh[i]))
-                    add(out, topo, p, pc, &dh[i], 1, dh[i]);
+                    add(out, topo, p, pc, &dh[i], 1, dh[i], 0);
                 else
                     dh[remote++] = dh[i];
             }
+            /* fewer than the holder hosts: each is open to all of them */
             int k = remote < n ? remote : n;
             for (int j = 0; j < k; j++)
                 add(out, topo, p, pc, dh + j * remote / k, (j + 1) * remote / k - j * remote / k,
-                    sh[j]);
+                    sh[j], remote < n);
         }
         free(dh);
         free(sh);
