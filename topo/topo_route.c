@@ -3,7 +3,8 @@
  * otherwise; across hosts, PCIe to the sender's nearest NIC port, the network fabric (NET links
  * and switches, fewest hops then widest), and the receiver's nearest port. On rail-optimized
  * fabrics the data first crosses NVLink to a sender-side GPU whose NIC is on the receiver's rail
- * (NCCL's PXN), recorded in via_gpu. Per-GPU NIC paths and per-port fabric trees are computed
+ * (NCCL's PXN), recorded in via_gpu; where no such GPU exists and nothing joins the rails, it is
+ * staged through the sender's host to its port on that rail (or the receiver's). Per-GPU NIC paths and per-port fabric trees are computed
  * once and cached inside the topology, so a route costs about its own length. A port's fabric
  * tree keeps only the links into switches (and into the few ports that a search may enter by
  * several links): every other port has one way in, the same from every source, so the cache
@@ -459,6 +460,24 @@ out:
     return st;
 }
 
+/* GPU gpu's host's port on the given rail, reached through the host (PCIe and the CPU links: the
+ * bytes staged through host memory, as NCCL does without GPUDirect), and the path between them:
+ * from the GPU to the port, or with backward from the port to the GPU; *net -1 when the host has
+ * no port on that rail. */
+static mc_status_t host_port_on_rail(const mc_topo_t *t, struct mc_route_cache *c, int gpu,
+                                     int rail, int backward, int *net, path_t *path,
+                                     mc_err_t *err)
+{
+    bfs(t, c, t->gpu_node[gpu], -1, WALK_NIC, backward);
+    *net = -1;
+    for (int i = 0; rail >= 0 && i < t->nnodes; i++)
+        if (t->nodes[i].kind == MC_NODE_NET && t->nodes[i].rail == rail && c->dist[i] >= 0 &&
+            (*net < 0 || c->dist[i] < c->dist[*net] ||
+             (c->dist[i] == c->dist[*net] && c->width[i] > c->width[*net])))
+            *net = i;
+    return *net >= 0 ? trace(t, c, *net, backward, path, err) : MC_OK;
+}
+
 static mc_status_t network_route(const mc_topo_t *t, struct mc_route_cache *c, mc_route_t *r,
                                  mc_err_t *err)
 {
@@ -473,20 +492,43 @@ static mc_status_t network_route(const mc_topo_t *t, struct mc_route_cache *c, m
                         t->nodes[t->gpu_node[src->net < 0 ? r->src_gpu : r->dst_gpu]].name);
         goto out;
     }
-    int rail = rail_of(t, dst);
+    int rail = rail_of(t, dst), net = src->net, in_net = dst->net, port;
+    const path_t *out_path = &src->out, *in_path = &dst->in;
+    path_t staged_out, staged_in;
     if (rail >= 0 && rail_of(t, src) != rail) {
         int relay;
         MC_CHECK_GOTO(pxn_relay(t, c, r->src_gpu, rail, &relay, &p, err), out, st);
         if (relay >= 0) {
             MC_CHECK_GOTO(append(t, r, &p, err), out, st);
             r->via_gpu = relay;
-            src = &c->gpu[relay];
+            net = c->gpu[relay].net;
+            out_path = &c->gpu[relay].out;
         }
     }
-    MC_CHECK_GOTO(append(t, r, &src->out, err), out, st);
-    MC_CHECK_GOTO(fabric(t, c, src->net, dst->net, &p, err), out, st);
+    mc_err_t no_way = {0};
+    if (fabric(t, c, net, in_net, &p, &no_way) != MC_OK && r->via_gpu < 0) {
+        /* rails with nothing above them and no NVLink to a GPU on the receiver's rail: staged
+         * through the sender's host to its port on that rail, else through the receiver's host
+         * from its port on the sender's rail */
+        MC_CHECK_GOTO(host_port_on_rail(t, c, r->src_gpu, rail, 0, &port, &staged_out, err), out,
+                      st);
+        if (port >= 0) {
+            net = port;
+            out_path = &staged_out;
+        } else {
+            MC_CHECK_GOTO(host_port_on_rail(t, c, r->dst_gpu, rail_of(t, src), 1, &port,
+                                            &staged_in, err),
+                          out, st);
+            if (port >= 0) {
+                in_net = port;
+                in_path = &staged_in;
+            }
+        }
+    }
+    MC_CHECK_GOTO(append(t, r, out_path, err), out, st);
+    MC_CHECK_GOTO(fabric(t, c, net, in_net, &p, err), out, st);
     MC_CHECK_GOTO(append(t, r, &p, err), out, st);
-    MC_CHECK_GOTO(append(t, r, &dst->in, err), out, st);
+    MC_CHECK_GOTO(append(t, r, in_path, err), out, st);
 out:
     return st;
 }

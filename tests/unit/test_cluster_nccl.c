@@ -1,7 +1,8 @@
 /* Tests for cluster XML hosts given as NCCL topology files (../shared/topo-xml/): replication of
  * a real dump, a real dump next to the built-in type that imitates it (same figures), the
- * p3.8xlarge type against GPUs 0-3 of the DGX-1 dump it copies, and the errors a node file can
- * cause (a GPU with no way to the network, a graph file instead of a topology). */
+ * p3.8xlarge type against GPUs 0-3 of the DGX-1 dump it copies, the errors a node file can
+ * cause (a GPU with no way to the network, a graph file instead of a topology), and routes over
+ * rails that hosts of two kinds fill unevenly. */
 #include "test_cluster.h"
 
 /* Two copies of the DGX-1 dump: 16 GPUs, each with 6 NVLink lanes of 20 GB/s; host 1 is a
@@ -66,6 +67,32 @@ static void test_pcie_builtin_matches_dump(void **state)
     mc_topo_free(t);
 }
 
+/* A DGX H100 and a p4d dump on rails with nothing above them: every pair of GPUs has a route.
+ * The p4d has no port on rails 4-7, so its bytes to GPU 4 cross on rail 0 and are staged
+ * through the DGX's CPUs; GPU 4's to the p4d take the PXN hop to GPU 0, on rail 0. */
+static void test_rails_of_two_kinds(void **state)
+{
+    mc_topo_t *t = load_ok(DATA "h100-p4d-rails.xml");
+    assert_int_equal(t->ngpus, 16);
+    mc_route_t r;
+    mc_err_t err = {0};
+    for (int a = 0; a < t->ngpus; a++)
+        for (int b = 0; b < t->ngpus; b++)
+            if (mc_topo_route(t, a, b, &r, &err) != MC_OK)
+                fail_msg("route %d -> %d: %s", a, b, err.msg);
+    assert_int_equal(mc_topo_route(t, 8, 4, &r, &err), MC_OK);
+    assert_int_equal(r.via_gpu, -1);
+    const char *want[] = {"h1/NET0", "rail0", "h0/NET0", "h0/CPU0", "h0/CPU1", "h0/GPU4"};
+    for (int i = 0, k = 0; i < 6; i++) {
+        while (k < r.nlinks && strcmp(t->nodes[t->links[r.links[k]].dst].name, want[i]))
+            k++;
+        assert_true(k < r.nlinks);
+    }
+    assert_int_equal(mc_topo_route(t, 4, 8, &r, &err), MC_OK);
+    assert_int_equal(r.via_gpu, 0);
+    mc_topo_free(t);
+}
+
 static void test_node_file_errors(void **state)
 {
     /* Host 1 (line 3) has GPUs but no NIC at all. */
@@ -82,6 +109,7 @@ int main(void)
         cmocka_unit_test(test_p3_matches_dgx1),
         cmocka_unit_test(test_pcie_builtin_matches_dump),
         cmocka_unit_test(test_node_file_errors),
+        cmocka_unit_test(test_rails_of_two_kinds),
     };
     return cmocka_run_group_tests_name("cluster_nccl", tests, NULL, NULL);
 }
