@@ -34,8 +34,8 @@ typedef struct mc_shares {
 /* Splits every piece with destinations into shares: one when it has a single holder host or a
  * single destination host; otherwise one per destination host that holds the piece itself
  * (served from inside), and the other destination hosts in contiguous groups, one per holder
- * host; where those hosts are fewer than the holder hosts, one share each, open to every holder
- * host. */
+ * host among those with the most GPUs that are not the piece's destinations (at most one host
+ * per group), each open to every holder host where the groups are fewer than the holder hosts. */
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out);
 void mc_shares_free(mc_shares_t *sh);
 

@@ -3,9 +3,10 @@
  * from inside, and the other destination hosts are cut into as many contiguous groups as there are
  * holder hosts, each group served from its own holder host. So a tensor replicated over many
  * data-parallel hosts is not funnelled through one sender, a host never fetches over the network
- * what it already has, and each share's trees stay inside one pair of hosts. Where fewer hosts
- * need the piece from outside than hold it, each of them is a share of its own that every holder
- * host may serve: a piece straddling two hosts holds only part of each host's NICs' reach. */
+ * what it already has, and each share's trees stay inside one pair of hosts. A holder host whose
+ * other GPUs mostly need the piece themselves reaches few of its NICs (two holders among six
+ * destinations): only the holder hosts with the most GPUs free to carry trees get groups, and
+ * where groups are fewer than the holder hosts, every group is open to all of them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,39 @@ static int distinct_hosts(const mc_topo_t *topo, const int *gpus, int n, int *ho
             hosts[k++] = h;
     }
     return k;
+}
+
+/* Orders the holder hosts sh[0..n) of pc by how many of their GPUs its trees may pass through
+ * (all but the destinations their own share serves: a tree through one would bring it the bytes
+ * twice), most first (ties in host order), and returns how many have the most. A host that
+ * holds the piece on two GPUs and needs it on the other six sends through two NICs only. */
+static int strongest_first(const mc_topo_t *topo, const mc_piece_t *pc, int *sh, int n)
+{
+    int *free_gpus = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int j = 0; j < n; j++) {
+        int first;
+        free_gpus[j] = mc_topo_host_gpus(topo, sh[j], &first);
+    }
+    for (int i = 0, j = 0; i < pc->ndests; i++) {
+        int h = mc_topo_gpu_host(topo, pc->dests[i]);
+        while (j < n && sh[j] < h)
+            j++;
+        if (j < n && sh[j] == h)
+            free_gpus[j]--;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort, stable */
+        for (int j = i; j > 0 && free_gpus[j] > free_gpus[j - 1]; j--) {
+            int c = free_gpus[j], h = sh[j];
+            free_gpus[j] = free_gpus[j - 1];
+            sh[j] = sh[j - 1];
+            free_gpus[j - 1] = c;
+            sh[j - 1] = h;
+        }
+    int most = 1;
+    while (most < n && free_gpus[most] == free_gpus[0])
+        most++;
+    free(free_gpus);
+    return most;
 }
 
 /* Whether ascending a[0..n) holds x: a share's hosts are up to every destination host of a
@@ -85,11 +119,13 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
                 else
                     dh[remote++] = dh[i];
             }
-            /* fewer than the holder hosts: each is open to all of them */
-            int k = remote < n ? remote : n;
+            /* as many groups as holder hosts of the most holders, each open to every holder
+             * host where those are fewer than the holder hosts or the groups */
+            int strong = strongest_first(topo, pc, sh, n);
+            int k = remote < strong ? remote : strong, open = k < n;
             for (int j = 0; j < k; j++)
                 add(out, topo, p, pc, dh + j * remote / k, (j + 1) * remote / k - j * remote / k,
-                    sh[j], remote < n);
+                    sh[j], open);
         }
         free(dh);
         free(sh);

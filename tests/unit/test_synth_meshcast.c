@@ -5,7 +5,8 @@
  * loses to one that is timed; under leaves and spines, a plan known by its estimate is timed
  * before it loses, and over hosts of two kinds, one too large to time gives way to its trees placed
  * whole; a share's trees never relay through the destinations of another share of its piece, and
- * a piece straddling two hosts reaches a third from both. */
+ * a piece straddling two hosts reaches a third from both, and a host holding a piece on one GPU
+ * serves no group of its own. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -286,6 +287,21 @@ static void test_straddled_piece_served_from_every_holder_host(void **state)
                       1.2);
 }
 
+/* Eight MI250 hosts; 64 MiB replicated on the 8 GPUs of host 2 and GPU 24 of host 3, needed on
+ * 13 GPUs of hosts 0 and 1 and 4 of host 3. Host 3 serves its own four and the trees leaving it
+ * may pass through its other four GPUs only; host 0 was its group and took its bytes in through
+ * those: 2.20 of the bound. Now one group, from host 2 and open to host 3 (synth_meshcast_shares.c,
+ * strongest_first): within 1.4. */
+static void test_weak_holder_host_serves_no_group(void **state)
+{
+    (void)state;
+    assert_near_bound("topologies/mi250-x8.xml",
+                      task_of("A={g:9}@16..24",
+                              "B={g:17}@[0,1,2,3,5,6,7,8,9,10,11,14,15,25,26,27,29]",
+                              "f32[4096,4096] A[_,_] -> B[_,_]"),
+                      1.4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_priced_balanced_timed),
         cmocka_unit_test(test_other_shares_destinations_not_relays),
         cmocka_unit_test(test_straddled_piece_served_from_every_holder_host),
+        cmocka_unit_test(test_weak_holder_host_serves_no_group),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
