@@ -4,8 +4,9 @@
  * and switches, fewest hops then widest), and the receiver's nearest port. On rail-optimized
  * fabrics the data first crosses NVLink to a sender-side GPU whose NIC is on the receiver's rail
  * (NCCL's PXN), recorded in via_gpu; where no such GPU exists and nothing joins the rails, it is
- * staged through the sender's host to its port on that rail (or the receiver's). Per-GPU NIC paths and per-port fabric trees are computed
- * once and cached inside the topology, so a route costs about its own length. A port's fabric
+ * staged through the sender's host to its port on that rail (or the receiver's). Per-GPU NIC
+ * paths and per-port fabric trees are computed once and cached inside the topology, so a route
+ * costs about its own length. A port's fabric
  * tree keeps only the links into switches (and into the few ports that a search may enter by
  * several links): every other port has one way in, the same from every source, so the cache
  * grows with the ports that send times the switches, not with the ports squared. */
@@ -506,27 +507,29 @@ static mc_status_t network_route(const mc_topo_t *t, struct mc_route_cache *c, m
         }
     }
     mc_err_t no_way = {0};
-    if (fabric(t, c, net, in_net, &p, &no_way) != MC_OK && r->via_gpu < 0) {
+    if (fabric(t, c, net, in_net, &p, &no_way) != MC_OK) {
         /* rails with nothing above them and no NVLink to a GPU on the receiver's rail: staged
          * through the sender's host to its port on that rail, else through the receiver's host
-         * from its port on the sender's rail */
-        MC_CHECK_GOTO(host_port_on_rail(t, c, r->src_gpu, rail, 0, &port, &staged_out, err), out,
-                      st);
-        if (port >= 0) {
-            net = port;
-            out_path = &staged_out;
-        } else {
-            MC_CHECK_GOTO(host_port_on_rail(t, c, r->dst_gpu, rail_of(t, src), 1, &port,
-                                            &staged_in, err),
+         * from its port on the sender's rail; the fabric's error stands where neither exists */
+        if (r->via_gpu < 0) {
+            MC_CHECK_GOTO(host_port_on_rail(t, c, r->src_gpu, rail, 0, &port, &staged_out, err),
                           out, st);
             if (port >= 0) {
-                in_net = port;
-                in_path = &staged_in;
+                net = port;
+                out_path = &staged_out;
+            } else {
+                MC_CHECK_GOTO(host_port_on_rail(t, c, r->dst_gpu, rail_of(t, src), 1, &port,
+                                                &staged_in, err),
+                              out, st);
+                if (port >= 0) {
+                    in_net = port;
+                    in_path = &staged_in;
+                }
             }
         }
+        MC_CHECK_GOTO(fabric(t, c, net, in_net, &p, err), out, st);
     }
     MC_CHECK_GOTO(append(t, r, out_path, err), out, st);
-    MC_CHECK_GOTO(fabric(t, c, net, in_net, &p, err), out, st);
     MC_CHECK_GOTO(append(t, r, &p, err), out, st);
     MC_CHECK_GOTO(append(t, r, in_path, err), out, st);
 out:

@@ -119,8 +119,9 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
                 else
                     dh[remote++] = dh[i];
             }
-            /* as many groups as holder hosts of the most holders, each open to every holder
-             * host where those are fewer than the holder hosts or the groups */
+            /* a group per holder host among those with the most GPUs free to carry trees (at
+             * most one remote host each), open to every holder host where the groups are fewer
+             * than the holder hosts */
             int strong = strongest_first(topo, pc, sh, n);
             int k = remote < strong ? remote : strong, open = k < n;
             for (int j = 0; j < k; j++)

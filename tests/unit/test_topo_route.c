@@ -190,8 +190,8 @@ static void test_rails_without_nvlink(void **state)
     r = route_ok(t, 0, 3);
     assert_string_equal(hops(t, &r, buf, sizeof buf),
                         "h0/GPU0>h0/PCI0 h0/PCI0>h0/CPU0 h0/CPU0>h0/PCI1 h0/PCI1>h0/NIC1 "
-                        "h0/NIC1>h0/NET1 h0/NET1>rail1 rail1>h1/NET1 h1/NET1>h1/NIC1 h1/NIC1>h1/PCI1 "
-                        "h1/PCI1>h1/GPU1");
+                        "h0/NIC1>h0/NET1 h0/NET1>rail1 rail1>h1/NET1 h1/NET1>h1/NIC1 "
+                        "h1/NIC1>h1/PCI1 h1/PCI1>h1/GPU1");
     assert_int_equal(r.via_gpu, -1);
     mc_topo_free(t);
 }
