@@ -3,8 +3,9 @@
  * CrossMeshCommunicator._rewrite_allgather_spec applies, a destination replicated inside its hosts
  * is rewritten into a fully sharded one, so each replica receives a distinct 1/r of its tile over
  * the network (send/recv with the least-loaded sender), and an all-gather inside the destination
- * mesh (ReshardingTask's allgather, NCCL's ring) restores the replication. Tensors the rewrite
- * does not apply to are plain send/recv, as in p2p-lb. */
+ * mesh (ReshardingTask's allgather, NCCL's ring) restores the replication. Each part is one
+ * message, as Alpa slices it into a contiguous buffer before it sends. Tensors the rewrite does
+ * not apply to are plain send/recv, as in p2p-lb. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,18 +165,53 @@ static void rewritten_part(const mc_task_t *task, const mc_piece_t *p, const rew
     }
 }
 
-/* What dest receives of piece p over the network: its (rewritten) destination tile. reps is
+/* The parts the rewrite cuts a tile into. */
+static int64_t parts_of(const rewrite_t *rw)
+{
+    int64_t n = 1;
+    for (int k = 0; k < rw->nchunks; k++)
+        n *= rw->chunks[k];
+    return n;
+}
+
+/* Alpa slices each part into a contiguous buffer (jax indexing) and moves it as one message, in
+ * the send/recv and in the all-gather ring alike. The piece's parts, in chunk order, are laid end
+ * to end: part ci of piece p is bytes [off[ci], off[ci + 1]) of the piece, the size of Alpa's
+ * strided slice. A tensor that is not rewritten has one part, the whole piece. off has
+ * parts_of(rw) + 1 entries. */
+static void part_offsets(const mc_task_t *task, const mc_piece_t *p, const rewrite_t *rw, int on,
+                         uint64_t *off)
+{
+    const mc_layout_t *dst = &task->tensors[p->tensor].dst;
+    uint64_t esize = (uint64_t)mc_dtype_size(task->tensors[p->tensor].src.dtype);
+    int64_t n = on ? parts_of(rw) : 1;
+    off[0] = 0;
+    for (int64_t ci = 0; ci < n; ci++) {
+        mc_box_t part, q;
+        uint64_t elems = mc_box_elems(&p->box, dst->ndims);
+        if (on) {
+            rewritten_part(task, p, rw, p->dests[0], (int)(ci * rw->leftover), &part);
+            elems = mc_box_intersect(&p->box, &part, dst->ndims, &q)
+                        ? mc_box_elems(&q, dst->ndims) : 0;
+        }
+        off[ci + 1] = off[ci] + elems * esize;
+    }
+}
+
+/* What dest receives of piece p over the network: *part gets its (rewritten) destination tile,
+ * the result is the index of its part of the piece (0 when the tensor is not rewritten). reps is
  * scratch for the piece's replicas. */
-static void dest_part(const mc_task_t *task, const mc_piece_t *p, const rewrite_t *rw,
-                      const int *on, int dest, int *reps, mc_box_t *part)
+static int64_t dest_part(const mc_task_t *task, const mc_piece_t *p, const rewrite_t *rw,
+                         const int *on, int dest, int *reps, mc_box_t *part)
 {
     mc_layout_tile(task, &task->tensors[p->tensor].dst, dest, part);
     if (!on[p->tensor])
-        return;
+        return 0;
     int n = replicas_in_order(task, p, reps), idx = 0;
     while (idx < n && reps[idx] != dest)
         idx++;
     rewritten_part(task, p, &rw[p->tensor], dest, idx, part);
+    return idx / rw[p->tensor].leftover;
 }
 
 typedef struct p2p_ctx {
@@ -189,9 +225,8 @@ typedef struct p2p_ctx {
     mc_status_t st;
 } p2p_ctx_t;
 
-static void add_send(void *arg, uint64_t off, uint64_t len)
+static void add_send(p2p_ctx_t *c, uint64_t off, uint64_t len)
 {
-    p2p_ctx_t *c = arg;
     if (c->st != MC_OK)
         return;
     /* One message per send: NCCL pipelines a send internally. */
@@ -200,9 +235,8 @@ static void add_send(void *arg, uint64_t off, uint64_t len)
     c->st = mc_sched_add_edge(c->s, c->topo, ti, c->sender, c->dest, c->err);
 }
 
-static void add_ring(void *arg, uint64_t off, uint64_t len)
+static void add_ring(p2p_ctx_t *c, uint64_t off, uint64_t len)
 {
-    p2p_ctx_t *c = arg;
     if (c->st == MC_OK)
         /* every part of the ring moves at once: each hop carries nring of them */
         c->st = synth_add_chain(c->s, c->topo, c->piece, off, len, c->phase, c->ring, c->nring,
@@ -210,15 +244,15 @@ static void add_ring(void *arg, uint64_t off, uint64_t len)
 }
 
 /* NCCL's ring all-gather inside the replicas of piece p's tile: the part replica number idx
- * received travels the ring idx -> idx+1 -> ... among the replicas that hold other parts (those
- * with the same index modulo the leftover replicas). */
-static void emit_allgather(p2p_ctx_t *c, const mc_piece_t *p, const rewrite_t *rw,
+ * received (bytes [off[ci], off[ci + 1]) of the piece, ci = idx / leftover) travels the ring
+ * idx -> idx+1 -> ... among the replicas that hold other parts (those with the same index modulo
+ * the leftover replicas). */
+static void emit_allgather(p2p_ctx_t *c, const rewrite_t *rw, const uint64_t *off,
                            const int *reps, int nreps)
 {
-    mc_box_t part, q;
     for (int idx = 0; idx < nreps && c->st == MC_OK; idx++) {
-        rewritten_part(c->task, p, rw, reps[idx], idx, &part);
-        if (!mc_box_intersect(&p->box, &part, c->task->tensors[p->tensor].dst.ndims, &q))
+        int64_t ci = idx / rw->leftover;
+        if (off[ci + 1] == off[ci])
             continue;
         c->nring = 0;
         for (int k = 0; k < nreps; k++) {
@@ -227,9 +261,7 @@ static void emit_allgather(p2p_ctx_t *c, const mc_piece_t *p, const rewrite_t *r
                 c->ring[c->nring++] = reps[j];
         }
         if (c->nring > 1)
-            synth_box_runs(&p->box, &q, c->task->tensors[p->tensor].dst.ndims,
-                           (uint64_t)mc_dtype_size(c->task->tensors[p->tensor].src.dtype),
-                           add_ring, c);
+            add_ring(c, off[ci], off[ci + 1] - off[ci]);
     }
 }
 
@@ -243,10 +275,15 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
     if (st != MC_OK)
         return st;
     int ntens = task->ntensors, nunits = 0, maxd = 1, any = 0;
+    int64_t maxparts = 1;
     rewrite_t *rw = mc_xcalloc((size_t)(ntens ? ntens : 1), sizeof(*rw));
     int *on = mc_xcalloc((size_t)(ntens ? ntens : 1), sizeof(int));
     for (int t = 0; t < ntens; t++)
-        any |= on[t] = alpa_rewrite(task, topo, t, &rw[t]);
+        if ((on[t] = alpa_rewrite(task, topo, t, &rw[t])) != 0) {
+            any = 1;
+            maxparts = parts_of(&rw[t]) > maxparts ? parts_of(&rw[t]) : maxparts;
+        }
+    uint64_t *off = mc_xmalloc(sizeof(uint64_t) * (size_t)(maxparts + 1));
     for (int p = 0; p < task->npieces; p++)
         if (task->pieces[p].ndests > maxd)
             maxd = task->pieces[p].ndests;
@@ -265,20 +302,20 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
     synth_sort_units(units, nunits);
     for (int u = 0; u < nunits && c.st == MC_OK; u++) {
         const mc_piece_t *p = &task->pieces[units[u].piece];
-        const mc_layout_t *dst = &task->tensors[p->tensor].dst;
-        mc_box_t part, q;
-        dest_part(task, p, rw, on, units[u].dest, reps, &part);
-        if (!mc_box_intersect(&p->box, &part, dst->ndims, &q))
+        mc_box_t part;
+        int64_t ci = dest_part(task, p, rw, on, units[u].dest, reps, &part);
+        part_offsets(task, p, &rw[p->tensor], on[p->tensor], off);
+        if (off[ci + 1] == off[ci])
             continue;
         int *holders = synth_holders_in_mesh_order(task, units[u].piece);
         c.sender = synth_least_loaded(holders, p->nholders, load);
         free(holders);
-        load[c.sender] += mc_box_elems(&q, dst->ndims);
+        load[c.sender] += (off[ci + 1] - off[ci]) /
+                          (uint64_t)mc_dtype_size(task->tensors[p->tensor].src.dtype);
         c.piece = units[u].piece;
         c.dest = units[u].dest;
         c.phase = 0;
-        synth_box_runs(&p->box, &q, dst->ndims,
-                       (uint64_t)mc_dtype_size(task->tensors[p->tensor].src.dtype), add_send, &c);
+        add_send(&c, off[ci], off[ci + 1] - off[ci]);
     }
     for (int pi = 0; pi < task->npieces && c.st == MC_OK; pi++) {
         const mc_piece_t *p = &task->pieces[pi];
@@ -286,7 +323,8 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
             continue;
         c.piece = pi;
         c.phase = 1;
-        emit_allgather(&c, p, &rw[p->tensor], reps, replicas_in_order(task, p, reps));
+        part_offsets(task, p, &rw[p->tensor], 1, off);
+        emit_allgather(&c, &rw[p->tensor], off, reps, replicas_in_order(task, p, reps));
     }
     MC_CHECK_GOTO(c.st, out, st);
     c.s->nphases = c.s->ntrees ? 1 + any : 0;
@@ -316,5 +354,6 @@ out:
     free(load);
     free(rw);
     free(on);
+    free(off);
     return st;
 }
