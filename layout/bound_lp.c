@@ -17,32 +17,12 @@
 #include <string.h>
 
 #include "layout/bound_internal.h"
+#include "util/lp_matrix.h"
 
 /* Largest LP solved (columns), and the relative margin taken off its optimum for the simplex's
  * tolerances (1e-7 on a problem scaled to units near 1), so the term stays below the exact one. */
 #define LP_MAX_COLS 2500
 #define LP_MARGIN 1e-6
-
-/* The matrix, built entry by entry (GLPK counts from 1). */
-typedef struct mat {
-    int n, cap;
-    int *ia, *ja;
-    double *ar;
-} mat_t;
-
-static void put(mat_t *m, int row, int col, double v)
-{
-    if (m->n + 1 >= m->cap) {
-        m->cap = m->cap ? 2 * m->cap : 1024;
-        m->ia = mc_xrealloc(m->ia, sizeof(int) * (size_t)m->cap);
-        m->ja = mc_xrealloc(m->ja, sizeof(int) * (size_t)m->cap);
-        m->ar = mc_xrealloc(m->ar, sizeof(double) * (size_t)m->cap);
-    }
-    m->n++;
-    m->ia[m->n] = row;
-    m->ja[m->n] = col;
-    m->ar[m->n] = v;
-}
 
 /* One commodity: a representative piece (holders, dests) and the bytes of its class. */
 typedef struct com {
@@ -146,13 +126,13 @@ static double solve(const mc_topo_t *topo, const double *cap, const com_t *c, in
     for (int j = 1; j <= cols; j++)
         glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
     glp_set_obj_coef(lp, 1, 1);
-    mat_t m = {0};
+    mc_lp_mat_t m = {0};
     /* Capacity rows 1..na: sum of bytes x load - capacity x T <= 0. */
     glp_add_rows(lp, na);
     for (int a = 0; a < na; a++) {
         glp_set_row_bnds(lp, a + 1, GLP_UP, 0, 0);
         if (cap[a] > 0) /* a link no route takes carries nothing */
-            put(&m, a + 1, 1, -cap[a] / cmax);
+            mc_lp_mat_put(&m, a + 1, 1, -cap[a] / cmax);
     }
     int col = 2;
     for (int i = 0; i < nc; i++) {
@@ -160,7 +140,7 @@ static double solve(const mc_topo_t *topo, const double *cap, const com_t *c, in
         int load = col;
         col += na;
         for (int a = 0; a < na; a++)
-            put(&m, a + 1, load + a, (double)c[i].bytes / bmax);
+            mc_lp_mat_put(&m, a + 1, load + a, (double)c[i].bytes / bmax);
         for (int k = 0; k < p->ndests; k++) {
             int x = col, s = col + na;
             col += na + p->nholders;
@@ -171,17 +151,17 @@ static double solve(const mc_topo_t *topo, const double *cap, const com_t *c, in
                 glp_set_row_bnds(lp, row0 + v, GLP_FX, 0, 0);
             glp_set_row_bnds(lp, row0 + topo->gpu_node[p->dests[k]], GLP_FX, 1, 1);
             for (int a = 0; a < na; a++) {
-                put(&m, row0 + topo->links[a].dst, x + a, 1);
-                put(&m, row0 + topo->links[a].src, x + a, -1);
+                mc_lp_mat_put(&m, row0 + topo->links[a].dst, x + a, 1);
+                mc_lp_mat_put(&m, row0 + topo->links[a].src, x + a, -1);
             }
             for (int h = 0; h < p->nholders; h++)
-                put(&m, row0 + topo->gpu_node[p->holders[h]], s + h, 1);
+                mc_lp_mat_put(&m, row0 + topo->gpu_node[p->holders[h]], s + h, 1);
             /* The commodity's load on a link is at least this destination's flow. */
             int lrow = glp_add_rows(lp, na);
             for (int a = 0; a < na; a++) {
                 glp_set_row_bnds(lp, lrow + a, GLP_LO, 0, 0);
-                put(&m, lrow + a, load + a, 1);
-                put(&m, lrow + a, x + a, -1);
+                mc_lp_mat_put(&m, lrow + a, load + a, 1);
+                mc_lp_mat_put(&m, lrow + a, x + a, -1);
             }
         }
     }
@@ -194,9 +174,7 @@ static double solve(const mc_topo_t *topo, const double *cap, const com_t *c, in
     if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT)
         t = glp_get_obj_val(lp) * bmax / cmax * (1 - LP_MARGIN);
     glp_delete_prob(lp);
-    free(m.ia);
-    free(m.ja);
-    free(m.ar);
+    mc_lp_mat_free(&m);
     return t;
 }
 

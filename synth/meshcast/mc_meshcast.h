@@ -429,12 +429,12 @@ typedef struct mc_z3_stats {
     char reason[96];
 } mc_z3_stats_t;
 
-/* The relaxation, solved by Z3_optimize over real units in one phase: the split of every piece
- * over its candidates that minimizes the busiest link plus a share-weighted pipelining cost.
- * *out gets its rounding to whole units (status 1), or nothing (status -1) when it was
- * stopped. */
-mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
-                             mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err);
+/* The relaxation, solved by GLPK's simplex over real units in one phase (synth_meshcast_lp.c):
+ * the split of every piece over its candidates that minimizes the busiest link plus a
+ * share-weighted pipelining cost. Returns 0 with its rounding to whole units in *out, or -1 with
+ * *out untouched when the plan has more than 100 candidates or the simplex gave no optimum
+ * within budget_s (0: no limit). */
+int mc_plan_solve_lp(const mc_plan_t *pl, double budget_s, mc_plan_sol_t *out);
 
 /* The integer model: Z3_optimize over whole units per candidate and phase (the seed's phases),
  * each used tree paying its fixed cost, the sum of phase times between lower and 1/64 below the

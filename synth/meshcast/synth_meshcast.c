@@ -112,9 +112,6 @@ static mc_status_t refine(run_t *r, const mc_plan_t *pl, const mc_plan_sol_t *fr
     return st;
 }
 
-/* Wall-clock cap on the relaxation when the caller sets no rlimit (seconds). */
-#define MC_LP_MAX_S 0.5
-
 /* Split k of the fractional model over the component's shares, rounded to whole units in one
  * phase. Returns 0 when it is a feasible plan. */
 static int frac_plan(const run_t *r, const mc_comp_t *cp, int k, int by_load, mc_plan_sol_t *out)
@@ -218,12 +215,11 @@ static void greedy(void *arg)
  * pricing added trees or the relaxation gave no plan, the fractional model's splits rounded; the
  * integer model refines the best (the solved plan) and, since the estimate does not see
  * everything the simulator charges, the others as well (MC_PLAN_OTHER*, raced by the referee).
- * The rlimit is split: half to the relaxation, a sixth to each refinement. */
+ * Each refinement gets a third of the rlimit (GLPK's relaxation counts none). */
 static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budget, mc_err_t *err)
 {
     const mc_plan_t *pl = &cp->plan;
     mc_plan_sol_t from[3 + MC_SPLITS] = {{0}};
-    mc_z3_stats_t zs;
     double t0 = mc_now();
     mc_status_t st = MC_OK;
     int *direct = mc_xmalloc(sizeof(int) * (size_t)(pl->ncands + 1));
@@ -234,31 +230,19 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
     greedy_t seeds[2] = {{pl, 0, &from[0]}, {pl, 1, &from[1]}};
     mc_run_both(greedy, &seeds[0], greedy, &seeds[1]);
     int nfrom = 2, best = 0;
-    /* Z3's rlimit does not bound all of its work on the relaxation (seconds with a count that
-     * barely moves): without a caller's rlimit, its wall clock is capped too. Once pricing has
-     * added trees, the fractional model's split takes its place: Z3 took seconds on those
-     * larger models and often gave up. */
-    double lp_budget = !r->opts->rlimit && budget > MC_LP_MAX_S ? MC_LP_MAX_S : budget;
-    /* shares with rail stripes (marked fine) have their split too: Z3's relaxation took 6 s
-     * of 9 on the 91 trees of a broadcast over 8 rail hosts */
+    /* Once pricing has added trees, the fractional model's splits take the relaxation's place,
+     * and shares with rail stripes (marked fine) have their split too. */
     int striped = 0;
     for (int i = 0; i < cp->npieces; i++)
         striped |= r->sh.s[cp->pieces[i]].fine && !r->price.added;
-    zs = (mc_z3_stats_t){.status = MC_Z3_NONE};
-    if (!r->price.added && !striped)
-        MC_CHECK_GOTO(mc_plan_solve_lp(pl, rl / 2, lp_budget, &from[nfrom], &zs, err), out, st);
-    r->rlimit_used += zs.rlimit_used;
-    /* a solution that is not kept is freed before the next one takes its slot */
-    if (zs.status == MC_Z3_OPTIMAL)
-        nfrom++;
-    else
-        mc_plan_sol_free(&from[nfrom]);
+    int relaxed = !r->price.added && !striped && mc_plan_solve_lp(pl, budget, &from[nfrom]) == 0;
+    nfrom += relaxed;
     /* Where the relaxation gave no plan (too many candidates, or stopped), the fractional
      * model's load split stands in for it, rounded by load: the greedy seeds fill units up to
      * the slowest tree's time, fixed cost included, and so leave links loaded unevenly where the
      * simulator overlaps that cost with other trees' bytes (x4-paper-reorder in `intra`). */
     int splits = r->price.added || (striped && r->frac[MC_SPLIT_LOAD]) ? MC_SPLITS
-                 : zs.status != MC_Z3_OPTIMAL && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
+                 : !relaxed && r->frac[MC_SPLIT_LOAD] ? 1 : 0;
     for (int k = 0; k < splits; k++) {
         if (frac_plan(r, cp, k, !r->price.added, &from[nfrom]) == 0)
             nfrom++;
@@ -279,14 +263,13 @@ static mc_status_t solve_comp(run_t *r, mc_comp_t *cp, uint64_t rl, double budge
         if ((double)rank[best] > MC_FILL_DECISIVE * (double)rank[i])
             best = i;
     int64_t lower = mc_plan_lower_ps(pl);
-    uint64_t rest = rl > zs.rlimit_used ? rl - zs.rlimit_used : 3;
     for (int i = 0, n = 0; i < nfrom; i++) {
         int optimal;
         int kind = i == best ? MC_PLAN_SOLVED : MC_PLAN_OTHER0 + n++;
         mc_plan_sol_t *out = &cp->plans[kind];
         cp->has[kind] = 1;
         double left = (budget - (mc_now() - t0)) / (nfrom - i);
-        MC_CHECK_GOTO(refine(r, pl, &from[i], lower, rest / 3, left, out, &optimal, err), out, st);
+        MC_CHECK_GOTO(refine(r, pl, &from[i], lower, rl / 3, left, out, &optimal, err), out, st);
         if (i == best)
             r->nz3_optimal += optimal;
     }

@@ -1,18 +1,16 @@
-/* The Z3 models of the meshcast strategy (docs/synthesis.md, "The model"). The relaxation: real
- * units per candidate in one phase, the busiest link plus a pipelining cost minimized with
- * Z3_optimize, then rounded. The integer model: whole units per candidate tree and phase, phase
- * times bounded below by every tree and by the load of every link the phase's trees share, their
- * sum minimized; the best plan so far bounds it from above, so any model Z3 returns, even when
- * stopped by rlimit or the clock, is at least as good. */
+/* The Z3 model of the meshcast strategy (docs/synthesis.md, "The model"): whole units per
+ * candidate tree and phase, phase times bounded below by every tree and by the load of every link
+ * the phase's trees share, their sum minimized; the best plan so far bounds it from above, so any
+ * model Z3 returns, even when stopped by rlimit or the clock, is at least as good. (The
+ * relaxation is GLPK's: synth_meshcast_lp.c.) */
 #include <stdlib.h>
 #include <string.h>
 #include <z3.h>
 
 #include "synth/meshcast/mc_meshcast.h"
 
-/* Most candidates in the relaxation, and most (candidate, phase) pairs in the integer model:
- * beyond them Z3's branch and bound rarely improves on the rounded relaxation within seconds. */
-#define MC_Z3_MAX_VARS 100
+/* Most (candidate, phase) pairs in the integer model: beyond them Z3's branch and bound rarely
+ * improves on the rounded relaxation within seconds. */
 #define MC_Z3_MAX_INT_VARS 12
 
 /* Z3's default handler exits the process; this one lets the caller read Z3_get_error_code. */
@@ -25,10 +23,9 @@ static void z3_error_handler(Z3_context ctx, Z3_error_code e)
 typedef struct z3m {
     Z3_context ctx;
     Z3_optimize opt;
-    Z3_sort int_s, bool_s, real_s;
+    Z3_sort int_s, bool_s;
     Z3_ast *u, *y, *T; /* u[c*K+k], y[c*K+k], T[k] */
     int K;
-    int lp;            /* real-valued units, no per-tree switch */
     int64_t tick;      /* picoseconds per unit of time in the model */
 } z3m_t;
 
@@ -69,7 +66,6 @@ static mc_status_t z3m_open(z3m_t *m, const mc_plan_t *pl, int K, mc_err_t *err)
     Z3_optimize_inc_ref(m->ctx, m->opt);
     m->int_s = Z3_mk_int_sort(m->ctx);
     m->bool_s = Z3_mk_bool_sort(m->ctx);
-    m->real_s = Z3_mk_real_sort(m->ctx);
     m->K = K;
     m->tick = pick_tick(pl);
     m->u = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands * K + 1));
@@ -99,14 +95,6 @@ static Z3_ast num(z3m_t *m, int64_t v)
 {
     return Z3_mk_int64(m->ctx, v, m->int_s);
 }
-
-/* A numeral of the model's arithmetic sort. */
-static Z3_ast anum(z3m_t *m, int64_t v)
-{
-    return Z3_mk_int64(m->ctx, v, m->lp ? m->real_s : m->int_s);
-}
-
-
 
 static Z3_ast var(z3m_t *m, const char *prefix, int a, int b, Z3_sort s)
 {
@@ -158,8 +146,8 @@ static void add_cover(z3m_t *m, const mc_plan_t *pl)
             if (pl->cands[c].piece == p)
                 for (int k = 0; k < K; k++)
                     terms[n++] = m->u[c * K + k];
-        Z3_ast sum = n ? Z3_mk_add(m->ctx, (unsigned)n, terms) : anum(m, 0);
-        Z3_optimize_assert(m->ctx, m->opt, Z3_mk_eq(m->ctx, sum, anum(m, pl->units[p])));
+        Z3_ast sum = n ? Z3_mk_add(m->ctx, (unsigned)n, terms) : num(m, 0);
+        Z3_optimize_assert(m->ctx, m->opt, Z3_mk_eq(m->ctx, sum, num(m, pl->units[p])));
     }
     free(terms);
 }
@@ -212,8 +200,7 @@ static int same_as_earlier(const mc_plan_t *pl, const int *first, const int *lis
 }
 
 /* Trees of one phase share links at planned rates: a phase lasts at least the load of each
- * link it uses. In the integer model a link only one candidate crosses is covered by that
- * tree's own time. */
+ * link it uses. A link only one candidate crosses is covered by that tree's own time. */
 static void add_links(z3m_t *m, const mc_plan_t *pl)
 {
     int K = m->K;
@@ -222,12 +209,12 @@ static void add_links(z3m_t *m, const mc_plan_t *pl)
     Z3_ast *loads = mc_xmalloc(sizeof(Z3_ast) * (size_t)(pl->ncands + 1));
     for (int l = 0; l < pl->nlinks; l++) {
         int n = first[l + 1] - first[l];
-        if (n < (m->lp ? 1 : 2) || same_as_earlier(pl, first, list, l))
+        if (n < 2 || same_as_earlier(pl, first, list, l))
             continue;
         for (int k = 0; k < K; k++) {
             for (int i = 0; i < n; i++) {
                 int c = list[first[l] + i];
-                Z3_ast ax[2] = {anum(m, ticks(m, link_cost(pl, c, l))), m->u[c * K + k]};
+                Z3_ast ax[2] = {num(m, ticks(m, link_cost(pl, c, l))), m->u[c * K + k]};
                 loads[i] = Z3_mk_mul(m->ctx, 2, ax);
             }
             assert_ge(m, m->T[k], Z3_mk_add(m->ctx, (unsigned)n, loads));
@@ -375,118 +362,6 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
     }
 out:
     mc_plan_sol_free(&got);
-    z3m_close(&m);
-    return st;
-}
-
-/* The relaxation's fill constraints, one per tree with its own coefficient, made Z3's exact
- * simplex grow its numbers without bound where the coefficients take many values: 16 s on 95
- * trees with 57 values, over four one-NIC PCIe boxes (20 G allocations; its rlimit barely counts
- * them), 6.9 s with 10 values over six p4d hosts; models with 4 and 6 took 8 and 37 ms. Above
- * MC_Z3_FILL_KINDS values the coefficients keep MC_Z3_FILL_BITS significant bits (at most 1/8
- * above the fixed cost): 1.1 and 1.0 s there. Rounded always, two 4 MiB reshuffles on one MI250
- * box came out 5-14% slower. */
-#define MC_Z3_FILL_KINDS 8
-#define MC_Z3_FILL_BITS 4
-
-/* v rounded up to MC_Z3_FILL_BITS significant bits. */
-static int64_t coarse(int64_t v)
-{
-    int shift = 0;
-    while ((v >> shift) >= (1 << MC_Z3_FILL_BITS))
-        shift++;
-    int64_t m = v >> shift;
-    return (m + ((m << shift) < v)) << shift;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The fill coefficient of every candidate, in ticks, into fill[] (coarse where they take more
- * than MC_Z3_FILL_KINDS values). */
-static void fill_coefs(const z3m_t *m, const mc_plan_t *pl, int64_t *fill)
-{
-    int64_t *sorted = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->ncands + 1));
-    int kinds = 0;
-    for (int c = 0; c < pl->ncands; c++)
-        fill[c] = sorted[c] = ticks(m, pl->cands[c].fixed_ps);
-    mc_sort(sorted, (size_t)pl->ncands, sizeof(int64_t), cmp_i64);
-    for (int c = 0; c < pl->ncands; c++)
-        kinds += c == 0 || sorted[c] != sorted[c - 1];
-    for (int c = 0; c < pl->ncands && kinds > MC_Z3_FILL_KINDS; c++)
-        fill[c] = coarse(fill[c]);
-    free(sorted);
-}
-
-mc_status_t mc_plan_solve_lp(const mc_plan_t *pl, uint64_t rlimit, double budget_s,
-                             mc_plan_sol_t *out, mc_z3_stats_t *stats, mc_err_t *err)
-{
-    mc_status_t st = MC_OK;
-    z3m_t m = {.lp = 1};
-    double *x = NULL;
-    memset(stats, 0, sizeof(*stats));
-    stats->status = MC_Z3_NONE;
-    if (pl->ncands > MC_Z3_MAX_VARS) {
-        snprintf(stats->reason, sizeof stats->reason, "model too large (%d trees)", pl->ncands);
-        return MC_OK;
-    }
-    MC_CHECK_GOTO(z3m_open(&m, pl, 1, err), out, st);
-    for (int c = 0; c < pl->ncands; c++) {
-        m.u[c] = var(&m, "x", c, 0, m.real_s);
-        assert_ge(&m, m.u[c], anum(&m, 0));
-    }
-    m.T[0] = var(&m, "T", 0, 0, m.real_s);
-    add_cover(&m, pl);
-    add_links(&m, pl);
-    /* F: what pipelining costs, at least each tree's overhead times the share of its piece it
-     * carries (overheads grow slower than bytes). It steers the split towards shallow trees
-     * among those that load the links alike. */
-    Z3_ast F = var(&m, "F", 0, 0, m.real_s);
-    int64_t *fill = mc_xmalloc(sizeof(int64_t) * (size_t)(pl->ncands + 1));
-    fill_coefs(&m, pl, fill);
-    for (int c = 0; c < pl->ncands; c++) {
-        Z3_ast fu[2] = {anum(&m, pl->units[pl->cands[c].piece]), F};
-        Z3_ast fx[2] = {anum(&m, fill[c]), m.u[c]};
-        assert_ge(&m, Z3_mk_mul(m.ctx, 2, fu), Z3_mk_mul(m.ctx, 2, fx));
-    }
-    free(fill);
-    Z3_ast obj[2] = {m.T[0], F};
-    Z3_optimize_minimize(m.ctx, m.opt, Z3_mk_add(m.ctx, 2, obj));
-    set_limits(&m, rlimit, budget_s);
-    if (Z3_get_error_code(m.ctx) != Z3_OK) {
-        st = z3m_error(&m, err, "building the Z3 relaxation");
-        goto out;
-    }
-    Z3_lbool r = Z3_optimize_check(m.ctx, m.opt, 0, NULL);
-    stats->rlimit_used = rlimit_count(&m);
-    if (r != Z3_L_TRUE) {
-        snprintf(stats->reason, sizeof stats->reason, "%s",
-                 r == Z3_L_FALSE ? "infeasible" : Z3_optimize_get_reason_unknown(m.ctx, m.opt));
-        goto out;
-    }
-    Z3_model mdl = Z3_optimize_get_model(m.ctx, m.opt);
-    if (!mdl)
-        goto out;
-    Z3_model_inc_ref(m.ctx, mdl);
-    x = mc_xmalloc(sizeof(double) * (size_t)(pl->ncands + 1));
-    int bad = 0;
-    for (int c = 0; c < pl->ncands && !bad; c++) {
-        Z3_ast v = NULL;
-        bad = !Z3_model_eval(m.ctx, mdl, m.u[c], true, &v) || !v;
-        x[c] = bad ? 0 : Z3_get_numeral_double(m.ctx, v);
-    }
-    Z3_model_dec_ref(m.ctx, mdl);
-    if (bad || Z3_get_error_code(m.ctx) != Z3_OK)
-        goto out;
-    mc_plan_round(pl, x, 0, out);
-    mc_plan_sol_compact(pl, out);
-    if (mc_plan_check(pl, out) == 0)
-        stats->status = MC_Z3_OPTIMAL;
-out:
-    free(x);
     z3m_close(&m);
     return st;
 }
