@@ -2,7 +2,8 @@
  * every destination host at the GPU on that rail, a relay if it needs nothing, then an NVLink
  * chain inside the host; across hosts as a chain when several destination hosts need the piece),
  * the intra-host shortest-path tree and the direct star from the first holder, and trees rooted
- * on other holder hosts. The optimizer picks among them and splits bytes over them. */
+ * on other holder hosts. The optimizer picks among them and splits bytes over them. For the
+ * races of small shares, the other hosts spread over the root host's NICs (mc_cands_add_spread). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,7 +91,12 @@ static mc_status_t fan_out(gen_t *g, int d, int src, int chain, mc_err_t *err)
     return k < 0 ? MC_ERR_INTERNAL : MC_OK;
 }
 
-enum { TREE_HOSTS, TREE_CHAIN, TREE_STAR };
+/* TREE_HOSTS: each destination host entered from the root; TREE_CHAIN: the hosts in a chain;
+ * TREE_STAR: each destination from the root; TREE_SPREAD: each destination host entered from
+ * its own GPU of the root's host, the j-th other host through the j-th NIC after the root's, so
+ * that the piece crosses the network once per host and every hop leaves through another NIC
+ * (one network hop deep, where a chain is as deep as it has hosts). */
+enum { TREE_HOSTS, TREE_CHAIN, TREE_STAR, TREE_SPREAD };
 
 /* Builds one tree of the given shape from root and appends it when it reaches every
  * destination (and, without relays allowed, passes through nothing else). */
@@ -101,7 +107,8 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
     memset(g->seen, 0, sizeof(int) * (size_t)g->topo->ngpus);
     g->ne = 0;
     g->seen[root] = 1;
-    int prev = root, d0 = 0;
+    int prev = root, d0 = 0, away = 0, hfirst;
+    int hgpus = mc_topo_host_gpus(g->topo, rhost, &hfirst);
     while (g->wrap && d0 < g->ndh && g->dh_host[d0] < rhost)
         d0++;
     for (int j = 0; j < g->ndh; j++) {
@@ -113,8 +120,17 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
         }
         int e = root;
         if (g->dh_host[d] != rhost) {
-            e = entry(g, d, shape == TREE_CHAIN ? prev : root);
-            edge(g, shape == TREE_CHAIN ? prev : root, e);
+            int from = shape == TREE_CHAIN ? prev : root;
+            if (shape == TREE_SPREAD) {
+                int nic = mc_topo_host_gpu_on_dev(g->topo, rhost,
+                                                  (gpu_dev(g->topo, root) + away++) % hgpus);
+                if (nic >= 0 && nic != root) {
+                    edge(g, root, nic);
+                    from = nic;
+                }
+            }
+            e = entry(g, d, from);
+            edge(g, from, e);
             prev = e;
         }
         MC_CHECK_GOTO(fan_out(g, d, e, chain, err), out, st);
@@ -203,22 +219,56 @@ static void group_dests(gen_t *g)
     }
 }
 
+/* A generator of share sh's trees into cs; pc is the share seen as a piece (its destinations
+ * only). */
+static void gen_open(gen_t *g, mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                     const mc_share_t *sh, mc_piece_t *pc)
+{
+    *pc = task->pieces[sh->piece];
+    pc->ndests = sh->ndests;
+    pc->dests = (int *)sh->dests; /* read only: the generators see the share as the piece */
+    *g = (gen_t){.cs = cs, .topo = topo, .p = sh->piece, .root_host = sh->root_host,
+                 .open = sh->open, .pc = pc, .rail = -1};
+    group_dests(g);
+    g->parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g->child = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
+    g->seen = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
+}
+
+static void gen_close(gen_t *g)
+{
+    free(g->dh_host);
+    free(g->dh_first);
+    free(g->dh_count);
+    free(g->parent);
+    free(g->child);
+    free(g->seen);
+}
+
+mc_status_t mc_cands_add_spread(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                                const mc_share_t *sh, int root, mc_err_t *err)
+{
+    gen_t g;
+    mc_piece_t pc;
+    gen_open(&g, cs, task, topo, sh, &pc);
+    mc_status_t st = build(&g, root, TREE_SPREAD, 0, err);
+    gen_close(&g);
+    return st;
+}
+
 mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                                const mc_share_t *sh, int rot, int no_relays, int wrap,
                                mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    mc_piece_t pc = task->pieces[sh->piece];
+    mc_piece_t pc;
     int p = sh->piece;
-    pc.ndests = sh->ndests;
-    pc.dests = (int *)sh->dests; /* read only: the generators see the share as the piece */
-    gen_t g = {.cs = cs, .topo = topo, .p = p, .root_host = sh->root_host, .open = sh->open,
-               .rot = rot, .pc = &pc, .no_relays = no_relays, .rail = -1, .wrap = wrap};
+    gen_t g;
+    gen_open(&g, cs, task, topo, sh, &pc);
+    g.rot = rot;
+    g.no_relays = no_relays;
+    g.wrap = wrap;
     int first = cs->n;
-    group_dests(&g);
-    g.parent = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
-    g.child = mc_xmalloc(sizeof(int) * (size_t)(2 * topo->ngpus + 1));
-    g.seen = mc_xcalloc((size_t)topo->ngpus, sizeof(int));
     int hosts[MC_ROOT_HOSTS];
     int nh = root_hosts(&g, hosts);
     if (nh == 0) {
@@ -257,11 +307,6 @@ mc_status_t mc_cands_add_share(mc_cands_t *cs, const mc_task_t *task, const mc_t
         st = mc_err_set(err, MC_ERR_INTERNAL, "%s:%d: no candidate tree reaches the %d "
                         "destinations of piece %d", __FILE__, __LINE__, g.pc->ndests, p);
 out:
-    free(g.dh_host);
-    free(g.dh_first);
-    free(g.dh_count);
-    free(g.parent);
-    free(g.child);
-    free(g.seen);
+    gen_close(&g);
     return st;
 }

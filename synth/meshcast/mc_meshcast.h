@@ -144,6 +144,14 @@ mc_status_t mc_cands_add_relays(mc_cands_t *cs, const mc_topo_t *topo, const mc_
  * network's first message waits. Nothing when the share has no destination on another host. */
 mc_status_t mc_cands_add_split(mc_cands_t *cs, const mc_topo_t *topo, const mc_share_t *sh,
                                int root, int fanout, int hubs, mc_err_t *err);
+/* One tree of share sh from root (candidates.c): its destinations on root's host by the host's
+ * shortest-path tree; the j-th other host entered from the GPU of root's host on the j-th NIC
+ * after root's (root -> that GPU -> the other host's GPU on its rail), then that host's
+ * shortest-path tree. Each NIC sends the bytes once and every destination is one network hop
+ * from the root, where a chain is as many hops deep as it has hosts and a star sends them over
+ * one NIC once per host. Nothing when it repeats a candidate. */
+mc_status_t mc_cands_add_spread(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
+                                const mc_share_t *sh, int root, mc_err_t *err);
 
 /* Builds a GPU tree of piece p from edges (used by the generators); computes links,
  * multiplicities and rates from the topology's routes. Appends it to cs unless it repeats an

@@ -215,10 +215,12 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
                              * star over the other hosts from the first won none of the 13 cases
                              * the split trees sped up in the sweep between hosts); 3: the share's
                              * rail trees, their crossing chosen by its alpha-beta cost
-                             * (mc_cands_add_rails_small) */
+                             * (mc_cands_add_rails_small); 4: the other hosts spread over the
+                             * root host's NICs, one tree (mc_cands_add_spread) */
         const char *name;
-    } sets[] = {{0, 1, 3, "rails"},      {1, 0, 0, "striped"},    {2, 3, 0, "striped-tree"},
-                {0, 2, 0, "striped-star"}, {1, 1, 1, "split"},      {0, 2, 2, "split-hubs"}};
+    } sets[] = {{0, 1, 3, "rails"},        {1, 0, 0, "striped"}, {2, 3, 0, "striped-tree"},
+                {0, 2, 0, "striped-star"}, {1, 1, 1, "split"},   {0, 2, 2, "split-hubs"},
+                {0, 2, 4, "spread"}};
     enum { NSETS = sizeof sets / sizeof sets[0] };
     mc_cands_t relays = {0};
     mc_status_t st = MC_OK;
@@ -257,13 +259,15 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
         if (sets[k].split == 3) {
             MC_CHECK_GOTO(add_rails(r, shares, n, &relays, err), out, st);
         }
-        for (int j = 0; j < n && sets[k].split < 3; j++) {
+        for (int j = 0; j < n && sets[k].split != 3; j++) {
             const mc_share_t *sh = &r->sh.s[shares[j]];
-            MC_CHECK_GOTO(sets[k].split ? mc_cands_add_split(&relays, r->topo, sh, roots[j],
-                                                             sets[k].fanout, sets[k].split > 1,
-                                                             err)
-                                        : mc_cands_add_relays(&relays, r->topo, sh, roots[j],
-                                                              sets[k].fanout, err),
+            MC_CHECK_GOTO(sets[k].split == 4 ? mc_cands_add_spread(&relays, r->task, r->topo, sh,
+                                                                   roots[j], err)
+                          : sets[k].split ? mc_cands_add_split(&relays, r->topo, sh, roots[j],
+                                                               sets[k].fanout, sets[k].split > 1,
+                                                               err)
+                                          : mc_cands_add_relays(&relays, r->topo, sh, roots[j],
+                                                                sets[k].fanout, err),
                           out, st);
         }
         /* the rail trees as they are and in 2 channels only (rail_tries): at 4 MiB they are a
