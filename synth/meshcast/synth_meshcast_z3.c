@@ -112,7 +112,8 @@ static void assert_ge(z3m_t *m, Z3_ast a, Z3_ast b)
 static Z3_ast lin2(z3m_t *m, int64_t a, Z3_ast x, int64_t b, Z3_ast y)
 {
     Z3_ast ax[2] = {num(m, ticks(m, a)), x};
-    Z3_ast terms[2] = {Z3_mk_mul(m->ctx, 2, ax), Z3_mk_ite(m->ctx, y, num(m, ticks(m, b)), num(m, 0))};
+    Z3_ast terms[2] = {Z3_mk_mul(m->ctx, 2, ax),
+                       Z3_mk_ite(m->ctx, y, num(m, ticks(m, b)), num(m, 0))};
     return Z3_mk_add(m->ctx, 2, terms);
 }
 
@@ -271,8 +272,9 @@ static uint64_t rlimit_count(z3m_t *m)
     uint64_t v = 0;
     for (unsigned i = 0; i < Z3_stats_size(m->ctx, st); i++)
         if (!strcmp(Z3_stats_get_key(m->ctx, st, i), "rlimit count"))
-            v = Z3_stats_is_uint(m->ctx, st, i) ? Z3_stats_get_uint_value(m->ctx, st, i)
-                                                 : (uint64_t)Z3_stats_get_double_value(m->ctx, st, i);
+            v = Z3_stats_is_uint(m->ctx, st, i)
+                    ? Z3_stats_get_uint_value(m->ctx, st, i)
+                    : (uint64_t)Z3_stats_get_double_value(m->ctx, st, i);
     Z3_stats_dec_ref(m->ctx, st);
     return v;
 }
