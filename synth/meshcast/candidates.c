@@ -2,9 +2,8 @@
  * every destination host at the GPU on that rail, a relay if it needs nothing, then an NVLink
  * chain inside the host; across hosts as a chain when several destination hosts need the piece),
  * the intra-host shortest-path tree and the direct star from the first holder, and trees rooted
- * on other holder hosts. The optimizer picks among them and splits bytes over them. The other
- * hosts spread over the root host's NICs (mc_cands_add_spread) join them where as many hosts send
- * (synth_meshcast.c), and are raced for small shares. */
+ * on other holder hosts. The optimizer picks among them and splits bytes over them. For the
+ * races of small shares, the other hosts spread over the root host's NICs (mc_cands_add_spread). */
 #include <stdlib.h>
 #include <string.h>
 

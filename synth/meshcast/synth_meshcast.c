@@ -55,15 +55,6 @@ static mc_status_t gen_cands(run_t *r, int price, mc_err_t *err)
         MC_CHECK_GOTO(mc_cands_add_share(&r->cs, r->task, r->topo, s, leaving[h]++,
                                          r->opts->memory_limit != 0, r->wrap, err),
                       out, st);
-        /* the other hosts spread over the root host's NICs: each sends the bytes once per other
-         * host, which balances only where as many hosts send as this share reaches */
-        int root = -1, nlocal;
-        for (int k = 0; k < pc->nholders && root < 0; k++)
-            if (mc_topo_gpu_host(r->topo, pc->holders[k]) == h)
-                root = pc->holders[k];
-        int away = root >= 0 ? mc_cands_hosts_away(r->topo, s, root, &nlocal) : 0;
-        if (!r->opts->memory_limit && away >= 2 && senders >= away)
-            MC_CHECK_GOTO(mc_cands_add_spread(&r->cs, r->task, r->topo, s, root, err), out, st);
         /* rail stripes (candidates_rails.c): their split spreads the share over every rail
          * and, on the root's own rail, its host's fan-out over every other GPU, which whole
          * units of 1/32 cannot; where the fractional model starts from that split (with

@@ -184,9 +184,8 @@ static int has_spread(const mc_cands_t *cs, const mc_topo_t *topo, int n)
 }
 
 /* A piece on GPU 3 of four DGX H100 hosts, needed by one GPU of each other host: the share's
- * own shapes cross the hosts as a chain; the spread tree (a candidate where as many hosts send,
- * else raced for small shares) leaves through three GPUs of host 0 instead, each NIC sending the
- * piece once, one network hop deep. */
+ * candidates cross the hosts as a chain; the spread tree (raced for small shares) leaves through
+ * three GPUs of host 0 instead, each NIC sending the piece once, one network hop deep. */
 static void test_spread_over_nics(void **state)
 {
     (void)state;
@@ -213,8 +212,7 @@ static void test_spread_over_nics(void **state)
 /* Ten shards of 0.77 MiB on ten GPUs spread over six MI300X boxes under leaves, each gathered
  * by all ten (session 32's random task): the shares are small enough that every network
  * message's wait counts, and the spread trees, one network hop from each shard to every other
- * host, beat the chains and the rail trees: 2.55 of the bound before, 2.01 with them raced,
- * 1.94 with them among the candidates (every host sends, so they balance). */
+ * host, beat the chains and the rail trees (2.55 of the bound before, 2.01 with them). */
 static void test_small_gather_spread(void **state)
 {
     (void)state;
@@ -222,7 +220,8 @@ static void test_small_gather_spread(void **state)
     mc_task_t *task = task_of("A={a:10}@[32,31,13,3,16,38,12,45,2,41]", "N={g:1}@0",
                               "f32[518,3696] A[a,_] -> A[_,_]");
     double ratio = synth_ratio("tests/data/cluster/mi300x-x6-leaves.xml", task, plan);
-    assert_true(ratio <= 2.0);
+    assert_true(ratio <= 2.1);
+    assert_true(strncmp(plan, "spread", 6) == 0);
     mc_task_free(task);
 }
 
