@@ -6,10 +6,10 @@
  * (NCCL's PXN), recorded in via_gpu; where no such GPU exists and nothing joins the rails, it is
  * staged through the sender's host to its port on that rail (or the receiver's). Per-GPU NIC
  * paths and per-port fabric trees are computed once and cached inside the topology, so a route
- * costs about its own length. A port's fabric
- * tree keeps only the links into switches (and into the few ports that a search may enter by
- * several links): every other port has one way in, the same from every source, so the cache
- * grows with the ports that send times the switches, not with the ports squared. */
+ * costs about its own length. A port's fabric tree keeps only the links into switches (and into
+ * the few ports that a search may enter by several links): every other port has one way in, the
+ * same from every source, so the cache grows with the ports that send times the switches, not
+ * with the ports squared. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

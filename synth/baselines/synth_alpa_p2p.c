@@ -283,7 +283,14 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
             any = 1;
             maxparts = parts_of(&rw[t]) > maxparts ? parts_of(&rw[t]) : maxparts;
         }
-    uint64_t *off = mc_xmalloc(sizeof(uint64_t) * (size_t)(maxparts + 1));
+    /* every piece's part offsets, once: piece pi's at offs + pi * stride */
+    size_t stride = (size_t)maxparts + 1;
+    uint64_t *offs = mc_xmalloc(sizeof(uint64_t) * stride * (size_t)(task->npieces + 1));
+    for (int pi = 0; pi < task->npieces; pi++) {
+        int t = task->pieces[pi].tensor;
+        part_offsets(task, &task->pieces[pi], &rw[t], on[t] && task->pieces[pi].ndests,
+                     offs + (size_t)pi * stride);
+    }
     for (int p = 0; p < task->npieces; p++)
         if (task->pieces[p].ndests > maxd)
             maxd = task->pieces[p].ndests;
@@ -304,7 +311,7 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
         const mc_piece_t *p = &task->pieces[units[u].piece];
         mc_box_t part;
         int64_t ci = dest_part(task, p, rw, on, units[u].dest, reps, &part);
-        part_offsets(task, p, &rw[p->tensor], on[p->tensor], off);
+        const uint64_t *off = offs + (size_t)units[u].piece * stride;
         if (off[ci + 1] == off[ci])
             continue;
         int *holders = synth_holders_in_mesh_order(task, units[u].piece);
@@ -323,8 +330,8 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
             continue;
         c.piece = pi;
         c.phase = 1;
-        part_offsets(task, p, &rw[p->tensor], 1, off);
-        emit_allgather(&c, &rw[p->tensor], off, reps, replicas_in_order(task, p, reps));
+        emit_allgather(&c, &rw[p->tensor], offs + (size_t)pi * stride, reps,
+                       replicas_in_order(task, p, reps));
     }
     MC_CHECK_GOTO(c.st, out, st);
     c.s->nphases = c.s->ntrees ? 1 + any : 0;
@@ -354,6 +361,6 @@ out:
     free(load);
     free(rw);
     free(on);
-    free(off);
+    free(offs);
     return st;
 }

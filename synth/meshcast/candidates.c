@@ -107,8 +107,7 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
     memset(g->seen, 0, sizeof(int) * (size_t)g->topo->ngpus);
     g->ne = 0;
     g->seen[root] = 1;
-    int prev = root, d0 = 0, away = 0, hfirst;
-    int hgpus = mc_topo_host_gpus(g->topo, rhost, &hfirst);
+    int prev = root, d0 = 0, away = 0; /* away: other hosts entered so far (TREE_SPREAD) */
     while (g->wrap && d0 < g->ndh && g->dh_host[d0] < rhost)
         d0++;
     for (int j = 0; j < g->ndh; j++) {
@@ -122,8 +121,9 @@ static mc_status_t build(gen_t *g, int root, int shape, int chain, mc_err_t *err
         if (g->dh_host[d] != rhost) {
             int from = shape == TREE_CHAIN ? prev : root;
             if (shape == TREE_SPREAD) {
+                int first, ndev = mc_topo_host_gpus(g->topo, rhost, &first);
                 int nic = mc_topo_host_gpu_on_dev(g->topo, rhost,
-                                                  (gpu_dev(g->topo, root) + away++) % hgpus);
+                                                  (gpu_dev(g->topo, root) + away++) % ndev);
                 if (nic >= 0 && nic != root) {
                     edge(g, root, nic);
                     from = nic;
