@@ -35,7 +35,9 @@ typedef struct mc_shares {
  * single destination host; otherwise one per destination host that holds the piece itself
  * (served from inside), and the other destination hosts in contiguous groups, one per holder
  * host among those with the most GPUs that are not the piece's destinations (at most one host
- * per group), each open to every holder host where the groups are fewer than the holder hosts. */
+ * per group), each open to every holder host where the groups are fewer than the holder hosts.
+ * Destination hosts behind one bottleneck from the holders (by mc_host_flow: a leaf whose uplinks
+ * carry less than its hosts' NICs) are not split between groups. */
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out);
 void mc_shares_free(mc_shares_t *sh);
 

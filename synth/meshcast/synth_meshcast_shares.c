@@ -6,7 +6,11 @@
  * what it already has, and each share's trees stay inside one pair of hosts. A holder host whose
  * other GPUs mostly need the piece themselves reaches few of its NICs (two holders among six
  * destinations): only the holder hosts with the most GPUs free to carry trees get groups, and
- * where groups are fewer than the holder hosts, every group is open to all of them. */
+ * where groups are fewer than the holder hosts, every group is open to all of them. Destination
+ * hosts behind one bottleneck from the holders (a leaf whose uplinks carry less than its hosts'
+ * NICs) stay in one group: two groups would send the piece through it twice, one sends it once
+ * and relays it inside. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,8 +97,68 @@ static void add(mc_shares_t *out, const mc_topo_t *topo, int p, const mc_piece_t
     out->s[out->n++] = (mc_share_t){p, n, dests, root_host, open, 0};
 }
 
+/* Two groups behind one bottleneck each need the piece's bytes through it: they stay one unless
+ * that takes this much longer than one group relaying inside, by the capacities alone. */
+#define MC_SHARES_APART 1.1
+
+/* The remote destination hosts dh[0..m) of a piece held on hosts sh[0..n), cut into units that
+ * groups never split: contiguous runs where the capacity from the holders into a run and the next
+ * host together (F) is so short of the two apart that serving them from two groups (the bytes
+ * twice through F, once into each) takes MC_SHARES_APART longer than from one. unit[u] is the
+ * index in dh of unit u's first host, unit[nunits] = m; returns nunits. */
+static int units_of(mc_host_flow_t *hf, const int *sh, int n, const int *dh, int m, int *unit)
+{
+    int nu = 0;
+    unit[nu++] = 0;
+    double run = mc_host_flow(hf, sh, n, dh, 1);
+    for (int i = 1; i < m; i++) {
+        int at = unit[nu - 1];
+        double one = mc_host_flow(hf, sh, n, dh + i, 1);
+        double both = mc_host_flow(hf, sh, n, dh + at, i + 1 - at);
+        double least = both < run ? both : run;
+        least = one < least ? one : least;
+        double apart = fmax(2 / both, fmax(1 / run, 1 / one));
+        if (least > 0 && apart > MC_SHARES_APART / least) {
+            run = both;
+            continue;
+        }
+        unit[nu++] = i;
+        run = one;
+    }
+    unit[nu] = m;
+    return nu;
+}
+
+/* The last piece's units, kept for the next one with the same holder and remote hosts (the
+ * pieces of one tensor mostly have them). */
+typedef struct units_memo {
+    mc_host_flow_t *hf;
+    int *sh, n, *dh, m, *unit, nu;
+} units_memo_t;
+
+static int units_memo_get(units_memo_t *um, const mc_topo_t *topo, const int *sh, int n,
+                          const int *dh, int m)
+{
+    if (um->n == n && um->m == m && memcmp(um->sh, sh, sizeof(int) * (size_t)n) == 0 &&
+        memcmp(um->dh, dh, sizeof(int) * (size_t)m) == 0)
+        return um->nu;
+    if (!um->hf) {
+        um->hf = mc_host_flow_new(topo);
+        um->sh = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+        um->dh = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+        um->unit = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 2));
+    }
+    memcpy(um->sh, sh, sizeof(int) * (size_t)n);
+    memcpy(um->dh, dh, sizeof(int) * (size_t)m);
+    um->n = n;
+    um->m = m;
+    um->nu = units_of(um->hf, sh, n, dh, m, um->unit);
+    return um->nu;
+}
+
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)
 {
+    units_memo_t um = {0};
     memset(out, 0, sizeof(*out));
     size_t total = 1;
     for (int p = 0; p < task->npieces; p++)
@@ -123,12 +187,28 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
              * most one remote host each), open to every holder host where the groups are fewer
              * than the holder hosts */
             int strong = strongest_first(topo, pc, sh, n);
-            int k = remote < strong ? remote : strong, open = k < n;
-            for (int j = 0; j < k; j++)
-                add(out, topo, p, pc, dh + j * remote / k, (j + 1) * remote / k - j * remote / k,
-                    sh[j], open);
+            int k = remote < strong ? remote : strong, nu = remote, *unit = NULL;
+            if (k > 1) {
+                /* units_of wants the holder hosts ascending: a copy, sh keeps its order */
+                int *asc = mc_xmalloc(sizeof(int) * (size_t)n);
+                distinct_hosts(topo, pc->holders, pc->nholders, asc);
+                nu = units_memo_get(&um, topo, asc, n, dh, remote);
+                unit = um.unit;
+                free(asc);
+                k = nu < k ? nu : k;
+            }
+            int open = k < n;
+            for (int j = 0; j < k; j++) {
+                int a = j * nu / k, b = (j + 1) * nu / k;
+                int from = unit ? unit[a] : a, to = unit ? unit[b] : b;
+                add(out, topo, p, pc, dh + from, to - from, sh[j], open);
+            }
         }
         free(dh);
         free(sh);
     }
+    mc_host_flow_free(um.hf);
+    free(um.sh);
+    free(um.dh);
+    free(um.unit);
 }
