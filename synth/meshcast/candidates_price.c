@@ -120,11 +120,27 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Share s's hosts (those its destinations and its candidates touch, ascending, -1 terminated)
- * and the roots its new trees may have (its candidates' roots, then the holders on their hosts,
- * at most MC_PRICE_ROOTS); returns the number of roots. */
+/* Once the rounds stop, up to this many GPUs, the new trees of a share that crosses hosts may
+ * relay at any GPU of the topology: under leaves and spines, a host beside a destination's host
+ * takes the bytes in over another spine than the destination's own port and hands them on inside
+ * the leaf (one-NIC RTX 3090 boxes under leaves of three at 3:1: 2.01 -> 1.30 of the bound).
+ * Those rounds stand only where they lower the fractional optimum by MC_PRICE_ANYWHERE_GAIN:
+ * trees through far hosts that gain less lose more to their depth in the simulator than the
+ * model credits them (six MI300X boxes under leaves: 1.4% lower, 8% slower). They are few and
+ * never tied: where they pay, the first does most (RTX 3090 boxes: 1.99 -> 1.28 ms, then 1.28),
+ * and over 64 GPUs each costs a Steiner search per share and root. A share inside one
+ * host keeps to it; above this size, the Steiner graph of every share would be the whole
+ * cluster's. */
+#define MC_PRICE_ANYWHERE_GPUS 128
+#define MC_PRICE_ANYWHERE_GAIN 0.05
+#define MC_PRICE_ANYWHERE_ROUNDS 4
+
+/* Share s's hosts (those its destinations and its candidates touch, or with anywhere every host
+ * where they are several; ascending, -1 terminated) and the roots its new trees may have
+ * (its candidates' roots, then the holders on their hosts, at most MC_PRICE_ROOTS); returns the
+ * number of roots. */
 static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share_t *sh, int s,
-                       int *hosts, int *roots)
+                       int anywhere, int *hosts, int *roots)
 {
     const mc_topo_t *topo = f->topo;
     const mc_piece_t *pc = &task->pieces[sh->piece];
@@ -147,6 +163,9 @@ static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share
             !mc_ints_contain(roots, nr, pc->holders[i]))
             roots[nr++] = pc->holders[i];
     free(rh);
+    if (anywhere && nh > 1)
+        for (nh = 0; nh < topo->nhosts; nh++)
+            hosts[nh] = nh;
     mc_sort(hosts, (size_t)nh, sizeof(int), cmp_int);
     hosts[nh] = -1;
     return nr;
@@ -219,7 +238,7 @@ static double edges_cost(const mc_topo_t *topo, const double *price, double eps,
  * up for the search, and the tree found is judged at the true prices. Returns the number added,
  * -1 on error. */
 static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_shares_t *sh,
-                       int *gained, int tie, mc_err_t *err)
+                       int *gained, int tie, int anywhere, mc_err_t *err)
 {
     const mc_topo_t *topo = f->topo;
     int n = topo->ngpus, added = 0;
@@ -243,7 +262,7 @@ static int price_round(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_s
         const mc_share_t *share = &sh->s[s];
         if (gained[s] >= MC_PRICE_MAX_NEW)
             continue;
-        int nr = share_scope(f, task, share, s, hosts, roots);
+        int nr = share_scope(f, task, share, s, anywhere, hosts, roots);
         int nscope = share_gpus(topo, &task->pieces[share->piece], share, hosts, scope_gpus);
         double have = HUGE_VAL;
         int hdepth = 0;
@@ -409,6 +428,119 @@ static void regroup(mc_cands_t *cs, const mc_frac_t *f, int *first, int *count,
     cs->n = cs->cap = n;
 }
 
+/* Pricing rounds (price_round; without anywhere, tied where a round finds nothing) while the
+ * optimum is above MC_PRICE_CLOSE of the bound and falls, at most most of them. */
+static mc_status_t price_rounds(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task,
+                                mc_shares_t *sh, int *gained, double bound_s, int anywhere,
+                                int most, mc_price_stats_t *stats, mc_err_t *err)
+{
+    int stalled = 0;
+    for (int round = 0; round < most && f->value_s > MC_PRICE_CLOSE * bound_s; round++) {
+        double before = f->value_s;
+        int added = price_round(f, cs, task, sh, gained, 0, anywhere, err);
+        if (added == 0 && !anywhere)
+            added = price_round(f, cs, task, sh, gained, 1, anywhere, err);
+        stats->rounds++;
+        if (added < 0)
+            return MC_ERR_INTERNAL;
+        if (added == 0)
+            break;
+        stats->added += added;
+        mc_frac_solve(f, mc_frac_steps(f));
+        stalled = f->value_s > MC_PRICE_PROGRESS * before ? stalled + 1 : 0;
+        if (stalled >= MC_PRICE_STALL)
+            break;
+    }
+    return MC_OK;
+}
+
+/* Whether some share crosses hosts but not every host: relays anywhere would widen its scope. */
+static int anywhere_widens(const mc_frac_t *f, const mc_task_t *task, const mc_shares_t *sh)
+{
+    const mc_topo_t *topo = f->topo;
+    int widens = 0, *hosts = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
+    int roots[MC_PRICE_ROOTS];
+    for (int s = 0; s < sh->n && !widens; s++) {
+        share_scope(f, task, &sh->s[s], s, 0, hosts, roots);
+        int nh = 0;
+        while (hosts[nh] >= 0)
+            nh++;
+        widens = nh > 1 && nh < topo->nhosts;
+    }
+    free(hosts);
+    return widens;
+}
+
+/* What rounds with relays anywhere change, kept to be put back. */
+typedef struct price_mark {
+    int ncands, capx, *ncols, *gained, *fine;
+    double *x, *load, *price, value_s, lower_s;
+    mc_price_stats_t stats;
+} price_mark_t;
+
+static void mark_take(price_mark_t *m, const mc_frac_t *f, const mc_cands_t *cs,
+                      const mc_shares_t *sh, const int *gained, const mc_price_stats_t *stats)
+{
+    int nl = f->topo->nlinks;
+    m->ncands = cs->n;
+    m->capx = f->capx;
+    m->ncols = mc_xmalloc(sizeof(int) * (size_t)(3 * sh->n + 1));
+    m->gained = m->ncols + sh->n;
+    m->fine = m->gained + sh->n;
+    for (int s = 0; s < sh->n; s++) {
+        m->ncols[s] = f->ncols[s];
+        m->gained[s] = gained[s];
+        m->fine[s] = sh->s[s].fine;
+    }
+    m->x = mc_xmalloc(sizeof(double) * (size_t)(f->capx + 2 * nl + 1));
+    m->load = m->x + f->capx;
+    m->price = m->load + nl;
+    memcpy(m->x, f->x, sizeof(double) * (size_t)f->capx);
+    memcpy(m->load, f->load, sizeof(double) * (size_t)nl);
+    memcpy(m->price, f->price, sizeof(double) * (size_t)nl);
+    m->value_s = f->value_s;
+    m->lower_s = f->lower_s;
+    m->stats = *stats;
+}
+
+static void mark_back(const price_mark_t *m, mc_frac_t *f, mc_cands_t *cs, mc_shares_t *sh,
+                      int *gained, mc_price_stats_t *stats)
+{
+    int nl = f->topo->nlinks;
+    mc_cands_truncate(cs, m->ncands);
+    for (int s = 0; s < sh->n; s++) {
+        f->ncols[s] = m->ncols[s];
+        gained[s] = m->gained[s];
+        sh->s[s].fine = m->fine[s];
+    }
+    memcpy(f->x, m->x, sizeof(double) * (size_t)m->capx);
+    memcpy(f->load, m->load, sizeof(double) * (size_t)nl);
+    memcpy(f->price, m->price, sizeof(double) * (size_t)nl);
+    f->value_s = m->value_s;
+    f->lower_s = m->lower_s;
+    *stats = m->stats;
+}
+
+/* The rounds with relays anywhere (see MC_PRICE_ANYWHERE_GPUS), put back unless they lower the
+ * fractional optimum by MC_PRICE_ANYWHERE_GAIN. */
+static mc_status_t price_anywhere(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task,
+                                  mc_shares_t *sh, int *gained, double bound_s,
+                                  mc_price_stats_t *stats, mc_err_t *err)
+{
+    if (f->topo->ngpus > MC_PRICE_ANYWHERE_GPUS || f->value_s <= MC_PRICE_CLOSE * bound_s ||
+        !anywhere_widens(f, task, sh))
+        return MC_OK;
+    price_mark_t m;
+    mark_take(&m, f, cs, sh, gained, stats);
+    mc_status_t st = price_rounds(f, cs, task, sh, gained, bound_s, 1, MC_PRICE_ANYWHERE_ROUNDS,
+                                  stats, err);
+    if (st == MC_OK && f->value_s > (1 - MC_PRICE_ANYWHERE_GAIN) * m.value_s)
+        mark_back(&m, f, cs, sh, gained, stats);
+    free(m.ncols);
+    free(m.x);
+    return st;
+}
+
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,
                            mc_shares_t *sh, int *first, int *count, double bound_s,
                            double *frac[MC_SPLITS], mc_price_stats_t *stats, mc_err_t *err)
@@ -432,24 +564,10 @@ mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_
             f.x[first[s] + j] = cs->c[first[s] + j].stripe;
     mc_frac_solve(&f, mc_frac_steps(&f));
     stats->first_s = f.value_s;
-    int stalled = 0;
-    while (stats->rounds < MC_PRICE_ROUNDS && f.value_s > MC_PRICE_CLOSE * bound_s) {
-        double before = f.value_s;
-        int added = price_round(&f, cs, task, sh, gained, 0, err);
-        if (added == 0)
-            added = price_round(&f, cs, task, sh, gained, 1, err);
-        stats->rounds++;
-        if (added < 0) {
-            st = MC_ERR_INTERNAL;
-            goto out;
-        }
-        if (added == 0)
-            break;
-        stats->added += added;
-        mc_frac_solve(&f, mc_frac_steps(&f));
-        stalled = f.value_s > MC_PRICE_PROGRESS * before ? stalled + 1 : 0;
-        if (stalled >= MC_PRICE_STALL)
-            break;
+    if (price_rounds(&f, cs, task, sh, gained, bound_s, 0, MC_PRICE_ROUNDS, stats, err) != MC_OK ||
+        price_anywhere(&f, cs, task, sh, gained, bound_s, stats, err) != MC_OK) {
+        st = MC_ERR_INTERNAL;
+        goto out;
     }
     stats->frac_s = f.value_s;
     /* the split found (the two-level trees added at fraction 0), then one afresh preferring

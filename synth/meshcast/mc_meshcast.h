@@ -307,8 +307,10 @@ typedef struct mc_price_stats {
 /* Adds trees priced by link load: solves the fractional model over the shares' candidates,
  * prices every link by its dual, and for every share adds the cheapest tree under those prices
  * from any of its candidates' roots (or a holder on their hosts), with relays at any GPU of the
- * hosts its candidates touch, when it costs less than every candidate it has; repeats while the
- * optimum is more than 1% above bound_s and falls. Marks the shares that gained trees fine. Keeps each share's candidates contiguous
+ * hosts its destinations and candidates touch, when it costs less than every candidate it has;
+ * repeats while the optimum is more than 1% above bound_s and falls; then (up to 128 GPUs) again
+ * with relays at any GPU for the shares that cross hosts, kept where that lowers the optimum by
+ * 5%. Marks the shares that gained trees fine. Keeps each share's candidates contiguous
  * (first, count rewritten) and gives each candidate's fraction in each split, frac[k][c]
  * (caller frees each). */
 mc_status_t mc_cands_price(mc_cands_t *cs, const mc_task_t *task, const mc_topo_t *topo,

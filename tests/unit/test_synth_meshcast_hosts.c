@@ -5,8 +5,10 @@
  * where their split is above the other trees' fractional optimum (two DGX-1 boxes) and kept where
  * it is not (two MI300X boxes, two MI250 boxes); a 4 MiB broadcast over two OCI H100 boxes takes the split
  * trees, within 1.6 of its bound (2.05 before); small shards gathered over six MI300X boxes
- * take the spread trees (one network hop from the root's host to each other); and an all-gather
- * over four p4d boxes, whose balanced plan is simulated apart, repeats to the byte. */
+ * take the spread trees (one network hop from the root's host to each other); shards for two
+ * hosts under an oversubscribed leaf relay through its third host, which comes in over the other
+ * spine; and an all-gather over four p4d boxes, whose balanced plan is simulated apart, repeats
+ * to the byte. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -225,6 +227,104 @@ static void test_small_gather_spread(void **state)
     mc_task_free(task);
 }
 
+/* Sixteen 1 MiB shards on hosts 0 and 1 of six one-NIC PCIe boxes under leaves of three at 3:1,
+ * each for one GPU of hosts 3 and 5, which both come in over spine 1 (D-mod-k): the priced
+ * trees relay through host 4, their leaf's third host, which comes in over spine 0 (2.00 of the
+ * bound with relays only on the hosts a share touches, 1.08 with relays anywhere). */
+static void test_relay_beside_leaf(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = load_ok("tests/data/cluster/pcie8-x6-leaves3.xml");
+    mc_task_t *task = task_of("A={g:16}@0..15",
+                              "B={g:16}@[24,25,26,27,28,29,30,31,"
+                              "40,41,42,43,44,45,46,47]",
+                              "f32[4096,1024] A[g,_] -> B[g,_]");
+    mc_sched_t *s = NULL;
+    mc_sim_result_t res = {0};
+    mc_bound_t b;
+    mc_err_t err = {0};
+    synth_rlimit(topo, task, &s);
+    assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
+    assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
+    assert_true(res.makespan_s <= 1.25 * b.seconds);
+    int through4 = 0;
+    for (int t = 0; t < s->ntrees; t++)
+        for (int e = 0; e < s->trees[t].nedges; e++)
+            through4 |= mc_topo_gpu_host(topo, s->trees[t].edges[e].child) == 4;
+    assert_true(through4);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_task_free(task);
+    mc_topo_free(topo);
+}
+
+/* Whether a candidate tree of cs passes through host h. */
+static int cands_touch(const mc_cands_t *cs, const mc_topo_t *topo, int h)
+{
+    for (int c = 0; c < cs->n; c++)
+        for (int e = 0; e < cs->c[c].nedges; e++)
+            if (mc_topo_gpu_host(topo, cs->c[c].child[e]) == h)
+                return 1;
+    return 0;
+}
+
+/* Relays anywhere (candidates_price.c) on two tasks with an idle host: under the 4:1 leaves of
+ * four OCI H100 boxes (session 33's random task: 18 GPUs of hosts 1-3 to 9 of hosts 1-2) they
+ * lower the fractional optimum by 0.4% only, so those rounds are undone and no tree passes
+ * through host 0; on the one-NIC boxes of test_relay_beside_leaf they halve it and stay. */
+static void test_relays_anywhere_undone(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *topo, *task;
+        int idle, kept;
+    } cases[] = {
+        {"tests/data/cluster/oci-h100-x4-leaves2.xml",
+         "mesh A={r:2,g:9}@12..29\nmesh B={dp:3,tp:3}@8..16\n"
+         "move t: f32[82688,1024] A[_,_] -> B[_,(dp,tp)]\n"
+         "move w: f32[1880,408] A[_,(r,g)] -> B[_,_]\n",
+         0, 0},
+        {"tests/data/cluster/pcie8-x6-leaves3.xml",
+         "mesh A={g:16}@0..15\nmesh B={g:16}@[24,25,26,27,28,29,30,31,40,41,42,43,44,45,46,47]\n"
+         "move t: f32[4096,1024] A[g,_] -> B[g,_]\n",
+         4, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        mc_topo_t *topo = load_ok(cases[k].topo);
+        mc_task_t *task = NULL;
+        mc_shares_t sh = {0};
+        mc_cands_t cs = {0};
+        mc_err_t err = {0};
+        mc_bound_t b;
+        assert_int_equal(mc_task_parse_text(cases[k].task, "inline", &task, &err), MC_OK);
+        assert_int_equal(mc_task_split(task, &err), MC_OK);
+        mc_shares_build(task, topo, &sh);
+        int *first = mc_xmalloc(sizeof(int) * (size_t)sh.n);
+        int *count = mc_xmalloc(sizeof(int) * (size_t)sh.n);
+        for (int i = 0; i < sh.n; i++) {
+            first[i] = cs.n;
+            assert_int_equal(mc_cands_add_share(&cs, task, topo, &sh.s[i], 0, 0, 0, &err), MC_OK);
+            count[i] = cs.n - first[i];
+        }
+        assert_false(cands_touch(&cs, topo, cases[k].idle));
+        assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
+        double *frac[MC_SPLITS] = {NULL};
+        mc_price_stats_t ps;
+        assert_int_equal(mc_cands_price(&cs, task, topo, &sh, first, count,
+                                        b.seconds - b.latency_s, frac, &ps, &err),
+                         MC_OK);
+        assert_int_equal(cands_touch(&cs, topo, cases[k].idle), cases[k].kept);
+        for (int i = 0; i < MC_SPLITS; i++)
+            free(frac[i]);
+        free(first);
+        free(count);
+        mc_cands_free(&cs);
+        mc_shares_free(&sh);
+        mc_task_free(task);
+        mc_topo_free(topo);
+    }
+}
+
 static mc_task_t *allgather_p4d_x4(void)
 {
     return task_of("M={g:32}@0..31", "N={g:1}@0", "f32[16384,16384] M[g,_] -> M[_,_]");
@@ -250,6 +350,8 @@ int main(void)
         cmocka_unit_test(test_wrapped_chains),
         cmocka_unit_test(test_spread_over_nics),
         cmocka_unit_test(test_small_gather_spread),
+        cmocka_unit_test(test_relay_beside_leaf),
+        cmocka_unit_test(test_relays_anywhere_undone),
         cmocka_unit_test(test_balanced_apart_repeats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
