@@ -171,6 +171,7 @@ mc_status_t mc_bound_flow(const mc_topo_t *topo, const mc_bound_ctx_t *al, doubl
         memset(hosts, 0, (size_t)topo->nhosts);
         for (int j = 0; j < h->nholders; j++)
             hosts[mc_topo_gpu_host(topo, h->holders[j])] = 1;
+        int remote = !hosts[mc_topo_gpu_host(topo, pr[i].dest)];
         hosts[mc_topo_gpu_host(topo, pr[i].dest)] = 1;
         mc_bound_net_t *net =
             nets_get(&nets, topo, al, topo->nlinks <= MC_BOUND_WHOLE_LINKS ? NULL : hosts);
@@ -181,6 +182,10 @@ mc_status_t mc_bound_flow(const mc_topo_t *topo, const mc_bound_ctx_t *al, doubl
             alpha = fmin(alpha, al->out[h->holders[j]]);
         }
         mc_bound_net_sink(net, pr[i].dest);
+        /* on a host that holds none of the group's pieces, the destination gets its first byte
+         * after a cross-host alpha at the least, and then no more than the flow per second */
+        if (remote)
+            alpha = fmax(alpha, al->cross);
         if (mc_bound_skip(net, pr[i].bytes, alpha, floor, best))
             continue;
         int kept;

@@ -82,6 +82,30 @@ static void test_between_hosts(void **state)
     mc_topo_free(topo);
 }
 
+/* Four DGX H100, each under a leaf of its own, with two spines at 4:1: a leaf's uplinks carry
+ * 8 x 50e9 / 4 = 100e9 B/s, the most that flows from GPU 20 (host 2) into GPU 0 (host 0). Every
+ * route between them crosses the network, so nothing reaches GPU 0 before the 20 us between
+ * hosts (test_between_hosts): the flow term is that wait plus 8 MiB over 100e9 B/s (before
+ * session 33 it added the least wait of GPU 20's own links, 4.4 us). One send crosses one
+ * uplink of 50e9 B/s (197.8 us); meshcast's trees over both come within 1.2 of the bound. */
+static void test_flow_after_crossing(void **state)
+{
+    (void)state;
+    static const char *xml =
+        "<cluster version=\"1\"><nodes type=\"dgx-h100\" count=\"4\"/><network>"
+        "<leaves hosts=\"1\"/><spines count=\"2\" oversubscription=\"4:1\"/></network></cluster>";
+    mc_topo_t *topo = load_text_ok(xml);
+    const char *text = "mesh S={g:1}@20\nmesh D={g:1}@0\nmove f32[2048,1024] S[_,_] -> D[_,_]\n";
+    mc_bound_t b = task_bound(topo, text);
+    assert_int_equal(b.binding, MC_BOUND_FLOW);
+    assert_true(fabs(b.flow_s - 8388608 / 100e9) < 1e-12);
+    assert_true(fabs(b.latency_s - 20e-6) < 1e-15);
+    assert_true(simulated("p2p", topo, text) >= b.seconds);
+    double t = simulated("meshcast", topo, text);
+    assert_true(b.seconds <= t && t <= 1.2 * b.seconds);
+    mc_topo_free(topo);
+}
+
 /* Two OCI H100 hosts (8 NICs of 45e9 B/s a host, each behind its GPU's 48e9 B/s PCIe link; NVLink
  * alpha 3.4 us and two 0.5 us links between two GPUs of a host; nothing crosses between hosts
  * before 14 + 6 us). GPU 8 needs S bytes from host 0: they enter host 1 at 360e9 B/s at most,
@@ -160,6 +184,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvswitch_host),
         cmocka_unit_test(test_between_hosts),
+        cmocka_unit_test(test_flow_after_crossing),
         cmocka_unit_test(test_relay_wait),
         cmocka_unit_test(test_sim_never_beats_bound_nvswitch),
     };
