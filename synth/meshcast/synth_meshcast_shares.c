@@ -129,31 +129,59 @@ static int units_of(mc_host_flow_t *hf, const int *sh, int n, const int *dh, int
     return nu;
 }
 
-/* The last piece's units, kept for the next one with the same holder and remote hosts (the
- * pieces of one tensor mostly have them). */
+/* Units already found, by holder and remote hosts (the pieces of one tensor mostly share them):
+ * at most MC_UNITS_MEMO entries, the oldest replaced first. */
+#define MC_UNITS_MEMO 256
+
+typedef struct units_entry {
+    int *sh, n, *dh, m, *unit, nu;
+} units_entry_t;
+
 typedef struct units_memo {
     mc_host_flow_t *hf;
-    int *sh, n, *dh, m, *unit, nu;
+    units_entry_t *e;
+    int ne, next;
 } units_memo_t;
 
+/* The units of remote hosts dh[0..m) from holder hosts sh[0..n) (ascending: the key), into
+ * *unit (the memo's; valid until the next call); returns their number. */
 static int units_memo_get(units_memo_t *um, const mc_topo_t *topo, const int *sh, int n,
-                          const int *dh, int m)
+                          const int *dh, int m, const int **unit)
 {
-    if (um->n == n && um->m == m && memcmp(um->sh, sh, sizeof(int) * (size_t)n) == 0 &&
-        memcmp(um->dh, dh, sizeof(int) * (size_t)m) == 0)
-        return um->nu;
+    for (int i = 0; i < um->ne; i++) {
+        const units_entry_t *e = &um->e[i];
+        if (e->n == n && e->m == m && memcmp(e->sh, sh, sizeof(int) * (size_t)n) == 0 &&
+            memcmp(e->dh, dh, sizeof(int) * (size_t)m) == 0) {
+            *unit = e->unit;
+            return e->nu;
+        }
+    }
     if (!um->hf) {
         um->hf = mc_host_flow_new(topo);
-        um->sh = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
-        um->dh = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 1));
-        um->unit = mc_xmalloc(sizeof(int) * (size_t)(topo->nhosts + 2));
+        um->e = mc_xcalloc(MC_UNITS_MEMO, sizeof(units_entry_t));
     }
-    memcpy(um->sh, sh, sizeof(int) * (size_t)n);
-    memcpy(um->dh, dh, sizeof(int) * (size_t)m);
-    um->n = n;
-    um->m = m;
-    um->nu = units_of(um->hf, sh, n, dh, m, um->unit);
-    return um->nu;
+    units_entry_t *e = &um->e[um->next];
+    um->next = (um->next + 1) % MC_UNITS_MEMO;
+    um->ne += um->ne < MC_UNITS_MEMO;
+    free(e->sh);
+    e->sh = mc_xmalloc(sizeof(int) * (size_t)(n + 2 * m + 1));
+    e->dh = e->sh + n;
+    e->unit = e->dh + m;
+    memcpy(e->sh, sh, sizeof(int) * (size_t)n);
+    memcpy(e->dh, dh, sizeof(int) * (size_t)m);
+    e->n = n;
+    e->m = m;
+    e->nu = units_of(um->hf, sh, n, dh, m, e->unit);
+    *unit = e->unit;
+    return e->nu;
+}
+
+static void units_memo_free(units_memo_t *um)
+{
+    for (int i = 0; i < um->ne; i++)
+        free(um->e[i].sh);
+    free(um->e);
+    mc_host_flow_free(um->hf);
 }
 
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)
@@ -187,13 +215,13 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
              * most one remote host each), open to every holder host where the groups are fewer
              * than the holder hosts */
             int strong = strongest_first(topo, pc, sh, n);
-            int k = remote < strong ? remote : strong, nu = remote, *unit = NULL;
+            int k = remote < strong ? remote : strong, nu = remote;
+            const int *unit = NULL;
             if (k > 1) {
-                /* units_of wants the holder hosts ascending: a copy, sh keeps its order */
+                /* the memo's key: the holder hosts ascending (sh is in strength order) */
                 int *asc = mc_xmalloc(sizeof(int) * (size_t)n);
                 distinct_hosts(topo, pc->holders, pc->nholders, asc);
-                nu = units_memo_get(&um, topo, asc, n, dh, remote);
-                unit = um.unit;
+                nu = units_memo_get(&um, topo, asc, n, dh, remote, &unit);
                 free(asc);
                 k = nu < k ? nu : k;
             }
@@ -207,8 +235,5 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
         free(dh);
         free(sh);
     }
-    mc_host_flow_free(um.hf);
-    free(um.sh);
-    free(um.dh);
-    free(um.unit);
+    units_memo_free(&um);
 }
