@@ -38,9 +38,17 @@ mc_status_t synth_check_one_consumer(const mc_task_t *task, const char *strategy
 
 /* Position of gpu in the mesh's device list, or -1. */
 int synth_mesh_rank(const mc_mesh_t *mesh, int gpu);
+/* Every GPU's position in each mesh of a task: rank[m * stride + gpu], -1 outside mesh m
+ * (stride: the largest GPU id of any mesh, plus 1). */
+typedef struct synth_ranks {
+    int *rank;
+    int stride;
+} synth_ranks_t;
+void synth_ranks_init(synth_ranks_t *r, const mc_task_t *task);
+void synth_ranks_free(synth_ranks_t *r);
 /* The holders of a piece in the order Alpa lists replicas: the source mesh's device order. The
  * result has task->pieces[piece].nholders entries; caller frees. */
-int *synth_holders_in_mesh_order(const mc_task_t *task, int piece);
+int *synth_holders_in_mesh_order(const mc_task_t *task, const synth_ranks_t *ranks, int piece);
 /* Elements of a piece (Alpa counts loads in elements, not bytes). */
 uint64_t synth_piece_elems(const mc_task_t *task, int piece);
 

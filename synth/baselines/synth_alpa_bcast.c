@@ -133,6 +133,8 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const 
     int *ids = mc_xmalloc(sizeof(int) * 2 * (size_t)(nunits ? nunits : 1) * (size_t)nhosts);
     int *holders_of = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int));
     int **holders = mc_xcalloc((size_t)(nunits ? nunits : 1), sizeof(int *));
+    synth_ranks_t ranks;
+    synth_ranks_init(&ranks, task);
     int *sender = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
     int *round = mc_xmalloc(sizeof(int) * (size_t)(nunits ? nunits : 1));
     int nw = 0;
@@ -143,7 +145,7 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const 
             continue;
         const mc_piece_t *p = &task->pieces[units[u].piece];
         int *snd = ids + (size_t)nw * 2 * (size_t)nhosts, *rcv = snd + nhosts;
-        holders[nw] = synth_holders_in_mesh_order(task, units[u].piece);
+        holders[nw] = synth_holders_in_mesh_order(task, &ranks, units[u].piece);
         holders_of[nw] = units[u].piece;
         works[nw].senders = snd;
         works[nw].nsenders = worker_ids(c->topo, hosts, 0, nsrc, holders[nw], p->nholders, snd);
@@ -173,6 +175,7 @@ static mc_status_t bcast_tensor(bcast_ctx_t *c, int tensor, int dst_mesh, const 
 out:
     for (int w = 0; w < nw; w++)
         free(holders[w]);
+    synth_ranks_free(&ranks);
     free(holders);
     free(holders_of);
     free(hosts);

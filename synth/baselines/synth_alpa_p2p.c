@@ -301,6 +301,8 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
     p2p_ctx_t c = {task, topo, opts, mc_sched_new(task, topo, "alpa-p2p"), 0, 0,
                    mc_xmalloc(sizeof(int) * (size_t)maxd), 0, 0, 0, err, MC_OK};
     c.s->mem_limit = opts->memory_limit;
+    synth_ranks_t ranks;
+    synth_ranks_init(&ranks, task);
     for (int u = 0; u < nunits; u++) {
         mc_box_t part;
         dest_part(task, &task->pieces[units[u].piece], rw, on, units[u].dest, reps, &part);
@@ -314,7 +316,7 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
         const uint64_t *off = offs + (size_t)units[u].piece * stride;
         if (off[ci + 1] == off[ci])
             continue;
-        int *holders = synth_holders_in_mesh_order(task, units[u].piece);
+        int *holders = synth_holders_in_mesh_order(task, &ranks, units[u].piece);
         c.sender = synth_least_loaded(holders, p->nholders, load);
         free(holders);
         load[c.sender] += (off[ci + 1] - off[ci]) /
@@ -355,6 +357,7 @@ mc_status_t mc_synth_alpa_p2p(mc_task_t *task, const mc_topo_t *topo, const mc_s
     c.s = NULL;
 out:
     mc_sched_free(c.s);
+    synth_ranks_free(&ranks);
     free(c.ring);
     free(units);
     free(reps);

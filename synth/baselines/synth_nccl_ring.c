@@ -24,6 +24,8 @@ mc_status_t mc_synth_nccl_ring(mc_task_t *task, const mc_topo_t *topo,
     int *chain = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1)), moving = 0;
     int *order = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + 1));
     mc_topo_ring_cache_t *cache = mc_topo_ring_cache_new();
+    synth_ranks_t ranks;
+    synth_ranks_init(&ranks, task);
     for (int pi = 0; pi < task->npieces; pi++)
         moving += task->pieces[pi].ndests > 0;
     for (int pi = 0; pi < task->npieces && st == MC_OK; pi++) {
@@ -31,7 +33,7 @@ mc_status_t mc_synth_nccl_ring(mc_task_t *task, const mc_topo_t *topo,
         const mc_mesh_t *mesh = &task->meshes[task->tensors[p->tensor].dst.mesh];
         if (!p->ndests)
             continue;
-        int *holders = synth_holders_in_mesh_order(task, pi), root = holders[0];
+        int *holders = synth_holders_in_mesh_order(task, &ranks, pi), root = holders[0];
         free(holders);
         mc_topo_rings_t *r = NULL;
         st = mc_topo_rings_new(topo, mesh->devices, mesh->ndevices, root, cache, &r, err);
@@ -64,6 +66,7 @@ mc_status_t mc_synth_nccl_ring(mc_task_t *task, const mc_topo_t *topo,
 out:
     mc_sched_free(s);
     mc_topo_ring_cache_free(cache);
+    synth_ranks_free(&ranks);
     free(chain);
     free(order);
     return st;

@@ -17,11 +17,13 @@ static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
     synth_unit_t *units = synth_naive_order(task, 1, &nunits);
     uint64_t *load = mc_xcalloc((size_t)topo->ngpus, sizeof(uint64_t));
     mc_sched_t *s = mc_sched_new(task, topo, balance ? "p2p-lb" : "p2p");
+    synth_ranks_t ranks;
+    synth_ranks_init(&ranks, task);
     s->mem_limit = opts->memory_limit;
     s->nphases = nunits ? 1 : 0;
     for (int u = 0; u < nunits; u++) {
         const mc_piece_t *p = &task->pieces[units[u].piece];
-        int *holders = synth_holders_in_mesh_order(task, units[u].piece);
+        int *holders = synth_holders_in_mesh_order(task, &ranks, units[u].piece);
         int sender = balance ? synth_least_loaded(holders, p->nholders, load) : holders[0];
         free(holders);
         load[sender] += synth_piece_elems(task, units[u].piece);
@@ -39,6 +41,7 @@ static mc_status_t p2p(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
     s = NULL;
 out:
     mc_sched_free(s);
+    synth_ranks_free(&ranks);
     free(load);
     free(units);
     return st;

@@ -372,6 +372,21 @@ static void test_single_sender(void **state)
     assert_true(t >= 8 * GIB / NIC_BW && t <= 8 * GIB / NIC_BW * 1.01);
 }
 
+/* p2p's first replica is the first holder in the source mesh's device order, not the lowest GPU
+ * id (synth_holders_in_mesh_order, by the mesh's rank table): with A listed as 6, 1, 2, 0, a
+ * tensor replicated over A is sent to GPU 4 by GPU 6. */
+static void test_first_replica_in_mesh_order(void **state)
+{
+    fixture_t *f = *state;
+    static const char text[] = "mesh A={g:4}@[6,1,2,0]\n"
+                               "mesh B={g:1}@[4]\n"
+                               "move i32[1024] A[_] -> B[_]\n";
+    synth(f, "p2p", text);
+    assert_int_equal(f->s->ntrees, 1);
+    assert_int_equal(f->s->trees[0].root, 6);
+    assert_int_equal(f->s->trees[0].edges[0].child, 4);
+}
+
 /* Two tensors, each 1 GiB halves over 2 source hosts -> 2 destination GPUs per host. p2p-lb's
  * loads carry over from tensor to tensor (Alpa shares them across the pipeline): tensor 0's
  * destinations 8, 9 take GPUs 0, 1 (12, 13 take 4, 5), so tensor 1's take the still unloaded
@@ -523,6 +538,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_tensors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chains_per_nic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nccl_ring_rails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_replica_in_mesh_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_mesh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_strategy, setup, teardown),
     };
