@@ -9,19 +9,18 @@
 struct mc_host_flow {
     const mc_topo_t *topo;
     mc_bound_index_t index;
-    int whole;            /* the topology kept whole: one network for every query */
-    mc_bound_net_t net;   /* that network, once built */
-    int built;
-    char *region;         /* per host, scratch of a query */
+    mc_bound_net_t net; /* the whole topology, solved again for each query */
 };
 
 mc_host_flow_t *mc_host_flow_new(const mc_topo_t *topo)
 {
+    /* above, the bounds' networks contract the switches, where the bottlenecks asked about are */
+    if (topo->nlinks > MC_BOUND_WHOLE_LINKS)
+        return NULL;
     mc_host_flow_t *hf = mc_xcalloc(1, sizeof(*hf));
     hf->topo = topo;
     mc_bound_index_init(&hf->index, topo);
-    hf->whole = topo->nlinks <= MC_BOUND_WHOLE_LINKS;
-    hf->region = mc_xcalloc((size_t)topo->nhosts + 1, 1);
+    mc_bound_net_init(&hf->net, topo, &hf->index, NULL);
     return hf;
 }
 
@@ -29,10 +28,8 @@ void mc_host_flow_free(mc_host_flow_t *hf)
 {
     if (!hf)
         return;
-    if (hf->built)
-        mc_bound_net_free(&hf->net);
+    mc_bound_net_free(&hf->net);
     mc_bound_index_free(&hf->index);
-    free(hf->region);
     free(hf);
 }
 
@@ -48,28 +45,8 @@ static void set_hosts(mc_bound_net_t *n, const mc_topo_t *topo, const int *hosts
 
 double mc_host_flow(mc_host_flow_t *hf, const int *from, int nfrom, const int *to, int nto)
 {
-    mc_bound_net_t own, *n = &hf->net;
-    if (hf->whole && !hf->built) {
-        mc_bound_net_init(&hf->net, hf->topo, &hf->index, NULL);
-        hf->built = 1;
-    } else if (!hf->whole) {
-        /* the hosts asked about in full, the rest (switches too) one node that only adds flow */
-        for (int i = 0; i < nfrom; i++)
-            hf->region[from[i]] = 1;
-        for (int i = 0; i < nto; i++)
-            hf->region[to[i]] = 1;
-        mc_bound_net_init(&own, hf->topo, &hf->index, hf->region);
-        for (int i = 0; i < nfrom; i++)
-            hf->region[from[i]] = 0;
-        for (int i = 0; i < nto; i++)
-            hf->region[to[i]] = 0;
-        n = &own;
-    }
-    mc_bound_net_clear(n);
-    set_hosts(n, hf->topo, from, nfrom, mc_bound_net_source);
-    set_hosts(n, hf->topo, to, nto, mc_bound_net_sink);
-    double v = mc_bound_net_value(n);
-    if (!hf->whole)
-        mc_bound_net_free(&own);
-    return v;
+    mc_bound_net_clear(&hf->net);
+    set_hosts(&hf->net, hf->topo, from, nfrom, mc_bound_net_source);
+    set_hosts(&hf->net, hf->topo, to, nto, mc_bound_net_sink);
+    return mc_bound_net_value(&hf->net);
 }

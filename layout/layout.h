@@ -227,8 +227,8 @@ mc_status_t mc_task_bound_terms(const mc_task_t *task, const mc_topo_t *topo, mc
 
 /* The capacity between groups of hosts: the maximum flow (bytes/s) from every GPU of hosts
  * from[0..nfrom) into every GPU of hosts to[0..nto) (disjoint lists) over the links as the lower
- * bounds count them. Exact on topologies of up to 2048 links; above, the switches and the other
- * hosts are one node, and the figure may be larger than the network carries. */
+ * bounds count them. mc_host_flow_new returns NULL on a topology of more than 2048 links, where
+ * the bounds' networks contract the switches. */
 typedef struct mc_host_flow mc_host_flow_t;
 mc_host_flow_t *mc_host_flow_new(const mc_topo_t *topo);
 void mc_host_flow_free(mc_host_flow_t *hf);

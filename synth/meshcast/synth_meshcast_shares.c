@@ -130,7 +130,7 @@ static int units_of(mc_host_flow_t *hf, const int *sh, int n, const int *dh, int
 }
 
 /* Units already found, by holder and remote hosts (the pieces of one tensor mostly share them):
- * at most MC_UNITS_MEMO entries, the oldest replaced first. */
+ * at most MC_UNITS_MEMO entries, the oldest replaced first. hf is made on first use (tried). */
 #define MC_UNITS_MEMO 256
 
 typedef struct units_entry {
@@ -139,12 +139,14 @@ typedef struct units_entry {
 
 typedef struct units_memo {
     mc_host_flow_t *hf;
+    int tried;
     units_entry_t *e;
     int ne, next;
 } units_memo_t;
 
 /* The units of remote hosts dh[0..m) from holder hosts sh[0..n) (ascending: the key), into
- * *unit (the memo's; valid until the next call); returns their number. */
+ * *unit (the memo's; valid until the next call); returns their number, or -1 where the topology
+ * is too large for mc_host_flow (every host a unit). */
 static int units_memo_get(units_memo_t *um, const mc_topo_t *topo, const int *sh, int n,
                           const int *dh, int m, const int **unit)
 {
@@ -156,10 +158,13 @@ static int units_memo_get(units_memo_t *um, const mc_topo_t *topo, const int *sh
             return e->nu;
         }
     }
-    if (!um->hf) {
+    if (!um->tried) {
+        um->tried = 1;
         um->hf = mc_host_flow_new(topo);
         um->e = mc_xcalloc(MC_UNITS_MEMO, sizeof(units_entry_t));
     }
+    if (!um->hf)
+        return -1;
     units_entry_t *e = &um->e[um->next];
     um->next = (um->next + 1) % MC_UNITS_MEMO;
     um->ne += um->ne < MC_UNITS_MEMO;
@@ -187,6 +192,7 @@ static void units_memo_free(units_memo_t *um)
 void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *out)
 {
     units_memo_t um = {0};
+    const int *unit = NULL;
     memset(out, 0, sizeof(*out));
     size_t total = 1;
     for (int p = 0; p < task->npieces; p++)
@@ -213,18 +219,15 @@ void mc_shares_build(const mc_task_t *task, const mc_topo_t *topo, mc_shares_t *
             }
             /* a group per holder host among those with the most GPUs free to carry trees (at
              * most one remote host each), open to every holder host where the groups are fewer
-             * than the holder hosts */
+             * than the holder hosts; the remote hosts in units (units_of), the memo keyed by the
+             * holder hosts ascending, as they are before strongest_first orders them */
+            int nu = remote > 1 ? units_memo_get(&um, topo, sh, n, dh, remote, &unit) : -1;
             int strong = strongest_first(topo, pc, sh, n);
-            int k = remote < strong ? remote : strong, nu = remote;
-            const int *unit = NULL;
-            if (k > 1) {
-                /* the memo's key: the holder hosts ascending (sh is in strength order) */
-                int *asc = mc_xmalloc(sizeof(int) * (size_t)n);
-                distinct_hosts(topo, pc->holders, pc->nholders, asc);
-                nu = units_memo_get(&um, topo, asc, n, dh, remote, &unit);
-                free(asc);
-                k = nu < k ? nu : k;
+            if (nu < 0) {
+                nu = remote;
+                unit = NULL;
             }
+            int k = nu < strong ? nu : strong;
             int open = k < n;
             for (int j = 0; j < k; j++) {
                 int a = j * nu / k, b = (j + 1) * nu / k;
