@@ -322,6 +322,31 @@ static void test_descend_leaves_slow_trees(void **state)
     (void)state;
 }
 
+/* A move between two trees that share a link leaves that link's load as it is. One piece of 2
+ * units on two trees, 100 ps per unit on every link: A crosses links {0, 1} with a fixed 150 ps,
+ * B link 0 alone. From {1, 1} (A 250 slowest, link 0 at 200), A's unit to B leaves link 0 at 200
+ * and B at 200: taken, 200. Counting B's unit on link 0 without A's leaving it would see 300 and
+ * stop at 250. */
+static void test_descend_shared_link(void **state)
+{
+    int units[1] = {2}, a[2] = {0, 1}, b = 0;
+    int64_t ps[2] = {100, 100};
+    mc_plan_t pl;
+    plan_init(&pl, 1, units, 2);
+    plan_cand(&pl, 0, 150, 2, a, ps);
+    plan_cand(&pl, 0, 0, 1, &b, ps);
+    mc_plan_sol_t s = {0};
+    mc_plan_round(&pl, (double[]){1.0, 1.0}, 0, &s);
+    assert_int_equal(mc_plan_check(&pl, &s), 0);
+    assert_int_equal(s.est_ps, 250);
+    mc_plan_descend(&pl, &s);
+    assert_memory_equal(s.units, ((int[]){0, 2}), 2 * sizeof(int));
+    assert_int_equal(s.est_ps, 200);
+    mc_plan_sol_free(&s);
+    mc_plan_free(&pl);
+    (void)state;
+}
+
 /* Three pieces of 1 unit, each split a third on each of three links (100 ps per unit): every
  * link's fractional load is 100. By the largest fraction (lowest index on ties) every piece's
  * unit goes to its first candidate, link 0: 300 there. By load, each unit goes where the busiest
@@ -550,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_descend_leaves_slow_trees),
         cmocka_unit_test(test_round_by_load),
         cmocka_unit_test(test_descend_keeps_optimum),
+        cmocka_unit_test(test_descend_shared_link),
         cmocka_unit_test(test_balanced_places_again),
         cmocka_unit_test(test_balanced_tie_and_order),
         cmocka_unit_test(test_greedy_as_defined),
