@@ -39,18 +39,33 @@ void cli_print_json(json_t *o);
  * quiet. */
 mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t *err);
 
-/* The topology option of every command that loads one: --assume-nvlink N, the NVLinks to the
- * NVSwitch of each GPU whose <gpu> lists none. Put CLI_TOPO_LONG_OPTIONS in the long-option
- * table and hand CLI_OPT_ASSUME_NVLINK's argument to cli_topo_option(); cli_load_topo() applies
- * it. */
+/* The topology options of every command that loads one, for what a file may leave out:
+ * --assume-nvlink N (the NVLinks to the NVSwitch of each GPU whose <gpu> lists none),
+ * --assume-gpu MODEL (the model of a skeleton file's GPUs) and --assume-nic-gbps N (the speed of
+ * a port the file gives none for). Put CLI_TOPO_LONG_OPTIONS in the long-option table and hand
+ * those options and their argument to cli_topo_option() (CLI_TOPO_CASES is their case labels);
+ * cli_load_topo() applies them. */
 #define CLI_OPT_ASSUME_NVLINK 0x1010
-#define CLI_TOPO_LONG_OPTIONS {"assume-nvlink", required_argument, NULL, CLI_OPT_ASSUME_NVLINK}
+#define CLI_OPT_ASSUME_GPU 0x1011
+#define CLI_OPT_ASSUME_NIC 0x1012
+#define CLI_TOPO_LONG_OPTIONS                                                                 \
+    {"assume-nvlink", required_argument, NULL, CLI_OPT_ASSUME_NVLINK},                       \
+    {"assume-gpu", required_argument, NULL, CLI_OPT_ASSUME_GPU},                             \
+    {"assume-nic-gbps", required_argument, NULL, CLI_OPT_ASSUME_NIC}
+#define CLI_TOPO_CASES                                                                        \
+    case CLI_OPT_ASSUME_NVLINK:                                                               \
+    case CLI_OPT_ASSUME_GPU:                                                                  \
+    case CLI_OPT_ASSUME_NIC
 #define CLI_TOPO_USAGE \
     "  --assume-nvlink N   GPUs whose <gpu> lists no NVLinks have N to the NVSwitch (0: none;\n" \
-    "                      default: inferred from the PCI device id, with a warning)\n"
-/* Records --assume-nvlink's value; prints a usage error naming cmd and returns 2 when it is not
- * a count from 0 to MC_TOPO_MAX_ASSUMED_NVLINKS, else 0. */
-int cli_topo_option(const char *cmd, const char *arg);
+    "                      default: inferred from the PCI device id, with a warning)\n" \
+    "  --assume-gpu MODEL  a skeleton file's GPUs with no known device id are MODEL (a name\n" \
+    "                      such as A100-SXM4-80GB or H100-SXM5-80GB, or a PCI device id)\n" \
+    "  --assume-nic-gbps N NIC ports whose speed the file does not give run at N Gb/s\n" \
+    "                      (default: NCCL's 10 Gb/s, with a warning)\n"
+/* Records the value of topology option opt (CLI_OPT_ASSUME_*); prints a usage error naming cmd
+ * and returns 2 when it is not one the option takes, else 0. */
+int cli_topo_option(const char *cmd, int opt, const char *arg);
 
 /* The check emit and run make first: the schedule's violations (as meshcast validate finds
  * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns (and

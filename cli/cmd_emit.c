@@ -93,8 +93,8 @@ static int parse_args(int argc, char **argv, emit_args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("emit", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("emit", opt, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

@@ -84,8 +84,8 @@ static int parse_args(int argc, char **argv, pipe_args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("pipeline", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("pipeline", opt, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

@@ -130,8 +130,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
                                        optarg);
             *(opt == OPT_ABSENT ? &a->absent : &a->stop_rank) = (int)v;
             break;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("run", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("run", opt, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

@@ -82,8 +82,8 @@ static int parse_args(int argc, char **argv, synth_args_t *a)
             if (cli_synth_option("synth", &a->opts, longopts[idx].name, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("synth", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("synth", opt, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

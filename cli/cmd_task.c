@@ -398,8 +398,8 @@ int cmd_task(int argc, char **argv)
             if (mc_parse_i64(optarg, &limit) || limit < 0 || limit > INT_MAX)
                 return cli_usage_error("task", "--limit expects a count, got '%s'", optarg);
             break;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("task", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("task", c, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

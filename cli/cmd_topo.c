@@ -56,8 +56,8 @@ static int parse_args(int argc, char **argv, topo_args_t *a)
         case 'a': a->all = 1; break;
         case 's': a->svg = optarg; break;
         case 'q': a->quiet = 1; break;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("topo", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("topo", c, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

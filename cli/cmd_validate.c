@@ -47,8 +47,8 @@ int cmd_validate(int argc, char **argv)
         case OPT_FORCE: force = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return MC_EXIT_OK;
-        case CLI_OPT_ASSUME_NVLINK:
-            if (cli_topo_option("validate", optarg) != MC_EXIT_OK)
+        CLI_TOPO_CASES:
+            if (cli_topo_option("validate", opt, optarg) != MC_EXIT_OK)
                 return MC_EXIT_USAGE;
             break;
         default:

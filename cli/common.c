@@ -48,9 +48,25 @@ void cli_print_json(json_t *o)
 /* The topology options of this process: one command runs per process. */
 static mc_topo_load_opts_t load_opts = MC_TOPO_LOAD_OPTS_DEFAULT;
 
-int cli_topo_option(const char *cmd, const char *arg)
+/* A NIC port's speed one may assume, Gb/s: NCCL reads speeds up to 10 Tb/s. */
+#define CLI_MAX_NIC_GBPS 10000
+
+int cli_topo_option(const char *cmd, int opt, const char *arg)
 {
     int64_t v;
+    if (opt == CLI_OPT_ASSUME_GPU) {
+        if (mc_topo_gpu_model(arg, &load_opts.assume_gpu) != 0)
+            return cli_usage_error(cmd, "--assume-gpu expects a GPU model or its PCI device id, "
+                                   "one of: %s; got '%s'", mc_topo_gpu_models(), arg);
+        return MC_EXIT_OK;
+    }
+    if (opt == CLI_OPT_ASSUME_NIC) {
+        if (mc_parse_i64(arg, &v) != 0 || v < 1 || v > CLI_MAX_NIC_GBPS)
+            return cli_usage_error(cmd, "--assume-nic-gbps expects a speed in Gb/s from 1 to %d, "
+                                   "got '%s'", CLI_MAX_NIC_GBPS, arg);
+        load_opts.assume_nic_mbps = (int)v * 1000;
+        return MC_EXIT_OK;
+    }
     if (mc_parse_i64(arg, &v) != 0 || v < 0 || v > MC_TOPO_MAX_ASSUMED_NVLINKS)
         return cli_usage_error(cmd, "--assume-nvlink expects a number of NVLinks from 0 to %d, "
                                "got '%s'", MC_TOPO_MAX_ASSUMED_NVLINKS, arg);

@@ -123,8 +123,19 @@ typedef struct mc_topo_load_opts {
     /* NVLinks from each GPU whose <gpu> lists none (NCCL would ask the driver) to the NVSwitch;
      * 0: none, PCIe only; -1: infer them from the PCI device id, with a warning. */
     int assume_nvlink;
+    /* The NVIDIA PCI device id a skeleton file's GPUs are taken for where the file gives none
+     * that is known (mc_topo_gpu_model); 0: such a file is refused. */
+    unsigned assume_gpu;
+    /* The speed (Mb/s) of each NIC port whose speed the file does not give (a skeleton's NIC
+     * of unknown device id, a <net> without speed); 0: NCCL's default, 10 Gb/s, with a warning. */
+    int assume_nic_mbps;
 } mc_topo_load_opts_t;
 #define MC_TOPO_LOAD_OPTS_DEFAULT ((mc_topo_load_opts_t){.assume_nvlink = -1})
+/* The PCI device id of a GPU model meshcast knows, by device id ("0x20b2") or model name
+ * ("A100-SXM4-80GB", any case), into *device; returns 0, or -1 for one it does not know. */
+int mc_topo_gpu_model(const char *name, unsigned *device);
+/* The GPU models mc_topo_gpu_model knows, as "NAME (0xID), ..." for messages. */
+const char *mc_topo_gpu_models(void);
 /* NVLinks per GPU one may assume: NVLink 5 has 18; more is a typo. */
 #define MC_TOPO_MAX_ASSUMED_NVLINKS 64
 

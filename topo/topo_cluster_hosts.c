@@ -83,25 +83,47 @@ static void set_nic_bw(mc_topo_t *tmpl, double bw)
     }
 }
 
-/* <nodes assume_nvlink="N">: what the file's GPUs without NVLink rows have (0..64 lanes). */
-static mc_status_t assume_nvlink(xmlNodePtr el, const char *path, const char *type,
-                                 mc_topo_load_opts_t *opts, mc_err_t *err)
+/* An attribute's value into opts; else -1 and what was expected written to want. */
+typedef int (*attr_parse_fn)(const char *v, mc_topo_load_opts_t *opts, char *want, size_t n);
+
+/* assume_nvlink="N": what the file's GPUs without NVLink rows have (0..64 lanes). */
+static int parse_nvlink(const char *v, mc_topo_load_opts_t *opts, char *want, size_t n)
 {
-    char *v = (char *)xmlGetProp(el, BAD_CAST "assume_nvlink");
-    int64_t n;
+    int64_t k;
+    if (mc_parse_i64(v, &k) == 0 && k >= 0 && k <= MC_TOPO_MAX_ASSUMED_NVLINKS) {
+        opts->assume_nvlink = (int)k;
+        return 0;
+    }
+    snprintf(want, n, "the number of NVLinks per GPU to the NVSwitch, 0 to %d",
+             MC_TOPO_MAX_ASSUMED_NVLINKS);
+    return -1;
+}
+
+/* assume_gpu="MODEL": the model of a skeleton file's GPUs (mc_topo_gpu_model). */
+static int parse_gpu(const char *v, mc_topo_load_opts_t *opts, char *want, size_t n)
+{
+    if (mc_topo_gpu_model(v, &opts->assume_gpu) == 0)
+        return 0;
+    snprintf(want, n, "a GPU model or its PCI device id, one of: %s", mc_topo_gpu_models());
+    return -1;
+}
+
+/* <nodes name="...">, which only file= takes (a built-in type's `what` are known), into opts. */
+static mc_status_t file_attr(xmlNodePtr el, const char *path, const char *type, const char *name,
+                             const char *what, attr_parse_fn parse, mc_topo_load_opts_t *opts,
+                             mc_err_t *err)
+{
+    char *v = (char *)xmlGetProp(el, BAD_CAST name), want[512];
     mc_status_t st = MC_OK;
     if (!v)
         return MC_OK;
     if (type)
-        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes type=\"%s\" assume_nvlink>: a "
-                        "built-in node type has known NVLinks; assume_nvlink is for file=", path,
-                        xmlGetLineNo(el), type);
-    else if (mc_parse_i64(v, &n) != 0 || n < 0 || n > MC_TOPO_MAX_ASSUMED_NVLINKS)
-        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes assume_nvlink=\"%s\">: expected the "
-                        "number of NVLinks per GPU to the NVSwitch, 0 to %d", path,
-                        xmlGetLineNo(el), v, MC_TOPO_MAX_ASSUMED_NVLINKS);
-    else
-        opts->assume_nvlink = (int)n;
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes type=\"%s\" %s>: a built-in node "
+                        "type has known %s; %s is for file=", path, xmlGetLineNo(el), type, name,
+                        what, name);
+    else if (parse(v, opts, want, sizeof want) != 0)
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%ld: <nodes %s=\"%s\">: expected %s", path,
+                        xmlGetLineNo(el), name, v, want);
     xmlFree(v);
     return st;
 }
@@ -129,7 +151,11 @@ mc_status_t mc_cluster_add_nodes(mc_topo_t *t, xmlNodePtr el, const char *path,
     MC_CHECK_GOTO(mc_cluster_attr_count(el, "count", path, MC_CLUSTER_MAX_HOSTS, &count, err), out,
                   st);
     MC_CHECK_GOTO(mc_cluster_attr_bw(el, "nic_bw", path, &nic_bw, err), out, st);
-    MC_CHECK_GOTO(assume_nvlink(el, path, type, &mine, err), out, st);
+    MC_CHECK_GOTO(
+        file_attr(el, path, type, "assume_nvlink", "NVLinks", parse_nvlink, &mine, err), out, st);
+    MC_CHECK_GOTO(file_attr(el, path, type, "assume_gpu", "GPUs", parse_gpu, &mine, err), out, st);
+    if (nic_bw > 0) /* the file's ports of no known speed are warned of at the speed they get */
+        mine.assume_nic_mbps = (int)(nic_bw * 8 / 1e6 + 0.5);
     if (type) {
         st = mc_node_type_add(tmpl, type, 0, err);
     } else {

@@ -302,10 +302,12 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, i
     }
     if (xmlHasProp(x, BAD_CAST "speed")) {
         MC_CHECK_GOTO(positive_int(c, x, "speed", 10000000, &speed, err), out, st);
+    } else if (c->assume_nic_mbps > 0) {
+        speed = c->assume_nic_mbps;
     } else {
         speed = MC_NCCL_DEFAULT_NET_MBPS;
-        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\"> has no speed; NCCL assumes 10 Gb/s",
-                     c->path, line_of(x), (long long)dev);
+        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\"> has no speed; NCCL assumes 10 Gb/s "
+                     "(--assume-nic-gbps N states it)", c->path, line_of(x), (long long)dev);
     }
     MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "rail", 0, -1, 65535, -1, &rail, err), out, st);
     if (find_dev(c, MC_NODE_NET, host, dev) >= 0) {
@@ -347,13 +349,17 @@ out:
     return st;
 }
 
-/* A skeleton's GPU: a class 0x03 <pci> without <gpu>. Known device ids are completed with a
- * warning; unknown ones are counted and the file refused at the end. Returns the GPU, or -1. */
+/* A skeleton's GPU: a class 0x03 <pci> without <gpu>. Known device ids, or where the file gives
+ * none known the model the user states (--assume-gpu, NCCL files only), are completed with a
+ * warning; the others are counted and the file refused at the end. Returns the GPU, or -1. */
 static int skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, int parent,
                          double bw, unsigned vendor, unsigned device)
 {
     char b[32];
     const mc_gpu_profile_t *p = mc_nccl_gpu_profile(vendor, device);
+    int stated = !p && c->assume_gpu && c->dialect == MC_DIALECT_NCCL;
+    if (stated)
+        p = mc_nccl_gpu_profile(0x10de, c->assume_gpu);
     if (!p) {
         if (c->skeleton_gpus++ == 0) {
             c->skeleton_line = line_of(x);
@@ -366,12 +372,14 @@ static int skeleton_gpu(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus, i
     c->t->nodes[gpu].dev = dev;
     c->t->nodes[gpu].sm = p->sm;
     link_up(c, gpu, parent, bw, MC_LINK_PCI);
-    if (p->nvs_links > 0)
-        mc_nccl_add_nvs_lanes(c, gpu, p->nvs_links);
+    int lanes = c->assume_nvlink >= 0 ? c->assume_nvlink : p->nvs_links;
+    if (lanes > 0)
+        mc_nccl_add_nvs_lanes(c, gpu, lanes);
     mc_topo_warn(c->t, "%s:%d: <pci busid=\"%s\"> is a GPU with no <gpu> element (a skeleton file); "
-                 "assuming %s (device 0x%04x) as %s: sm %d, %d NVLinks to the NVSwitch",
-                 c->path, line_of(x), mc_nccl_busid_str(bus, b, sizeof b), p->model, device,
-                 c->t->nodes[gpu].name, p->sm, p->nvs_links);
+                 "assuming %s (device 0x%04x%s) as %s: sm %d, %d NVLinks to the NVSwitch%s",
+                 c->path, line_of(x), mc_nccl_busid_str(bus, b, sizeof b), p->model, p->device,
+                 stated ? ", as stated" : "", c->t->nodes[gpu].name, p->sm, lanes,
+                 c->assume_nvlink >= 0 ? " (as stated)" : "");
     return gpu;
 }
 
@@ -382,14 +390,19 @@ static void skeleton_nic(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, unsi
     int dev = next_dev(c, MC_NODE_NET, host);
     int net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%d", host, dev);
     c->t->nodes[net].dev = dev;
-    int mbps = p ? p->speed_mbps : MC_NCCL_DEFAULT_NET_MBPS;
+    int mbps = p                        ? p->speed_mbps
+               : c->assume_nic_mbps > 0 ? c->assume_nic_mbps
+                                        : MC_NCCL_DEFAULT_NET_MBPS;
     c->t->nodes[net].bw = MC_NCCL_NET_BW(mbps);
     mc_topo_add_link_pair(c->t, nic, net, MC_LINK_NET, c->t->nodes[net].bw,
                           mc_topo_default_latency(MC_LINK_NET), 1);
     mc_topo_warn(c->t, "%s:%d: NIC %s has no <nic>/<net> (a skeleton file); assuming one port %s "
                  "at %d Gb/s (%s)", c->path, line_of(x), c->t->nodes[nic].name,
                  c->t->nodes[net].name, mbps / 1000,
-                 p ? p->model : "unknown device id: NCCL's default speed");
+                 p                        ? p->model
+                 : c->assume_nic_mbps > 0 ? "as stated"
+                                          : "unknown device id: NCCL's default speed; "
+                                            "--assume-nic-gbps N states it");
 }
 
 typedef struct pci_attrs {
@@ -656,8 +669,10 @@ static mc_status_t refuse_skeleton(mc_nccl_ctx_t *c, int line, mc_err_t *err)
         return mc_err_set(err, MC_ERR_UNSUPPORTED,
                           "%s:%d: skeleton topology: %d GPU(s), first <pci busid=\"%s\">, are "
                           "given only by PCI class, without <gpu> (sm, NVLinks) and without a "
-                          "known device id to infer them from; %s", c->path, c->skeleton_line,
-                          c->skeleton_gpus, mc_nccl_busid_str(c->skeleton_bus, b, sizeof b), how);
+                          "known device id to infer them from; %s, or state the model with "
+                          "--assume-gpu MODEL (one of: %s)", c->path, c->skeleton_line,
+                          c->skeleton_gpus, mc_nccl_busid_str(c->skeleton_bus, b, sizeof b), how,
+                          mc_topo_gpu_models());
     if (c->bare_pci > 0)
         return mc_err_set(err, MC_ERR_UNSUPPORTED,
                           "%s:%d: skeleton topology: it lists only PCI bus ids (%d <pci> without "
@@ -711,7 +726,8 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
     mc_status_t st;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     mc_nccl_ctx_t c = {.t = t, .path = path, .host_base = host_base, .nvs = -1,
-                       .first_node = t->nnodes, .assume_nvlink = opts->assume_nvlink};
+                       .first_node = t->nnodes, .assume_nvlink = opts->assume_nvlink,
+                       .assume_gpu = opts->assume_gpu, .assume_nic_mbps = opts->assume_nic_mbps};
     int ngpus = 0;
     MC_CHECK_GOTO(check_root(root, path, &c.dialect, err), out, st);
     for (xmlNodePtr k = root->children; k; k = k->next) {

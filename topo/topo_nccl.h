@@ -87,6 +87,8 @@ typedef struct mc_nccl_ctx {
     const char *path;
     mc_dialect_t dialect;
     int assume_nvlink; /* mc_topo_load_opts_t's: -1 infer, else NVSwitch lanes */
+    unsigned assume_gpu; /* mc_topo_load_opts_t's: a skeleton's GPUs' device id, 0 none */
+    int assume_nic_mbps; /* mc_topo_load_opts_t's: the speed of ports the file leaves out, 0 */
     int host_base, nhosts;
     uint64_t *hashes; /* host_hash of each host, in order of first appearance */
     int hash_cap;

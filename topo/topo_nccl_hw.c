@@ -3,9 +3,11 @@
  * CPU, Broadcom switch detection, and the few PCI device ids a skeleton file can be completed
  * from. Figures are NCCL's src/graph/topo.h and topo.cc (../shared/research/topology-xml.md
  * section 2) and RCCL's src/graph/topo.h (ROCm/rccl 0cbce2a7571c907554199fad7e905f16ec0a565c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "topo/topo_nccl.h"
 
@@ -162,6 +164,35 @@ const mc_gpu_profile_t *mc_nccl_gpu_profile(unsigned vendor, unsigned device)
         if (gpus[i].device == device)
             return &gpus[i];
     return NULL;
+}
+
+int mc_topo_gpu_model(const char *name, unsigned *device)
+{
+    char *end;
+    unsigned long id = strtoul(name, &end, 16);
+    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
+        if (!strcasecmp(name, gpus[i].model) || (*name && !*end && id == gpus[i].device)) {
+            *device = gpus[i].device;
+            return 0;
+        }
+    return -1;
+}
+
+static char models[sizeof(gpus) / sizeof(gpus[0]) * 32];
+static pthread_once_t models_once = PTHREAD_ONCE_INIT;
+
+static void list_models(void)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
+        at += (size_t)snprintf(models + at, sizeof models - at, "%s%s (0x%04x)", i ? ", " : "",
+                               gpus[i].model, gpus[i].device);
+}
+
+const char *mc_topo_gpu_models(void)
+{
+    pthread_once(&models_once, list_models);
+    return models;
 }
 
 /* AWS p4d: 4 EFA devices for 400 Gb/s in all. */

@@ -96,6 +96,18 @@ expect_exit 1 "graph dialect" -- "$MESHCAST" topo show "$X/azure-ncv4-graph.xml"
 expect_grep "$TMP/err" 'NCCL graph file' "graph dialect named"
 expect_exit 1 "skeleton" -- "$MESHCAST" topo show "$X/aws-g5-48xlarge-topo.xml"
 expect_grep "$TMP/err" 'lists only PCI bus ids.*NCCL_TOPO_DUMP_FILE' "says how to dump a full file"
+# Azure's skeletons give GPUs and NICs by PCI class alone: refused with the option that states the
+# model, loaded with it (and the port speed), every command taking them, bad values usage errors.
+expect_exit 1 "Azure skeleton" -- "$MESHCAST" topo show "$X/azure-ndv5-topo.xml"
+expect_grep "$TMP/err" 'or state the model with --assume-gpu MODEL \(one of: .*H100-SXM5-80GB \(0x2330\)' "names --assume-gpu and the models"
+expect_exit 0 "Azure skeleton, model stated" -- "$MESHCAST" topo show --assume-gpu h100-sxm5-80gb --assume-nic-gbps 400 "$X/azure-ndv5-topo.xml"
+expect_grep "$TMP/out" '^  7 +0 +h0/GPU7 +90 +370\.8 +18 +48\.00$' "GPU 7: an H100 on the NVSwitch"
+expect_grep "$TMP/out" '^  h0/NET7 +host 0 +50\.000 GB/s \(400 Gb/s\)$' "ports at the stated 400 Gb/s"
+expect_exit 0 "synth takes --assume-gpu" -- "$MESHCAST" synth -q --assume-gpu 0x2330 --topo "$X/azure-ndv5-topo.xml" --mesh 'A={x:8}@0..7' 'f32[8,1024] A[x,_] -> A[_,_]' -o "$TMP/az.xml"
+expect_exit 0 "validate takes --assume-gpu" -- "$MESHCAST" validate -q --assume-gpu 0x2330 --topo "$X/azure-ndv5-topo.xml" "$TMP/az.xml"
+expect_exit 2 "--assume-gpu unknown model" -- "$MESHCAST" topo show --assume-gpu A100 "$X/azure-ndv4-topo.xml"
+expect_grep "$TMP/err" "expects a GPU model or its PCI device id, one of: V100-SXM2-32GB \(0x1db5\).*got 'A100'" "lists the models"
+expect_exit 2 "--assume-nic-gbps 0" -- "$MESHCAST" topo show --assume-nic-gbps 0 "$X/azure-ndv4-topo.xml"
 
 # Two GPUs and two NICs under one PCIe switch (DGX A100): GPU i sends through NIC i, as NCCL pairs them.
 for g in 0 1 2 3; do
