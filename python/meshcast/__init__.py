@@ -75,11 +75,28 @@ class Topology:
                                     for i in range(info[2])]
 
     @classmethod
-    def load(cls, path: str) -> "Topology":
-        """Loads a topology file; raises MeshcastError naming the file and line if it is bad."""
+    def load(cls, path: str, assume_nvlink: Optional[int] = None,
+             assume_gpu: Optional[str] = None,
+             assume_nic_gbps: Optional[int] = None) -> "Topology":
+        """Loads a topology file; raises MeshcastError naming the file and line if it is bad.
+        The keywords state what a file may leave out, as the command line's --assume-nvlink,
+        --assume-gpu and --assume-nic-gbps do (docs/topology-format.md): the NVLinks to the
+        NVSwitch of GPUs that list none, the model of a skeleton file's GPUs (a name such as
+        "A100-SXM4-80GB" or a PCI device id; ValueError for one meshcast does not know) and the
+        speed of NIC ports the file gives none for."""
+        opts = ffi.new("mc_topo_load_opts_t *")
+        opts.assume_nvlink = -1 if assume_nvlink is None else int(assume_nvlink)
+        if assume_gpu is not None:
+            device = ffi.new("unsigned *")
+            if lib.mc_topo_gpu_model(str(assume_gpu).encode(), device) != 0:
+                raise ValueError(f"assume_gpu: unknown GPU model {assume_gpu!r}; one of: "
+                                 + ffi.string(lib.mc_topo_gpu_models()).decode())
+            opts.assume_gpu = device[0]
+        if assume_nic_gbps is not None:
+            opts.assume_nic_mbps = int(assume_nic_gbps) * 1000
         out = ffi.new("mc_topo_t **")
         err = _err()
-        _check(lib.mc_topo_load(str(path).encode(), out, err), err)
+        _check(lib.mc_topo_load_with(str(path).encode(), opts, out, err), err)
         return cls(out[0], str(path))
 
     def _cost_topo(self):

@@ -31,6 +31,12 @@ ffi.cdef(
     const char *mc_status_str(mc_status_t st);
 
     mc_status_t mc_topo_load(const char *path, mc_topo_t **out, mc_err_t *err);
+    typedef struct { int assume_nvlink; unsigned assume_gpu; int assume_nic_mbps; }
+        mc_topo_load_opts_t;
+    mc_status_t mc_topo_load_with(const char *path, const mc_topo_load_opts_t *opts,
+                                  mc_topo_t **out, mc_err_t *err);
+    int mc_topo_gpu_model(const char *name, unsigned *device);
+    const char *mc_topo_gpu_models(void);
     void mc_topo_free(mc_topo_t *t);
     void mc_py_topo_info(const mc_topo_t *t, int out[3], uint64_t *fingerprint);
     const char *mc_py_topo_warning(const mc_topo_t *t, int i);

@@ -28,6 +28,25 @@ def test_topology_errors(tmp_path):
     assert "malformed.xml:" in str(e.value)
 
 
+def test_topology_assumptions():
+    # Azure's ND96asr_v4 skeleton names its GPUs and NICs by PCI class alone: refused as it is,
+    # loaded with the model and port speed stated, as `topo show --assume-gpu` does
+    ndv4 = str(TOPOS / "azure-ndv4-topo.xml")
+    with pytest.raises(meshcast.MeshcastError) as e:
+        meshcast.Topology.load(ndv4)
+    assert "--assume-gpu MODEL" in str(e.value)
+    t = meshcast.Topology.load(ndv4, assume_gpu="A100-SXM4-80GB", assume_nic_gbps=200)
+    assert (t.ngpus, t.nhosts) == (8, 1)
+    assert any("as stated) as h0/GPU7: sm 80, 12 NVLinks" in w for w in t.warnings)
+    assert any("h0/NET7 at 200 Gb/s (as stated)" in w for w in t.warnings)
+    out = subprocess.run([str(ROOT / "build" / "meshcast"), "topo", "show", "-q",
+                          "--assume-gpu", "0x20b2", "--assume-nic-gbps", "200", ndv4],
+                         capture_output=True, text=True)
+    assert f"fingerprint: {t.fingerprint}" in out.stdout
+    with pytest.raises(ValueError, match="unknown GPU model 'A100'; one of: V100-SXM2-32GB"):
+        meshcast.Topology.load(ndv4, assume_gpu="A100")
+
+
 def test_task_parse_and_text(case1):
     # case 1: 2 pieces of 1 GiB (f32 512x1024x512, one per host), each to the 4 GPUs of a host
     assert case1.npieces == 2
