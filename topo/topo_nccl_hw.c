@@ -184,7 +184,7 @@ static pthread_once_t models_once = PTHREAD_ONCE_INIT;
 static void list_models(void)
 {
     size_t at = 0;
-    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
+    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]) && at < sizeof models; i++)
         at += (size_t)snprintf(models + at, sizeof models - at, "%s%s (0x%04x)", i ? ", " : "",
                                gpus[i].model, gpus[i].device);
 }
