@@ -130,7 +130,8 @@ static int units_of(mc_host_flow_t *hf, const int *sh, int n, const int *dh, int
 }
 
 /* Units already found, by holder and remote hosts (the pieces of one tensor mostly share them):
- * at most MC_UNITS_MEMO entries, the oldest replaced first. hf is made on first use (tried). */
+ * at most MC_UNITS_MEMO entries, the oldest replaced first. Both are made on first use (e set:
+ * tried; hf stays NULL on a topology too large for mc_host_flow). */
 #define MC_UNITS_MEMO 256
 
 typedef struct units_entry {
@@ -139,7 +140,6 @@ typedef struct units_entry {
 
 typedef struct units_memo {
     mc_host_flow_t *hf;
-    int tried;
     units_entry_t *e;
     int ne, next;
 } units_memo_t;
@@ -158,8 +158,7 @@ static int units_memo_get(units_memo_t *um, const mc_topo_t *topo, const int *sh
             return e->nu;
         }
     }
-    if (!um->tried) {
-        um->tried = 1;
+    if (!um->e) {
         um->hf = mc_host_flow_new(topo);
         um->e = mc_xcalloc(MC_UNITS_MEMO, sizeof(units_entry_t));
     }
