@@ -13,7 +13,9 @@
 /* Times the plans the runtime executes for s: with their dependency graph (mpi, loopback), in
  * lockstep steps (code emitted without dependency tables) and on the nccl backend's lanes, each
  * within the schedule simulation's allowance work_max (0: none). A schedule the lowering refuses
- * (a tree rooted where no data is), or plans past the allowance, keep 0: the row says so. */
+ * (a tree rooted where no data is), plans past the allowance, and a schedule whose trees keep
+ * chunks in flight (NCCL's collective kernels, which the runtime's plans do not reproduce:
+ * their executed time would not be of the system the row names) keep 0: the row says so. */
 static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_max,
                       mc_bench_row_t *row)
 {
@@ -21,7 +23,8 @@ static void exec_time(const mc_sched_t *s, const mc_topo_t *topo, int64_t work_m
     double *out[3] = {&row->exec_s, &row->exec_steps_s, &row->exec_nccl_s};
     mc_emit_plans_t *P = NULL;
     mc_err_t err = {0};
-    if (!mc_sim_exec_fits(s, work_max) || mc_emit_lower_on(s, topo, &P, &err) != MC_OK)
+    if (mc_sched_inflight(s) > 1 || !mc_sim_exec_fits(s, work_max) ||
+        mc_emit_lower_on(s, topo, &P, &err) != MC_OK)
         return;
     for (int k = 0; k < 3; k++) {
         mc_sim_exec_result_t x;

@@ -67,7 +67,12 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
  * and returns 2 when it is not one the option takes, else 0. */
 int cli_topo_option(const char *cmd, int opt, const char *arg);
 
-/* The check emit and run make first: the schedule's violations (as meshcast validate finds
+/* Warns (stderr) when s's trees keep more than one chunk in flight per edge: it models NCCL's
+ * collective kernels, and meshcast's runtime, sending one chunk at a time, runs it slower than
+ * the simulator times it. */
+void cli_warn_inflight(const mc_sched_t *s, const char *path);
+
+/* The check emit and run make first (and cli_warn_inflight): the schedule's violations (as meshcast validate finds
  * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns (and
  * says so when the schedule was made for another topology, which only force loads). */
 mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,

@@ -243,6 +243,7 @@ int cmd_sim(int argc, char **argv)
     MC_CHECK_GOTO(mc_task_bound(s->task, topo, &rep.bound, &err), out, st);
     MC_CHECK_GOTO(mc_sim_run_compact(s, topo, a.timeline != NULL, &res, &err), out, st);
     if (a.executed) {
+        cli_warn_inflight(s, a.path);
         full = s->ninst ? mc_sched_sym_expanded(s, topo) : NULL;
         MC_CHECK_GOTO(mc_emit_lower_on(full ? full : s, topo, &plans, &err), out, st);
         int order = a.steps ? MC_RT_ORDER_STEPS

@@ -91,10 +91,19 @@ mc_status_t cli_load_topo(const char *path, int quiet, mc_topo_t **out, mc_err_t
     return st;
 }
 
+void cli_warn_inflight(const mc_sched_t *s, const char *path)
+{
+    if (mc_sched_inflight(s) > 1)
+        fprintf(stderr, "meshcast: warning: %s keeps up to %d chunks in flight per edge, as NCCL's "
+                "collective kernels do; meshcast's runtime sends one at a time, so it runs slower "
+                "than meshcast sim times it\n", path, mc_sched_inflight(s));
+}
+
 mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
                             int force, mc_err_t *err)
 {
     mc_buf_t out = {0};
+    cli_warn_inflight(s, path);
     if (s->topo_fingerprint != topo->fingerprint) /* loaded at all only with --force */
         fprintf(stderr, "meshcast: warning: %s was made for topology %016" PRIx64 ", not %s (%016"
                 PRIx64 "); checked link by link because of --force\n", path, s->topo_fingerprint,

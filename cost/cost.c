@@ -576,8 +576,11 @@ static double chains_time(mc_cost_topo_t *ct, int *chunks)
             double hop = ct->times[j].delay + own / ch->chunks;
             ct->times[j].first = hop; /* read by rings_floor */
             sum += hop;
-            /* after the first chunk, staggered channels wait out each other's delays */
-            step = fmax(step, ct->times[j].delay / ch->overlap + own / ch->chunks);
+            /* after the first chunk, staggered channels wait out each other's delays, and the
+             * chunks in flight overlap them (mc_chain_time) */
+            double bytes = own / ch->chunks;
+            step = fmax(step, fmax(bytes, (ct->times[j].delay / ch->overlap + bytes) /
+                                              ch->inflight));
             if (ct->times[j].pace > pace) {
                 pace = ct->times[j].pace;
                 slow = hop;
@@ -717,7 +720,7 @@ static mc_status_t estimate(mc_cost_topo_t *ct, const mc_task_t *task, traffic_f
      * enough bytes (mc_sched_channels) */
     ct->channels = s == MC_COST_MESHCAST ? COST_CHANNELS_MAX : 1;
     ct->staggered = s == MC_COST_MESHCAST ? 2 : 1;
-    ct->min_chunk = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : COST_NCCL_STEP;
+    ct->min_chunk = s == MC_COST_MESHCAST ? COST_MESHCAST_CHUNK : (double)MC_NCCL_STEP_BYTES;
     /* p2p sends a transfer as one ncclSend; alpa-bcast runs each chain as NCCL's two duplicated
      * ring channels (synth_alpa_bcast.c); meshcast emits a tree whose edges have a connection
      * limit as enough parallel copies to carry its planned rate (synth_meshcast.c, add_copies) */

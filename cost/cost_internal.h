@@ -4,13 +4,13 @@
 #define MC_COST_INTERNAL_H
 
 #include "cost/cost.h"
+#include "topo/topo_chain.h"
 
 /* What the strategies' schedules are cut into, as their synthesizers cut them: meshcast's smallest
- * chunk (MC_MIN_CHUNK_BYTES, NCCL's network P2P chunk), NCCL's Simple step (alpa-bcast's chains),
- * meshcast's most channels per tree (MC_CHANNELS_MAX) and the units it splits a piece into, whole
+ * chunk (MC_MIN_CHUNK_BYTES, NCCL's network P2P chunk), NCCL's Simple step (alpa-bcast's chains,
+ * MC_NCCL_STEP_BYTES), meshcast's most channels per tree (MC_CHANNELS_MAX) and the units it splits a piece into, whole
  * ones per tree (MC_PIECE_UNITS), all in synth/meshcast/. */
 #define COST_MESHCAST_CHUNK (128.0 * 1024)
-#define COST_NCCL_STEP (512.0 * 1024)
 #define COST_CHANNELS_MAX 8
 #define COST_PIECE_UNITS 32
 /* How far above the bound meshcast's schedule must be for it to race NCCL's rings
@@ -48,12 +48,13 @@ typedef struct cost_time {
     double alone;   /* its bytes at its route's bandwidth, the link to itself */
 } cost_time_t;
 
-/* One alpa-bcast chain: its transfers (ct->xfers[first .. first + n - 1]) and the chunk count
- * it pipelines in on its own (cost_traffic.c, chain_chunks). */
+/* One chain (alpa-bcast's, or meshcast's ring): its transfers (ct->xfers[first .. first + n - 1])
+ * and the chunk count it pipelines in on its own (cost_traffic.c, mc_chain_chunks). */
 typedef struct cost_chain {
     int first, n;
     int chunks;
     int overlap;    /* staggered channels of one chain hiding each other's message delays */
+    int inflight;   /* chunks an edge keeps in flight: NCCL's 8 for alpa-bcast, 1 for meshcast */
 } cost_chain_t;
 
 /* A cached route: its links in the pool and its message delay (alpha + hop latencies). */

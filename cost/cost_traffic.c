@@ -362,48 +362,12 @@ mc_status_t cost_traffic_p2p(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_t
     return st;
 }
 
-/* NCCL's pipelined ring broadcast of bytes down a chain of n routes (message delays delay[],
- * bandwidths bw[]) in c chunks: the first chunk crosses every route, the other c - 1 follow at
- * the pace of the slowest (synth_chunks.c, which the schedule's chunk count comes from). */
-static double chain_time(const double *delay, const double *bw, int n, double bytes, int c)
+/* The chunk count a chain of n routes picks for bytes, at most NCCL's steps in them (and 4096),
+ * as the strategies pick it (synth_chain_chunks). */
+static int chain_chunks(const double *delay, const double *bw, int n, double bytes, double steps,
+                        int inflight)
 {
-    double chunk = bytes / c, first = 0, slowest = 0;
-    for (int i = 0; i < n; i++) {
-        double t = delay[i] + chunk / bw[i];
-        first += t;
-        slowest = fmax(slowest, t);
-    }
-    return first + (c - 1) * slowest;
-}
-
-/* The chunk count NCCL's steps (512 KiB) allow that is best for a chain alone, as the strategy
- * picks it (synth_chain_chunks): near sqrt(bytes x (sum of 1/bw less the slowest's) / the
- * slowest's delay), which minimizes its time when one route is the slowest at every count, and
- * at most `steps` chunks (NCCL's steps in the chain's bytes). */
-static int chain_chunks(const double *delay, const double *bw, int n, double bytes, double steps)
-{
-    int chunks = 1;
-    if (n == 0)
-        return 1;
-    int slow = 0;
-    double inv = 0;
-    for (int i = 0; i < n; i++) {
-        inv += 1 / bw[i];
-        if (bw[i] < bw[slow])
-            slow = i;
-    }
-    double most = fmax(1, fmin(floor(steps), 4096));
-    double c = delay[slow] > 0 ? sqrt(bytes * (inv - 1 / bw[slow]) / delay[slow]) : most;
-    c = fmin(fmax(c, 1), most);
-    double counts[4] = {floor(c), ceil(c), 1, most}, best = INFINITY;
-    for (int k = 0; k < 4; k++) {
-        double t = chain_time(delay, bw, n, bytes, (int)counts[k]);
-        if (t < best) {
-            best = t;
-            chunks = (int)counts[k];
-        }
-    }
-    return chunks;
+    return mc_chain_chunks(delay, bw, n, bytes, (int)fmax(1, fmin(floor(steps), 4096)), inflight);
 }
 
 /* Scratch for one broadcast's ring plan, sized for every GPU (alpa_tensor). */
@@ -536,8 +500,9 @@ static mc_status_t alpa_tensor(mc_cost_topo_t *ct, const mc_task_t *task, int te
             ct->chains[ct->nchains++] = (cost_chain_t){
                 .first = first, .n = ct->nxfers - first,
                 /* NCCL's steps are of a chain's half: each of its two channels moves one */
-                .chunks = chain_chunks(rs->delay, rs->bw, hops, bytes, bytes / 2 / COST_NCCL_STEP),
-                .overlap = 1};
+                .chunks = chain_chunks(rs->delay, rs->bw, hops, bytes,
+                                       bytes / 2 / MC_NCCL_STEP_BYTES, MC_NCCL_STEPS),
+                .overlap = 1, .inflight = MC_NCCL_STEPS};
         }
     }
     return st;
@@ -610,7 +575,7 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
                     bw[j - 1] = rt->bw / sharers;
                 }
             }
-            int c0 = chain_chunks(delay, bw, n - 1, bytes, bytes / COST_NCCL_STEP);
+            int c0 = chain_chunks(delay, bw, n - 1, bytes, bytes / MC_NCCL_STEP_BYTES, 1);
             /* meshcast's race cuts the chain into k staggered channels, channel m of k in
              * c0 (k + m) / k chunks of at least COST_MESHCAST_CHUNK (mc_sched_channels) */
             int m = bytes / COST_MESHCAST_CHUNK < k ? (int)(bytes / COST_MESHCAST_CHUNK) : k;
@@ -624,7 +589,8 @@ mc_status_t cost_traffic_ring(mc_cost_topo_t *ct, const mc_task_t *task, mc_err_
                 MC_GROW(ct->chains, ct->chain_cap, ct->nchains + 1);
                 ct->chains[ct->nchains++] = (cost_chain_t){
                     .first = first, .n = ct->nxfers - first,
-                    .chunks = (int)fmax(1, m > 1 ? fmin(want, most) : want), .overlap = m};
+                    .chunks = (int)fmax(1, m > 1 ? fmin(want, most) : want), .overlap = m,
+                    .inflight = 1};
             }
         }
         mc_topo_rings_free(r);

@@ -108,6 +108,7 @@ static mc_sched_t *moved_schedule(const mc_sched_t *from, mc_task_t *task, const
         int root = moved_gpu(from->task, task, t->root);
         int ti = mc_sched_add_tree(s, t->piece, t->offset, t->bytes, root, t->phase, t->nchunks);
         s->trees[ti].rate = t->rate;
+        s->trees[ti].inflight = t->inflight;
         ok = root >= 0;
         for (int k = 0; k < t->nedges && ok; k++) {
             mc_route_t now;

@@ -22,6 +22,8 @@ typedef struct mc_tree_edge {
 
 /* The most chunks a tree may have: 16 Mi chunks of NCCL's smallest 128 KiB chunk is 2 TiB. */
 #define MC_SCHED_MAX_CHUNKS (1 << 24)
+/* The most chunks an edge may keep in flight (NCCL keeps 8). */
+#define MC_SCHED_MAX_INFLIGHT 64
 
 typedef struct mc_tree {
     int piece;              /* index into task->pieces */
@@ -29,6 +31,10 @@ typedef struct mc_tree {
     int root;               /* GPU sending it: a holder, or a GPU that received it earlier */
     int phase;              /* 0-based */
     int nchunks;            /* >= 1: the range moves in this many equal chunks, pipelined */
+    int inflight;           /* >= 1: chunks an edge keeps in flight: a chunk's message overhead
+                             * overlaps the bytes of the inflight - 1 chunks before it. NCCL's
+                             * collective kernels keep NCCL_STEPS (8); meshcast's runtime sends a
+                             * chunk once the one before is through: 1 (mc_sched_add_tree's) */
     double rate;            /* planned bytes/s per edge, or 0: the tree owns its links in its
                              * phase (see "Capacity" in docs/schedule-format.md) */
     int nedges;
@@ -91,6 +97,10 @@ mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int 
 /* Adds the edge parent->child to tree ti along a route the caller chose (route->src_gpu is the
  * parent, route->dst_gpu the child). */
 mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *route, mc_err_t *err);
+
+/* The most chunks any tree of s keeps in flight per edge (1 for an empty schedule): above 1,
+ * the schedule models NCCL's collective kernels, which meshcast's runtime does not reproduce. */
+int mc_sched_inflight(const mc_sched_t *s);
 
 /* Chunk k of a tree: the range is cut into nchunks chunks of ceil(bytes / nchunks) bytes, the last
  * one shorter; *off is relative to the tree's offset. */

@@ -34,7 +34,8 @@ int mc_sched_add_tree(mc_sched_t *s, int piece, uint64_t offset, uint64_t bytes,
 {
     MC_GROW(s->trees, s->tree_cap, s->ntrees + 1);
     s->trees[s->ntrees] = (mc_tree_t){.piece = piece, .offset = offset, .bytes = bytes,
-                                      .root = root, .phase = phase, .nchunks = nchunks};
+                                      .root = root, .phase = phase, .nchunks = nchunks,
+                                      .inflight = 1};
     if (phase + 1 > s->nphases)
         s->nphases = phase + 1;
     return s->ntrees++;
@@ -98,6 +99,14 @@ mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int 
     e->child = child;
     t->nedges++;
     return MC_OK;
+}
+
+int mc_sched_inflight(const mc_sched_t *s)
+{
+    int most = 1;
+    for (int t = 0; t < s->ntrees; t++)
+        most = s->trees[t].inflight > most ? s->trees[t].inflight : most;
+    return most;
 }
 
 void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len)

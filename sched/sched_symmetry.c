@@ -60,6 +60,7 @@ int mc_sched_sym_walk(const mc_sched_t *s, const mc_topo_t *topo, const int *tre
         put(kp, (int64_t)tr->offset);
         put(kp, (int64_t)tr->bytes);
         put(kp, tr->nchunks);
+        put(kp, tr->inflight);
         put(kp, rate_bits);
         put(kp, tr->nedges);
         ok = tr->root >= 0 && tr->root < topo->ngpus;
@@ -305,6 +306,7 @@ mc_status_t mc_sched_sym_expand(mc_sched_t *s, const mc_topo_t *topo, const int 
                                    tr->nchunks);
         tr = &s->trees[tmpl[i]]; /* adding may move the trees */
         s->trees[ti].rate = tr->rate;
+        s->trees[ti].inflight = tr->inflight;
         for (int e = 0; e < tr->nedges && st == MC_OK; e++) {
             const mc_tree_edge_t *ed = &tr->edges[e];
             mc_route_t rt = {.nlinks = ed->nlinks, .via_gpu = -1};

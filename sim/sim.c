@@ -23,6 +23,7 @@ typedef struct sim_flow {
     double bytes;
     sim_motion_t m;
     int active;
+    int waiting;            /* past its message overhead, behind its edge's chunk before it */
 } sim_flow_t;
 
 typedef struct sim_edge {
@@ -33,9 +34,12 @@ typedef struct sim_edge {
     int tree;
     int in_edge;            /* the edge that brings the parent its data, -1 from the root */
     int child_off, nchild;  /* edges leaving the child, in children[] */
-    int nchunks, next, arrived, busy;
+    int nchunks, inflight;  /* the tree's */
+    int next;               /* chunks whose message overhead has begun, */
+    int arrived;            /* and those through */
     int flow_base;
-    double delay;           /* alpha + hop latencies, paid by every chunk */
+    double delay;           /* alpha + hop latencies, paid by every chunk (overlapping the
+                             * chunks before it when inflight > 1) */
     double cap;             /* the connection's rate limit (mc_topo_conn_cap), 0 for none */
     int cls;                /* its route class (sim_class) */
 } sim_edge_t;
@@ -217,7 +221,9 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
         sm->edges[sm->nedges] = (sim_edge_t){.child = ed->child, .route = sm->nroutes,
                                              .nlinks = ed->nlinks,
                                              .tree = ti, .in_edge = in,
-                                             .nchunks = tr->nchunks, .flow_base = sm->nflows,
+                                             .nchunks = tr->nchunks,
+                                             .inflight = tr->inflight > 1 ? tr->inflight : 1,
+                                             .flow_base = sm->nflows,
                                              .delay = edge_delay(topo, ed), .cap = conn,
                                              .cls = sim_class(&sm->cls, ed->links, ed->nlinks,
                                                               conn)};
@@ -263,16 +269,14 @@ out:
     return st;
 }
 
-/* Starts the next chunk of edge i if the edge is free and its parent holds that chunk. */
+/* Starts the message overhead of edge i's next chunks that its parent holds, as many as leave
+ * at most `inflight` of the edge's chunks not yet through. */
 static void try_start(sim_t *sm, int i, double now)
 {
     sim_edge_t *e = &sm->edges[i];
-    if (e->busy || e->next >= e->nchunks)
-        return;
-    if (e->in_edge >= 0 && sm->edges[e->in_edge].arrived <= e->next)
-        return;
-    e->busy = 1;
-    sim_queue_push(&sm->q, now + e->delay, SIM_EV_ACTIVATE, e->flow_base + e->next++, 0);
+    while (e->next < e->nchunks && e->next - e->arrived < e->inflight &&
+           (e->in_edge < 0 || sm->edges[e->in_edge].arrived > e->next))
+        sim_queue_push(&sm->q, now + e->delay, SIM_EV_ACTIVATE, e->flow_base + e->next++, 0);
 }
 
 static void link_add(sim_link_t *l, int f)
@@ -356,9 +360,27 @@ static void class_flow(sim_t *sm, const sim_edge_t *e, int f, int on)
     }
 }
 
+/* Flow fi's bytes begin to move (at rate 0 until the re-rating). */
+static void activate(sim_t *sm, sim_edge_t *e, int fi, double now)
+{
+    sim_flow_t *f = &sm->flows[fi];
+    f->active = 1;
+    f->m.remaining = f->bytes;
+    f->m.rate = 0;
+    f->m.t_upd = now;
+    for (int j = 0; j < e->nlinks; j++) {
+        link_add(&sm->links[sm->routes[e->route + j]], fi);
+        sim_links_touch(&sm->lk, sm->routes[e->route + j]);
+    }
+    sm->flow_seq[fi] = sm->seq++;
+    class_flow(sm, e, fi, 1);
+}
+
 /* Applies one event; returns 0 for a finish event that a later rate change superseded. A finish
  * of its flow's current version is of an active flow: versions change only while a flow is
- * active, each is queued once, and the flow ends when that event pops. */
+ * active, each is queued once, and the flow ends when that event pops. A chunk past its message
+ * overhead moves once the edge's chunk before it is through (one connection moves its chunks in
+ * order): until then it is `waiting`, and the end of that chunk starts it. */
 static int process(sim_t *sm, const sim_event_t *ev, double now)
 {
     if (ev->kind == SIM_EV_FINISH && ev->version != sm->flow_version[ev->flow])
@@ -366,16 +388,10 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
     sim_flow_t *f = &sm->flows[ev->flow];
     sim_edge_t *e = &sm->edges[f->edge];
     if (ev->kind == SIM_EV_ACTIVATE) {
-        f->active = 1;
-        f->m.remaining = f->bytes;
-        f->m.rate = 0;
-        f->m.t_upd = now;
-        for (int j = 0; j < e->nlinks; j++) {
-            link_add(&sm->links[sm->routes[e->route + j]], ev->flow);
-            sim_links_touch(&sm->lk, sm->routes[e->route + j]);
-        }
-        sm->flow_seq[ev->flow] = sm->seq++;
-        class_flow(sm, e, ev->flow, 1);
+        if (e->arrived < f->chunk)
+            f->waiting = 1;
+        else
+            activate(sm, e, ev->flow, now);
         return 1;
     }
     f->active = 0;
@@ -387,7 +403,10 @@ static int process(sim_t *sm, const sim_event_t *ev, double now)
     }
     class_flow(sm, e, ev->flow, 0);
     e->arrived++;
-    e->busy = 0;
+    if (e->arrived < e->nchunks && sm->flows[e->flow_base + e->arrived].waiting) {
+        sm->flows[e->flow_base + e->arrived].waiting = 0;
+        activate(sm, e, e->flow_base + e->arrived, now);
+    }
     try_start(sm, f->edge, now);
     for (int c = 0; c < e->nchild; c++)
         try_start(sm, sm->children[e->child_off + c], now);

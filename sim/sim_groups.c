@@ -68,6 +68,7 @@ static void describe(const mc_sched_t *s, const mc_topo_t *topo, sim_groups_t *g
     for (int i = g->tree_off[k]; i < g->tree_off[k + 1]; i++) {
         const mc_tree_t *tr = &s->trees[g->trees[i]];
         put(keys, tr->nchunks);
+        put(keys, tr->inflight);
         put(keys, (int64_t)tr->bytes);
         put(keys, tr->nedges);
         for (int e = 0; e < tr->nedges; e++) {

@@ -27,9 +27,14 @@ typedef struct mc_synth_opts {
                              * that the caller's simulation of the schedule it returns is
                              * answered from the memo when the referee ran that very schedule to
                              * the end: the same outcome, not simulated twice */
+    int one_in_flight;      /* 1: the schedule is for meshcast's runtime, which sends a chunk once
+                             * the one before it is through: every tree keeps one chunk in flight
+                             * and chains are chunked for that. 0: the strategies that model
+                             * NCCL's collective kernels keep NCCL's 8 (docs/schedule-format.md,
+                             * `inflight`) */
 } mc_synth_opts_t;
 
-#define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK, NULL}
+#define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK, NULL, 0}
 
 /* The optimizer's wall-clock budget in seconds: the caller's, else 10 s, except that an rlimit
  * given alone is the only bound (MC_SYNTH_NO_BUDGET_S), so that its results are the same on any

@@ -62,18 +62,18 @@ void synth_box_runs(const mc_box_t *box, const mc_box_t *sub, int nd, uint64_t e
 
 /* ---- synth_chunks.c: how many chunks a pipelined chain should use ---- */
 
-/* NCCL's Simple-protocol step (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8): a ring cannot pipeline in
- * pieces finer than this. */
-#define SYNTH_NCCL_STEP_BYTES (512u * 1024u)
 /* Bound on chunks per tree so the simulator stays fast. */
 #define SYNTH_MAX_CHUNKS 4096
 
-/* The chunk count that minimizes the modelled time of tree ti (a chain) moving its bytes, between
- * 1 and min(bytes / SYNTH_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS), when sharers chains (itself
- * included) move alongside it over the same links at the same pace; chunk_bytes != 0 forces
- * ceil(bytes / chunk_bytes) instead. */
+/* The chunk count that minimizes the modelled time of tree ti (a chain, with its chunks in
+ * flight) moving its bytes, between 1 and min(bytes / MC_NCCL_STEP_BYTES, SYNTH_MAX_CHUNKS), when
+ * sharers chains (itself included) move alongside it over the same links at the same pace
+ * (mc_chain_chunks); chunk_bytes != 0 forces ceil(bytes / chunk_bytes) instead. */
 int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes,
                        int sharers);
+/* Chunks in flight per edge of a tree that models NCCL's collective kernels: NCCL's
+ * MC_NCCL_STEPS, or 1 where the schedule is for meshcast's runtime (opts->one_in_flight). */
+int synth_inflight(const mc_synth_opts_t *opts);
 /* ceil(bytes / chunk_bytes) clamped to [1, SYNTH_MAX_CHUNKS]. */
 int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes);
 
@@ -113,10 +113,11 @@ mc_status_t synth_ring_plan(synth_ring_t *r, int root, const int *dests, int nde
  * parts one element larger when it does not divide; the last part takes what is left. */
 uint64_t synth_even_part(uint64_t bytes, uint64_t esize, int n, int k);
 
-/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1], chunked
- * for sharers chains moving alongside it (synth_chain_chunks). */
+/* Adds a tree carrying [offset, offset + bytes) of piece along the chain gpus[0..n-1], with
+ * `inflight` chunks in flight per edge (MC_NCCL_STEPS where NCCL's kernel runs it), chunked for
+ * sharers chains moving alongside it (synth_chain_chunks). */
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
                             uint64_t bytes, int phase, const int *gpus, int n,
-                            uint64_t chunk_bytes, int sharers, mc_err_t *err);
+                            uint64_t chunk_bytes, int sharers, int inflight, mc_err_t *err);
 
 #endif

@@ -110,7 +110,7 @@ static mc_status_t emit_broadcast(bcast_ctx_t *c, int piece, int dst_mesh, int s
             continue;
         st = synth_add_chain(c->s, c->topo, piece, offset, part, phase,
                              c->order + (size_t)(k / 2) * (size_t)(nd + 1), nd + 1,
-                             c->opts->chunk_bytes, 2, err);
+                             c->opts->chunk_bytes, 2, synth_inflight(c->opts), err);
         if (st != MC_OK)
             return st;
         offset += part;

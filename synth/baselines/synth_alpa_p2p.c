@@ -240,7 +240,8 @@ static void add_ring(p2p_ctx_t *c, uint64_t off, uint64_t len)
     if (c->st == MC_OK)
         /* every part of the ring moves at once: each hop carries nring of them */
         c->st = synth_add_chain(c->s, c->topo, c->piece, off, len, c->phase, c->ring, c->nring,
-                                c->opts->chunk_bytes, c->nring, c->err);
+                                c->opts->chunk_bytes, c->nring, synth_inflight(c->opts),
+                                c->err);
 }
 
 /* NCCL's ring all-gather inside the replicas of piece p's tile: the part replica number idx

@@ -7,8 +7,9 @@
  * the rings and their number are topo/topo_rings.c's (on a host with direct links, the rings
  * NCCL's search finds; on an NVSwitch host the mesh's order, a channel per NVLink lane; across
  * hosts a ring per channel entering each host at the GPU next to NIC c). The bytes are split
- * evenly over the channels, each pipelined in NCCL's steps (synth_chain_chunks). A yardstick,
- * not a resharding system: bench runs it only where a case asks for it. */
+ * evenly over the channels, each pipelined in NCCL's steps, 8 in flight (synth_chain_chunks,
+ * synth_inflight). A yardstick, not a resharding system: bench runs it only where a case asks
+ * for it. */
 #include <stdlib.h>
 
 #include "synth/synth_internal.h"
@@ -48,7 +49,7 @@ mc_status_t mc_synth_nccl_ring(mc_task_t *task, const mc_topo_t *topo,
             int n = mc_topo_rings_chain(r, root, p->dests, p->ndests, c, order, chain);
             if (part)
                 st = synth_add_chain(s, topo, pi, off, part, 0, chain, n, opts->chunk_bytes,
-                                     sharers, err);
+                                     sharers, synth_inflight(opts), err);
             off += part;
         }
         mc_topo_rings_free(r);

@@ -124,10 +124,11 @@ out:
 
 mc_status_t synth_add_chain(mc_sched_t *s, const mc_topo_t *topo, int piece, uint64_t offset,
                             uint64_t bytes, int phase, const int *gpus, int n,
-                            uint64_t chunk_bytes, int sharers, mc_err_t *err)
+                            uint64_t chunk_bytes, int sharers, int inflight, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int ti = mc_sched_add_tree(s, piece, offset, bytes, gpus[0], phase, 1);
+    s->trees[ti].inflight = inflight;
     for (int i = 1; i < n; i++)
         MC_CHECK_GOTO(mc_sched_add_edge(s, topo, ti, gpus[i - 1], gpus[i], err), out, st);
     s->trees[ti].nchunks = synth_chain_chunks(s, topo, ti, chunk_bytes, sharers);

@@ -9,6 +9,7 @@
 
 #include "synth/collectives/collective_internal.h"
 #include "synth/synth_internal.h"
+#include "topo/topo_chain.h"
 
 /* Most byte ranges one program may produce: beyond this the cells cut pieces too finely for
  * one tree per range. */
@@ -222,7 +223,7 @@ static mc_status_t emit_run(clower_t *L, mc_sched_t *s, const crun_t *r, const c
         relayed |= e[i].parent != t->root;
     /* A tree that forwards pipelines in NCCL-sized chunks; a direct send is one message. */
     int nchunks = synth_forced_chunks(r->len, chunk_bytes || !relayed ? chunk_bytes
-                                                                      : SYNTH_NCCL_STEP_BYTES);
+                                                                      : MC_NCCL_STEP_BYTES);
     int ti = mc_sched_add_tree(s, t->piece, r->off, r->len, t->root, phase, nchunks);
     for (int i = 0; i < t->nedges; i++) {
         mc_status_t st = mc_sched_add_edge(s, L->topo, ti, e[i].parent, e[i].child, err);

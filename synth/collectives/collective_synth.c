@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "synth/collectives/collective_internal.h"
+#include "synth/synth_internal.h"
 
 mc_status_t coll_synth(mc_task_t *task, const mc_topo_t *topo, const mc_synth_opts_t *opts,
                        const char *strategy, coll_plan_fn plan, mc_sched_t **out, mc_err_t *err)
@@ -31,6 +32,8 @@ mc_status_t coll_synth(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
             goto out;
     }
     snprintf(s->params, sizeof(s->params), "%s", params.data ? params.data : "");
+    for (int i = 0; i < s->ntrees; i++)
+        s->trees[i].inflight = synth_inflight(opts); /* NCCL's collective kernels run them */
     mc_sched_plan_rates(s, topo);
     *out = s;
     s = NULL;

@@ -48,6 +48,7 @@ expect_true "algbw_gbps" -- json_near "$TMP/two.json" algbw_gbps 1.2434718
 expect_exit 0 "executed" -- "$MESHCAST" sim --topo $topo --executed "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(dependency graph, 3 sends\), 1\.000 x the makespan, 1\.003 x the bound$' \
   "executed text"
+expect_true "one chunk in flight: no warning" -- test ! -s "$TMP/err"
 expect_exit 0 "executed, JSON" -- "$MESHCAST" sim --json --topo $topo --executed "$TMP/two-phases.xml"
 cp "$TMP/out" "$TMP/exec.json"
 expect_true "executed_s" -- json_near "$TMP/exec.json" executed_s 0.0080459
@@ -66,6 +67,15 @@ expect_exit 0 "executed on the plans' lanes" -- "$MESHCAST" sim --topo $topo --e
   "$TMP/two-phases.xml"
 expect_grep "$TMP/out" '^executed +8\.05 ms \(nccl, 1 lane, 3 sends\), 1\.000 x the makespan' \
   "--nccl text"
+
+# A baseline that models NCCL's collective kernels keeps 8 chunks in flight per edge: sim times
+# it so; the plans meshcast's runtime would execute send one at a time, which --executed says.
+expect_exit 0 "alpa-bcast schedule" -- "$MESHCAST" synth -q --strategy alpa-bcast --topo $topo \
+  --mesh 'A={x:1}@0' --mesh 'B={x:2}@[4,8]' 'f32[4194304] A[_] -> B[_]' -o "$TMP/bcast.xml"
+expect_grep "$TMP/bcast.xml" ' chunks="[0-9]*" inflight="8"' "its chains keep NCCL's 8 steps in flight"
+expect_exit 0 "executed, chunks in flight" -- "$MESHCAST" sim --topo $topo --executed "$TMP/bcast.xml"
+expect_grep "$TMP/err" 'keeps up to 8 chunks in flight per edge, as NCCL.s collective kernels do' \
+  "executed: warns that the runtime sends one chunk at a time"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"

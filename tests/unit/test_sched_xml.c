@@ -40,9 +40,11 @@ static void test_round_trip(void **state)
     s->workspace = 64;
     snprintf(s->params, sizeof s->params, "chunks=3 note=\"a<b\"");
     s->trees[1].phase = 1;
+    s->trees[1].inflight = 8;
     s->nphases = 2;
     mc_sched_plan_rates(s, fx->topo);
     char *xml = mc_sched_to_xml(s, fx->topo);
+    assert_non_null(strstr(xml, "chunks=\"3\" inflight=\"8\""));
     assert_non_null(strstr(xml, "route=\"h0/GPU0 sw0 h0/GPU2\""));
     assert_non_null(strstr(xml, "A[_,_] -&gt; B[x,_]"));
     assert_non_null(strstr(xml, "params=\"chunks=3 note=&quot;a&lt;b&quot;\""));
@@ -53,6 +55,8 @@ static void test_round_trip(void **state)
     assert_int_equal(back->ntrees, 2);
     assert_int_equal(back->nphases, 2);
     assert_int_equal(back->trees[1].nchunks, 3);
+    assert_int_equal(back->trees[1].inflight, 8);
+    assert_int_equal(back->trees[0].inflight, 1);
     assert_int_equal(back->trees[1].edges[0].nlinks, 2);
     assert_int_equal(back->trees[1].edges[0].links[1], mc_topo_find_link(fx->topo, FX_SW, 3));
     assert_true(back->trees[0].rate == s->trees[0].rate);
@@ -179,6 +183,8 @@ static void test_malformed(void **state)
     } cases[] = {
         {" root=\"0\"", "", MC_ERR_PARSE, "s.xml:"},                      /* schema */
         {"chunks=\"1\"", "chunks=\"0\"", MC_ERR_PARSE, "s.xml:"},          /* schema: >= 1 */
+        {"chunks=\"1\"", "chunks=\"1\" inflight=\"0\"", MC_ERR_PARSE, "s.xml:"},
+        {"chunks=\"1\"", "chunks=\"1\" inflight=\"65\"", MC_ERR_PARSE, "s.xml:"},
         {"root=\"0\"", "root=\"9\"", MC_ERR_INVALID, "root between 0 and 3"},
         {"chunks=\"1\"", "chunks=\"16777217\"", MC_ERR_INVALID, "chunks between 1 and 16777216"},
         {"parent=\"0\"", "parent=\"-1\"", MC_ERR_PARSE, "s.xml:"},

@@ -168,6 +168,42 @@ static void test_pipelined_chain(void **state)
     mc_topo_free(t);
 }
 
+/* Chunks in flight: a chunk's message overhead overlaps the bytes of the chunks before it. With
+ * two in flight and the overhead d below a chunk's time s, edge i's chunk k ends at
+ * (i + 1) d + (i + 1 + k) s, so the chain takes h d + (h + c - 1) s; with one, (h + c - 1)(d + s).
+ * With the overhead above a chunk's time the window binds: one hop (h = 1), four chunks, two in
+ * flight: chunks 0 and 1 move after the first overhead, chunk 2's overhead starts when chunk 0
+ * is through and chunk 3's when chunk 1 is, so the last ends at 2d + 3s; with one, 4 (d + s). */
+static void test_chunks_in_flight(void **state)
+{
+    const int h = 3, c = 4;
+    const double S = 8e6, d = mc_topo_alpha(MC_LINK_NVL) + L, s1 = S / c / B;
+    mc_topo_t *t;
+    mc_sched_t *s = chain(h, c, S, &t);
+    mc_sim_result_t res;
+    s->trees[0].inflight = 2;
+    assert_true(d < s1);
+    assert_close(run(s, t, &res), h * d + (h + c - 1) * s1);
+    mc_sim_result_free(&res);
+    s->trees[0].inflight = 8;
+    assert_close(run(s, t, &res), h * d + (h + c - 1) * s1);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+
+    const double small = 1e5, s2 = small / c / B;
+    s = chain(1, c, small, &t);
+    assert_true(d > s2);
+    s->trees[0].inflight = 2;
+    assert_close(run(s, t, &res), 2 * d + 3 * s2);
+    mc_sim_result_free(&res);
+    s->trees[0].inflight = 1;
+    assert_close(run(s, t, &res), c * (d + s2));
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+}
+
 /* GPUs 0..n-1 each send to GPU n through switch sw0 (node n+1); the sw0 -> GPU n link is shared. */
 static mc_topo_t *topo_incast(int n, const double *up_bw)
 {
@@ -772,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_connection_limit_shares),
         cmocka_unit_test(test_pipelined_chain),
+        cmocka_unit_test(test_chunks_in_flight),
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_three_flows_share_a_link),
         cmocka_unit_test(test_bounded_work),

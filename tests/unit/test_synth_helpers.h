@@ -16,7 +16,9 @@
 #include "sim/sim.h"
 #include "synth/synth.h"
 
-/* The meshcast schedule of task under an rlimit (budget out of reach), in *out. */
+/* The meshcast schedule of task under an rlimit (budget out of reach), in *out. Whatever form it
+ * takes (its trees, NCCL's rings, a baseline's plan), every tree keeps one chunk in flight, as
+ * meshcast's runtime sends them. */
 static inline void synth_rlimit(const mc_topo_t *topo, mc_task_t *task, mc_sched_t **out)
 {
     mc_synth_opts_t opts = MC_SYNTH_OPTS_DEFAULT;
@@ -25,6 +27,10 @@ static inline void synth_rlimit(const mc_topo_t *topo, mc_task_t *task, mc_sched
     opts.budget_s = 1000;
     if (mc_synth_meshcast(task, topo, &opts, out, &err) != MC_OK)
         fail_msg("%s", err.msg);
+    for (int t = 0; t < (*out)->ntrees; t++)
+        if ((*out)->trees[t].inflight != 1)
+            fail_msg("tree %d of plan %s keeps %d chunks in flight", t, (*out)->params,
+                     (*out)->trees[t].inflight);
 }
 
 /* Synthesizes task under an rlimit (synth_rlimit); checks the schedule valid and never below the
