@@ -98,12 +98,13 @@ int mc_py_sched_ntrees(const mc_sched_t *s)
     return s->ntrees;
 }
 
-/* Tree t: out = {piece, offset, bytes, root, phase, chunks, edges}; returns its planned rate. */
-double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[7])
+/* Tree t: out = {piece, offset, bytes, root, phase, chunks, edges, inflight}; returns its planned
+ * rate. */
+double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[8])
 {
     const mc_tree_t *tr = &s->trees[t];
-    int64_t v[7] = {tr->piece, (int64_t)tr->offset, (int64_t)tr->bytes, tr->root, tr->phase,
-                    tr->nchunks, tr->nedges};
+    int64_t v[8] = {tr->piece, (int64_t)tr->offset, (int64_t)tr->bytes, tr->root, tr->phase,
+                    tr->nchunks, tr->nedges, tr->inflight};
     memcpy(out, v, sizeof v);
     return tr->rate;
 }

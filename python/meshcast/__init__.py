@@ -250,7 +250,9 @@ class Edge:
 @dataclass(frozen=True)
 class Tree:
     """A byte range [offset, offset+bytes) of one piece moving from root down edges, in a phase,
-    pipelined in chunks (rate: planned bytes/s per edge, 0 when the tree owns its links)."""
+    pipelined in chunks, inflight of them in flight per edge (8 where the tree models NCCL's
+    collective kernels, 1 for meshcast's runtime); rate: planned bytes/s per edge, 0 when the
+    tree owns its links."""
     piece: int
     offset: int
     bytes: int
@@ -259,6 +261,7 @@ class Tree:
     chunks: int
     rate: float
     edges: Tuple[Edge, ...]
+    inflight: int = 1
 
 
 class Schedule:
@@ -317,7 +320,7 @@ class Schedule:
         templates' trees renamed, docs/schedule-format.md) follow the trees it lists."""
         if self._trees is None:
             trees = []
-            v = ffi.new("int64_t[7]")
+            v = ffi.new("int64_t[8]")
             ev = ffi.new("int[3]")
             for i in range(lib.mc_py_sched_ntrees(self._ptr)):
                 rate = lib.mc_py_sched_tree(self._ptr, i, v)
@@ -326,7 +329,7 @@ class Schedule:
                     route = _text(lib.mc_py_sched_edge(self._ptr, self._topo._ptr, i, e, ev))
                     edges.append(Edge(int(ev[0]), int(ev[1]), tuple(route.split()), int(ev[2])))
                 trees.append(Tree(int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                                  int(v[5]), float(rate), tuple(edges)))
+                                  int(v[5]), float(rate), tuple(edges), int(v[7])))
             self._trees = trees
         return self._trees
 

@@ -114,6 +114,9 @@ def test_synth_schedule(paper, case1):
 def test_synth_options_and_errors(paper, case1):
     s = meshcast.synth(case1, paper, strategy="p2p", chunk="64M")
     assert [t.chunks for t in s.trees] == [16] * 8    # 1 GiB to each of 8 GPUs, 64 MiB chunks
+    assert {t.inflight for t in s.trees} == {1}       # one message each: nothing to overlap
+    b = meshcast.synth(case1, paper, strategy="alpa-bcast")
+    assert {t.inflight for t in b.trees} == {8}       # NCCL's ring broadcast: its 8 steps
     with pytest.raises(meshcast.MeshcastError) as e:
         meshcast.synth(case1, paper, strategy="nope")
     assert str(e.value) == "unknown strategy 'nope'" and e.value.status == -5
