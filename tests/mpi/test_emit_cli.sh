@@ -30,6 +30,15 @@ expect_exit 1 "--check edited" -- "$MESHCAST" emit -q --topo "$TOPO" --check "$T
 expect_grep "$TMP/err" "stage1.cu: differs from what the schedule generates" "--check edited: names the file"
 expect_exit 1 "--check other name" -- "$MESHCAST" emit -q --topo "$TOPO" --check "$TMP/e1" "$s"
 expect_grep "$TMP/err" "case1.alpa-bcast.h: missing|case1\.[a-z0-9-]+\.h: missing|: missing" "--check missing: names the file"
+# A baseline that models NCCL's kernels keeps 8 chunks in flight; the emitted plans send one at a
+# time, and emit says so (a schedule of one chunk in flight gets no such warning).
+expect_exit 0 "emit: one chunk in flight" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e5"
+expect_true "emit: no warning" -- test ! -s "$TMP/err"
+b=$(printf '%s\n' "${all[@]}" | grep 'alpa-bcast\.xml$' | head -1)
+if [ -n "$b" ]; then
+  expect_exit 0 "emit: chunks in flight" -- "$MESHCAST" emit -q --topo "$TOPO" "$b" -o "$TMP/e4"
+  expect_grep "$TMP/err" "keeps up to 8 chunks in flight per edge" "emit: warns the runtime sends one at a time"
+fi
 expect_exit 0 "--standalone" -- "$MESHCAST" emit -q --topo "$TOPO" "$s" -o "$TMP/e3" --standalone --name x
 expect_true "--standalone: runtime sources" -- test -f "$TMP/e3/runtime.h" -a -f "$TMP/e3/plan.c" \
   -a -f "$TMP/e3/cuda_exec.cu" -a -f "$TMP/e3/copy_kernel.cuh" -a -f "$TMP/e3/rt_internal.h" \
