@@ -98,6 +98,7 @@ mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const ch
     {"rlimit", required_argument, NULL, (id)},           \
     {"memory-limit", required_argument, NULL, (id)},     \
     {"chunk", required_argument, NULL, (id)},            \
+    {"in-flight", required_argument, NULL, (id)},        \
     {"sim-work", required_argument, NULL, (id)}
 /* Sets the synthesis option of long name `name` (one of CLI_SYNTH_LONG_OPTIONS) to arg; prints a
  * usage error naming cmd and returns 2 when the value is bad, else 0. */

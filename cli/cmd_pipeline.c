@@ -28,7 +28,7 @@ static void usage(FILE *out)
             "  --strategy NAME      resharding strategy (default meshcast; meshcast synth --help\n"
             "                       lists them)\n"
             "  --order ORDER        1f1b, eager-1f1b or both (default both)\n"
-            "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES\n"
+            "  --budget S, --rlimit N, --memory-limit BYTES, --chunk BYTES, --in-flight N\n"
             "                       synthesis options, as for meshcast synth\n"
             "  --json               print JSON\n"
             "  --timeline OUT.svg   draw a compute and a communication lane per stage\n"

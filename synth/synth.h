@@ -27,11 +27,12 @@ typedef struct mc_synth_opts {
                              * that the caller's simulation of the schedule it returns is
                              * answered from the memo when the referee ran that very schedule to
                              * the end: the same outcome, not simulated twice */
-    int one_in_flight;      /* 1: the schedule is for meshcast's runtime, which sends a chunk once
-                             * the one before it is through: every tree keeps one chunk in flight
-                             * and chains are chunked for that. 0: the strategies that model
-                             * NCCL's collective kernels keep NCCL's 8 (docs/schedule-format.md,
-                             * `inflight`) */
+    int inflight;           /* chunks in flight per edge of the trees of the strategies that model
+                             * NCCL's collective kernels, chains chunked for it
+                             * (docs/schedule-format.md, `inflight`): 0 (the default) NCCL's 8;
+                             * 1 as meshcast's runtime sends them (a chunk once the one before it
+                             * is through), which the meshcast strategy uses for the baselines'
+                             * plans it races. The meshcast strategy's own trees keep 1 */
 } mc_synth_opts_t;
 
 #define MC_SYNTH_OPTS_DEFAULT {0, 0, 0, 0, 0, MC_SIM_REPORT_WORK, NULL, 0}
@@ -44,8 +45,9 @@ typedef struct mc_synth_opts {
 double mc_synth_budget_s(const mc_synth_opts_t *o);
 
 /* Sets one option from its command-line text: key is "budget" (seconds), "rlimit",
- * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T), "sim-work". Bad values
- * are MC_ERR_USAGE with a message naming the option. */
+ * "memory-limit" or "chunk" (bytes, with an optional 1024-based suffix K, M, G, T), "in-flight"
+ * (1 to MC_SCHED_MAX_INFLIGHT), "sim-work". Bad values are MC_ERR_USAGE with a message naming
+ * the option. */
 mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *value,
                               mc_err_t *err);
 

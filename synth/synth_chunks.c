@@ -10,7 +10,7 @@
 
 int synth_inflight(const mc_synth_opts_t *opts)
 {
-    return opts->one_in_flight ? 1 : MC_NCCL_STEPS;
+    return opts->inflight > 0 ? opts->inflight : MC_NCCL_STEPS;
 }
 
 int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes)

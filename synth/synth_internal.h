@@ -72,7 +72,7 @@ void synth_box_runs(const mc_box_t *box, const mc_box_t *sub, int nd, uint64_t e
 int synth_chain_chunks(const mc_sched_t *s, const mc_topo_t *topo, int ti, uint64_t chunk_bytes,
                        int sharers);
 /* Chunks in flight per edge of a tree that models NCCL's collective kernels: NCCL's
- * MC_NCCL_STEPS, or 1 where the schedule is for meshcast's runtime (opts->one_in_flight). */
+ * MC_NCCL_STEPS unless opts->inflight says otherwise (1: for meshcast's runtime). */
 int synth_inflight(const mc_synth_opts_t *opts);
 /* ceil(bytes / chunk_bytes) clamped to [1, SYNTH_MAX_CHUNKS]. */
 int synth_forced_chunks(uint64_t bytes, uint64_t chunk_bytes);

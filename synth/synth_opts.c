@@ -53,6 +53,12 @@ mc_status_t mc_synth_opts_set(mc_synth_opts_t *o, const char *key, const char *v
         if (parse_bytes(value, &o->chunk_bytes) || !o->chunk_bytes)
             return mc_err_set(err, MC_ERR_USAGE, "--chunk: expected bytes > 0 (suffix K, M, G, "
                               "T), got '%s'", value);
+    } else if (!strcmp(key, "in-flight")) {
+        int64_t n;
+        if (mc_parse_i64(value, &n) || n < 1 || n > MC_SCHED_MAX_INFLIGHT)
+            return mc_err_set(err, MC_ERR_USAGE, "--in-flight: expected chunks in flight between 1 "
+                              "and %d, got '%s'", MC_SCHED_MAX_INFLIGHT, value);
+        o->inflight = (int)n;
     } else if (!strcmp(key, "sim-work")) {
         uint64_t w;
         if (mc_parse_u64(value, &w) || w > INT64_MAX)

@@ -358,7 +358,8 @@ def synth(task: Task, topo: Topology, strategy: str = "meshcast",
     """Synthesizes a schedule with a strategy (p2p, p2p-lb, alpa-bcast, xla, collectives,
     meshcast) and validates it. Options are those of ``meshcast synth``: budget (seconds),
     rlimit (Z3 resources, for reproducible results), memory_limit and chunk (bytes, suffixes K,
-    M, G allowed)."""
+    M, G allowed), in_flight (chunks in flight per edge for the strategies that model NCCL's
+    kernels: 8 by default, 1 to run the schedule with meshcast's runtime)."""
     keys = [ffi.new("char[]", k.replace("_", "-").encode()) for k in opts]
     vals = [ffi.new("char[]", str(v).encode()) for v in opts.values()]
     out = ffi.new("mc_sched_t **")

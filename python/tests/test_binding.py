@@ -117,6 +117,9 @@ def test_synth_options_and_errors(paper, case1):
     assert {t.inflight for t in s.trees} == {1}       # one message each: nothing to overlap
     b = meshcast.synth(case1, paper, strategy="alpa-bcast")
     assert {t.inflight for t in b.trees} == {8}       # NCCL's ring broadcast: its 8 steps
+    r = meshcast.synth(case1, paper, strategy="alpa-bcast", in_flight=1)
+    assert {t.inflight for t in r.trees} == {1}       # chunked for meshcast's runtime: fewer
+    assert sum(t.chunks for t in r.trees) < sum(t.chunks for t in b.trees)
     with pytest.raises(meshcast.MeshcastError) as e:
         meshcast.synth(case1, paper, strategy="nope")
     assert str(e.value) == "unknown strategy 'nope'" and e.value.status == -5

@@ -26,7 +26,7 @@ static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synt
     mc_sim_result_t sim = {0};
     mc_err_t ignored = {0};
     o.memory_limit = 0; /* judged below, against the trees' own peak */
-    o.one_in_flight = 1; /* meshcast's runtime is to run it */
+    o.inflight = 1; /* meshcast's runtime is to run it */
     if (synth(task, topo, &o, &c, &ignored) != MC_OK)
         return MC_OK; /* not a task of that kind: the trees stay */
     /* with no memory bound, only a faster form replaces *s: past *t it cannot be (its makespan

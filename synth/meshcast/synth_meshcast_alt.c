@@ -301,7 +301,7 @@ static mc_status_t ring_alt(const run_t *r, const mc_sched_t *winner, const void
     (void)min_chunk;
     mc_err_t ignored = {0};
     mc_synth_opts_t o = *r->opts;
-    o.one_in_flight = 1;
+    o.inflight = 1;
     *out = NULL;
     if (mc_synth_nccl_ring(r->task, r->topo, &o, out, &ignored) != MC_OK)
         return MC_OK; /* a task the ring does not take (several consumers) */

@@ -76,6 +76,17 @@ expect_grep "$TMP/bcast.xml" ' chunks="[0-9]*" inflight="8"' "its chains keep NC
 expect_exit 0 "executed, chunks in flight" -- "$MESHCAST" sim --topo $topo --executed "$TMP/bcast.xml"
 expect_grep "$TMP/err" 'keeps up to 8 chunks in flight per edge, as NCCL.s collective kernels do' \
   "executed: warns that the runtime sends one chunk at a time"
+# --in-flight 1 chunks the same baseline for meshcast's runtime: its plans then run as timed.
+expect_exit 0 "alpa-bcast for the runtime" -- "$MESHCAST" synth -q --strategy alpa-bcast --topo $topo \
+  --in-flight 1 --mesh 'A={x:1}@0' --mesh 'B={x:2}@[4,8]' 'f32[4194304] A[_] -> B[_]' \
+  -o "$TMP/bcast1.xml"
+expect_true "no inflight attribute" -- test -z "$(grep -l 'inflight=' "$TMP/bcast1.xml")"
+expect_exit 0 "executed, one in flight" -- "$MESHCAST" sim --topo $topo --executed "$TMP/bcast1.xml"
+expect_grep "$TMP/out" '^executed .*, 1\.000 x the makespan' "its plans run as it is timed"
+expect_true "no warning" -- test ! -s "$TMP/err"
+expect_exit 2 "--in-flight 0" -- "$MESHCAST" synth -q --strategy alpa-bcast --topo $topo \
+  --in-flight 0 --mesh 'A={x:1}@0' --mesh 'B={x:2}@[4,8]' 'f32[4194304] A[_] -> B[_]'
+expect_grep "$TMP/err" '--in-flight: expected chunks in flight between 1 and 64' "--in-flight 0: says why"
 
 expect_exit 0 "shared NIC" -- "$MESHCAST" sim --json --topo $topo "$TMP/shared.xml"
 cp "$TMP/out" "$TMP/shared.json"
