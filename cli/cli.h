@@ -72,9 +72,10 @@ int cli_topo_option(const char *cmd, int opt, const char *arg);
  * the simulator times it. */
 void cli_warn_inflight(const mc_sched_t *s, const char *path);
 
-/* The check emit and run make first (and cli_warn_inflight): the schedule's violations (as meshcast validate finds
- * them) go to stderr, and it is refused (MC_ERR_INVALID) unless force, which only warns (and
- * says so when the schedule was made for another topology, which only force loads). */
+/* The check emit and run make first (and cli_warn_inflight): the schedule's violations (as
+ * meshcast validate finds them) go to stderr, and it is refused (MC_ERR_INVALID) unless force,
+ * which only warns (and says so when the schedule was made for another topology, which only
+ * force loads). */
 mc_status_t cli_check_sched(const mc_sched_t *s, const mc_topo_t *topo, const char *path,
                             int force, mc_err_t *err);
 

@@ -7,9 +7,9 @@
 #include "topo/topo_chain.h"
 
 /* What the strategies' schedules are cut into, as their synthesizers cut them: meshcast's smallest
- * chunk (MC_MIN_CHUNK_BYTES, NCCL's network P2P chunk), NCCL's Simple step (alpa-bcast's chains,
- * MC_NCCL_STEP_BYTES), meshcast's most channels per tree (MC_CHANNELS_MAX) and the units it splits a piece into, whole
- * ones per tree (MC_PIECE_UNITS), all in synth/meshcast/. */
+ * chunk (MC_MIN_CHUNK_BYTES, NCCL's network P2P chunk), meshcast's most channels per tree
+ * (MC_CHANNELS_MAX) and the units it splits a piece into, whole ones per tree (MC_PIECE_UNITS),
+ * all in synth/meshcast/; NCCL's Simple step (alpa-bcast's chains) is MC_NCCL_STEP_BYTES. */
 #define COST_MESHCAST_CHUNK (128.0 * 1024)
 #define COST_CHANNELS_MAX 8
 #define COST_PIECE_UNITS 32
