@@ -578,9 +578,8 @@ static double chains_time(mc_cost_topo_t *ct, int *chunks)
             sum += hop;
             /* after the first chunk, staggered channels wait out each other's delays, and the
              * chunks in flight overlap them (mc_chain_time) */
-            double bytes = own / ch->chunks;
-            step = fmax(step, fmax(bytes, (ct->times[j].delay / ch->overlap + bytes) /
-                                              ch->inflight));
+            double one = own / ch->chunks; /* a chunk's time on the hop */
+            step = fmax(step, fmax(one, (ct->times[j].delay / ch->overlap + one) / ch->inflight));
             if (ct->times[j].pace > pace) {
                 pace = ct->times[j].pace;
                 slow = hop;

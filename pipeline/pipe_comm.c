@@ -106,9 +106,7 @@ static mc_sched_t *moved_schedule(const mc_sched_t *from, mc_task_t *task, const
     for (int i = 0; i < from->ntrees && ok; i++) {
         const mc_tree_t *t = &from->trees[i];
         int root = moved_gpu(from->task, task, t->root);
-        int ti = mc_sched_add_tree(s, t->piece, t->offset, t->bytes, root, t->phase, t->nchunks);
-        s->trees[ti].rate = t->rate;
-        s->trees[ti].inflight = t->inflight;
+        int ti = mc_sched_add_tree_like(s, t, t->piece, root);
         ok = root >= 0;
         for (int k = 0; k < t->nedges && ok; k++) {
             mc_route_t now;

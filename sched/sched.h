@@ -98,6 +98,10 @@ mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int 
  * parent, route->dst_gpu the child). */
 mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *route, mc_err_t *err);
 
+/* Adds a tree like `like` (its range, phase, chunks, chunks in flight and rate; no edges) for
+ * piece and root; like may be a tree of s. Returns its index. */
+int mc_sched_add_tree_like(mc_sched_t *s, const mc_tree_t *like, int piece, int root);
+
 /* The most chunks any tree of s keeps in flight per edge (1 for an empty schedule): above 1,
  * the schedule models NCCL's collective kernels, which meshcast's runtime does not reproduce. */
 int mc_sched_inflight(const mc_sched_t *s);

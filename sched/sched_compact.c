@@ -184,10 +184,7 @@ mc_sched_t *mc_sched_sym_expanded(const mc_sched_t *s, const mc_topo_t *topo)
     }
     for (int t = 0; t < s->ntrees; t++) {
         const mc_tree_t *tr = &s->trees[t];
-        int ti = mc_sched_add_tree(x, tr->piece, tr->offset, tr->bytes, tr->root, tr->phase,
-                                   tr->nchunks);
-        x->trees[ti].rate = tr->rate;
-        x->trees[ti].inflight = tr->inflight;
+        int ti = mc_sched_add_tree_like(x, tr, tr->piece, tr->root);
         x->trees[ti].edges = mc_xmalloc(sizeof(mc_tree_edge_t) * (size_t)(tr->nedges + 1));
         x->trees[ti].edge_cap = tr->nedges + 1;
         x->trees[ti].nedges = tr->nedges;

@@ -101,6 +101,15 @@ mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int 
     return MC_OK;
 }
 
+int mc_sched_add_tree_like(mc_sched_t *s, const mc_tree_t *like, int piece, int root)
+{
+    mc_tree_t t = *like; /* adding may move s's trees */
+    int ti = mc_sched_add_tree(s, piece, t.offset, t.bytes, root, t.phase, t.nchunks);
+    s->trees[ti].rate = t.rate;
+    s->trees[ti].inflight = t.inflight;
+    return ti;
+}
+
 int mc_sched_inflight(const mc_sched_t *s)
 {
     int most = 1;

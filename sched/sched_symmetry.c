@@ -302,11 +302,8 @@ mc_status_t mc_sched_sym_expand(mc_sched_t *s, const mc_topo_t *topo, const int 
                             where, topo->nodes[nodes[local[topo->gpu_node[tr->root]]]].name);
             break;
         }
-        int ti = mc_sched_add_tree(s, pieces[i], tr->offset, tr->bytes, root, tr->phase,
-                                   tr->nchunks);
+        int ti = mc_sched_add_tree_like(s, tr, pieces[i], root);
         tr = &s->trees[tmpl[i]]; /* adding may move the trees */
-        s->trees[ti].rate = tr->rate;
-        s->trees[ti].inflight = tr->inflight;
         for (int e = 0; e < tr->nedges && st == MC_OK; e++) {
             const mc_tree_edge_t *ed = &tr->edges[e];
             mc_route_t rt = {.nlinks = ed->nlinks, .via_gpu = -1};
