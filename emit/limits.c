@@ -33,6 +33,6 @@ mc_status_t mc_emit_check_size(const mc_sched_t *s, const char *name, mc_err_t *
                       "most %" PRIu64 " (%u, plus one per %u bytes the task delivers: %" PRIu64
                       "): use fewer, larger chunks",
                       name, total, worst_tree, t->nchunks,
-                      (t->bytes + (uint64_t)t->nchunks - 1) / (uint64_t)t->nchunks, t->nedges,
+                      mc_tree_chunk_max(t), t->nedges,
                       limit, EMIT_FLOOR_TRANSFERS, EMIT_BYTES_PER_TRANSFER, bytes);
 }

@@ -150,14 +150,6 @@ typedef struct place {
  * end, so slots refer to box -2 until then. */
 #define WS_BOX (-2)
 
-/* The largest chunk of a tree: the size of one staging slot. */
-static uint64_t slot_bytes(const mc_tree_t *tr)
-{
-    uint64_t off, len;
-    mc_tree_chunk(tr, 0, &off, &len);
-    return len;
-}
-
 static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, int depth,
                               int has_children, place_t *pl, mc_err_t *err)
 {
@@ -198,7 +190,7 @@ static mc_status_t place_node(lower_t *L, const mc_tree_t *tr, int ti, int gpu, 
     else
         pl->nslots = (depth == 0 || has_children) && tr->nchunks > 1 ? 2 : 1;
     pl->ws_off = rb->ws_phase;
-    rb->ws_phase += pl->whole ? tr->bytes : slot_bytes(tr) * pl->nslots;
+    rb->ws_phase += pl->whole ? tr->bytes : mc_tree_chunk_max(tr) * pl->nslots;
     return MC_OK;
 }
 
@@ -213,7 +205,7 @@ static mc_rt_ref_t chunk_ref(const place_t *pl, const mc_tree_t *tr, int c)
     } else {
         r.box = WS_BOX;
         r.off = pl->ws_off;
-        r.off += pl->whole ? off : (uint64_t)(c % pl->nslots) * slot_bytes(tr);
+        r.off += pl->whole ? off : (uint64_t)(c % pl->nslots) * mc_tree_chunk_max(tr);
     }
     return r;
 }
@@ -616,7 +608,7 @@ static void order_phase(lower_t *L, link_order_t *o, int ph, uint32_t step)
  * pace, never correctness (both sides of a message take the tree's lane). Never 0. */
 static uint64_t tree_pace(const mc_tree_t *tr)
 {
-    uint64_t rate, h = mc_hash_step(MC_HASH_SEED, slot_bytes(tr));
+    uint64_t rate, h = mc_hash_step(MC_HASH_SEED, mc_tree_chunk_max(tr));
     memcpy(&rate, &tr->rate, sizeof rate);
     h = mc_hash_step(h, rate);
     for (int e = 0; tr->rate <= 0 && e < tr->nedges; e++)
@@ -642,7 +634,7 @@ static double edge_bw(const mc_tree_edge_t *ed, const mc_topo_t *topo)
 static uint64_t edge_pace(const mc_tree_t *tr, const mc_tree_edge_t *ed, const mc_topo_t *topo)
 {
     double bw = edge_bw(ed, topo);
-    int64_t v[3] = {(int64_t)slot_bytes(tr), 0, 0};
+    int64_t v[3] = {(int64_t)mc_tree_chunk_max(tr), 0, 0};
     memcpy(&v[1], &tr->rate, sizeof v[1]);
     memcpy(&v[2], &bw, sizeof v[2]);
     uint64_t h = mc_hash_words(v, 3);
@@ -676,7 +668,7 @@ static uint64_t tree_bottleneck(const mc_tree_t *tr, const mc_topo_t *topo, cons
             if (k >= 0 && k < topo->nlinks && (best < 0 || load[k] > load[best]))
                 best = k;
         }
-    int64_t v[2] = {(int64_t)slot_bytes(tr), (uint32_t)best};
+    int64_t v[2] = {(int64_t)mc_tree_chunk_max(tr), (uint32_t)best};
     uint64_t h = mc_hash_words(v, 2);
     return h ? h : 1;
 }

@@ -24,13 +24,18 @@ typedef struct mc_tree_edge {
 #define MC_SCHED_MAX_CHUNKS (1 << 24)
 /* The most chunks an edge may keep in flight (NCCL keeps 8). */
 #define MC_SCHED_MAX_INFLIGHT 64
+/* The longest ramp of a tree's chunks (mc_tree_chunk): its end chunks 1/256 of its middle ones. */
+#define MC_SCHED_MAX_RAMP 8
 
 typedef struct mc_tree {
     int piece;              /* index into task->pieces */
     uint64_t offset, bytes; /* byte range of the piece's row-major linearization */
     int root;               /* GPU sending it: a holder, or a GPU that received it earlier */
     int phase;              /* 0-based */
-    int nchunks;            /* >= 1: the range moves in this many equal chunks, pipelined */
+    int nchunks;            /* >= 1: the range moves in this many chunks, pipelined */
+    int ramp;               /* 0: equal chunks; r >= 1: the first and last r chunks smaller,
+                             * halving towards each end (mc_tree_chunk), so that the pipeline
+                             * fills and drains in small chunks */
     int inflight;           /* >= 1: chunks an edge keeps in flight: a chunk's message overhead
                              * overlaps the bytes of the inflight - 1 chunks before it. NCCL's
                              * collective kernels keep NCCL_STEPS (8); meshcast's runtime sends a
@@ -98,17 +103,26 @@ mc_status_t mc_sched_add_edge(mc_sched_t *s, const mc_topo_t *topo, int ti, int 
  * parent, route->dst_gpu the child). */
 mc_status_t mc_sched_add_edge_route(mc_sched_t *s, int ti, const mc_route_t *route, mc_err_t *err);
 
-/* Adds a tree like `like` (its range, phase, chunks, chunks in flight and rate; no edges) for
- * piece and root; like may be a tree of s. Returns its index. */
+/* Adds a tree like `like` (its range, phase, chunks, their ramp, chunks in flight and rate; no
+ * edges) for piece and root; like may be a tree of s. Returns its index. */
 int mc_sched_add_tree_like(mc_sched_t *s, const mc_tree_t *like, int piece, int root);
 
 /* The most chunks any tree of s keeps in flight per edge (1 for an empty schedule): above 1,
  * the schedule models NCCL's collective kernels, which meshcast's runtime does not reproduce. */
 int mc_sched_inflight(const mc_sched_t *s);
 
-/* Chunk k of a tree: the range is cut into nchunks chunks of ceil(bytes / nchunks) bytes, the last
- * one shorter; *off is relative to the tree's offset. */
+/* Chunk k of a tree; *off is relative to the tree's offset. Without a ramp the range is cut into
+ * nchunks chunks of ceil(bytes / nchunks) bytes, the last one shorter. With ramp r, chunk k of n
+ * weighs w(k) = 2^(min(k, r) + min(n - 1 - k, r)) (the middle ones 4^r, each step towards an end
+ * half the one before) and chunk k starts at floor(bytes x W(k) / W(n)), W(k) the weight of
+ * chunks 0 .. k-1. */
 void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len);
+/* What a staging slot must hold: the largest chunk of the tree (with a ramp, its middle chunks'
+ * share rounded up, which no chunk exceeds). O(ramp). */
+uint64_t mc_tree_chunk_max(const mc_tree_t *t);
+/* Whether every chunk of the tree has a byte: without a ramp, the last one; with one, the end
+ * chunks' share bytes x w(0) / W(n) is at least a byte, so every floor difference is. */
+int mc_tree_chunks_nonempty(const mc_tree_t *t);
 
 /* The time the busiest link needs at its full bandwidth for all the bytes crossing it, in every
  * phase: a lower bound on the simulated makespan, since the simulator never runs a link above its

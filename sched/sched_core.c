@@ -107,6 +107,7 @@ int mc_sched_add_tree_like(mc_sched_t *s, const mc_tree_t *like, int piece, int 
     int ti = mc_sched_add_tree(s, piece, t.offset, t.bytes, root, t.phase, t.nchunks);
     s->trees[ti].rate = t.rate;
     s->trees[ti].inflight = t.inflight;
+    s->trees[ti].ramp = t.ramp;
     return ti;
 }
 
@@ -118,11 +119,78 @@ int mc_sched_inflight(const mc_sched_t *s)
     return most;
 }
 
+static int imin(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+/* The ramp's weight of chunk k of n (mc_tree_chunk). */
+static uint64_t ramp_weight(int k, int n, int r)
+{
+    return (uint64_t)1 << (imin(k, r) + imin(n - 1 - k, r));
+}
+
+/* W(k): the weight of chunks 0 .. k-1, in O(r): the middle chunks (r <= j < n - r) weigh 4^r
+ * each, the others are summed one by one. */
+static uint64_t ramp_prefix(int k, int n, int r)
+{
+    uint64_t w = 0;
+    int middle = imin(k, n - r) - r;
+    for (int j = 0; j < imin(k, r); j++)
+        w += ramp_weight(j, n, r);
+    if (middle > 0)
+        w += (uint64_t)middle << (2 * r);
+    for (int j = r > n - r ? r : n - r; j < k; j++)
+        w += ramp_weight(j, n, r);
+    return w;
+}
+
+static uint64_t ramp_start(const mc_tree_t *t, int k, int n)
+{
+    if (k >= n)
+        return t->bytes;
+    return (uint64_t)((unsigned __int128)t->bytes * ramp_prefix(k, n, t->ramp) /
+                      ramp_prefix(n, n, t->ramp));
+}
+
 void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len)
 {
-    uint64_t n = t->nchunks > 0 ? (uint64_t)t->nchunks : 1;
+    int nc = t->nchunks > 0 ? t->nchunks : 1;
+    if (t->ramp > 0) {
+        *off = ramp_start(t, k, nc);
+        *len = ramp_start(t, k + 1, nc) - *off;
+        return;
+    }
+    uint64_t n = (uint64_t)nc;
     uint64_t size = (t->bytes + n - 1) / n;
     uint64_t lo = size * (uint64_t)k;
     *off = lo < t->bytes ? lo : t->bytes;
     *len = lo < t->bytes ? (t->bytes - lo < size ? t->bytes - lo : size) : 0;
+}
+
+uint64_t mc_tree_chunk_max(const mc_tree_t *t)
+{
+    uint64_t off, len;
+    int n = t->nchunks > 0 ? t->nchunks : 1;
+    if (t->ramp <= 0) {
+        mc_tree_chunk(t, 0, &off, &len);
+        return len;
+    }
+    /* chunk k has floor(x + bytes w(k) / W(n)) - floor(x) <= ceil(bytes w(k) / W(n)) bytes, and
+     * the heaviest chunk weighs 2^min(n - 1, 2r) */
+    unsigned __int128 w = (uint64_t)1 << imin(n - 1, 2 * t->ramp), all = ramp_prefix(n, n, t->ramp);
+    return (uint64_t)(((unsigned __int128)t->bytes * w + all - 1) / all);
+}
+
+int mc_tree_chunks_nonempty(const mc_tree_t *t)
+{
+    uint64_t off, len;
+    if (t->nchunks < 1)
+        return 0;
+    if (t->ramp <= 0) {
+        mc_tree_chunk(t, t->nchunks - 1, &off, &len);
+        return len > 0;
+    }
+    return (unsigned __int128)t->bytes * ramp_weight(0, t->nchunks, t->ramp) >=
+           ramp_prefix(t->nchunks, t->nchunks, t->ramp);
 }

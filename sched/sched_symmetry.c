@@ -61,6 +61,7 @@ int mc_sched_sym_walk(const mc_sched_t *s, const mc_topo_t *topo, const int *tre
         put(kp, (int64_t)tr->bytes);
         put(kp, tr->nchunks);
         put(kp, tr->inflight);
+        put(kp, tr->ramp);
         put(kp, rate_bits);
         put(kp, tr->nedges);
         ok = tr->root >= 0 && tr->root < topo->ngpus;

@@ -155,11 +155,10 @@ static int check_tree_shape(vctx_t *v, int ti, const mc_tree_t *tr, char *in_tre
                   PRIu64 " bytes", ti, tr->bytes, tr->offset, tr->piece, p->bytes);
         return 0;
     }
-    uint64_t off, len;
-    mc_tree_chunk(tr, tr->nchunks - 1, &off, &len);
-    if (tr->nchunks < 1 || tr->nchunks > MC_SCHED_MAX_CHUNKS || len == 0)
-        violation(v, "tree %d: %" PRIu64 " bytes cannot be cut into %d non-empty chunks", ti,
-                  tr->bytes, tr->nchunks);
+    if (tr->nchunks < 1 || tr->nchunks > MC_SCHED_MAX_CHUNKS || tr->ramp < 0 ||
+        tr->ramp > MC_SCHED_MAX_RAMP || !mc_tree_chunks_nonempty(tr))
+        violation(v, "tree %d: %" PRIu64 " bytes cannot be cut into %d non-empty chunks%s", ti,
+                  tr->bytes, tr->nchunks, tr->ramp ? " of its ramp" : "");
     in_tree[tr->root] = 1;
     for (int e = 0; e < tr->nedges; e++) {
         const mc_tree_edge_t *ed = &tr->edges[e];

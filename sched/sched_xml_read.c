@@ -195,7 +195,7 @@ out:
 static mc_status_t read_tree(reader_t *r, xmlNodePtr n, int phase)
 {
     mc_status_t st;
-    int piece, root, nchunks, inflight = 1;
+    int piece, root, nchunks, inflight = 1, ramp = 0;
     uint64_t offset, bytes;
     MC_CHECK_GOTO(attr_int(r, n, "piece", 0, r->s->task->npieces - 1, &piece), out, st);
     MC_CHECK_GOTO(attr_u64(r, n, "offset", &offset), out, st);
@@ -204,8 +204,11 @@ static mc_status_t read_tree(reader_t *r, xmlNodePtr n, int phase)
     MC_CHECK_GOTO(attr_int(r, n, "chunks", 1, MC_SCHED_MAX_CHUNKS, &nchunks), out, st);
     if (xmlHasProp(n, BAD_CAST "inflight"))
         MC_CHECK_GOTO(attr_int(r, n, "inflight", 1, MC_SCHED_MAX_INFLIGHT, &inflight), out, st);
+    if (xmlHasProp(n, BAD_CAST "ramp"))
+        MC_CHECK_GOTO(attr_int(r, n, "ramp", 0, MC_SCHED_MAX_RAMP, &ramp), out, st);
     int ti = mc_sched_add_tree(r->s, piece, offset, bytes, root, phase, nchunks);
     r->s->trees[ti].inflight = inflight;
+    r->s->trees[ti].ramp = ramp;
     char *rate = attr(n, "rate");
     int bad = rate && (mc_parse_double(rate, &r->s->trees[ti].rate) != 0 || !(r->s->trees[ti].rate > 0));
     free(rate);

@@ -69,6 +69,8 @@ static void put_tree(mc_buf_t *b, const mc_tree_t *t, const mc_topo_t *topo, int
     mc_buf_num(b, "\" chunks=\"", t->nchunks);
     if (t->inflight > 1)
         mc_buf_num(b, "\" inflight=\"", t->inflight);
+    if (t->ramp > 0)
+        mc_buf_num(b, "\" ramp=\"", t->ramp);
     if (template >= 0)
         mc_buf_num(b, "\" template=\"", template);
     mc_buf_str(b, "\"");

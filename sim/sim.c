@@ -197,9 +197,9 @@ static mc_status_t build_tree(sim_t *sm, int ti, int *edge_of, mc_err_t *err)
     mc_status_t st = MC_OK;
     int base = sm->nedges;
     if (tr->root < 0 || tr->root >= topo->ngpus || tr->nchunks < 1 ||
-        tr->nchunks > MC_SCHED_MAX_CHUNKS)
-        return mc_err_set(err, MC_ERR_INVALID, "sim: tree %d has root %d and %d chunks", ti,
-                          tr->root, tr->nchunks);
+        tr->nchunks > MC_SCHED_MAX_CHUNKS || tr->ramp < 0 || tr->ramp > MC_SCHED_MAX_RAMP)
+        return mc_err_set(err, MC_ERR_INVALID, "sim: tree %d has root %d and %d chunks (ramp %d)",
+                          ti, tr->root, tr->nchunks, tr->ramp);
     if ((int64_t)sm->nflows + (int64_t)tr->nedges * tr->nchunks > SIM_MAX_FLOWS)
         return mc_err_set(err, MC_ERR_INVALID, "sim: phase %d has more than %d flows (edges x "
                           "chunks); use fewer, larger chunks", tr->phase, SIM_MAX_FLOWS);

@@ -69,6 +69,7 @@ static void describe(const mc_sched_t *s, const mc_topo_t *topo, sim_groups_t *g
         const mc_tree_t *tr = &s->trees[g->trees[i]];
         put(keys, tr->nchunks);
         put(keys, tr->inflight);
+        put(keys, tr->ramp);
         put(keys, (int64_t)tr->bytes);
         put(keys, tr->nedges);
         for (int e = 0; e < tr->nedges; e++) {

@@ -102,6 +102,7 @@ static void key_of(mc_sim_memo_t *m, const mc_sched_t *s)
         put(m, tr->root);
         put(m, tr->nchunks);
         put(m, tr->inflight);
+        put(m, tr->ramp);
         put(m, (int64_t)tr->bytes);
         put(m, tr->nedges);
         for (int e = 0; e < tr->nedges; e++) {

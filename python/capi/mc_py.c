@@ -98,13 +98,13 @@ int mc_py_sched_ntrees(const mc_sched_t *s)
     return s->ntrees;
 }
 
-/* Tree t: out = {piece, offset, bytes, root, phase, chunks, edges, inflight}; returns its planned
- * rate. */
-double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[8])
+/* Tree t: out = {piece, offset, bytes, root, phase, chunks, edges, inflight, ramp}; returns its
+ * planned rate. */
+double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[9])
 {
     const mc_tree_t *tr = &s->trees[t];
-    int64_t v[8] = {tr->piece, (int64_t)tr->offset, (int64_t)tr->bytes, tr->root, tr->phase,
-                    tr->nchunks, tr->nedges, tr->inflight};
+    int64_t v[9] = {tr->piece, (int64_t)tr->offset, (int64_t)tr->bytes, tr->root, tr->phase,
+                    tr->nchunks, tr->nedges, tr->inflight, tr->ramp};
     memcpy(out, v, sizeof v);
     return tr->rate;
 }

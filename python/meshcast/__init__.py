@@ -251,8 +251,9 @@ class Edge:
 class Tree:
     """A byte range [offset, offset+bytes) of one piece moving from root down edges, in a phase,
     pipelined in chunks, inflight of them in flight per edge (8 where the tree models NCCL's
-    collective kernels, 1 for meshcast's runtime); rate: planned bytes/s per edge, 0 when the
-    tree owns its links."""
+    collective kernels, 1 for meshcast's runtime); ramp: 0 for equal chunks, r for the first
+    and last r chunks halving towards each end (docs/schedule-format.md); rate: planned bytes/s
+    per edge, 0 when the tree owns its links."""
     piece: int
     offset: int
     bytes: int
@@ -262,6 +263,7 @@ class Tree:
     rate: float
     edges: Tuple[Edge, ...]
     inflight: int = 1
+    ramp: int = 0
 
 
 class Schedule:
@@ -320,7 +322,7 @@ class Schedule:
         templates' trees renamed, docs/schedule-format.md) follow the trees it lists."""
         if self._trees is None:
             trees = []
-            v = ffi.new("int64_t[8]")
+            v = ffi.new("int64_t[9]")
             ev = ffi.new("int[3]")
             for i in range(lib.mc_py_sched_ntrees(self._ptr)):
                 rate = lib.mc_py_sched_tree(self._ptr, i, v)
@@ -329,7 +331,7 @@ class Schedule:
                     route = _text(lib.mc_py_sched_edge(self._ptr, self._topo._ptr, i, e, ev))
                     edges.append(Edge(int(ev[0]), int(ev[1]), tuple(route.split()), int(ev[2])))
                 trees.append(Tree(int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                                  int(v[5]), float(rate), tuple(edges), int(v[7])))
+                                  int(v[5]), float(rate), tuple(edges), int(v[7]), int(v[8])))
             self._trees = trees
         return self._trees
 

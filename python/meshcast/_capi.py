@@ -82,7 +82,7 @@ ffi.cdef(
     const char *mc_py_sched_params(const mc_sched_t *s);
     mc_task_t *mc_py_sched_task(const mc_sched_t *s);
     int mc_py_sched_ntrees(const mc_sched_t *s);
-    double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[8]);
+    double mc_py_sched_tree(const mc_sched_t *s, int t, int64_t out[9]);
     char *mc_py_sched_edge(const mc_sched_t *s, const mc_topo_t *topo, int t, int e, int out[3]);
     mc_status_t mc_py_sim(const mc_sched_t *s, const mc_topo_t *topo, double *makespan,
                           mc_err_t *err);

@@ -120,6 +120,11 @@ def test_synth_options_and_errors(paper, case1):
     r = meshcast.synth(case1, paper, strategy="alpa-bcast", in_flight=1)
     assert {t.inflight for t in r.trees} == {1}       # chunked for meshcast's runtime: fewer
     assert sum(t.chunks for t in r.trees) < sum(t.chunks for t in b.trees)
+    assert {t.ramp for t in s.trees} == {0}           # equal chunks unless a tree says ramp
+    ramped = meshcast.Schedule.from_xml(s.xml.replace('chunks="16"', 'chunks="16" ramp="3"'), paper)
+    assert {t.ramp for t in ramped.trees} == {3}
+    assert ramped.validate(paper) == []
+    assert ramped.sim(paper) == pytest.approx(s.sim(paper), rel=1e-9)  # one hop: the same sum
     with pytest.raises(meshcast.MeshcastError) as e:
         meshcast.synth(case1, paper, strategy="nope")
     assert str(e.value) == "unknown strategy 'nope'" and e.value.status == -5

@@ -340,17 +340,70 @@ static mc_status_t looped_alt(const run_t *r, const mc_sched_t *winner, const vo
     return st;
 }
 
+/* The winner's plan name (its params' plan=) with suffix, into out. */
+static void winner_plan(const verdict_t *v, const char *suffix, char *out, size_t size)
+{
+    const char *at = strstr(v->params, "plan=");
+    snprintf(out, size, "%.*s%s", at ? (int)strcspn(at + 5, " ") : 0, at ? at + 5 : "", suffix);
+}
+
+/* The winner with every tree of at least MC_RAMP_CHUNKS chunks ramped (arg: the ramp), where its
+ * chunks stay non-empty; none when no tree is. */
+#define MC_RAMP_CHUNKS 3
+static mc_status_t ramp_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
+                            uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
+{
+    (void)min_chunk;
+    (void)err;
+    int ramped = 0;
+    *out = mc_meshcast_copy(winner, r->topo);
+    for (int t = 0; t < (*out)->ntrees; t++) {
+        mc_tree_t *tr = &(*out)->trees[t];
+        int was = tr->ramp;
+        tr->ramp = tr->nchunks >= MC_RAMP_CHUNKS ? *(const int *)arg : was;
+        if (!mc_tree_chunks_nonempty(tr))
+            tr->ramp = was;
+        ramped |= tr->ramp != was;
+    }
+    if (!ramped) {
+        mc_sched_free(*out);
+        *out = NULL;
+    }
+    return MC_OK;
+}
+
+/* Ramped chunks (docs/synthesis.md, "Session 37"): where many trees start at once, their first
+ * chunks share the root's links and each reaches its relay late, and their last ones leave the
+ * far links to drain alone; smaller end chunks fill and drain the pipelines sooner (two OCI H100
+ * boxes, 64 MiB from GPU 0 over 28 trees: 306.9 -> 288.3 us with ramp 2). On an idle chain of
+ * equal hops a ramp is slower (tests/unit/test_sim.c), so it is raced, as it is only: the
+ * winner's channels are kept. */
+mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    static const int ramps[] = {1, 2};
+    static const char *suffix[] = {"+ramp1", "+ramp2"};
+    mc_status_t st = MC_OK;
+    char plan[2][64];
+    if (v->t <= MC_ALT_ROOM * r->bound.seconds)
+        return MC_OK;
+    for (size_t i = 0; i < sizeof ramps / sizeof ramps[0]; i++)
+        winner_plan(v, suffix[i], plan[i], sizeof plan[i]); /* not named after the first */
+    for (size_t i = 0; i < sizeof ramps / sizeof ramps[0] && st == MC_OK; i++) {
+        st = race_alt(r, s, v, ramp_alt, &ramps[i], plan[i], as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0,
+                      err);
+    }
+    return st;
+}
+
 /* Looped back (synth_meshcast_loopback.c): a broadcast's root sends its own rail's stripe over
  * its GPU links to its host as well as out of its NIC, so those links carry the whole piece; its
  * host's GPUs can take that stripe over their idle NIC ports instead (eight MI300X hosts, 1 GiB
  * from GPU 0: 1.246 -> 1.180 of the bound). As it is only: the winner's channels are kept. */
 mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
 {
-    char plan[48] = "";
+    char plan[64];
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
-    const char *at = strstr(v->params, "plan=");
-    snprintf(plan, sizeof plan, "%.*s+looped", at ? (int)strcspn(at + 5, " ") : 0,
-             at ? at + 5 : "");
+    winner_plan(v, "+looped", plan, sizeof plan);
     return race_alt(r, s, v, looped_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0, err);
 }

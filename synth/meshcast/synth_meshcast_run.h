@@ -138,7 +138,10 @@ mc_status_t mc_meshcast_certify(const run_t *r, const mc_sched_t *s, const char 
  * NCCL's rings; the fastest replaces *s and *v. */
 mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
-/* The last race of all: the winner *s (timed *v) against itself looped back (mc_sched_looped). */
+/* Then the winner *s (timed *v) against itself looped back (mc_sched_looped). */
 mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
+/* The last race of all: the winner *s (timed *v) against itself with its chunks ramped (the
+ * first and last chunks of each tree smaller, mc_tree_chunk), ramps 1 then 2. */
+mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 
 #endif

@@ -119,4 +119,27 @@ expect_exit 0 "relays receive ahead on lanes" -- "$MESHCAST" sim --json -q \
 cp "$TMP/out" "$TMP/relay-nccl.json"
 expect_true "relays on lanes: executed_s is the makespan" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"] or j["executed_order"] != "nccl, 9 lanes")' "$TMP/relay-nccl.json"
 
+# Ramped chunks (docs/schedule-format.md, `ramp`): a transpose between the DGX-1's halves with
+# every tree's chunks ramped 2 moves each chunk in its own size in the simulator, the executed
+# plans (dependency graph and nccl lanes) and the loopback run, whose roots pack their strided
+# tiles into staging slots that must hold the largest chunk (slots of the first chunk's size
+# delivered 13 M wrong bytes).
+dgx1=topologies/dgx1-v100-hybrid-cube-mesh-topo.xml
+expect_exit 0 "DGX-1 transpose" -- "$MESHCAST" synth -q --rlimit 200000 --topo $dgx1 \
+  --mesh 'A={g:4}@0..3' --mesh 'B={g:4}@4..7' -o "$TMP/b.xml" 'bf16[4096,4096] A[g,_] -> B[_,g]'
+sed 's/ chunks="\([0-9]*\)" ramp="[0-9]*"/ chunks="\1"/; s/ chunks="\([0-9]*\)"/ chunks="\1" ramp="2"/' \
+  "$TMP/b.xml" > "$TMP/ramp.xml"
+expect_exit 0 "ramped: valid" -- "$MESHCAST" validate -q --topo $dgx1 "$TMP/ramp.xml"
+for order in "" --nccl; do
+  expect_exit 0 "ramped: executed $order" -- "$MESHCAST" sim --json -q --topo $dgx1 --executed \
+    $order "$TMP/ramp.xml"
+  cp "$TMP/out" "$TMP/ramp.json"
+  expect_true "ramped: executed_s is the makespan $order" -- python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(abs(j["executed_s"]-j["makespan_s"]) > 1e-9*j["makespan_s"])' "$TMP/ramp.json"
+done
+expect_exit 0 "ramped: run" -- "$MESHCAST" run --topo $dgx1 "$TMP/ramp.xml"
+expect_grep "$TMP/out" 'every destination byte correct' "ramped: every byte arrives"
+sed 's/ ramp="2"/ ramp="9"/' "$TMP/ramp.xml" > "$TMP/ramp9.xml"
+expect_exit 1 "ramp 9" -- "$MESHCAST" sim --topo $dgx1 "$TMP/ramp9.xml"
+expect_grep "$TMP/err" 'ramp9.xml:[0-9]*: .*attribute ramp' "ramp 9: the file, the line and the attribute"
+
 finish

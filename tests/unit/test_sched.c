@@ -1,7 +1,8 @@
 /* Tests for sched/: validate accepts a valid schedule and catches each way of breaking it, one
  * violation each (a missing edge, a link shared in a phase, a root that does not hold the data yet,
  * a destination left without some bytes, bytes received twice, an edge whose parent is not in the
- * tree, a route that does not reach the child), planned rates, chunks, peak memory. */
+ * tree, a route that does not reach the child), planned rates, chunks (equal and ramped), peak
+ * memory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -231,6 +232,10 @@ static void test_bad_ranges(void **state)
     s = fx_valid(fx, 1);
     s->trees[0].nchunks = 4096; /* more chunks than bytes */
     expect_violations(s, fx, 1, "2048 bytes cannot be cut into 4096 non-empty chunks");
+    s = fx_valid(fx, 1);
+    s->trees[0].nchunks = 1024; /* 2 bytes each, but the ramp's end chunks get a sixteenth */
+    s->trees[0].ramp = 2;
+    expect_violations(s, fx, 1, "2048 bytes cannot be cut into 1024 non-empty chunks of its ramp");
 }
 
 static void test_chunks(void **state)
@@ -244,6 +249,58 @@ static void test_chunks(void **state)
         sum += len;
     }
     assert_int_equal(sum, 10);
+}
+
+/* Ramped chunks: weights 2^(min(k, r) + min(n - 1 - k, r)), starts floor(bytes W(k) / W(n)).
+ * 1000 bytes in 5 chunks, ramp 1: weights 2 4 4 4 2 of 16: 125 250 250 250 125. 3 chunks, ramp 2
+ * (shorter than the ramps): weights 4 4 4, equal thirds. 7 chunks, ramp 2: 4 8 16 16 16 8 4 of
+ * 72. */
+static void test_chunks_ramped(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t bytes;
+        int n, ramp;
+        uint64_t len[7], most;
+    } cases[] = {{1000, 5, 1, {125, 250, 250, 250, 125}, 250},
+                 {1000, 3, 2, {333, 333, 334}, 334},
+                 {7200, 7, 2, {400, 800, 1600, 1600, 1600, 800, 400}, 1600}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mc_tree_t t = {.bytes = cases[i].bytes, .nchunks = cases[i].n, .ramp = cases[i].ramp};
+        uint64_t off, len, at = 0;
+        for (int k = 0; k < t.nchunks; k++) {
+            mc_tree_chunk(&t, k, &off, &len);
+            assert_int_equal(off, at);
+            assert_int_equal(len, cases[i].len[k]);
+            at += len;
+        }
+        assert_int_equal(at, t.bytes);
+        assert_int_equal(mc_tree_chunk_max(&t), cases[i].most);
+        assert_true(mc_tree_chunks_nonempty(&t));
+    }
+    /* over random trees: the chunks tile the range, none empty when mc_tree_chunks_nonempty says
+     * so (and one empty when it does not), none above mc_tree_chunk_max */
+    srand(11);
+    for (int i = 0; i < 2000; i++) {
+        mc_tree_t t = {.bytes = 1 + (uint64_t)(rand() % 5000), .nchunks = 1 + rand() % 40,
+                       .ramp = rand() % (MC_SCHED_MAX_RAMP + 1)};
+        if (i % 10 == 0)
+            t.bytes = ((uint64_t)1 << 40) + (uint64_t)rand(); /* products beyond 64 bits */
+        uint64_t off, len, at = 0, most = mc_tree_chunk_max(&t);
+        int empty = 0;
+        for (int k = 0; k < t.nchunks; k++) {
+            mc_tree_chunk(&t, k, &off, &len);
+            assert_int_equal(off, at);
+            assert_true(len <= most);
+            empty |= len == 0;
+            at += len;
+        }
+        assert_int_equal(at, t.bytes);
+        if (mc_tree_chunks_nonempty(&t))
+            assert_false(empty);
+        else if (!t.ramp)
+            assert_true(empty);
+    }
 }
 
 /* GPU0 holds the whole 4096-byte tensor and needs nothing: 4096. GPU2 needs 2048. A relay
@@ -721,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_route_does_not_reach_child),
         cmocka_unit_test(test_bad_ranges),
         cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_chunks_ramped),
         cmocka_unit_test(test_peak_memory),
         cmocka_unit_test(test_maxmin_solver),
         cmocka_unit_test(test_maxmin_random),

@@ -1,5 +1,5 @@
 /* Tests for sim/: the simulator against closed forms on hand-built topologies: one transfer, a
- * pipelined chain, flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
+ * pipelined chain (equal and ramped chunks, chunks in flight), flows sharing a link (equal and unequal sizes, different bottlenecks), a tree
  * whose branches share the root's egress, phases in sequence, repeatability, and link-disjoint
  * groups simulated apart, identical ones once (and the least allowance that starts a run counts
  * them once); allowances, horizons, the memo and runs made apart. */
@@ -202,6 +202,42 @@ static void test_chunks_in_flight(void **state)
     mc_sim_result_free(&res);
     mc_sched_free(s);
     mc_topo_free(t);
+}
+
+/* Ramped chunks (mc_tree_chunk) move in their own sizes: with one in flight, edge i's chunk k ends
+ * at max(end(i - 1, k), end(i, k - 1)) + d + s_k / B. Closed form, two hops, five chunks, ramp 1
+ * (S/8, S/4, S/4, S/4, S/8; u = S/B): the relay waits for each larger chunk, so the chain takes
+ * 2 (d + u/8) + 4 (d + u/4) = 6d + 5u/4, where five equal chunks take 6 (d + u/5) = 6d + 6u/5: on
+ * an idle chain of equal hops a ramp is slower; it pays where first chunks share links. */
+static void test_ramped_chunks(void **state)
+{
+    const double S = 8e6, d = mc_topo_alpha(MC_LINK_NVL) + L, u = S / B;
+    mc_topo_t *t;
+    mc_sched_t *s = chain(2, 5, S, &t);
+    mc_sim_result_t res;
+    s->trees[0].ramp = 1;
+    assert_close(run(s, t, &res), 6 * d + 1.25 * u);
+    mc_sim_result_free(&res);
+    mc_sched_free(s);
+    mc_topo_free(t);
+    for (int h = 1; h <= 4; h++)
+        for (int ramp = 1; ramp <= 3; ramp++) {
+            const int c = 9;
+            double end[4][9];
+            s = chain(h, c, S, &t);
+            s->trees[0].ramp = ramp;
+            for (int i = 0; i < h; i++)
+                for (int k = 0; k < c; k++) {
+                    uint64_t off, len;
+                    mc_tree_chunk(&s->trees[0], k, &off, &len);
+                    double ready = i ? end[i - 1][k] : 0, prev = k ? end[i][k - 1] : 0;
+                    end[i][k] = (ready > prev ? ready : prev) + d + (double)len / B;
+                }
+            assert_close(run(s, t, &res), end[h - 1][c - 1]);
+            mc_sim_result_free(&res);
+            mc_sched_free(s);
+            mc_topo_free(t);
+        }
 }
 
 /* GPUs 0..n-1 each send to GPU n through switch sw0 (node n+1); the sw0 -> GPU n link is shared. */
@@ -809,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_connection_limit_shares),
         cmocka_unit_test(test_pipelined_chain),
         cmocka_unit_test(test_chunks_in_flight),
+        cmocka_unit_test(test_ramped_chunks),
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_three_flows_share_a_link),
         cmocka_unit_test(test_bounded_work),
