@@ -13,7 +13,7 @@
 #include "util/lp_matrix.h"
 
 /* Most candidates the relaxation takes: a larger component starts from the fractional model's
- * split instead (synth_meshcast.c). */
+ * split instead (synth_meshcast_solve.c). */
 #define MC_LP_MAX_TREES 100
 
 /* The largest time coefficient, so that the model's times are fractions of it. */

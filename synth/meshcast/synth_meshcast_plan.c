@@ -129,7 +129,7 @@ int64_t mc_plan_lower_ps(const mc_plan_t *pl)
 }
 
 /* A phase with its time, sorted slowest first, then by phase (no shared state: the two greedy
- * seeds compact their plans at once, synth_meshcast.c). */
+ * seeds compact their plans at once, synth_meshcast_solve.c). */
 typedef struct phase_time {
     int64_t time;
     int k;

@@ -1,5 +1,6 @@
-/* The state of one meshcast synthesis, shared by the strategy's referee (synth_meshcast.c) and
- * its last races (synth_meshcast_alt.c): private to synth/meshcast. */
+/* The state of one meshcast synthesis, shared by its candidates and plans
+ * (synth_meshcast_solve.c), their schedules (synth_meshcast_assemble.c), the strategy's referee
+ * (synth_meshcast.c) and its last races (synth_meshcast_alt.c): private to synth/meshcast. */
 #ifndef MC_SYNTH_MESHCAST_RUN_H
 #define MC_SYNTH_MESHCAST_RUN_H
 
@@ -43,7 +44,8 @@ typedef struct run {
     mc_sim_memo_t *memo;    /* the schedules timed so far (both syntheses share it) */
     mc_chunk_memo_t *chunks; /* the trees' chunk counts so far (both syntheses share it) */
     mc_valid_memo_t *valid; /* the schedules found valid so far (both syntheses share it) */
-    mc_assembled_t *assembled; /* the run's plans assembled so far (synth_meshcast.c), or NULL */
+    mc_assembled_t *assembled; /* the run's plans assembled so far (synth_meshcast_assemble.c),
+                                * or NULL */
     int wrap;               /* chains across hosts wrap around from the root's host
                              * (mc_cands_add_share; the balanced synthesis) */
     const atomic_int *stale; /* set: what is made ahead is of no use, and the next simulation
@@ -59,6 +61,19 @@ int mc_chunk_memo_get(mc_chunk_memo_t *m, const mc_cand_t *c, uint64_t bytes, do
 /* How many counts it holds (searches made). */
 int mc_chunk_memo_size(const mc_chunk_memo_t *m);
 
+/* How a plan's trees are laid out, flags: as decoded (0), re-chunked for their planned rates,
+ * evened out (decode), or both. */
+enum { FORM_DECODED = 0, FORM_RECHUNK = 1, FORM_EVEN = 2, FORM_COUNT = 4 };
+
+/* The shares and their candidate trees into r (synth_meshcast_solve.c): the shapes and rail
+ * stripes, and with price the trees priced by link load. */
+mc_status_t mc_meshcast_gen_cands(run_t *r, int price, mc_err_t *err);
+/* Solves every component that is not a copy of an earlier one (synth_meshcast_solve.c). */
+mc_status_t mc_meshcast_solve(run_t *r, mc_err_t *err);
+/* The schedule of the components' plans of one kind in one form (synth_meshcast_assemble.c), or
+ * a copy of the one made before from the same plans in the same form. */
+mc_status_t mc_meshcast_assembled(run_t *r, int kind, int form, mc_sched_t **out,
+                                  mc_err_t *err);
 void mc_assembled_free(mc_assembled_t *a);
 /* A copy of s, which has no compact instances: its trees, rates and phases as they are. */
 mc_sched_t *mc_meshcast_copy(const mc_sched_t *s, const mc_topo_t *topo);
