@@ -2,7 +2,7 @@
  * cluster or are refused with a message; a loaded schedule validates, simulates and writes back
  * out without a crash or a leak; read with its instances compact, it is refused with the same
  * message or validates with the same report. Seeded with the schedules under tests/data/sched/
- * (symmetry.xml: a template and an instance). */
+ * (symmetry.xml: a template and an instance) and two-phases.xml with ramped chunks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
