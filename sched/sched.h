@@ -120,9 +120,10 @@ void mc_tree_chunk(const mc_tree_t *t, int k, uint64_t *off, uint64_t *len);
 /* What a staging slot must hold: the largest chunk of the tree (with a ramp, its middle chunks'
  * share rounded up, which no chunk exceeds). O(ramp). */
 uint64_t mc_tree_chunk_max(const mc_tree_t *t);
-/* Whether every chunk of the tree has a byte: without a ramp, the last one; with one, the end
- * chunks' share bytes x w(0) / W(n) is at least a byte, so every floor difference is. */
-int mc_tree_chunks_nonempty(const mc_tree_t *t);
+/* Whether the tree's chunk count (1 .. MC_SCHED_MAX_CHUNKS) and ramp (0 .. MC_SCHED_MAX_RAMP) are
+ * in range and every chunk has a byte: without a ramp, the last one; with one, the end chunks'
+ * share bytes x w(0) / W(n) is at least a byte, so every floor difference is. */
+int mc_tree_chunks_valid(const mc_tree_t *t);
 
 /* The time the busiest link needs at its full bandwidth for all the bytes crossing it, in every
  * phase: a lower bound on the simulated makespan, since the simulator never runs a link above its

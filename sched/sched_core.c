@@ -182,10 +182,11 @@ uint64_t mc_tree_chunk_max(const mc_tree_t *t)
     return (uint64_t)(((unsigned __int128)t->bytes * w + all - 1) / all);
 }
 
-int mc_tree_chunks_nonempty(const mc_tree_t *t)
+int mc_tree_chunks_valid(const mc_tree_t *t)
 {
     uint64_t off, len;
-    if (t->nchunks < 1)
+    if (t->nchunks < 1 || t->nchunks > MC_SCHED_MAX_CHUNKS || t->ramp < 0 ||
+        t->ramp > MC_SCHED_MAX_RAMP)
         return 0;
     if (t->ramp <= 0) {
         mc_tree_chunk(t, t->nchunks - 1, &off, &len);

@@ -155,8 +155,7 @@ static int check_tree_shape(vctx_t *v, int ti, const mc_tree_t *tr, char *in_tre
                   PRIu64 " bytes", ti, tr->bytes, tr->offset, tr->piece, p->bytes);
         return 0;
     }
-    if (tr->nchunks < 1 || tr->nchunks > MC_SCHED_MAX_CHUNKS || tr->ramp < 0 ||
-        tr->ramp > MC_SCHED_MAX_RAMP || !mc_tree_chunks_nonempty(tr))
+    if (!mc_tree_chunks_valid(tr))
         violation(v, "tree %d: %" PRIu64 " bytes cannot be cut into %d non-empty chunks%s", ti,
                   tr->bytes, tr->nchunks, tr->ramp ? " of its ramp" : "");
     in_tree[tr->root] = 1;

@@ -361,7 +361,7 @@ static mc_status_t ramp_alt(const run_t *r, const mc_sched_t *winner, const void
         mc_tree_t *tr = &(*out)->trees[t];
         int was = tr->ramp;
         tr->ramp = tr->nchunks >= MC_RAMP_CHUNKS ? *(const int *)arg : was;
-        if (!mc_tree_chunks_nonempty(tr))
+        if (!mc_tree_chunks_valid(tr))
             tr->ramp = was;
         ramped |= tr->ramp != was;
     }
@@ -381,15 +381,14 @@ static mc_status_t ramp_alt(const run_t *r, const mc_sched_t *winner, const void
 mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
 {
     static const int ramps[] = {1, 2};
-    static const char *suffix[] = {"+ramp1", "+ramp2"};
     mc_status_t st = MC_OK;
-    char plan[2][64];
+    char base[64], plan[80];
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
-    for (size_t i = 0; i < sizeof ramps / sizeof ramps[0]; i++)
-        winner_plan(v, suffix[i], plan[i], sizeof plan[i]); /* not named after the first */
+    winner_plan(v, "", base, sizeof base); /* both named after the winner before the first */
     for (size_t i = 0; i < sizeof ramps / sizeof ramps[0] && st == MC_OK; i++) {
-        st = race_alt(r, s, v, ramp_alt, &ramps[i], plan[i], as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0,
+        snprintf(plan, sizeof plan, "%s+ramp%d", base, ramps[i]);
+        st = race_alt(r, s, v, ramp_alt, &ramps[i], plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0,
                       err);
     }
     return st;

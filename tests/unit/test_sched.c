@@ -276,9 +276,9 @@ static void test_chunks_ramped(void **state)
         }
         assert_int_equal(at, t.bytes);
         assert_int_equal(mc_tree_chunk_max(&t), cases[i].most);
-        assert_true(mc_tree_chunks_nonempty(&t));
+        assert_true(mc_tree_chunks_valid(&t));
     }
-    /* over random trees: the chunks tile the range, none empty when mc_tree_chunks_nonempty says
+    /* over random trees: the chunks tile the range, none empty when mc_tree_chunks_valid says
      * so (and one empty when it does not), none above mc_tree_chunk_max */
     srand(11);
     for (int i = 0; i < 2000; i++) {
@@ -296,7 +296,7 @@ static void test_chunks_ramped(void **state)
             at += len;
         }
         assert_int_equal(at, t.bytes);
-        if (mc_tree_chunks_nonempty(&t))
+        if (mc_tree_chunks_valid(&t))
             assert_false(empty);
         else if (!t.ramp)
             assert_true(empty);
