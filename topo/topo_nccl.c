@@ -79,10 +79,37 @@ static int add_node(mc_nccl_ctx_t *c, mc_node_kind_t kind, int host, int64_t bus
     return id;
 }
 
-/* Records a bus id; a second device with the same id on a host is an error, and one equal to an
- * enclosing <pci> is a cycle. */
+/* Appends "#2", "#3", ... to a node name until no node has it: a <pci> or <net> that repeats a
+ * bus id or dev index is its own device, as NCCL and RCCL create it, and needs a name of its own.
+ * Called only for repeats, so normal files pay no name search. */
+static void unique_name(const mc_nccl_ctx_t *c, char *name, size_t len)
+{
+    char base[64];
+    snprintf(base, sizeof base, "%s", name);
+    for (int k = 2; mc_topo_find_node(c->t, name) >= 0; k++)
+        snprintf(name, len, "%.50s#%d", base, k);
+}
+
+/* The <pci> elements of the host read so far with this bus id; *gpu says whether one became a
+ * GPU. */
+static int bus_repeats(const mc_nccl_ctx_t *c, int host, int64_t busid, int *gpu)
+{
+    int n = 0;
+    *gpu = 0;
+    for (int i = 0; i < c->nbus; i++)
+        if (c->bus[i].host == host && c->bus[i].busid == busid) {
+            n++;
+            *gpu |= c->bus[i].node >= 0 && c->t->nodes[c->bus[i].node].kind == MC_NODE_GPU;
+        }
+    return n;
+}
+
+/* Records a bus id. One equal to an enclosing <pci> is a cycle, and two GPUs with one bus id are
+ * refused (NVLink rows name GPUs by bus id). Other repeats are separate devices, as
+ * ncclTopoAddPci creates a node per element (RCCL ships models that repeat a switch's id), except
+ * a NIC's functions, which join one NIC; they are counted for one warning. */
 static mc_status_t add_bus(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t busid, int node,
-                           mc_err_t *err)
+                           int is_gpu, mc_err_t *err)
 {
     char b[32];
     for (int i = 0; i < c->depth; i++)
@@ -90,12 +117,18 @@ static mc_status_t add_bus(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int64_t bus
             return mc_err_set(err, MC_ERR_INVALID,
                               "%s:%d: <pci busid=\"%s\"> is inside itself: a cycle in the PCIe "
                               "tree", c->path, line_of(x), mc_nccl_busid_str(busid, b, sizeof b));
-    for (int i = 0; i < c->nbus; i++)
-        if (c->bus[i].host == host && c->bus[i].busid == busid)
+    int had_gpu;
+    if (bus_repeats(c, host, busid, &had_gpu) > 0) {
+        if (is_gpu && had_gpu)
             return mc_err_set(err, MC_ERR_INVALID,
-                              "%s:%d: duplicate bus id %s on host %d (expected each PCI device "
-                              "once)", c->path, line_of(x), mc_nccl_busid_str(busid, b, sizeof b),
-                              host);
+                              "%s:%d: duplicate bus id %s on host %d: a second GPU (expected each "
+                              "GPU's bus id once: NVLink rows name GPUs by it)", c->path,
+                              line_of(x), mc_nccl_busid_str(busid, b, sizeof b), host);
+        if (c->repeated_bus++ == 0) {
+            c->repeated_line = line_of(x);
+            c->repeated_example = busid;
+        }
+    }
     MC_GROW(c->bus, c->bus_cap, c->nbus + 1);
     c->bus[c->nbus++] = (mc_nccl_bus_t){.host = host, .busid = busid, .node = node};
     return MC_OK;
@@ -284,6 +317,46 @@ static int port_of(const mc_nccl_ctx_t *c, int nic)
     return -1;
 }
 
+/* A port's speed in Mb/s as ncclTopoAddNet reads it: a speed of 0 or below (some NICs report -1)
+ * or none is NCCL's 10 Gb/s unless --assume-nic-gbps states one; above 10 Tb/s it is taken with
+ * a warning (RCCL ships a model at 200 Tb/s, which its PCIe links bound), up to the 100 TB/s
+ * every link of a topology is held to (topo_bounds.c). */
+static mc_status_t read_net_speed(mc_nccl_ctx_t *c, xmlNodePtr x, int64_t dev, int64_t *speed,
+                                  mc_err_t *err)
+{
+    char *given = mc_nccl_attr_str(x, "speed");
+    mc_status_t st = mc_nccl_attr_int(c, x, "speed", 0, INT32_MIN, INT32_MAX, 0, speed, err);
+    if (st != MC_OK)
+        goto out;
+    if (*speed > MC_NCCL_MAX_NET_MBPS) {
+        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: <net speed=\"%s\">: expected at most %d Mb/s "
+                        "(100 TB/s, the most meshcast takes for any link)", c->path, line_of(x),
+                        given, MC_NCCL_MAX_NET_MBPS);
+        goto out;
+    }
+    if (*speed > MC_NCCL_MAX_PLAUSIBLE_MBPS)
+        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\" speed=\"%s\">: %.0f Gb/s, beyond any NIC; "
+                     "taken as given, as NCCL and RCCL do",
+                     c->path, line_of(x), (long long)dev, given, (double)*speed / 1000);
+    if (*speed > 0)
+        goto out;
+    if (c->assume_nic_mbps > 0) {
+        *speed = c->assume_nic_mbps;
+        goto out;
+    }
+    *speed = MC_NCCL_DEFAULT_NET_MBPS;
+    if (given)
+        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\" speed=\"%s\">: NCCL reads a speed of 0 or "
+                     "below as 10 Gb/s, and so does meshcast (--assume-nic-gbps N states it)",
+                     c->path, line_of(x), (long long)dev, given);
+    else
+        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\"> has no speed; NCCL assumes 10 Gb/s "
+                     "(--assume-nic-gbps N states it)", c->path, line_of(x), (long long)dev);
+out:
+    free(given);
+    return st;
+}
+
 /* One <net>. With fuse, a second port of the same NIC joins the first as one device of their
  * summed speed: NCCL 2.28 merges ports whose path is PATH_PORT (one <nic>, or functions of one
  * card) into a virtual NIC at run time by default (NCCL_NET_MERGE_LEVEL=PORT, ncclTopoMakeVNics),
@@ -292,7 +365,7 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, i
                             mc_err_t *err)
 {
     mc_status_t st;
-    int64_t dev, speed, rail;
+    int64_t dev, speed, rail, is_net;
     MC_CHECK_GOTO(count_element(c, host, x, err), out, st);
     MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "dev", 0, 0, 1023, -1, &dev, err), out, st);
     if (dev < 0) {
@@ -300,21 +373,16 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, i
                      line_of(x));
         goto out;
     }
-    if (xmlHasProp(x, BAD_CAST "speed")) {
-        MC_CHECK_GOTO(positive_int(c, x, "speed", 10000000, &speed, err), out, st);
-    } else if (c->assume_nic_mbps > 0) {
-        speed = c->assume_nic_mbps;
-    } else {
-        speed = MC_NCCL_DEFAULT_NET_MBPS;
-        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\"> has no speed; NCCL assumes 10 Gb/s "
-                     "(--assume-nic-gbps N states it)", c->path, line_of(x), (long long)dev);
-    }
-    MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "rail", 0, -1, 65535, -1, &rail, err), out, st);
-    if (find_dev(c, MC_NODE_NET, host, dev) >= 0) {
-        st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: duplicate <net dev=\"%lld\"> on host %d",
-                        c->path, line_of(x), (long long)dev, host);
+    MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "net", 0, INT32_MIN, INT32_MAX, 1, &is_net, err), out,
+                  st);
+    if (!is_net) {
+        mc_topo_warn(c->t, "%s:%d: <net dev=\"%lld\" net=\"0\"> is no device of NCCL's network "
+                     "transport (a GIN, RMA or CollNet device of NCCL 2.29's dumps); ignored, as "
+                     "NCCL does", c->path, line_of(x), (long long)dev);
         goto out;
     }
+    MC_CHECK_GOTO(read_net_speed(c, x, dev, &speed, err), out, st);
+    MC_CHECK_GOTO(mc_nccl_attr_int(c, x, "rail", 0, -1, 65535, -1, &rail, err), out, st);
     double bw = MC_NCCL_NET_BW(speed);
     int net = fuse ? port_of(c, nic) : -1;
     if (net >= 0) {
@@ -322,7 +390,17 @@ static mc_status_t read_net(mc_nccl_ctx_t *c, xmlNodePtr x, int host, int nic, i
             c->fused_example = nic;
         c->t->nodes[net].bw += bw;
     } else {
-        net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "h%d/NET%lld", host, (long long)dev);
+        char name[64];
+        snprintf(name, sizeof name, "h%d/NET%lld", host, (long long)dev);
+        int same = find_dev(c, MC_NODE_NET, host, dev);
+        if (same >= 0) {
+            unique_name(c, name, sizeof name);
+            mc_topo_warn(c->t, "%s:%d: a second <net dev=\"%lld\"> on host %d (the first at "
+                         "line %d); NCCL and RCCL keep both as network devices, and so does "
+                         "meshcast, as %s", c->path, line_of(x), (long long)dev, host,
+                         c->t->nodes[same].line, name);
+        }
+        net = add_node(c, MC_NODE_NET, host, -1, line_of(x), "%s", name);
         c->t->nodes[net].dev = (int)dev;
         c->t->nodes[net].rail = (int)rail;
         c->t->nodes[net].bw = bw;
@@ -492,12 +570,16 @@ static mc_status_t read_bridge(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t
     int node = parent, gen = 0;
     /* NCCL folds a Broadcom sub-switch into the switch above it: both levels are one switch. */
     if (!(absorb_gen && mc_nccl_bcm_gen(a->word, 1) == absorb_gen)) {
-        node = add_node(c, MC_NODE_PCI, host, a->bus, line_of(x), "h%d/PCI/%s", host,
-                        mc_nccl_busid_str(a->bus, b, sizeof b));
+        char name[64];
+        int had_gpu;
+        snprintf(name, sizeof name, "h%d/PCI/%s", host, mc_nccl_busid_str(a->bus, b, sizeof b));
+        if (bus_repeats(c, host, a->bus, &had_gpu) > 0)
+            unique_name(c, name, sizeof name);
+        node = add_node(c, MC_NODE_PCI, host, a->bus, line_of(x), "%s", name);
         link_up(c, node, parent, a->bw, MC_LINK_PCI);
         gen = mc_nccl_bcm_gen(a->word, 0);
     }
-    MC_CHECK_GOTO(add_bus(c, x, host, a->bus, node == parent ? -1 : node, err), out, st);
+    MC_CHECK_GOTO(add_bus(c, x, host, a->bus, node == parent ? -1 : node, 0, err), out, st);
     if (c->depth == MAX_PCI_DEPTH) {
         st = mc_err_set(err, MC_ERR_INVALID, "%s:%d: PCIe tree deeper than %d levels", c->path,
                         line_of(x), MAX_PCI_DEPTH);
@@ -548,7 +630,7 @@ static mc_status_t read_pci(mc_nccl_ctx_t *c, xmlNodePtr x, int parent, int cpu,
     if (role == PCI_BRIDGE)
         return read_bridge(c, x, &a, parent, cpu, host, absorb_gen, err);
     int node = -1;
-    MC_CHECK_GOTO(add_bus(c, x, host, a.bus, -1, err), out, st);
+    MC_CHECK_GOTO(add_bus(c, x, host, a.bus, -1, role == PCI_GPU, err), out, st);
     if (role == PCI_GPU) {
         xmlNodePtr g = first_child(x, "gpu");
         if (!g) {
@@ -729,6 +811,7 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
                        .first_node = t->nnodes, .assume_nvlink = opts->assume_nvlink,
                        .assume_gpu = opts->assume_gpu, .assume_nic_mbps = opts->assume_nic_mbps};
     int ngpus = 0;
+    char busbuf[32];
     MC_CHECK_GOTO(check_root(root, path, &c.dialect, err), out, st);
     for (xmlNodePtr k = root->children; k; k = k->next) {
         if (is_elem(k, "cpu"))
@@ -750,6 +833,11 @@ mc_status_t mc_nccl_xml_add(mc_topo_t *t, xmlDocPtr doc, const char *path, int h
     if (c.classless > 0)
         mc_topo_warn(t, "%s: %d <pci> elements have no class; inferred from what they hold", path,
                      c.classless);
+    if (c.repeated_bus > 0)
+        mc_topo_warn(t, "%s:%d: %d <pci> elements repeat a bus id already read on their host "
+                     "(first %s); each is its own device, as NCCL and RCCL read them (a NIC's "
+                     "functions join one NIC)", path, c.repeated_line, c.repeated_bus,
+                     mc_nccl_busid_str(c.repeated_example, busbuf, sizeof busbuf));
     if (c.fused_nics > 0)
         mc_topo_warn(t, "%s: %d NICs have several ports (first %s); each NIC's ports are one "
                      "network device of their summed speed, as NCCL 2.28 fuses them at run time "

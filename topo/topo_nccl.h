@@ -14,6 +14,8 @@
 #define MC_NCCL_LOC_BW 5000.0 /* NCCL LOC_BW in GB/s: "infinite" */
 /* A <net> with no speed, or speed <= 0, runs at 10 Gb/s in NCCL and RCCL (ncclTopoAddNet). */
 #define MC_NCCL_DEFAULT_NET_MBPS 10000
+#define MC_NCCL_MAX_PLAUSIBLE_MBPS 10000000 /* 10 Tb/s: a port above it gets a warning */
+#define MC_NCCL_MAX_NET_MBPS 800000000       /* 100 TB/s, topo_bounds.c's largest bandwidth */
 /* A <net speed> in Mb/s as bytes/s: NCCL's bw = speed / 8000 GB/s. */
 #define MC_NCCL_NET_BW(mbps) ((double)(mbps) / 8000.0 * MC_GBPS)
 
@@ -112,6 +114,8 @@ typedef struct mc_nccl_ctx {
     int64_t skeleton_bus;
     int bare_pci;     /* <pci> elements with neither a class nor children */
     int fused_nics, fused_example; /* NICs whose ports were fused, and the first of them */
+    int repeated_bus, repeated_line; /* <pci> elements repeating a bus id on their host */
+    int64_t repeated_example;        /* and the first such bus id */
     int classless;    /* <pci> elements whose class was inferred from their children */
 } mc_nccl_ctx_t;
 

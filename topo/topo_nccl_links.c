@@ -35,10 +35,13 @@ void mc_nccl_track(mc_nccl_ctx_t *c, int node, int up, double up_bw)
     c->up_bw[i] = up_bw;
 }
 
-static int find_bus(const mc_nccl_ctx_t *c, int host, int64_t busid)
+/* The first node of a kind with this bus id on the host, -1 if none: ncclTopoGetNode looks a
+ * node up by type and id, and a file may repeat a bus id over devices of different kinds. */
+static int find_bus(const mc_nccl_ctx_t *c, int host, int64_t busid, mc_node_kind_t kind)
 {
     for (int i = 0; i < c->nbus; i++)
-        if (c->bus[i].host == host && c->bus[i].busid == busid)
+        if (c->bus[i].host == host && c->bus[i].busid == busid && c->bus[i].node >= 0 &&
+            c->t->nodes[c->bus[i].node].kind == kind)
             return c->bus[i].node;
     return -1;
 }
@@ -47,7 +50,7 @@ static int rows_between(const mc_nccl_ctx_t *c, int from, int to)
 {
     for (int i = 0; i < c->nnvl; i++)
         if (c->nvl[i].count > 0 && c->nvl[i].from == from &&
-            find_bus(c, c->t->nodes[from].host, c->nvl[i].target) == to)
+            find_bus(c, c->t->nodes[from].host, c->nvl[i].target, c->t->nodes[to].kind) == to)
             return c->nvl[i].count;
     return 0;
 }
@@ -59,10 +62,7 @@ static mc_status_t resolve_targets(mc_nccl_ctx_t *c, mc_err_t *err)
     for (int i = 0; i < c->nnvl; i++) {
         const mc_nccl_nvl_t *r = &c->nvl[i];
         const mc_node_t *from = &t->nodes[r->from];
-        int to = find_bus(c, from->host, r->target);
-        mc_node_kind_t want = r->count > 0 ? MC_NODE_GPU : MC_NODE_PCI;
-        if (to >= 0 && t->nodes[to].kind != want)
-            to = -1;
+        int to = find_bus(c, from->host, r->target, r->count > 0 ? MC_NODE_GPU : MC_NODE_PCI);
         const char *what = r->kind == MC_LINK_XGMI ? "xGMI link" : "NVLink";
         if (to < 0 && r->count > 0)
             return mc_err_set(err, MC_ERR_INVALID,

@@ -88,7 +88,7 @@ if command -v dot >/dev/null; then
 fi
 
 for f in malformed wrong-root missing-attr unknown-unit zero-bandwidth duplicate-busid \
-         nvlink-unknown-target pci-cycle absurd-width billion-laughs external-entity; do
+         nvlink-unknown-target pci-cycle absurd-width absurd-speed billion-laughs external-entity; do
   expect_exit 1 "bad input $f" -- "$MESHCAST" topo show "$D/$f.xml"
   expect_grep "$TMP/err" "^meshcast: .*$f\.xml:[0-9]+: " "$f: one message with file and line"
 done

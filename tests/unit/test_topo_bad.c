@@ -30,8 +30,8 @@ static void test_unknown_unit(void **state)
 
 static void test_zero_or_negative_bandwidth(void **state)
 {
-    assert_refused(DATA "zero-bandwidth.xml", MC_ERR_INVALID, "zero-bandwidth.xml:8:",
-                   "<net speed=\"0\">: zero or negative bandwidth");
+    assert_refused(DATA "zero-bandwidth.xml", MC_ERR_INVALID, "zero-bandwidth.xml:5:",
+                   "<c2c bw=\"0\">: zero or negative bandwidth");
     assert_refused(DATA "negative-count.xml", MC_ERR_INVALID, "negative-count.xml:5:",
                    "<nvlink count=\"-2\">: zero or negative bandwidth");
 }
@@ -61,6 +61,9 @@ static void test_absurd_sizes(void **state)
 {
     assert_refused(DATA "absurd-width.xml", MC_ERR_INVALID, "absurd-width.xml:3:",
                    "link_width=\"4096\">: expected a value from 0 to 32");
+    /* A port faster than any link may be (100 TB/s). */
+    assert_refused(DATA "absurd-speed.xml", MC_ERR_INVALID, "absurd-speed.xml:5:",
+                   "<net speed=\"900000000\">: expected at most 800000000 Mb/s (100 TB/s");
     /* A document far larger than any topology is refused before it is parsed. */
     size_t len = (64u << 20) + 1;
     char *big = mc_xmalloc(len);

@@ -151,6 +151,51 @@ static void test_tolerated_oddities(void **state)
     mc_topo_free(t);
 }
 
+/* Ids a file repeats, read the way ncclTopoAddPci and ncclTopoAddNet create a node per element
+ * (RCCL's own models repeat a switch's bus id and a <net> dev): a switch's bus id twice is two
+ * switches, named apart; a GPU may share a switch's bus id, and NVLink rows find the GPU; a
+ * second <net dev="0"> is a second port. NCCL's speeds: -1 is 10 Gb/s, 200 Tb/s is taken with
+ * a warning, and a <net net="0"> (no device of the network transport in NCCL 2.29) is none. */
+static void test_repeated_ids(void **state)
+{
+#define NIC_PCI(bus, net) PCI(bus, "0x020700", GEN4, "16") "<nic>" net "</nic></pci>"
+    mc_topo_t *t = load_text_ok(
+        "<system version=\"1\">" CPU
+        PCI("0000:05:00.0", "0x060400", GEN4, "16")
+        PCI("0000:07:00.0", "0x030200", GEN4, "16") "<gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\">"
+        "<nvlink target=\"0000:05:00.0\" count=\"2\" tclass=\"0x030200\"/></gpu></pci>"
+        NIC_PCI("0000:08:00.0", "<net name=\"eth0\" dev=\"0\" speed=\"-1\"/>") "</pci>"
+        PCI("0000:05:00.0", "0x060400", "8 GT/s", "16")
+        NIC_PCI("0000:09:00.0", "<net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/>") "</pci>"
+        PCI("0000:05:00.0", "0x030200", GEN4, "16") "<gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\">"
+        "<nvlink target=\"0000:07:00.0\" count=\"2\" tclass=\"0x030200\"/></gpu></pci>"
+        NIC_PCI("0000:0a:00.0", "<net name=\"cxi0\" dev=\"1\" speed=\"200000000\"/>")
+        NIC_PCI("0000:0b:00.0", "<net name=\"gin0\" dev=\"2\" speed=\"400000\" net=\"0\" gin=\"1\"/>")
+        "</cpu></system>");
+#undef NIC_PCI
+    assert_int_equal(count_nodes(t, MC_NODE_PCI), 2);
+    assert_float_equal(link_gbps(t, "h0/PCI/0000:05:00.0", "h0/CPU0"), 24.0, 1e-9);
+    assert_float_equal(link_gbps(t, "h0/PCI/0000:05:00.0#2", "h0/CPU0"), 12.0, 1e-9);
+    assert_float_equal(link_gbps(t, "h0/NIC/0000:09:00.0", "h0/PCI/0000:05:00.0#2"), 24.0, 1e-9);
+    assert_float_equal(link_gbps(t, "h0/GPU1", "h0/CPU0"), 24.0, 1e-9);
+    assert_float_equal(link_gbps(t, "h0/GPU0", "h0/GPU1"), 40.0, 1e-9);
+    assert_float_equal(link_gbps(t, "h0/GPU1", "h0/GPU0"), 40.0, 1e-9);
+    assert_true(has_warning(t, "2 <pci> elements repeat a bus id already read on their host "
+                               "(first 0000:05:00.0)"));
+    assert_int_equal(count_nodes(t, MC_NODE_NET), 3);
+    assert_float_equal(t->nodes[mc_topo_find_node(t, "h0/NET0")].bw / 1e9, 1.25, 1e-9);
+    assert_float_equal(t->nodes[mc_topo_find_node(t, "h0/NET0#2")].bw / 1e9, 12.5, 1e-9);
+    assert_float_equal(t->nodes[mc_topo_find_node(t, "h0/NET1")].bw / 1e9, 25000.0, 1e-9);
+    assert_int_equal(mc_topo_find_node(t, "h0/NET2"), -1);
+    assert_true(has_warning(t, "<net dev=\"0\" speed=\"-1\">: NCCL reads a speed of 0 or below "
+                               "as 10 Gb/s"));
+    assert_true(has_warning(t, "a second <net dev=\"0\"> on host 0 (the first at line 1)"));
+    assert_true(has_warning(t, "<net dev=\"1\" speed=\"200000000\">: 200000 Gb/s, beyond any NIC"));
+    assert_true(has_warning(t, "<net dev=\"2\" net=\"0\"> is no device of NCCL's network "
+                               "transport"));
+    mc_topo_free(t);
+}
+
 /* POWER9: NVLink rows to the CPU (tclass 0x068001) join GPU and its CPU (3 x 20 GB/s for sm 70);
  * a row of another class counts as an NVSwitch; <pcilink> joins two switches one way each at
  * NCCL's LOC bandwidth; a <pci> of NVSwitch class creates no node. */
@@ -181,7 +226,7 @@ int main(void)
         cmocka_unit_test(test_self_nvlink),       cmocka_unit_test(test_pci_fallbacks),
         cmocka_unit_test(test_gpu_without_nvlinks), cmocka_unit_test(test_slow_bridge),
         cmocka_unit_test(test_multi_host_nvlink), cmocka_unit_test(test_tolerated_oddities),
-        cmocka_unit_test(test_rare_elements),
+        cmocka_unit_test(test_rare_elements),       cmocka_unit_test(test_repeated_ids),
     };
     return cmocka_run_group_tests_name("topo_quirks", tests, NULL, NULL);
 }
