@@ -106,13 +106,15 @@ def task_text(pat, n, hosts, nbytes):
     if pat == "transpose":
         h = n // 2
         r, c = dims(nbytes, h)
-        return (f"mesh A={{g:{h}}}@0..{h - 1}\nmesh B={{g:{h}}}@{h}..{n - 1}\n"
+        return (f"mesh A={{g:{h}}}@0..{h - 1}\nmesh B={{g:{h}}}@{h}..{2 * h - 1}\n"
                 f"move t: f32[{r},{c}] A[g,_] -> B[_,g]\n")
     if pat == "uneven":
         r, c = dims(nbytes, 4 * n)
         base = r // n
         quarters = [7, 1, 2, 6]
-        shards = ",".join(str(base * quarters[i % 4] // 4) for i in range(n))
+        sizes = [base * quarters[i % 4] // 4 for i in range(n)]
+        r = sum(sizes)  # r itself where n is a multiple of 4
+        shards = ",".join(map(str, sizes))
         rev = ",".join(str(n - 1 - i) for i in range(n))
         c = max(n, c // n * n)
         return (f"mesh A={{g:{n}}}@0..{n - 1}\nmesh B={{g:{n}}}@[{rev}]\n"

@@ -31,6 +31,15 @@ def test_every_pattern_is_a_task(paper, pattern):
     assert sweep.task_text(pattern, 8, 1, 1 << 20) is None or pattern not in sweep.CLUSTER_ONLY
 
 
+@pytest.mark.parametrize("n", [3, 5, 7])
+def test_odd_gpu_counts(paper, n):
+    # hosts of an odd number of GPUs (RCCL's 3-GPU models): the halves of a transpose are equal
+    for pattern in sweep.PATTERNS:
+        text = sweep.task_text(pattern, n, 1, 1 << 20)
+        if text is not None:
+            meshcast.Task.from_text(text, pattern).check(paper)
+
+
 def test_small_run_and_recost(tmp_path):
     out = tmp_path / "s.jsonl"
     r = run("--topos", "aws-p3.8xlarge-x5", "--sizes", "64K", "--patterns", "bcast,hostbcast",
