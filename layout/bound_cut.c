@@ -4,19 +4,25 @@
  * hold those bytes to the GPUs that need them (relays through switches, NICs, CPUs and other GPUs
  * allowed), which is at least the capacity into or out of S, so the term is a valid bound.
  *
- * Which sets: every set of the GPUs of one host that hold or need bytes, and every union of the
- * hosts that do, each by enumeration, while the count stays small (the limits below); above
- * them, hosts are the units (host-cut and mesh-cut). */
+ * Which sets: every union of units, by enumeration. Inside a host the units are its GPUs that
+ * hold or need bytes, up to CUT_MAX_UNITS of them; a host with more, or with more than its share
+ * of CUT_MAX_HOST_SETS when several hosts are in play, has its GPUs grouped into fewer units,
+ * those joined by the most link capacity first, so that its sets are still searched, over the
+ * grouping's unions. Between hosts the units are the hosts, up to CUT_MAX_HOSTS of them; above
+ * that, host-cut and mesh-cut hold the whole hosts. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layout/bound_internal.h"
 
-/* Largest number of units (GPUs of a host, or hosts) enumerated; and the most sets enumerated
- * inside hosts in all, so that a task on many hosts keeps hosts as units instead. */
+/* Largest number of units of a host enumerated; the most sets enumerated inside hosts in all,
+ * and the most sets times classes of pieces, the work of reading the classes of every set (every
+ * set of one 16-GPU host, for an all-to-all of 240 pieces over a 16-GCD MI250 box: 16 million,
+ * 0.25 s on this machine); the most hosts as units. */
 #define CUT_MAX_UNITS 16
-#define CUT_MAX_HOST_SETS 4096
+#define CUT_MAX_HOST_SETS 65536
+#define CUT_MAX_WORK (1L << 25)
 #define CUT_MAX_HOSTS 8
 
 /* The GPUs in play and the unit of each: the GPUs of one host (each its own unit), or every GPU
@@ -28,7 +34,7 @@ typedef struct scope {
     int *gpu;        /* dense index -> global GPU */
     int *dense;      /* global GPU -> dense index, -1 outside the scope */
     int *unit;       /* dense index -> unit */
-    int *unit_id;    /* unit -> the host's GPU position, or the host */
+    uint64_t *unit_mask; /* unit -> its GPUs' positions in the host, or the bit of its host */
     int words;       /* uint64_t words of a bitset over the dense GPUs */
 } scope_t;
 
@@ -198,7 +204,7 @@ static mc_status_t enumerate(const mc_topo_t *topo, const scope_t *sc,
             side_terminals(net, sc, &sd);
             if (mc_bound_skip(net, sd.bytes, sd.alpha, floor, best))
                 continue;
-            int at = sc->host >= 0 ? sc->host : sc->unit_id[first], kept = 0;
+            int at = sc->host >= 0 ? sc->host : __builtin_ctzll(sc->unit_mask[first]), kept = 0;
             st = mc_bound_term(best, sd.bytes, mc_bound_net_value(net), sd.alpha, at,
                                sc->host >= 0 ? "a set of GPUs of host" : "a set of hosts with "
                                "host", topo, &kept, err);
@@ -208,7 +214,7 @@ static mc_status_t enumerate(const mc_topo_t *topo, const scope_t *sc,
                 set->mask = 0;
                 for (int u = 0; u < sc->nunits; u++)
                     if (s >> u & 1)
-                        set->mask |= (uint64_t)1 << sc->unit_id[u];
+                        set->mask |= sc->unit_mask[u];
             }
         }
     }
@@ -223,7 +229,67 @@ static void scope_free(scope_t *sc)
     free(sc->gpu);
     free(sc->dense);
     free(sc->unit);
-    free(sc->unit_id);
+    free(sc->unit_mask);
+}
+
+/* Groups a host scope's GPUs into k units: starting from one unit per GPU, the two units joined
+ * by the most GPU-to-GPU link capacity per pair of their GPUs merge first (average linkage; ties
+ * to the smaller pair, then the lower units), so that GPUs a cut would not part stay together. */
+static void group_units(scope_t *sc, const mc_topo_t *topo, int k)
+{
+    int n = sc->n;
+    double *cap = mc_xcalloc((size_t)n * (size_t)n, sizeof(double));
+    int *size = mc_xmalloc(sizeof(int) * (size_t)n), *at = mc_xmalloc(sizeof(int) * (size_t)topo->nnodes);
+    for (int i = 0; i < topo->nnodes; i++)
+        at[i] = -1;
+    for (int d = 0; d < n; d++)
+        at[topo->gpu_node[sc->gpu[d]]] = d;
+    for (int i = 0; i < topo->nlinks; i++) {
+        int a = at[topo->links[i].src], b = at[topo->links[i].dst];
+        if (a >= 0 && b >= 0) {
+            cap[a * n + b] += topo->links[i].bw;
+            cap[b * n + a] += topo->links[i].bw;
+        }
+    }
+    for (int u = 0; u < n; u++)
+        size[u] = 1;
+    for (int units = n; units > k; units--) {
+        int bu = -1, bv = -1;
+        double bw = -1;
+        for (int u = 0; u < n; u++)
+            for (int v = u + 1; v < n && size[u]; v++) {
+                if (!size[v])
+                    continue;
+                double w = cap[u * n + v] / ((double)size[u] * size[v]);
+                if (w > bw || (w == bw && size[u] + size[v] < size[bu] + size[bv])) {
+                    bw = w;
+                    bu = u;
+                    bv = v;
+                }
+            }
+        for (int x = 0; x < n; x++) { /* v joins u */
+            cap[bu * n + x] += cap[bv * n + x];
+            cap[x * n + bu] = cap[bu * n + x];
+        }
+        size[bu] += size[bv];
+        size[bv] = 0;
+        for (int d = 0; d < n; d++)
+            sc->unit[d] = sc->unit[d] == bv ? bu : sc->unit[d];
+    }
+    /* the surviving units numbered densely, each with the union of its GPUs' positions */
+    uint64_t *mask = mc_xcalloc((size_t)n, sizeof(uint64_t));
+    sc->nunits = 0;
+    for (int u = 0; u < n; u++)
+        at[u] = size[u] ? sc->nunits++ : -1;
+    for (int d = 0; d < n; d++) {
+        mask[at[sc->unit[d]]] |= sc->unit_mask[d];
+        sc->unit[d] = at[sc->unit[d]];
+    }
+    memcpy(sc->unit_mask, mask, sizeof(uint64_t) * (size_t)sc->nunits);
+    free(mask);
+    free(at);
+    free(cap);
+    free(size);
 }
 
 /* The scope of host h (units: its GPUs that hold or need bytes, given in busy[]), or of the
@@ -236,7 +302,7 @@ static int scope_init(scope_t *sc, const mc_topo_t *topo, int h, const char *bus
     sc->gpu = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
     sc->dense = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
     sc->unit = mc_xmalloc(sizeof(int) * (size_t)topo->ngpus);
-    sc->unit_id = mc_xmalloc(sizeof(int) * (size_t)(topo->ngpus + topo->nhosts));
+    sc->unit_mask = mc_xmalloc(sizeof(uint64_t) * (size_t)(topo->ngpus + topo->nhosts));
     int *host_unit = mc_xmalloc(sizeof(int) * (size_t)topo->nhosts), first = -1;
     for (int i = 0; i < topo->nhosts; i++)
         host_unit[i] = -1;
@@ -249,7 +315,7 @@ static int scope_init(scope_t *sc, const mc_topo_t *topo, int h, const char *bus
         int u = h >= 0 ? sc->nunits : host_unit[gh];
         if (u < 0 || h >= 0) {
             u = sc->nunits++;
-            sc->unit_id[u] = h >= 0 ? g - first : gh;
+            sc->unit_mask[u] = (uint64_t)1 << (h >= 0 ? g - first : gh);
             if (h < 0)
                 host_unit[gh] = u;
         }
@@ -276,8 +342,10 @@ mc_status_t mc_bound_cut(const mc_topo_t *topo, const mc_bound_ctx_t *al, double
         for (int j = 0; j < p->ndests; j++)
             busy[p->dests[j]] = 1;
     }
-    /* Sets inside hosts, when every host's sets fit the limits together. */
-    long sets = 0;
+    /* Sets inside hosts: each host in play gets an equal share of the sets (fewer where there
+     * are many classes of pieces), its GPUs grouped into as many units as the share allows (a
+     * host's sets name GPUs in a 64-bit mask). */
+    int inside = 0;
     for (int h = 0; h < topo->nhosts; h++)
         units[h] = host_gpus[h] = 0;
     for (int g = 0; g < topo->ngpus; g++) {
@@ -285,14 +353,21 @@ mc_status_t mc_bound_cut(const mc_topo_t *topo, const mc_bound_ctx_t *al, double
         host_gpus[mc_topo_gpu_host(topo, g)]++;
     }
     for (int h = 0; h < topo->nhosts; h++)
-        sets += units[h] > CUT_MAX_UNITS || host_gpus[h] > 64 ? CUT_MAX_HOST_SETS + 1
-                                                              : (1L << units[h]) - 1;
-    for (int h = 0; h < topo->nhosts && sets <= CUT_MAX_HOST_SETS && st == MC_OK; h++) {
-        if (!units[h])
+        inside += units[h] > 0 && host_gpus[h] <= 64;
+    long sets = CUT_MAX_WORK / (al->ncls + 1) < CUT_MAX_HOST_SETS ? CUT_MAX_WORK / (al->ncls + 1)
+                                                                  : CUT_MAX_HOST_SETS;
+    long share = inside ? sets / inside : 0;
+    int k = 0;
+    while (k < CUT_MAX_UNITS && (1L << (k + 1)) - 1 <= share)
+        k++;
+    for (int h = 0; h < topo->nhosts && k >= 2 && st == MC_OK; h++) {
+        if (!units[h] || host_gpus[h] > 64)
             continue;
         scope_t sc;
         mc_bound_net_t net;
         scope_init(&sc, topo, h, busy);
+        if (sc.nunits > k)
+            group_units(&sc, topo, k);
         one[h] = 1;
         mc_bound_net_init(&net, topo, &al->index, one);
         one[h] = 0;

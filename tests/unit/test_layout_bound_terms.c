@@ -2,7 +2,8 @@
  * Edmonds bound of a one-GPU broadcast on the DGX-1 hybrid cube-mesh (the NCCL dump in
  * topologies/), a hand-built host where two fat pairs of GPUs are joined by thin links, so that
  * the cut between the pairs binds and no single GPU's links do, four hosts where two share a thin
- * uplink, so that the cut around both binds and no host's does, a one-way ring where relays
+ * uplink, so that the cut around both binds and no host's does, a host of 20 GPUs whose cut
+ * is found over grouped GPUs, a one-way ring where relays
  * spend link capacity twice, which only the lp term sees, and an MI100 hive whose PCIe links no
  * route between two GPUs takes, which no term counts. */
 #include <stdarg.h>
@@ -226,12 +227,46 @@ static void test_cut_union_of_hosts(void **state)
     mc_topo_free(t);
 }
 
+/* One host of 20 GPUs: two cliques of 10, the even GPUs and the odd ones (links of 10e9 B/s
+ * between every pair inside each), joined only by a 1e9 B/s link between GPUs 18 and 19. The even
+ * GPUs send the odd ones a transpose of 1e9 bytes, all of it across the thin link: the cut out of
+ * the even GPUs binds at 1 s. With 20 GPUs in play the host has more than the 16 units
+ * enumerated, so its GPUs are grouped first, by link capacity (grouping neighbours by index
+ * would pair an even GPU with an odd one, and no set would be the cliques'): the set is found. */
+static void test_cut_in_large_host(void **state)
+{
+    mc_topo_t *t = mc_topo_new("two interleaved cliques of ten GPUs, one thin link");
+    int g[20];
+    for (int i = 0; i < 20; i++)
+        g[i] = add_gpu(t, i);
+    for (int i = 0; i < 20; i++)
+        for (int j = i + 1; j < 20; j++)
+            if (i % 2 == j % 2)
+                mc_topo_add_link_pair(t, g[i], g[j], MC_LINK_NVL, 10e9, 0, 1);
+    mc_topo_add_link_pair(t, g[18], g[19], MC_LINK_NVL, 1e9, 0, 1);
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_finalize(t, &err), MC_OK);
+    mc_bound_t b = bound_of(t, "mesh A={g:10}@[0,2,4,6,8,10,12,14,16,18]\n"
+                               "mesh B={g:10}@[1,3,5,7,9,11,13,15,17,19]\n"
+                               "move u8[10,100000000] A[g,_] -> B[_,g]\n");
+    expect_close(b.cut_s, 1, "cut between the cliques");
+    expect_close(b.flow_s, 1e7 / 1e9, "flow (one piece over the thin link)");
+    assert_int_equal(b.binding, MC_BOUND_CUT);
+    int gpus[64];
+    int n = mc_bound_set_gpus(t, &b.cut_set, gpus);
+    assert_int_equal(n, 10);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(gpus[i], 2 * i + b.cut_set.into);
+    mc_topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edmonds_dgx1_broadcast),
         cmocka_unit_test(test_cut_between_pairs),
         cmocka_unit_test(test_cut_union_of_hosts),
+        cmocka_unit_test(test_cut_in_large_host),
         cmocka_unit_test(test_lp_one_way_ring),
         cmocka_unit_test(test_route_caps_mi100_broadcast),
     };
