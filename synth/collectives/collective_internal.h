@@ -122,9 +122,11 @@ void coll_stats_free(coll_stats_t *st);
  * does not need forwards them inside the same tree (so every root holds or needs the piece, as
  * the runtime requires), and the tree runs in the phase of its first step; each step that roots
  * a tree is a phase. Trees of cells with the same shape and adjacent byte ranges merge; a
- * device's children on another host hang below the first of them. stats may be NULL. */
+ * device's children on another host hang below the first of them. Inside one host of direct
+ * links, an all-gather's blocks whose peers are not all one link away go round NCCL's rings over
+ * their group instead, as NCCL runs the collective. stats may be NULL. */
 mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_prog_t *p,
-                       int first_phase, uint64_t chunk_bytes, coll_stats_t *stats,
+                       int first_phase, const mc_synth_opts_t *opts, coll_stats_t *stats,
                        mc_err_t *err);
 
 /* Lowers one program per tensor (made by plan) into a new schedule for the strategy, with planned

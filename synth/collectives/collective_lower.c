@@ -10,6 +10,7 @@
 #include "synth/collectives/collective_internal.h"
 #include "synth/synth_internal.h"
 #include "topo/topo_chain.h"
+#include "topo/topo_rings.h"
 
 /* Most byte ranges one program may produce: beyond this the cells cut pieces too finely for
  * one tree per range. */
@@ -38,6 +39,8 @@ typedef struct clower {
     const coll_walk_t *w;
     const mc_task_t *task;
     const mc_topo_t *topo;
+    const mc_synth_opts_t *opts;
+    mc_topo_ring_cache_t *rings; /* NCCL's searched rings, per group of an all-gather */
     ctree_t *trees;
     int ntrees, tree_cap;
     cedge_t *edges;
@@ -214,16 +217,31 @@ static void merge_runs(clower_t *L)
     L->nruns = k;
 }
 
+/* Whether a tree forwards: a device passes on what it received, by the walk (a relay of the
+ * program, when by_walk) or by the lowering too (fan_out's hosts). */
+static int forwards(const clower_t *L, const ctree_t *t, int by_walk)
+{
+    for (int i = 0; i < t->nedges; i++) {
+        const cedge_t *e = &L->edges[t->first + i];
+        if ((by_walk ? e->from : e->parent) != t->root)
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
 static mc_status_t emit_run(clower_t *L, mc_sched_t *s, const crun_t *r, const ctree_t *t,
-                            int phase, uint64_t chunk_bytes, mc_err_t *err)
+                            int phase, mc_err_t *err)
 {
     const cedge_t *e = &L->edges[t->first];
-    int relayed = 0;
-    for (int i = 0; i < t->nedges; i++)
-        relayed |= e[i].parent != t->root;
+    uint64_t chunk_bytes = L->opts->chunk_bytes;
     /* A tree that forwards pipelines in NCCL-sized chunks; a direct send is one message. */
-    int nchunks = synth_forced_chunks(r->len, chunk_bytes || !relayed ? chunk_bytes
-                                                                      : MC_NCCL_STEP_BYTES);
+    int nchunks = synth_forced_chunks(r->len, chunk_bytes || !forwards(L, t, 0) ? chunk_bytes
+                                                                            : MC_NCCL_STEP_BYTES);
     int ti = mc_sched_add_tree(s, t->piece, r->off, r->len, t->root, phase, nchunks);
     for (int i = 0; i < t->nedges; i++) {
         mc_status_t st = mc_sched_add_edge(s, L->topo, ti, e[i].parent, e[i].child, err);
@@ -231,6 +249,86 @@ static mc_status_t emit_run(clower_t *L, mc_sched_t *s, const crun_t *r, const c
             return st;
     }
     return MC_OK;
+}
+
+/* Whether every peer of the root is one link away, or one NVSwitch hop. */
+static int peers_adjacent(const clower_t *L, const ctree_t *t)
+{
+    const mc_topo_t *topo = L->topo;
+    for (int i = 0; i < t->nedges; i++) {
+        int nlinks, links[MC_ROUTE_MAX_LINKS], via;
+        mc_err_t ignored = {0};
+        if (mc_topo_route_links(topo, t->root, L->edges[t->first + i].child, &nlinks, links,
+                                &via, &ignored) != MC_OK)
+            return 0;
+        int mid = topo->links[links[0]].dst;
+        if (nlinks > 2 || (nlinks == 2 && topo->nodes[mid].kind != MC_NODE_NVS))
+            return 0;
+    }
+    return 1;
+}
+
+/* A block of an all-gather step inside one host of direct links (no NVSwitch) where some peer
+ * is not one link away, as NCCL's ring all-gather moves it: round the rings NCCL's search finds
+ * over the group (the root and the peers it sends to, in rank order: the same rings for every
+ * block of the step), pipelined in NCCL's steps, as nccl-ring runs them (topo/topo_rings.h).
+ * NCCL splits a rank's block over the channels; here the block is the runs r[0..nruns) of one
+ * tree's shape (byte ranges of the piece, strided where the tile is): with fewer runs than
+ * channels each run is split evenly over them, else the runs are dealt to the channels in turn,
+ * whole. Sent straight from the root to every peer, a block crossed whatever links join the root
+ * to peers it has no direct link to (QPI on a DGX-1: 37.6 times the bound for an all-gather that
+ * NCCL runs over NVLink rings). Elsewhere the straight sends stay: where every peer is one link
+ * or one NVSwitch hop away they move what a ring moves through each GPU's links (NVLS, on an
+ * NVSwitch, less), and across hosts each host's share crosses the network once (fan_out), as
+ * NCCL's rings carry it. sharing: the blocks the step moves at once. */
+static mc_status_t emit_ring(clower_t *L, mc_sched_t *s, const crun_t *r, int nruns,
+                             const ctree_t *t, int phase, int sharing, mc_err_t *err)
+{
+    const mc_task_t *task = L->task;
+    const mc_piece_t *pc = &task->pieces[t->piece];
+    int n = t->nedges + 1, *buf = mc_xmalloc(sizeof(int) * (size_t)(2 * n + L->topo->ngpus));
+    int *group = buf, *peers = buf + n, *order = buf + 2 * n;
+    group[0] = t->root;
+    for (int i = 0; i < t->nedges; i++)
+        group[i + 1] = peers[i] = L->edges[t->first + i].child;
+    mc_sort(group, (size_t)n, sizeof(int), cmp_int);
+    mc_topo_rings_t *rings = NULL;
+    int *chains = NULL, *len = NULL;
+    mc_status_t st = mc_topo_rings_new(L->topo, group, n, -1, L->rings, &rings, err);
+    if (st != MC_OK)
+        goto out;
+    if (rings->nruns > 1 || !rings->found[0]->nrings || peers_adjacent(L, t)) {
+        for (int i = 0; i < nruns && st == MC_OK; i++)
+            st = emit_run(L, s, &r[i], t, phase, err);
+        goto free_rings;
+    }
+    int channels = mc_topo_rings_channels(L->topo, rings, t->root);
+    int sharers = mc_topo_rings_sharing(rings, channels) * sharing;
+    chains = mc_xmalloc(sizeof(int) * (size_t)channels * (size_t)n);
+    len = mc_xmalloc(sizeof(int) * (size_t)channels);
+    for (int c = 0; c < channels; c++)
+        len[c] = mc_topo_rings_chain(rings, t->root, peers, t->nedges, c, order, chains + c * n);
+    uint64_t esize = (uint64_t)mc_dtype_size(task->tensors[pc->tensor].src.dtype);
+    for (int i = 0; i < nruns && st == MC_OK; i++) {
+        int whole = nruns >= channels, parts = whole ? 1 : channels;
+        uint64_t off = r[i].off;
+        for (int k = 0; k < parts && st == MC_OK; k++) {
+            int c = whole ? i % channels : k;
+            uint64_t part = whole ? r[i].len : synth_even_part(r[i].len, esize, channels, k);
+            if (part)
+                st = synth_add_chain(s, L->topo, t->piece, off, part, phase, chains + c * n,
+                                     len[c], L->opts->chunk_bytes, sharers,
+                                     synth_inflight(L->opts), err);
+            off += part;
+        }
+    }
+free_rings:
+    mc_topo_rings_free(rings);
+out:
+    free(chains);
+    free(len);
+    free(buf);
+    return st;
 }
 
 void coll_stats_free(coll_stats_t *st)
@@ -256,10 +354,10 @@ static int number_phases(const clower_t *L, int nsteps, int first_phase, int *ph
 
 /* The walk's transfers as schedule trees. */
 static mc_status_t emit_trees(clower_t *L, mc_sched_t *s, int t, const coll_prog_t *p,
-                              const int *phase_of, uint64_t chunk_bytes, mc_err_t *err)
+                              const int *phase_of, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    int *rep = NULL, nsigs = 0;
+    int *rep = NULL, nsigs = 0, moving[COLL_MAX_STEPS] = {0};
     if (!L->nedges) /* only local slices */
         return MC_OK;
     mc_sort(L->edges, (size_t)L->nedges, sizeof(cedge_t), cmp_edge);
@@ -279,10 +377,21 @@ static mc_status_t emit_trees(clower_t *L, mc_sched_t *s, int t, const coll_prog
         goto out;
     }
     merge_runs(L);
-    for (int i = 0; i < L->nruns; i++) {
+    for (int i = 0; i < L->nruns; i++) /* runs come by shape: count the shapes */
+        moving[L->trees[rep[L->runs[i].sig]].step] += !i || L->runs[i].sig != L->runs[i - 1].sig;
+    for (int i = 0, next; i < L->nruns; i = next) {
         const ctree_t *tr = &L->trees[rep[L->runs[i].sig]];
-        MC_CHECK_GOTO(emit_run(L, s, &L->runs[i], tr, phase_of[tr->step], chunk_bytes, err), out,
-                      st);
+        next = i + 1;
+        if (p->steps[tr->step].kind == COLL_ALLGATHER && !forwards(L, tr, 1)) {
+            while (next < L->nruns && L->runs[next].sig == L->runs[i].sig)
+                next++;
+            st = emit_ring(L, s, &L->runs[i], next - i, tr, phase_of[tr->step],
+                           moving[tr->step], err);
+        } else {
+            st = emit_run(L, s, &L->runs[i], tr, phase_of[tr->step], err);
+        }
+        if (st != MC_OK)
+            goto out;
     }
 out:
     free(rep);
@@ -290,17 +399,18 @@ out:
 }
 
 mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_prog_t *p,
-                       int first_phase, uint64_t chunk_bytes, coll_stats_t *stats,
+                       int first_phase, const mc_synth_opts_t *opts, coll_stats_t *stats,
                        mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     coll_walk_t w = {0};
-    clower_t L = {.w = &w, .task = s->task, .topo = topo};
+    clower_t L = {.w = &w, .task = s->task, .topo = topo, .opts = opts,
+                  .rings = mc_topo_ring_cache_new()};
     int phase_of[COLL_MAX_STEPS];
     MC_CHECK_GOTO(coll_walk(&w, s->task, t, p, topo, s->strategy, err), out, st);
     build_trees(&L);
     int nphases = number_phases(&L, p->nsteps, first_phase, phase_of);
-    MC_CHECK_GOTO(emit_trees(&L, s, t, p, phase_of, chunk_bytes, err), out, st);
+    MC_CHECK_GOTO(emit_trees(&L, s, t, p, phase_of, err), out, st);
     if (stats) {
         stats->nphases = nphases;
         stats->recv_bytes = w.recv_bytes;
@@ -309,6 +419,7 @@ mc_status_t coll_lower(mc_sched_t *s, const mc_topo_t *topo, int t, const coll_p
     }
 out:
     coll_walk_free(&w);
+    mc_topo_ring_cache_free(L.rings);
     free(L.trees);
     free(L.edges);
     free(L.runs);

@@ -20,7 +20,7 @@ mc_status_t coll_synth(mc_task_t *task, const mc_topo_t *topo, const mc_synth_op
         coll_stats_t stats = {0};
         MC_CHECK_GOTO(coll_prog_init(&p, task, t, strategy, err), out, st);
         plan(&p);
-        st = coll_lower(s, topo, t, &p, 0, opts->chunk_bytes, &stats, err);
+        st = coll_lower(s, topo, t, &p, 0, opts, &stats, err);
         char *desc = coll_prog_describe(&p);
         mc_buf_printf(&params, "%s%s=%s", t ? " " : "", task->tensors[t].name, desc);
         free(desc);

@@ -1,7 +1,7 @@
 /* Tests for the 'collectives' strategy (normal form of arXiv 2112.01075) on one DGX H100 host of
  * topologies/dgx-h100-x4.xml: the plans it picks, the worked numbers of the research note
- * (array-redistribution.md section 5.5), its memory against brute force, --memory-limit, and the
- * cases it refuses. */
+ * (array-redistribution.md section 5.5), its memory against brute force, --memory-limit, the
+ * cases it refuses; and an all-gather round NCCL's rings on the DGX-1. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/sim.h"
 #include "synth/collectives/collective_internal.h"
 
 #define TOPO "topologies/dgx-h100-x4.xml"
@@ -115,7 +116,7 @@ static void coll_check_plan(coll_fixture_t *f, coll_plan_fn plan, int uneven, ui
     assert_int_equal(coll_prog_init(&p, f->task, 0, "collectives", &err), MC_OK);
     plan(&p);
     mc_sched_t *s = mc_sched_new(f->task, f->topo, "collectives");
-    assert_int_equal(coll_lower(s, f->topo, 0, &p, 0, 0, &st, &err), MC_OK);
+    assert_int_equal(coll_lower(s, f->topo, 0, &p, 0, &(mc_synth_opts_t){0}, &st, &err), MC_OK);
     const mc_mesh_t *m = &p.space->meshes[0];
     int nd = mv->src.ndims, ndev = m->ndevices;
     int64_t nel = 1, x[MC_MAX_DIMS];
@@ -199,7 +200,7 @@ static void test_worked_two_alltoalls(void **state)
     assert_string_equal(desc, "all-to-all(x),all-to-all(y)");
     free(desc);
     f->s = mc_sched_new(f->task, f->topo, "collectives");
-    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, 0, &st, &err), MC_OK);
+    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, &(mc_synth_opts_t){0}, &st, &err), MC_OK);
     f->s->nphases = st.nphases;
     mc_sched_plan_rates(f->s, f->topo);
     assert_int_equal(st.nphases, 2);
@@ -336,7 +337,7 @@ static void check_local(coll_fixture_t *f, const char *task, coll_plan_fn plan, 
     assert_string_equal(desc, want);
     free(desc);
     f->s = mc_sched_new(f->task, f->topo, "test");
-    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, 0, NULL, &err), MC_OK);
+    assert_int_equal(coll_lower(f->s, f->topo, 0, &p, 0, &(mc_synth_opts_t){0}, NULL, &err), MC_OK);
     assert_int_equal(f->s->ntrees, 0);
     coll_prog_free(&p);
 }
@@ -453,6 +454,45 @@ static void test_refused(void **state)
     assert_non_null(strstr(err.msg, "explicit shard sizes"));
 }
 
+/* An all-gather as NCCL runs it, on the DGX-1 hybrid cube-mesh (each GPU has NVLinks to four
+ * others; the other pairs of the two quads meet only over PCIe and QPI, 6e9 B/s): every hop of
+ * xla's and collectives' all-gather is one NVLink, round NCCL's searched rings, and the schedule
+ * takes nccl-ring's time to the picosecond (the same chains). Sent from each holder to every
+ * peer, three of each block's seven copies crossed QPI. */
+static void test_allgather_rings(void **state)
+{
+    (void)state;
+    mc_topo_t *topo = NULL;
+    mc_task_t *task = NULL;
+    mc_err_t err = {0};
+    assert_int_equal(mc_topo_load("topologies/dgx1-v100-hybrid-cube-mesh-topo.xml", &topo, &err),
+                     MC_OK);
+    assert_int_equal(mc_task_parse_text("mesh M={g:8}@0..7\nmove f32[8,1048576] M[g,_] -> M[_,_]\n",
+                                        "test", &task, &err), MC_OK);
+    assert_int_equal(mc_task_split(task, &err), MC_OK);
+    double want = 0;
+    const char *strategies[] = {"nccl-ring", "xla", "collectives"};
+    for (int k = 0; k < 3; k++) {
+        mc_sched_t *s = NULL;
+        mc_sim_result_t sim = {0};
+        assert_int_equal(mc_synth(strategies[k], task, topo, NULL, &s, &err), MC_OK);
+        assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+        for (int t = 0; t < s->ntrees; t++)
+            for (int e = 0; e < s->trees[t].nedges; e++) {
+                const mc_tree_edge_t *ed = &s->trees[t].edges[e];
+                assert_int_equal(ed->nlinks, 1);
+                assert_int_equal(topo->links[ed->links[0]].kind, MC_LINK_NVL);
+            }
+        assert_int_equal(mc_sim_run_totals(s, topo, &sim, &err), MC_OK);
+        if (k == 0)
+            want = sim.makespan_s;
+        assert_true(sim.makespan_s == want);
+        mc_sched_free(s);
+    }
+    mc_task_free(task);
+    mc_topo_free(topo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_referee),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_allgather_rings),
     };
     return cmocka_run_group_tests(tests, coll_setup, coll_teardown);
 }
