@@ -487,6 +487,7 @@ static void test_allgather_rings(void **state)
         if (k == 0)
             want = sim.makespan_s;
         assert_true(sim.makespan_s == want);
+        mc_sim_result_free(&sim);
         mc_sched_free(s);
     }
     mc_task_free(task);
