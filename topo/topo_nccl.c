@@ -90,17 +90,18 @@ static void unique_name(const mc_nccl_ctx_t *c, char *name, size_t len)
         snprintf(name, len, "%.50s#%d", base, k);
 }
 
-/* The <pci> elements of the host read so far with this bus id; *gpu says whether one became a
- * GPU. */
+/* The <pci> elements of the host read so far with this bus id; *gpu (unless NULL) says whether
+ * one became a GPU. */
 static int bus_repeats(const mc_nccl_ctx_t *c, int host, int64_t busid, int *gpu)
 {
-    int n = 0;
-    *gpu = 0;
+    int n = 0, any_gpu = 0;
     for (int i = 0; i < c->nbus; i++)
         if (c->bus[i].host == host && c->bus[i].busid == busid) {
             n++;
-            *gpu |= c->bus[i].node >= 0 && c->t->nodes[c->bus[i].node].kind == MC_NODE_GPU;
+            any_gpu |= c->bus[i].node >= 0 && c->t->nodes[c->bus[i].node].kind == MC_NODE_GPU;
         }
+    if (gpu)
+        *gpu = any_gpu;
     return n;
 }
 
@@ -571,9 +572,8 @@ static mc_status_t read_bridge(mc_nccl_ctx_t *c, xmlNodePtr x, const pci_attrs_t
     /* NCCL folds a Broadcom sub-switch into the switch above it: both levels are one switch. */
     if (!(absorb_gen && mc_nccl_bcm_gen(a->word, 1) == absorb_gen)) {
         char name[64];
-        int had_gpu;
         snprintf(name, sizeof name, "h%d/PCI/%s", host, mc_nccl_busid_str(a->bus, b, sizeof b));
-        if (bus_repeats(c, host, a->bus, &had_gpu) > 0)
+        if (bus_repeats(c, host, a->bus, NULL) > 0)
             unique_name(c, name, sizeof name);
         node = add_node(c, MC_NODE_PCI, host, a->bus, line_of(x), "%s", name);
         link_up(c, node, parent, a->bw, MC_LINK_PCI);

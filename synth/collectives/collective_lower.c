@@ -251,25 +251,29 @@ static mc_status_t emit_run(clower_t *L, mc_sched_t *s, const crun_t *r, const c
     return MC_OK;
 }
 
-/* Whether every peer of the root is one link away, or one NVSwitch hop. */
-static int peers_adjacent(const clower_t *L, const ctree_t *t)
+/* Whether an all-gather's block goes round NCCL's rings (emit_ring): its peers share the root's
+ * host and one of them is neither one link nor one NVSwitch hop away. Checked before any ring
+ * search, from the routes' cache. */
+static int ring_worth(const clower_t *L, const ctree_t *t)
 {
     const mc_topo_t *topo = L->topo;
+    int far = 0;
     for (int i = 0; i < t->nedges; i++) {
+        int child = L->edges[t->first + i].child;
+        if (mc_topo_gpu_host(topo, child) != mc_topo_gpu_host(topo, t->root))
+            return 0;
         int nlinks, links[MC_ROUTE_MAX_LINKS], via;
         mc_err_t ignored = {0};
-        if (mc_topo_route_links(topo, t->root, L->edges[t->first + i].child, &nlinks, links,
-                                &via, &ignored) != MC_OK)
+        if (mc_topo_route_links(topo, t->root, child, &nlinks, links, &via, &ignored) != MC_OK)
             return 0;
         int mid = topo->links[links[0]].dst;
-        if (nlinks > 2 || (nlinks == 2 && topo->nodes[mid].kind != MC_NODE_NVS))
-            return 0;
+        far |= nlinks > 2 || (nlinks == 2 && topo->nodes[mid].kind != MC_NODE_NVS);
     }
-    return 1;
+    return far;
 }
 
-/* A block of an all-gather step inside one host of direct links (no NVSwitch) where some peer
- * is not one link away, as NCCL's ring all-gather moves it: round the rings NCCL's search finds
+/* A block of an all-gather step inside one host where some peer is not one link away (ring_worth),
+ * as NCCL's ring all-gather moves it: round the rings NCCL's search finds
  * over the group (the root and the peers it sends to, in rank order: the same rings for every
  * block of the step), pipelined in NCCL's steps, as nccl-ring runs them (topo/topo_rings.h).
  * NCCL splits a rank's block over the channels; here the block is the runs r[0..nruns) of one
@@ -277,10 +281,11 @@ static int peers_adjacent(const clower_t *L, const ctree_t *t)
  * channels each run is split evenly over them, else the runs are dealt to the channels in turn,
  * whole. Sent straight from the root to every peer, a block crossed whatever links join the root
  * to peers it has no direct link to (QPI on a DGX-1: 37.6 times the bound for an all-gather that
- * NCCL runs over NVLink rings). Elsewhere the straight sends stay: where every peer is one link
- * or one NVSwitch hop away they move what a ring moves through each GPU's links (NVLS, on an
- * NVSwitch, less), and across hosts each host's share crosses the network once (fan_out), as
- * NCCL's rings carry it. sharing: the blocks the step moves at once. */
+ * NCCL runs over NVLink rings). Elsewhere the straight sends stay (emit_run): where every peer is
+ * one link or one NVSwitch hop away they move what a ring moves through each GPU's links (NVLS,
+ * on an NVSwitch, less), across hosts each host's share crosses the network once (fan_out), as
+ * NCCL's rings carry it, and so they do where NCCL's search finds no ring. sharing: the blocks
+ * the step moves at once. */
 static mc_status_t emit_ring(clower_t *L, mc_sched_t *s, const crun_t *r, int nruns,
                              const ctree_t *t, int phase, int sharing, mc_err_t *err)
 {
@@ -297,7 +302,7 @@ static mc_status_t emit_ring(clower_t *L, mc_sched_t *s, const crun_t *r, int nr
     mc_status_t st = mc_topo_rings_new(L->topo, group, n, -1, L->rings, &rings, err);
     if (st != MC_OK)
         goto out;
-    if (rings->nruns > 1 || !rings->found[0]->nrings || peers_adjacent(L, t)) {
+    if (!rings->found[0]->nrings) {
         for (int i = 0; i < nruns && st == MC_OK; i++)
             st = emit_run(L, s, &r[i], t, phase, err);
         goto free_rings;
@@ -382,7 +387,8 @@ static mc_status_t emit_trees(clower_t *L, mc_sched_t *s, int t, const coll_prog
     for (int i = 0, next; i < L->nruns; i = next) {
         const ctree_t *tr = &L->trees[rep[L->runs[i].sig]];
         next = i + 1;
-        if (p->steps[tr->step].kind == COLL_ALLGATHER && !forwards(L, tr, 1)) {
+        if (p->steps[tr->step].kind == COLL_ALLGATHER && !forwards(L, tr, 1) &&
+            ring_worth(L, tr)) {
             while (next < L->nruns && L->runs[next].sig == L->runs[i].sig)
                 next++;
             st = emit_ring(L, s, &L->runs[i], next - i, tr, phase_of[tr->step],
