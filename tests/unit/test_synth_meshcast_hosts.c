@@ -7,8 +7,9 @@
  * trees, within 1.6 of its bound (2.05 before); small shards gathered over six MI300X boxes
  * take the spread trees (one network hop from the root's host to each other); shards for two
  * hosts under an oversubscribed leaf relay through its third host, which comes in over the other
- * spine; and an all-gather over four p4d boxes, whose balanced plan is simulated apart, repeats
- * to the byte. */
+ * spine; an all-gather over four p4d boxes, whose balanced plan is simulated apart, repeats
+ * to the byte; and uneven shards over seven MI300X boxes, whose components repeat, take a plan
+ * other than the solved one. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -341,6 +342,24 @@ static void test_balanced_apart_repeats(void **state)
     mc_topo_free(topo);
 }
 
+/* Uneven shards of 47 MiB on 37 GPUs of seven MI300X boxes under one switch, cut again unevenly
+ * (session 32's random task): 21 components, three of them copies of others. Where components
+ * repeat, the referee raced only the solved plan and its whole form (1.70 of the bound); it now
+ * races the other kinds too, and one of them wins (1.51). */
+static void test_copied_components_race_every_kind(void **state)
+{
+    (void)state;
+    char plan[64];
+    mc_task_t *task = task_of(
+        "A={x:37}@18..54", "N={g:1}@0",
+        "bf16[1352,18392] A[x,_] -> A[x{42,7,42,0,28,57,42,57,7,102,42,0,0,28,7,42,85,14,28,42,"
+        "28,0,57,7,14,57,28,7,85,57,85,14,57,14,28,57,85},_]");
+    double ratio = synth_ratio("tests/data/cluster/mi300x-x7-switch.xml", task, plan);
+    assert_true(ratio <= 1.55);
+    assert_true(strncmp(plan, "z3", 2) != 0 && strncmp(plan, "whole", 5) != 0);
+    mc_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_relay_beside_leaf),
         cmocka_unit_test(test_relays_anywhere_undone),
         cmocka_unit_test(test_balanced_apart_repeats),
+        cmocka_unit_test(test_copied_components_race_every_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
