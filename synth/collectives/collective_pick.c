@@ -56,12 +56,12 @@ static mc_status_t referee(mc_task_t *task, const mc_topo_t *topo, const mc_synt
     uint64_t limit = opts->memory_limit, pt = coll_sched_peak(*s, topo, NULL),
              pc = coll_sched_peak(c, topo, NULL);
     const char *why = NULL;
+    int fits = !limit || pc <= limit;
     if (!work && limit && pt > limit && pc <= limit)
         why = "memory";
-    else if ((!limit || pc <= limit) && sim.makespan_s < *t)
+    else if (fits && sim.makespan_s < *t)
         why = "faster";
-    else if ((!limit || pc <= limit) && sim.makespan_s <= *t * (1 + MC_REFEREE_TIE) &&
-             c->ntrees < (*s)->ntrees)
+    else if (fits && sim.makespan_s <= *t * (1 + MC_REFEREE_TIE) && c->ntrees < (*s)->ntrees)
         why = "fewer-trees"; /* as fast, and a smaller schedule to run and read */
     if (!why)
         goto out;

@@ -591,6 +591,12 @@ static void mark_back(const price_mark_t *m, mc_frac_t *f, mc_cands_t *cs, mc_sh
     *stats = m->stats;
 }
 
+static void mark_free(price_mark_t *m)
+{
+    free(m->ncols);
+    free(m->x);
+}
+
 /* A packing round (pack_round) and the fractional model solved with its trees, which stay only
  * where they lower the optimum by more than MC_PRICE_PROGRESS: where they do not, they are more
  * candidates for the integer stage to spread units over for nothing (an uneven 4 MiB reshuffle
@@ -609,8 +615,7 @@ static int packed(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *task, mc_shares
             added = 0;
         }
     }
-    free(m.ncols);
-    free(m.x);
+    mark_free(&m);
     return added;
 }
 
@@ -676,8 +681,7 @@ static mc_status_t price_anywhere(mc_frac_t *f, mc_cands_t *cs, const mc_task_t 
                                   stats, err);
     if (st == MC_OK && f->value_s > (1 - MC_PRICE_ANYWHERE_GAIN) * m.value_s)
         mark_back(&m, f, cs, sh, gained, stats);
-    free(m.ncols);
-    free(m.x);
+    mark_free(&m);
     return st;
 }
 

@@ -33,16 +33,14 @@ static inline void synth_rlimit(const mc_topo_t *topo, mc_task_t *task, mc_sched
                      (*out)->trees[t].inflight);
 }
 
-/* Synthesizes task under an rlimit (synth_rlimit); checks the schedule valid and never below the
- * bound; returns its simulated time, *bound_s the bound, plan its plan's name. */
-static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
-                        char plan[64])
+/* Checks meshcast's schedule s of task valid and never below the bound; returns its simulated
+ * time, *bound_s the bound. */
+static inline double checked_sim(const mc_topo_t *topo, mc_task_t *task, const mc_sched_t *s,
+                                 double *bound_s)
 {
-    mc_sched_t *s = NULL;
     mc_sim_result_t res = {0};
     mc_err_t err = {0};
     mc_bound_t b;
-    synth_rlimit(topo, task, &s);
     assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
     assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
     assert_int_equal(mc_task_bound(task, topo, &b, &err), MC_OK);
@@ -50,10 +48,21 @@ static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *b
     assert_non_null(strstr(s->params, "priced="));
     double t = res.makespan_s;
     *bound_s = b.seconds;
+    mc_sim_result_free(&res);
+    return t;
+}
+
+/* Synthesizes task under an rlimit (synth_rlimit); checks the schedule (checked_sim); returns its
+ * simulated time, *bound_s the bound, plan its plan's name. */
+static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *bound_s,
+                        char plan[64])
+{
+    mc_sched_t *s = NULL;
+    synth_rlimit(topo, task, &s);
+    double t = checked_sim(topo, task, s, bound_s);
     const char *at = strstr(s->params, "plan=");
     assert_non_null(at);
     snprintf(plan, 64, "%.*s", (int)strcspn(at + 5, " "), at + 5);
-    mc_sim_result_free(&res);
     mc_sched_free(s);
     return t;
 }

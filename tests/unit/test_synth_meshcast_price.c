@@ -315,8 +315,7 @@ static void test_packing_reaches_arborescences(void **state)
     double frac_s = strtod(at + strlen("frac_s="), NULL);
     assert_true(frac_s > 0);
     assert_true(frac_s <= 1.01 * xgmi_time(topo));
-    char plan[64];
-    double bound_s, t = synth_sim(topo, task, &bound_s, plan);
+    double bound_s, t = checked_sim(topo, task, s, &bound_s);
     assert_true(t <= 1.2 * xgmi_time(topo));
     mc_sched_free(s);
     mc_task_free(task);
