@@ -134,15 +134,18 @@ static int cmp_int(const void *a, const void *b)
  * trees through far hosts that gain less lose more to their depth in the simulator than the
  * model credits them (six MI300X boxes under leaves: 1.4% lower, 8% slower). They are few and
  * never tied: where they pay, the first does most (RTX 3090 boxes: 1.99 -> 1.28 ms, then 1.28),
- * and over 64 GPUs each costs a Steiner search per share and root. A share inside one
- * host keeps to it; above this size, the Steiner graph of every share would be the whole
+ * and over 64 GPUs each costs a Steiner search per share and root. A share inside one host
+ * widens too (session 40): where a host's sockets are joined by a link slower than their NICs,
+ * the bytes between them go out to another host and back (an all-to-all over two hosts of eight
+ * L40S GPUs, four 400 Gb/s NICs each: 2.33 -> 1.20 of the bound; the inter-socket link carried
+ * every cross-socket byte). Above this size, the Steiner graph of every share would be the whole
  * cluster's. */
 #define MC_PRICE_ANYWHERE_GPUS 128
 #define MC_PRICE_ANYWHERE_GAIN 0.05
 #define MC_PRICE_ANYWHERE_ROUNDS 4
 
-/* Share s's hosts (those its destinations and its candidates touch, or with anywhere every host
- * where they are several; ascending, -1 terminated) and the roots its new trees may have
+/* Share s's hosts (those its destinations and its candidates touch, or with anywhere every host;
+ * ascending, -1 terminated) and the roots its new trees may have
  * (its candidates' roots, then the holders on their hosts, at most MC_PRICE_ROOTS); returns the
  * number of roots. */
 static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share_t *sh, int s,
@@ -169,7 +172,7 @@ static int share_scope(const mc_frac_t *f, const mc_task_t *task, const mc_share
             !mc_ints_contain(roots, nr, pc->holders[i]))
             roots[nr++] = pc->holders[i];
     free(rh);
-    if (anywhere && nh > 1)
+    if (anywhere)
         for (nh = 0; nh < topo->nhosts; nh++)
             hosts[nh] = nh;
     mc_sort(hosts, (size_t)nh, sizeof(int), cmp_int);
@@ -649,7 +652,7 @@ static mc_status_t price_rounds(mc_frac_t *f, mc_cands_t *cs, const mc_task_t *t
     return MC_OK;
 }
 
-/* Whether some share crosses hosts but not every host: relays anywhere would widen its scope. */
+/* Whether some share touches fewer hosts than there are: relays anywhere would widen its scope. */
 static int anywhere_widens(const mc_frac_t *f, const mc_task_t *task, const mc_shares_t *sh)
 {
     const mc_topo_t *topo = f->topo;
@@ -660,7 +663,7 @@ static int anywhere_widens(const mc_frac_t *f, const mc_task_t *task, const mc_s
         int nh = 0;
         while (hosts[nh] >= 0)
             nh++;
-        widens = nh > 1 && nh < topo->nhosts;
+        widens = nh < topo->nhosts;
     }
     free(hosts);
     return widens;

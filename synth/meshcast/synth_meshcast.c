@@ -154,7 +154,7 @@ static int variants(const run_t *r, variant_t *out)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
             if ((order[i] != MC_PLAN_SOLVED || stagger) && every_comp_has(r, order[i]) &&
                 (!big || plan_edges(r, order[i]) <= big))
-                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0, 0};
+                out[n++] = (variant_t){.kind = order[i], .form = FORM_DECODED, .stagger = stagger};
     /* last, the plan descended at shared pace in its forms: not ranked, since on a tie as decoded
      * it took the later forms from a kind that gains more from them (DGX-1, 96 MiB from GPU 5:
      * 1.217 -> 1.228 of the bound) */
@@ -164,12 +164,12 @@ static int variants(const run_t *r, variant_t *out)
         for (int form = FORM_RECHUNK; form < (r->price.added ? FORM_COUNT : FORM_EVEN) && !r->chunk;
              form++)
             for (int stagger = 0; stagger <= MC_STAGGER_MAX; stagger++)
-                out[n++] = (variant_t){kinds[i], form, stagger, 0, 0, 0, 0, 0};
+                out[n++] = (variant_t){.kind = kinds[i], .form = form, .stagger = stagger};
     /* the plans far larger than the solved one last, as decoded and staggered */
     for (int stagger = 0; stagger <= nstagger && big; stagger++)
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
             if (every_comp_has(r, order[i]) && plan_edges(r, order[i]) > big)
-                out[n++] = (variant_t){order[i], FORM_DECODED, stagger, 0, 0, 0, 0, 0};
+                out[n++] = (variant_t){.kind = order[i], .form = FORM_DECODED, .stagger = stagger};
     return n;
 }
 
@@ -199,6 +199,8 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
                           : finer <= most && finer <= MC_CHUNKS_MAX ? (int)finer
                                                                      : tr->nchunks;
         }
+    for (int t = 0; t < d->ntrees && x.fit > 1; t++)
+        d->trees[t].nchunks = (d->trees[t].nchunks + x.fit - 1) / x.fit;
     uint64_t largest = 0;
     for (int t = 0; t < d->ntrees; t++)
         largest = d->trees[t].bytes > largest ? d->trees[t].bytes : largest;
@@ -206,10 +208,11 @@ static mc_status_t build(run_t *r, variant_t x, mc_sched_t **out, char *name, si
         mc_sched_channels(d, r->topo, x.channels, x.channel_spread, MC_MIN_CHUNK_BYTES,
                           x.channel_host ? MC_HOST_CHUNK_BYTES : MC_MIN_CHUNK_BYTES,
                           x.channel_big ? largest / 2 : 0);
-    snprintf(name, size, "%s%s%s%s%.*d%s%.*d%s%.*d%s%s", names[x.kind], forms[x.form],
+    snprintf(name, size, "%s%s%s%s%.*d%s%.*d%s%.*d%s%.*d%s%s", names[x.kind], forms[x.form],
              staggers[x.stagger], x.coarse > 0 ? "+coarse" : x.coarse < 0 ? "+fine" : "",
-             x.coarse ? 1 : 0, abs(x.coarse), x.channels > 1 ? "+ch" : "", x.channels > 1 ? 1 : 0,
-             x.channels, x.channels > 1 ? "s" : "", x.channels > 1 ? 1 : 0, x.channel_spread,
+             x.coarse ? 1 : 0, abs(x.coarse), x.fit > 1 ? "+fit" : "", x.fit > 1 ? 1 : 0, x.fit,
+             x.channels > 1 ? "+ch" : "", x.channels > 1 ? 1 : 0, x.channels,
+             x.channels > 1 ? "s" : "", x.channels > 1 ? 1 : 0, x.channel_spread,
              x.channel_big ? "big" : "", x.channel_host ? "host" : "");
     *out = d;
     return MC_OK;
@@ -539,14 +542,14 @@ static mc_status_t referee(run_t *r, verdict_t *v, int *replaced, mc_err_t *err)
     int n = variants(r, table), fastest = MC_PLAN_SOLVED, second = -1;
     int unstarted[MC_PLAN_KINDS][FORM_COUNT];
     double fastest_t = v->t, second_t = HUGE_VAL;
-    variant_t winner = {MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+    variant_t winner = {.kind = MC_PLAN_SOLVED, .form = FORM_DECODED};
     variant_t best_x[MC_PLAN_KINDS]; /* per kind, its fastest variant, timed best_t */
     double best_t[MC_PLAN_KINDS], solved_t = v->simulated ? v->t : HUGE_VAL;
     mc_status_t st = MC_OK;
     *replaced = 0;
     for (int k = 0; k < MC_PLAN_KINDS; k++) {
         best_t[k] = HUGE_VAL;
-        best_x[k] = (variant_t){k, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+        best_x[k] = (variant_t){.kind = k, .form = FORM_DECODED};
         for (int f = 0; f < FORM_COUNT; f++)
             unstarted[k][f] = -1;
     }
@@ -677,7 +680,7 @@ static mc_status_t synth_race(run_t *r, verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
     int replaced;
-    r->kept = (variant_t){MC_PLAN_SOLVED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+    r->kept = (variant_t){.kind = MC_PLAN_SOLVED, .form = FORM_DECODED};
     MC_CHECK_GOTO(race(r, r->kept, 0, v, err), out, st);
     /* A plan too large to simulate states its estimate; a variant is faster when its simulated
      * time beats the time the simulation of the plan had reached when it stopped. */
@@ -742,7 +745,7 @@ static mc_status_t balanced_plans(run_t *b, int fresh, mc_err_t *err)
     return MC_OK;
 }
 
-static const variant_t balanced_plan = {MC_PLAN_BALANCED, FORM_DECODED, 0, 0, 0, 0, 0, 0};
+static const variant_t balanced_plan = {.kind = MC_PLAN_BALANCED, .form = FORM_DECODED};
 
 /* The fresh balanced synthesis's simulation made apart: its schedule is built before the other
  * syntheses and timed on a thread of its own, as synth_balanced times it where the winner was
@@ -861,23 +864,104 @@ typedef struct ending {
     int across;
 } ending_t;
 
+/* The work a winner too large to simulate may take in its coarser forms (time_estimated): the
+ * coarsest form of the priced plan of a 1 GiB all-gather over four hosts of eight bridged H100
+ * PCIe GPUs (445 trees, every one at one chunk: 13,795 chunk crossings) takes 9.1 M units, since
+ * every event re-rates the flows of hundreds of trees that share the network. */
+#define MC_SIM_FIT_WORK (2 * MC_SIM_WORK)
+/* Coarser forms are raced only against a plan this many times slower than the winner's estimate:
+ * over 722 tasks (the sweeps of sessions 33-35, the 96 on eight hosts, and session 40's PCIe
+ * and RCCL clusters) they won where that plan was 1.40-3.31 times the estimate, and of the 14
+ * ladders that won nothing, 12 raced a plan below 1.5 times it (1.00-1.48, up to 14 M units
+ * each). Solved plans simulated in full (RCCL's 810 cases and session 40's PCIe shapes) take at
+ * most 1.27 times their estimate in 19 of 20 cases at 1 GiB, 1.44 at 64 MiB. */
+#define MC_FIT_ROOM 1.5
+/* Units per chunk crossing that the first of those forms is taken to need before any is timed:
+ * where hundreds of trees share links, the ladders took 88-660 per crossing; the coarsest form of
+ * a 56 MiB all-gather over eight MI250 hosts under leaves (87,507 crossings, 160 each in
+ * MC_SIM_FIT_WORK) reached 165 us of its 820 us in all of it. */
+#define MC_FIT_PACE 200.0
+
+/* Variant x with its chunk counts divided by fit, and its chunk crossings (sched_flows). */
+static mc_status_t fitted(run_t *r, variant_t x, int fit, variant_t *out, int64_t *flows,
+                          mc_err_t *err)
+{
+    mc_sched_t *d = NULL;
+    char name[64];
+    *out = x;
+    out->fit = fit;
+    mc_status_t st = build(r, *out, &d, name, sizeof name, err);
+    *flows = st == MC_OK ? sched_flows(d) : 0;
+    mc_sched_free(d);
+    return st;
+}
+
+/* Winner x (timed *v by its estimate) in coarser forms, each raced up to the time of the
+ * fastest so far (t, at first the plan it races): its chunk counts divided by the largest power
+ * of two that still leaves some tree more than one chunk, then by half that, and so on, while
+ * the next form, at the pace of the last one per chunk crossing (MC_FIT_PACE for the first),
+ * fits what is left of MC_SIM_FIT_WORK. The fastest that is simulated goes into *v and
+ * won->kept. Forms with fewer chunks pipeline less but simulate in far less work: on the
+ * all-gather above the plan as solved needs 60 M units and simulates at 17.1 ms; at one chunk
+ * per tree 9.1 M units, 23.3 ms; with a quarter of its chunks 12.8 M, 18.7 ms; the balanced
+ * plan it lost to, 40.0 ms. */
+static mc_status_t race_fitted(run_t *won, variant_t x, double t, verdict_t *v, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    variant_t y;
+    int64_t flows = 0, finer = 0, left = won->sim_work_left, work = MC_SIM_FIT_WORK;
+    int fit = 1;
+    /* the coarsest form: where halving the chunk counts again moves nothing */
+    MC_CHECK_GOTO(fitted(won, x, 1, &y, &finer, err), out, st);
+    for (;;) {
+        MC_CHECK_GOTO(fitted(won, x, 2 * fit, &y, &flows, err), out, st);
+        if (flows == finer)
+            break;
+        fit *= 2;
+        finer = flows;
+    }
+    for (double pace = MC_FIT_PACE; fit > 1; fit /= 2) {
+        verdict_t dv;
+        MC_CHECK_GOTO(fitted(won, x, fit, &y, &flows, err), out, st);
+        if (pace * (double)flows > (double)work)
+            break;
+        won->sim_work_left = work;
+        MC_CHECK_GOTO(race(won, y, t, &dv, err), out, st);
+        work = won->sim_work_left;
+        if (!dv.simulated && !dv.beaten)
+            break;
+        pace = (double)dv.work / (double)flows;
+        if (dv.simulated) {
+            t = dv.t;
+            *v = dv;
+            won->kept = y;
+        }
+    }
+out:
+    won->sim_work_left = left;
+    return st;
+}
+
 /* A winner known by its estimate only (*v: its allowance did not cover it), timed within one
  * referee's allowance up to the simulated time t of the plan it races: into *v where it ends
- * sooner, else *v stays and the timed plan wins (plain_beats, finish). Not where, at the pace of
- * the run that stopped, its estimate lies beyond that allowance (the uneven 1 GiB all-to-all over
- * four A100 and four H100 boxes: 32.6 us reached in 3.5 M units of 614.7 us estimated). A
- * simulated time alone did not beat an estimate: the priced plan of a 1 GiB all-gather over
- * eight 4-GPU hosts under three spines (88,288 flows) ran out of the half allowance it races with
- * (0.647 s reached of 0.971 s estimated) and lost to the plain plan's 2.28 s, then to XLA's ring
- * (2.00 of the bound); timed, it ends at 1.009 s (1.04) in 4.3 M units. More than one allowance
- * was too much: the 1 GiB all-gathers over eight RTX 3090 or MI250 boxes went 1.1 -> 9.2 s and
- * 1.6 -> 5.9 s with the summary's, for the same schedule. */
+ * sooner, else *v stays and the timed plan wins (plain_beats, finish). Where, at the pace of
+ * the run that stopped, its estimate lies beyond that allowance (the uneven 1 GiB all-to-all
+ * over four A100 and four H100 boxes: 32.6 us reached in 3.5 M units of 614.7 us estimated),
+ * its coarser forms are raced instead where t is far above the estimate (race_fitted,
+ * MC_FIT_ROOM). A simulated time alone did not beat an estimate: the priced plan of a 1 GiB
+ * all-gather over eight 4-GPU hosts under three spines (88,288 flows) ran out of the half
+ * allowance it races with (0.647 s reached of 0.971 s estimated) and lost to the plain plan's
+ * 2.28 s, then to XLA's ring (2.00 of the bound); timed, it ends at 1.009 s (1.04) in 4.3 M
+ * units. More than one allowance was too much: the 1 GiB all-gathers over eight RTX 3090 or
+ * MI250 boxes went 1.1 -> 9.2 s and 1.6 -> 5.9 s with the summary's, for the same schedule. */
 static mc_status_t time_estimated(run_t *won, verdict_t *v, double t, mc_err_t *err)
 {
     verdict_t vw;
     int64_t left = won->sim_work_left;
-    if (v->reached <= 0 || (double)v->work * v->t / v->reached > MC_SIM_WORK)
+    if (v->reached <= 0)
         return MC_OK;
+    if ((double)v->work * v->t / v->reached > MC_SIM_WORK)
+        return t > MC_FIT_ROOM * v->t ? race_fitted(won, won->kept, t, v, err) : MC_OK;
     won->sim_work_left = MC_SIM_WORK;
     mc_status_t st = race(won, won->kept, t, &vw, err);
     won->sim_work_left = left;

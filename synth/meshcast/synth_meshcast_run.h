@@ -19,6 +19,8 @@ typedef struct variant {
                                    * staggered by this spread (mc_sched_channels) */
     int channel_big; /* only the trees of at least half the largest tree's bytes */
     int channel_host; /* channels of trees inside hosts cut down to MC_HOST_CHUNK_BYTES */
+    int fit; /* every tree's chunk count divided by this, rounded up, after coarse (0, 1:
+              * none): a winner too large to simulate, timed in a coarser form (time_estimated) */
 } variant_t;
 
 typedef struct mc_valid_memo mc_valid_memo_t;
