@@ -881,6 +881,11 @@ typedef struct ending {
  * a 56 MiB all-gather over eight MI250 hosts under leaves (87,507 crossings, 160 each in
  * MC_SIM_FIT_WORK) reached 165 us of its 820 us in all of it. */
 #define MC_FIT_PACE 200.0
+/* A form is skipped, but for the last (half the chunks), where it has less than this many times
+ * the chunk crossings of the last form raced: where most trees are at one or two chunks already,
+ * halving again changes a few trees (the 1 GiB all-gather over two 16-GCD MI250 boxes: 31,186
+ * crossings with an eighth of the chunks, 32,426 with a quarter, raced for 2.9 M units). */
+#define MC_FIT_STEP (4.0 / 3.0)
 
 /* Variant x with its chunk counts divided by fit, and its chunk crossings (sched_flows). */
 static mc_status_t fitted(run_t *r, variant_t x, int fit, variant_t *out, int64_t *flows,
@@ -898,9 +903,9 @@ static mc_status_t fitted(run_t *r, variant_t x, int fit, variant_t *out, int64_
 
 /* Winner x (timed *v by its estimate) in coarser forms, each raced up to the time of the
  * fastest so far (t, at first the plan it races): its chunk counts divided by the largest power
- * of two that still leaves some tree more than one chunk, then by half that, and so on, while
- * the next form, at the pace of the last one per chunk crossing (MC_FIT_PACE for the first),
- * fits what is left of MC_SIM_FIT_WORK. The fastest that is simulated goes into *v and
+ * of two that still leaves some tree more than one chunk, then by half that, and so on
+ * (MC_FIT_STEP), while the next form, at the pace of the last one per chunk crossing
+ * (MC_FIT_PACE for the first), fits what is left of MC_SIM_FIT_WORK. The fastest that is simulated goes into *v and
  * won->kept. Forms with fewer chunks pipeline less but simulate in far less work: on the
  * all-gather above the plan as solved needs 60 M units and simulates at 17.1 ms; at one chunk
  * per tree 9.1 M units, 23.3 ms; with a quarter of its chunks 12.8 M, 18.7 ms; the balanced
@@ -920,9 +925,11 @@ static mc_status_t race_fitted(run_t *won, variant_t x, double t, verdict_t *v, 
         fit *= 2;
         finer = flows;
     }
-    for (double pace = MC_FIT_PACE; fit > 1; fit /= 2) {
+    for (double pace = MC_FIT_PACE, raced = 0; fit > 1; fit /= 2) {
         verdict_t dv;
         MC_CHECK_GOTO(fitted(won, x, fit, &y, &flows, err), out, st);
+        if (fit > 2 && (double)flows < MC_FIT_STEP * raced)
+            continue;
         if (pace * (double)flows > (double)work)
             break;
         won->sim_work_left = work;
@@ -930,6 +937,7 @@ static mc_status_t race_fitted(run_t *won, variant_t x, double t, verdict_t *v, 
         work = won->sim_work_left;
         if (!dv.simulated && !dv.beaten)
             break;
+        raced = (double)flows;
         pace = (double)dv.work / (double)flows;
         if (dv.simulated) {
             t = dv.t;
