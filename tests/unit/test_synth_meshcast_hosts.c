@@ -364,10 +364,9 @@ static void test_copied_components_race_every_kind(void **state)
 
 /* A 1 GiB all-gather over two hosts of eight bridged H100 PCIe GPUs: each socket needs more than
  * its link to the other socket brings, so the priced plan sends bytes between a host's sockets
- * through the network. That plan (163 trees) is too large to simulate within the allowance and
- * lost, known only by its estimate, to the balanced plan simulated at 1.27 of the bound, which
- * crosses the socket link; it is now timed with half its chunks (time_estimated, race_fitted)
- * and wins. */
+ * through the network. That plan is too large to simulate within the allowance and lost, known
+ * only by its estimate, to the balanced plan simulated at 1.27 of the bound, which crosses the
+ * socket link; it is now timed in coarser forms (time_estimated, race_fitted), and one wins. */
 static void test_unsimulated_winner_timed_coarser(void **state)
 {
     (void)state;
