@@ -887,58 +887,58 @@ typedef struct ending {
  * crossings with an eighth of the chunks, 32,426 with a quarter, raced for 2.9 M units). */
 #define MC_FIT_STEP (4.0 / 3.0)
 
-/* Variant x with its chunk counts divided by fit, and its chunk crossings (sched_flows). */
-static mc_status_t fitted(run_t *r, variant_t x, int fit, variant_t *out, int64_t *flows,
-                          mc_err_t *err)
+/* The chunk crossings (sched_flows) of variant x with its chunk counts divided by fit. */
+static mc_status_t fitted_flows(run_t *r, variant_t x, int fit, int64_t *flows, mc_err_t *err)
 {
     mc_sched_t *d = NULL;
     char name[64];
-    *out = x;
-    out->fit = fit;
-    mc_status_t st = build(r, *out, &d, name, sizeof name, err);
+    x.fit = fit;
+    mc_status_t st = build(r, x, &d, name, sizeof name, err);
     *flows = st == MC_OK ? sched_flows(d) : 0;
     mc_sched_free(d);
     return st;
 }
 
+/* The most forms race_fitted tells apart: divisors 1 to 2^24, MC_SCHED_MAX_CHUNKS. */
+#define MC_FIT_FORMS 25
+
 /* Winner x (timed *v by its estimate) in coarser forms, each raced up to the time of the
  * fastest so far (t, at first the plan it races): its chunk counts divided by the largest power
  * of two that still leaves some tree more than one chunk, then by half that, and so on
  * (MC_FIT_STEP), while the next form, at the pace of the last one per chunk crossing
- * (MC_FIT_PACE for the first), fits what is left of MC_SIM_FIT_WORK. The fastest that is simulated goes into *v and
- * won->kept. Forms with fewer chunks pipeline less but simulate in far less work: on the
- * all-gather above the plan as solved needs 60 M units and simulates at 17.1 ms; at one chunk
- * per tree 9.1 M units, 23.3 ms; with a quarter of its chunks 12.8 M, 18.7 ms; the balanced
- * plan it lost to, 40.0 ms. */
+ * (MC_FIT_PACE for the first), fits what is left of MC_SIM_FIT_WORK. The fastest that is
+ * simulated goes into *v and won->kept. Forms with fewer chunks pipeline less but simulate in
+ * far less work: on the all-gather above the plan as solved needs 60 M units and simulates at
+ * 17.1 ms; at one chunk per tree 9.1 M units, 23.3 ms; with a quarter of its chunks 12.8 M,
+ * 18.7 ms; the balanced plan it lost to, 40.0 ms. */
 static mc_status_t race_fitted(run_t *won, variant_t x, double t, verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    variant_t y;
-    int64_t flows = 0, finer = 0, left = won->sim_work_left, work = MC_SIM_FIT_WORK;
-    int fit = 1;
+    int64_t flows[MC_FIT_FORMS], left = won->sim_work_left, work = MC_SIM_FIT_WORK;
+    int n = 1; /* flows[k]: the crossings with the chunk counts divided by 2^k, k < n */
     /* the coarsest form: where halving the chunk counts again moves nothing */
-    MC_CHECK_GOTO(fitted(won, x, 1, &y, &finer, err), out, st);
-    for (;;) {
-        MC_CHECK_GOTO(fitted(won, x, 2 * fit, &y, &flows, err), out, st);
-        if (flows == finer)
+    MC_CHECK_GOTO(fitted_flows(won, x, 1, &flows[0], err), out, st);
+    for (; n < MC_FIT_FORMS; n++) {
+        MC_CHECK_GOTO(fitted_flows(won, x, 1 << n, &flows[n], err), out, st);
+        if (flows[n] == flows[n - 1])
             break;
-        fit *= 2;
-        finer = flows;
     }
-    for (double pace = MC_FIT_PACE, raced = 0; fit > 1; fit /= 2) {
+    double pace = MC_FIT_PACE, raced = 0;
+    for (int k = n - 1; k >= 1; k--) {
         verdict_t dv;
-        MC_CHECK_GOTO(fitted(won, x, fit, &y, &flows, err), out, st);
-        if (fit > 2 && (double)flows < MC_FIT_STEP * raced)
+        variant_t y = x;
+        y.fit = 1 << k;
+        if (k > 1 && (double)flows[k] < MC_FIT_STEP * raced)
             continue;
-        if (pace * (double)flows > (double)work)
+        if (pace * (double)flows[k] > (double)work)
             break;
         won->sim_work_left = work;
         MC_CHECK_GOTO(race(won, y, t, &dv, err), out, st);
         work = won->sim_work_left;
         if (!dv.simulated && !dv.beaten)
             break;
-        raced = (double)flows;
-        pace = (double)dv.work / (double)flows;
+        raced = (double)flows[k];
+        pace = (double)dv.work / (double)flows[k];
         if (dv.simulated) {
             t = dv.t;
             *v = dv;
