@@ -469,6 +469,13 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
  * not cross the network takes host_chunk in min_chunk's place. */
 void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, uint64_t min_chunk,
                        uint64_t host_chunk, uint64_t min_bytes);
+/* Puts the trees of s that share a phase and their edges (channels) out of phase
+ * (synth_meshcast_phased.c): each takes mult times the most chunks of its set, rounded up (none below
+ * net_chunk bytes, or host_chunk for a tree inside a host; at most MC_CHUNKS_MAX) and the j-th by
+ * offset ramp j (mod MC_SCHED_MAX_RAMP + 1, less where its chunks would not all have a byte).
+ * Returns whether any tree changed. */
+int mc_sched_phased(mc_sched_t *s, const mc_topo_t *topo, double mult, uint64_t net_chunk,
+                    uint64_t host_chunk);
 /* Whether no edge of tree t of s crosses the network (its transfers stay inside hosts). */
 int mc_sched_tree_in_host(const mc_sched_t *s, const mc_topo_t *topo, int t);
 /* Whether no tree of s crosses the network and one is too small for 2 channels of its chunks of

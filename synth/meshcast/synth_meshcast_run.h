@@ -105,6 +105,9 @@ int mc_valid_memo_check(mc_valid_memo_t *m, const mc_sched_t *s, const mc_topo_t
  * 1 GiB all-gather over four DGX A100 (1.01 of the bound) spent 60% of its 6.9 s of CPU on relay
  * trees that won nothing. The channels on host chunks (synth_meshcast.c) share the gate. */
 #define MC_ALT_ROOM 1.02
+/* Room for a plan's name in the last races, with every suffix they add (the params that state it
+ * hold 256 characters, about 120 of them for the rest): 48 cut `+phased` off longer names. */
+#define MC_PLAN_NAME_MAX 128
 /* The smallest chunk of a channel whose tree does not cross the network: MC_MIN_CHUNK_BYTES is
  * the network proxy's chunk; inside a host a send of any size is one message with one overhead
  * (docs/synthesis.md, "Session 18: small pieces on partial meshes"). */
@@ -157,8 +160,12 @@ mc_status_t mc_meshcast_race_striped(run_t *r, mc_sched_t **s, verdict_t *v, mc_
 mc_status_t mc_meshcast_race_ring(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 /* Then the winner *s (timed *v) against itself looped back (mc_sched_looped). */
 mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
-/* The last race of all: the winner *s (timed *v) against itself with its chunks ramped (the
- * first and last chunks of each tree smaller, mc_tree_chunk), ramps 1 then 2. */
+/* The winner *s (timed *v) against itself with its chunks ramped (the first and last chunks of
+ * each tree smaller, mc_tree_chunk), ramps 1 then 2. */
 mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
+/* The last race of all: the winner with the trees that share their edges (channels) out of
+ * phase, each set's j-th tree ramped j, all in one chunk count, 1, 2 and 4 times the set's most
+ * (mc_sched_phased). */
+mc_status_t mc_meshcast_race_phased(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 
 #endif

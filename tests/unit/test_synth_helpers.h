@@ -15,6 +15,7 @@
 
 #include "sim/sim.h"
 #include "synth/synth.h"
+#include "test_topo_helpers.h"
 
 /* The meshcast schedule of task under an rlimit (budget out of reach), in *out. Whatever form it
  * takes (its trees, NCCL's rings, a baseline's plan), every tree keeps one chunk in flight, as
@@ -65,6 +66,17 @@ static inline double synth_sim(const mc_topo_t *topo, mc_task_t *task, double *b
     snprintf(plan, 64, "%.*s", (int)strcspn(at + 5, " "), at + 5);
     mc_sched_free(s);
     return t;
+}
+
+/* synth_sim of task (freed here) on the topology at path, its simulated time within `most`
+ * times the bound; plan gets its plan. */
+static inline void synth_within(const char *path, mc_task_t *task, double most, char plan[64])
+{
+    mc_topo_t *topo = load_ok(path);
+    double bound_s, t = synth_sim(topo, task, &bound_s, plan);
+    assert_true(t <= most * bound_s);
+    mc_topo_free(topo);
+    mc_task_free(task);
 }
 
 /* Synthesizes the task make() gives n times (synth_rlimit, at most 4), each schedule's params

@@ -32,17 +32,6 @@ static mc_task_t *replace_task(void)
                    "bf16[8192,8192] M[(X,Y),_] -> N[Z,_]");
 }
 
-/* synth_sim of task (freed here) on the topology at path, its simulated time within `most`
- * times the bound; plan gets its plan. */
-static void synth_within(const char *path, mc_task_t *task, double most, char plan[64])
-{
-    mc_topo_t *topo = load_ok(path);
-    double bound_s, t = synth_sim(topo, task, &bound_s, plan);
-    assert_true(t <= most * bound_s);
-    mc_topo_free(topo);
-    mc_task_free(task);
-}
-
 /* Four hosts each send their piece over all 8 rails: hub trees (each host's NICs forward 2/3 of
  * a stripe of each other piece, as in a chain, but two network hops deep instead of three). */
 static void test_replace_near_bound(void **state)
