@@ -148,7 +148,8 @@ static double simulated(const char *topo_path, const char *text, double *bound, 
 }
 
 /* The MI250 box: the priced trees in 4 channels, 61.9 us (2.20 of the 28.1 us bound); 71.7 us
- * whole before. The DGX-1: 81.6 us in 3 channels (1.94 of 42.0 us); 94.6 us before. Each is
+ * whole before. The DGX-1: 81.6 us in 3 channels (1.94 of 42.0 us); 94.6 us before; 80.9 us since
+ * session 41, the 3 channels cut into 4 more out of phase (`+ch4+phased1` after `host`). Each is
  * asserted below 0.9 of the time before. */
 static void test_small_broadcasts(void **state)
 {
@@ -162,7 +163,7 @@ static void test_small_broadcasts(void **state)
         double bound;
         char params[256];
         double m = simulated(cases[i].topo, BCAST, &bound, params);
-        assert_non_null(strstr(params, "host "));
+        assert_non_null(strstr(params, "host"));
         assert_true(m < 0.9 * cases[i].before_s);
         assert_true(m >= bound);
     }
