@@ -440,7 +440,7 @@ static mc_status_t phased_alt(const run_t *r, const mc_sched_t *winner, const vo
 
 /* A winner this close to the bound is left as it is. Out of phase, the 1 GiB broadcast in one
  * bridged H100 PCIe box went 1.0020 -> 1.0007 of it (NCCL's ring, `alpa-bcast`, 1.0014), and a
- * 1 GiB chain over four GH200 hosts 1.0165 -> 1.0031. */
+ * 1 GiB chain over four GH200 hosts 1.0165 -> 1.0032. */
 #define MC_PHASED_ROOM 1.001
 
 /* Channels out of phase (synth_meshcast_phased.c): the winner's own channels in as many chunks as
@@ -449,14 +449,14 @@ static mc_status_t phased_alt(const run_t *r, const mc_sched_t *winner, const vo
  * the winner's time; over four GH200 hosts 0.994, 0.989, 0.987); then every tree cut into 2 and 4
  * channels first, each in half as many chunks as its tree (chunks of the tree's size), as many and
  * twice as many (a 4 MiB broadcast in an 8-GPU PCIe box, 4 channels: 1.258 -> 1.155 of the bound;
- * an all-gather of 64 MiB over RCCL's 16-GCD MI250 VM, 2 channels: 1.430 -> 1.389; the 256 MiB
- * all-gather on the DGX-1, NCCL's rings in 2 channels of chunks of their size: 1.104 -> 1.100,
- * ahead of `xla`'s 1.101). Over RCCL's 810 cases the four tries of 2 and 4 channels in 1 and 2
- * times the chunks gained most of any four of the six with 4 channels in half the chunks. The
- * tries share the race's allowance, so their order decides which are covered: the half last was
- * not covered on the DGX-1 all-gather; the cheaper tries first (by chunk crossings) lost 3 of
- * RCCL's cases; this order loses one win (the 64 MiB all-gather over two `topo_16p1h` boxes) to
- * the tries without the half. */
+ * an all-gather of 64 MiB over RCCL's 16-GCD MI250 VM, 2 channels: 1.430 -> 1.389). Of the six
+ * tries of 2 and 4 channels at half, 1 and 2 times the chunks, the four at 1 and 2 times gained
+ * most over RCCL's 810 cases; the half on 2 channels takes the 256 MiB all-gather on the DGX-1,
+ * NCCL's rings in 2 channels, from 1.1040 to 1.1016 of the bound (`xla` 1.1008). The tries share
+ * the race's allowance, so their order decides which are covered: the half last was not covered
+ * on that all-gather; the cheaper tries first (by chunk crossings) lost 3 of RCCL's cases; this
+ * order loses one win (the 64 MiB all-gather over two `topo_16p1h` boxes) to the tries without
+ * the half. */
 static const phased_try_t phased_tries[] = {
     {.channels = 1, .mult = 1},   {.channels = 1, .mult = 2}, {.channels = 1, .mult = 4},
     {.channels = 2, .mult = 0.5}, {.channels = 2, .mult = 1}, {.channels = 2, .mult = 2},
