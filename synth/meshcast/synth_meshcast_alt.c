@@ -445,8 +445,8 @@ static mc_status_t phased_alt(const run_t *r, const mc_sched_t *winner, const vo
 
 /* Channels out of phase (synth_meshcast_phased.c): the winner's own channels in as many chunks as
  * the most of each set and in two and four times that (which is fastest is not monotone in the
- * count: 1 GiB broadcasts from one GPU over four HGX A100 boards 1.017 -> 1.020, 1.010, 1.068 of
- * the winner's time; over four GH200 hosts 0.994, 0.989, 0.987); then every tree cut into 2 and 4
+ * count: 1 GiB broadcasts from one GPU over four HGX A100 boards 1.003, 1.010, 1.068 of the
+ * winner's time; over four GH200 hosts 0.994, 0.989, 0.987); then every tree cut into 2 and 4
  * channels first, each in half as many chunks as its tree (chunks of the tree's size), as many and
  * twice as many (a 4 MiB broadcast in an 8-GPU PCIe box, 4 channels: 1.258 -> 1.155 of the bound;
  * an all-gather of 64 MiB over RCCL's 16-GCD MI250 VM, 2 channels: 1.430 -> 1.389). Of the six
