@@ -458,6 +458,9 @@ mc_status_t mc_plan_solve_z3(const mc_plan_t *pl, const mc_plan_sol_t *seed, int
 
 /* ---- staggered chunking (synth_meshcast_stagger.c) ---- */
 
+/* The most chunks up to want that bytes can be cut into: none below min_chunk, and chunks of
+ * ceil(bytes / n), every one non-empty; at least 1. */
+uint64_t mc_chunks_within(uint64_t want, uint64_t bytes, uint64_t min_chunk);
 /* Among the trees of one phase whose slowest link is the same, gives the j-th of m trees
  * 1 + spread * j/m times its chunks (none smaller than min_chunk bytes), so that their
  * per-message overheads do not all fall at once. */

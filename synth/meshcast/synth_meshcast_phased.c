@@ -63,74 +63,55 @@ static int *first_alike(const mc_sched_t *s)
     return first;
 }
 
-/* The most chunks, up to want, that bytes can be cut into with none below floor: at least 1. */
-static int chunks_up_to(uint64_t want, uint64_t bytes, uint64_t floor)
-{
-    uint64_t most = bytes / (floor ? floor : 1);
-    uint64_t n = want < most ? want : most;
-    n = n < MC_CHUNKS_MAX ? n : MC_CHUNKS_MAX;
-    return n ? (int)n : 1;
-}
-
-/* Tree t in chunks of its set's count (none below floor), ramp j where its chunks stay valid. */
+/* Tree t in chunks of its set's count (none below floor, at most MC_CHUNKS_MAX), ramp j where its
+ * chunks stay valid; whether it changed. */
 static int set_phase(mc_tree_t *t, uint64_t want, uint64_t floor, int j)
 {
     int n0 = t->nchunks, r0 = t->ramp;
-    t->nchunks = chunks_up_to(want, t->bytes, floor);
+    t->nchunks = (int)mc_chunks_within(want < MC_CHUNKS_MAX ? want : MC_CHUNKS_MAX, t->bytes, floor);
     t->ramp = j % (MC_SCHED_MAX_RAMP + 1);
     while (t->ramp > 0 && !mc_tree_chunks_valid(t))
         t->ramp--;
     return t->nchunks != n0 || t->ramp != r0;
 }
 
-/* The trees of s in sets of like edges, each set's trees in the order of their offsets: per set
- * its trees from at[k] to at[k + 1] of order; returns the number of sets. */
-static int alike_sets(const mc_sched_t *s, int **order, int **at)
+/* A tree with the first tree of its set (first_alike) and its offset: sorted by both (then by
+ * index), the sets are runs, each in the order of its offsets. */
+typedef struct member {
+    int set;
+    uint64_t offset;
+    int tree;
+} member_t;
+
+static int by_set_offset(const void *a, const void *b)
 {
-    int *first = first_alike(s), n = s->ntrees, nsets = 0;
-    int *set = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
-    for (int t = 0; t < n; t++)
-        if (first[t] == t)
-            set[t] = nsets++;
-    *at = mc_xcalloc((size_t)nsets + 2, sizeof(int));
-    for (int t = 0; t < n; t++)
-        (*at)[set[first[t]] + 2]++;
-    for (int k = 0; k < nsets; k++)
-        (*at)[k + 2] += (*at)[k + 1];
-    *order = mc_xmalloc(sizeof(int) * (size_t)(n + 1));
-    for (int t = 0; t < n; t++) /* trees in index order: a set's by insertion below */
-        (*order)[(*at)[set[first[t]] + 1]++] = t;
-    for (int k = 0; k < nsets; k++) /* by offset: few per set, insertion sort */
-        for (int i = (*at)[k] + 1; i < (*at)[k + 1]; i++)
-            for (int j = i; j > (*at)[k] &&
-                            s->trees[(*order)[j]].offset < s->trees[(*order)[j - 1]].offset;
-                 j--) {
-                int x = (*order)[j];
-                (*order)[j] = (*order)[j - 1];
-                (*order)[j - 1] = x;
-            }
-    free(first);
-    free(set);
-    return nsets;
+    const member_t *x = a, *y = b;
+    if (x->set != y->set)
+        return x->set < y->set ? -1 : 1;
+    if (x->offset != y->offset) /* trees of other pieces share offsets */
+        return x->offset < y->offset ? -1 : 1;
+    return x->tree - y->tree;
 }
 
 int mc_sched_phased(mc_sched_t *s, const mc_topo_t *topo, double mult, uint64_t net_chunk,
                     uint64_t host_chunk)
 {
-    int *order, *at, changed = 0;
-    int nsets = alike_sets(s, &order, &at);
-    for (int k = 0; k < nsets; k++) {
-        if (at[k + 1] - at[k] < 2)
-            continue;
+    int *first = first_alike(s), n = s->ntrees, changed = 0;
+    member_t *m = mc_xmalloc(sizeof(member_t) * (size_t)(n + 1));
+    for (int t = 0; t < n; t++)
+        m[t] = (member_t){first[t], s->trees[t].offset, t};
+    qsort(m, (size_t)n, sizeof *m, by_set_offset);
+    for (int a = 0, b; a < n; a = b) {
         int most = 0;
-        for (int i = at[k]; i < at[k + 1]; i++)
-            most = s->trees[order[i]].nchunks > most ? s->trees[order[i]].nchunks : most;
-        uint64_t floor = mc_sched_tree_in_host(s, topo, order[at[k]]) ? host_chunk : net_chunk;
-        for (int i = at[k]; i < at[k + 1]; i++)
-            changed |= set_phase(&s->trees[order[i]], (uint64_t)ceil(most * mult), floor,
-                                 i - at[k]);
+        for (b = a; b < n && m[b].set == m[a].set; b++)
+            most = s->trees[m[b].tree].nchunks > most ? s->trees[m[b].tree].nchunks : most;
+        if (b - a < 2)
+            continue;
+        uint64_t floor = mc_sched_tree_in_host(s, topo, m[a].tree) ? host_chunk : net_chunk;
+        for (int i = a; i < b; i++)
+            changed |= set_phase(&s->trees[m[i].tree], (uint64_t)ceil(most * mult), floor, i - a);
     }
-    free(order);
-    free(at);
+    free(m);
+    free(first);
     return changed;
 }

@@ -33,9 +33,7 @@ static int bottleneck(const mc_tree_t *t, const mc_topo_t *topo)
     return best;
 }
 
-/* The most chunks up to want that bytes can be cut into: none below min_chunk, and chunks of
- * ceil(bytes / n), every one non-empty; at least 1. */
-static uint64_t chunks_within(uint64_t want, uint64_t bytes, uint64_t min_chunk)
+uint64_t mc_chunks_within(uint64_t want, uint64_t bytes, uint64_t min_chunk)
 {
     uint64_t n = want, most = bytes / (min_chunk ? min_chunk : 1);
     if (n > most)
@@ -83,7 +81,7 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
         int m = b - a;
         for (int j = 1; j < m; j++) {
             mc_tree_t *t = &s->trees[k[a + j].tree];
-            uint64_t n = chunks_within((uint64_t)t->nchunks * (uint64_t)(m + spread * j) /
+            uint64_t n = mc_chunks_within((uint64_t)t->nchunks * (uint64_t)(m + spread * j) /
                                            (uint64_t)m, t->bytes, min_chunk);
             if (n > (uint64_t)t->nchunks && n <= MC_CHUNKS_MAX)
                 t->nchunks = (int)n;
@@ -153,7 +151,7 @@ void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, 
             uint64_t len = ch == m - 1 ? bytes - part * (uint64_t)(m - 1) : part;
             /* channel ch of m in 1 + spread * ch/m times the tree's chunks, as mc_sched_stagger */
             uint64_t want = (uint64_t)src->nchunks * (uint64_t)(m + spread * ch) / (uint64_t)m;
-            int c = (int)chunks_within(want > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : want, len, floor);
+            int c = (int)mc_chunks_within(want > MC_CHUNKS_MAX ? MC_CHUNKS_MAX : want, len, floor);
             if (ch == 0) {
                 src->bytes = len;
                 src->nchunks = c;
