@@ -5,11 +5,12 @@
 
 Each directory holds f_SUITE.csv for the suites it ran (`build/meshcast bench --suite SUITE --csv
 > DIR/f_SUITE.csv`); a suite is compared where both directories hold it, on its rows with a
-simulated time (not the `all` geomean rows). Per suite: the rows in
-both, how many simulated times and bounds moved (by over one part in 1e6), each moved meshcast
-row with its time over the bound before and after, meshcast's time/bound geomean and worst before
-and after; then, in the new run, every row where meshcast is slower than another strategy of the
-same case and every strategy's time below its bound (neither may happen). Exit status 2 for a
+simulated time (not the `all` geomean rows, nor rows whose simulation stopped at its
+allowance). Per suite: the rows in both, how many simulated times and bounds moved (by over one
+part in 1e6), each moved meshcast row with its time over the bound before and after, meshcast's
+time/bound geomean and worst before and after; then, in the new run, every row where meshcast
+is slower than another strategy of the same case and every strategy's time below its bound
+(neither may happen). Exit status 2 for a
 wrong number of arguments, 1 when a directory holds no suite file or a file is not such a CSV,
 else 0."""
 import csv
@@ -32,7 +33,10 @@ def load(directory):
         with open(path, newline="") as f:
             try:
                 for row in csv.DictReader(f):
-                    if row.get("sim_s") and row.get("suite") != "all":  # not the geomean rows
+                    # not the geomean rows, nor those whose simulation stopped at its
+                    # allowance (their sim_s is a partial time, or 0)
+                    if (row.get("sim_s") and row.get("suite") != "all"
+                            and row.get("simulated", "yes") == "yes"):
                         rows[(row["case"], row["strategy"])] = row
             except csv.Error as e:
                 raise ValueError(f"{path}: {e}") from e

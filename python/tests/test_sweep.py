@@ -152,6 +152,11 @@ def test_suite_compare(tmp_path):
     suite_csv(new / "f_s.csv", [("a", "meshcast", 1.0, 1.6), ("a", "p2p", 1.0, 1.5),
                                 ("b", "meshcast", 2.0, 1.5), ("c", "meshcast", 1.0, 1.0),
                                 ("c", "xla", 1.0, 0.5)])
+    # a suite only the new run holds: no comparison, its faults only; a row whose simulation
+    # stopped at its allowance (sim_s 0, simulated "no") is neither faster than meshcast nor
+    # below its bound
+    (new / "f_t.csv").write_text("suite,case,strategy,lower_bound_s,sim_s,simulated\n"
+                                 "t,d,alpa-bcast,1.0,0,no\nt,d,meshcast,1.0,1.2,yes\n")
     r = subprocess.run([sys.executable, str(compare), str(old), str(new)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr

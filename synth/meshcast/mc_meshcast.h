@@ -479,6 +479,16 @@ void mc_sched_channels(mc_sched_t *s, const mc_topo_t *topo, int k, int spread, 
  * Returns whether any tree changed. */
 int mc_sched_phased(mc_sched_t *s, const mc_topo_t *topo, double mult, uint64_t net_chunk,
                     uint64_t host_chunk);
+/* Into *out, a copy of s in which every piece whose trees share a phase and whose largest tree
+ * is rooted at a holder moves part of its bytes onto one more tree, where that is cheaper under
+ * prices that grow steeply with s's link loads (synth_meshcast_side.c): its cheapest Steiner
+ * tree to the piece's destinations, over the GPUs of s's trees. The part is scale times the one
+ * fraction, for all those pieces, that minimizes the busiest link's time at full bandwidth;
+ * each side tree is cut in chunks of its piece's trees' average size, none below min_chunk.
+ * NULL when that lowers the busiest link by less than a thousandth, or s's trees use more than
+ * 64 GPUs. Rates planned. */
+mc_status_t mc_sched_side(const mc_sched_t *s, const mc_topo_t *topo, double scale,
+                          uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 /* Whether no edge of tree t of s crosses the network (its transfers stay inside hosts). */
 int mc_sched_tree_in_host(const mc_sched_t *s, const mc_topo_t *topo, int t);
 /* Whether no tree of s crosses the network and one is too small for 2 channels of its chunks of

@@ -1028,6 +1028,8 @@ static mc_status_t finish(const ending_t *e, run_t *won, verdict_t *v, mc_sched_
         MC_CHECK_GOTO(mc_meshcast_race_ramp(won, s, v, err), out, st);
         won->last_work_left = MC_SIM_LAST_WORK;
         MC_CHECK_GOTO(mc_meshcast_race_phased(won, s, v, err), out, st);
+        won->last_work_left = MC_SIM_LAST_WORK;
+        MC_CHECK_GOTO(mc_meshcast_race_side(won, s, v, err), out, st);
     }
     memcpy((*s)->params, v->params, sizeof (*s)->params);
 out:

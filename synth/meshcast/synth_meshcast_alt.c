@@ -1,7 +1,8 @@
 /* The meshcast referee's last races (docs/synthesis.md, "Small pieces"): the winner against
  * whole other schedules built from it, its small pieces on relay trees (the striped schedule)
  * and NCCL's rings, each as it is and cut into staggered channels; then itself with its chunks
- * ramped and with its channels out of phase (synth_meshcast_phased.c). */
+ * ramped, with its channels out of phase (synth_meshcast_phased.c) and with side trees on the
+ * links it leaves idle (synth_meshcast_side.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,5 +482,39 @@ mc_status_t mc_meshcast_race_phased(run_t *r, mc_sched_t **s, verdict_t *v, mc_e
         st = race_alt(r, s, v, phased_alt, &p, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0, err);
     }
     mc_sched_free(from);
+    return st;
+}
+
+/* The fraction of the pieces' bytes a round of side trees moves, of the one that evens the
+ * busiest links at full bandwidth: those links are then as busy as any, and the side trees,
+ * deeper than the winner's, pay more fill and overheads on them. Over RCCL's 810 cases, rounds
+ * of half of it gained more than rounds of three quarters (87 cases faster against 73), and the
+ * whole of it lost on `direct`'s DGX-1 all-gather (docs/synthesis.md, "Session 42"). */
+#define MC_SIDE_SCALE 0.5
+/* At most this many rounds, each of the winner of the round before (its side trees shrunk as
+ * its other trees, and one more per piece under the prices of its own loads). */
+#define MC_SIDE_ROUNDS 4
+
+static mc_status_t side_alt(const run_t *r, const mc_sched_t *winner, const void *arg,
+                            uint64_t min_chunk, mc_sched_t **out, mc_err_t *err)
+{
+    (void)arg;
+    return mc_sched_side(winner, r->topo, MC_SIDE_SCALE, min_chunk, out, err);
+}
+
+/* Side trees (synth_meshcast_side.c), in rounds while each wins. */
+mc_status_t mc_meshcast_race_side(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
+{
+    mc_status_t st = MC_OK;
+    char plan[MC_PLAN_NAME_MAX];
+    if (v->t <= MC_PHASED_ROOM * r->bound.seconds)
+        return MC_OK;
+    for (int i = 0; i < MC_SIDE_ROUNDS && st == MC_OK; i++) {
+        double was = v->t;
+        winner_plan(v, "+side", plan, sizeof plan);
+        st = race_alt(r, s, v, side_alt, NULL, plan, as_is, 1, 2 * MC_SIM_CHANNEL_WORK, 0, err);
+        if (v->t >= was)
+            break;
+    }
     return st;
 }

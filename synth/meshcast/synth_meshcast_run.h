@@ -167,5 +167,8 @@ mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
  * phase, each set's j-th tree ramped j, all in one chunk count, 1, 2 and 4 times the set's most
  * (mc_sched_phased). */
 mc_status_t mc_meshcast_race_phased(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
+/* The winner with part of its pieces' bytes on side trees over its idlest links
+ * (mc_sched_side), at the fraction that evens its busiest links and at half of it. */
+mc_status_t mc_meshcast_race_side(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 
 #endif

@@ -34,6 +34,18 @@ static inline void synth_rlimit(const mc_topo_t *topo, mc_task_t *task, mc_sched
                      (*out)->trees[t].inflight);
 }
 
+/* The simulated makespan of schedule s, checked valid on topo first. */
+static inline double valid_makespan(const mc_topo_t *topo, const mc_sched_t *s)
+{
+    mc_sim_result_t res = {0};
+    mc_err_t err = {0};
+    assert_int_equal(mc_sched_validate(s, topo, NULL), 0);
+    assert_int_equal(mc_sim_run(s, topo, &res, &err), MC_OK);
+    double t = res.makespan_s;
+    mc_sim_result_free(&res);
+    return t;
+}
+
 /* Checks meshcast's schedule s of task valid and never below the bound; returns its simulated
  * time, *bound_s the bound. */
 static inline double checked_sim(const mc_topo_t *topo, mc_task_t *task, const mc_sched_t *s,
