@@ -125,6 +125,10 @@ uint64_t mc_tree_chunk_max(const mc_tree_t *t);
  * share bytes x w(0) / W(n) is at least a byte, so every floor difference is. */
 int mc_tree_chunks_valid(const mc_tree_t *t);
 
+/* Per link of topo (an array of topo->nlinks + 1, the caller frees it), the time it needs at
+ * its full bandwidth for all the bytes of s's trees crossing it, in every phase (0 on a link of
+ * no bandwidth). */
+double *mc_sched_link_loads(const mc_sched_t *s, const mc_topo_t *topo);
 /* The time the busiest link needs at its full bandwidth for all the bytes crossing it, in every
  * phase: a lower bound on the simulated makespan, since the simulator never runs a link above its
  * bandwidth and every chunk of a tree crosses every link of every edge's route once. */

@@ -1,11 +1,12 @@
-/* Side trees on idle links (docs/synthesis.md, "Session 42: side trees"). A winner can fill
- * some links and leave others idle: NCCL's rings on the DGX-1 load every NVLink and none of the
- * PCIe routes between the GPUs that no NVLink joins. Each piece here gets one more tree, the
- * cheapest Steiner tree to its destinations under prices that grow steeply with the winner's
- * link loads (mc_steiner_tree), and a fraction of its bytes moves from its trees to that one:
- * the fraction, one for every piece whose side tree is cheaper than its trees, that minimizes the
- * busiest link's load at full bandwidth (the loads are linear in it, their maximum convex). The
- * winner's trees keep their shapes, chunk counts and channels; only their ranges shrink. */
+/* Side trees on idle links (docs/synthesis.md, "Session 42: side trees on idle links"). A
+ * winner can fill some links and leave others idle: NCCL's rings on the DGX-1 load every NVLink
+ * and none of the PCIe routes between the GPUs that no NVLink joins. Each piece here gets one
+ * more tree, the cheapest Steiner tree to its destinations under prices that grow steeply with
+ * the winner's link loads (mc_steiner_tree), and a fraction of its bytes moves from its trees to
+ * that one: the fraction, one for every piece whose side tree is cheaper than its trees, that
+ * minimizes the busiest link's load at full bandwidth (the loads are linear in it, their maximum
+ * convex). The winner's trees keep their shapes, chunk counts and channels; only their ranges
+ * shrink. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ typedef struct side {
     int *parent, *child;
 } side_t;
 
+/* Indexes s's trees by piece, sums the links' loads and prices them (side_ctx_t). */
 static void ctx_init(side_ctx_t *c, const mc_sched_t *s, const mc_topo_t *topo)
 {
     int np = s->task->npieces;
@@ -66,18 +68,12 @@ static void ctx_init(side_ctx_t *c, const mc_sched_t *s, const mc_topo_t *topo)
     for (int t = 0; t < s->ntrees; t++)
         c->tree[at[s->trees[t].piece]++] = t;
     free(at);
-    c->load = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
+    c->load = mc_sched_link_loads(s, topo);
     c->price = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
     c->delta = mc_xcalloc((size_t)topo->nlinks + 1, sizeof(double));
     double most = 0;
-    for (int t = 0; t < s->ntrees; t++)
-        for (int e = 0; e < s->trees[t].nedges; e++)
-            for (int j = 0; j < s->trees[t].edges[e].nlinks; j++) {
-                int l = s->trees[t].edges[e].links[j];
-                if (topo->links[l].bw > 0)
-                    c->load[l] += (double)s->trees[t].bytes / topo->links[l].bw;
-                most = c->load[l] > most ? c->load[l] : most;
-            }
+    for (int l = 0; l < topo->nlinks; l++)
+        most = c->load[l] > most ? c->load[l] : most;
     for (int l = 0; l < topo->nlinks && most > 0; l++)
         c->price[l] = pow(c->load[l] / most, SIDE_PRICE_POWER) + SIDE_PRICE_EPS;
 }
