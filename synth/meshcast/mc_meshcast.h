@@ -485,8 +485,9 @@ int mc_sched_phased(mc_sched_t *s, const mc_topo_t *topo, double mult, uint64_t 
  * tree to the piece's destinations, over the GPUs of s's trees. The part is scale times the one
  * fraction, for all those pieces, that minimizes the busiest link's time at full bandwidth;
  * each side tree is cut in chunks of its piece's trees' average size, none below min_chunk.
- * NULL when that lowers the busiest link by less than a thousandth, or s's trees use more than
- * 64 GPUs. Rates planned. */
+ * NULL when that lowers the busiest link by less than a thousandth, when s is compact
+ * (mc_sched_load_compact), or when s's trees use more than 64 GPUs or their pieces' Steiner trees
+ * would cost too much (SIDE_WORK_MAX). Rates planned. */
 mc_status_t mc_sched_side(const mc_sched_t *s, const mc_topo_t *topo, double scale,
                           uint64_t min_chunk, mc_sched_t **out, mc_err_t *err);
 /* Whether no edge of tree t of s crosses the network (its transfers stay inside hosts). */

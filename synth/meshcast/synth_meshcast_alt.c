@@ -342,6 +342,9 @@ static mc_status_t looped_alt(const run_t *r, const mc_sched_t *winner, const vo
     return st;
 }
 
+/* Room for a winner's name that a try's suffix (`+ramp2`, `+ch4+phased0.5`) follows. */
+#define PLAN_BASE_MAX (MC_PLAN_NAME_MAX - 24)
+
 /* The winner's plan name (its params' plan=) with suffix, into out. */
 static void winner_plan(const verdict_t *v, const char *suffix, char *out, size_t size)
 {
@@ -384,7 +387,7 @@ mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err
 {
     static const int ramps[] = {1, 2};
     mc_status_t st = MC_OK;
-    char base[MC_PLAN_NAME_MAX - 24], plan[MC_PLAN_NAME_MAX];
+    char base[PLAN_BASE_MAX], plan[MC_PLAN_NAME_MAX];
     if (v->t <= MC_ALT_ROOM * r->bound.seconds)
         return MC_OK;
     winner_plan(v, "", base, sizeof base); /* both named after the winner before the first */
@@ -439,9 +442,9 @@ static mc_status_t phased_alt(const run_t *r, const mc_sched_t *winner, const vo
     return MC_OK;
 }
 
-/* A winner this close to the bound is left as it is. Out of phase, the 1 GiB broadcast in one
- * bridged H100 PCIe box went 1.0020 -> 1.0007 of it (NCCL's ring, `alpa-bcast`, 1.0014), and a
- * 1 GiB chain over four GH200 hosts 1.0165 -> 1.0032. */
+/* A winner this close to the bound is left as it is, by the phased race and the side trees'.
+ * Out of phase, the 1 GiB broadcast in one bridged H100 PCIe box went 1.0020 -> 1.0007 of it
+ * (NCCL's ring, `alpa-bcast`, 1.0014), and a 1 GiB chain over four GH200 hosts 1.0165 -> 1.0032. */
 #define MC_PHASED_ROOM 1.001
 
 /* Channels out of phase (synth_meshcast_phased.c): the winner's own channels in as many chunks as
@@ -467,7 +470,7 @@ static const phased_try_t phased_tries[] = {
 mc_status_t mc_meshcast_race_phased(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err)
 {
     mc_status_t st = MC_OK;
-    char base[MC_PLAN_NAME_MAX - 24], plan[MC_PLAN_NAME_MAX];
+    char base[PLAN_BASE_MAX], plan[MC_PLAN_NAME_MAX];
     if (v->t <= MC_PHASED_ROOM * r->bound.seconds)
         return MC_OK;
     winner_plan(v, "", base, sizeof base);

@@ -163,12 +163,13 @@ mc_status_t mc_meshcast_race_looped(run_t *r, mc_sched_t **s, verdict_t *v, mc_e
 /* The winner *s (timed *v) against itself with its chunks ramped (the first and last chunks of
  * each tree smaller, mc_tree_chunk), ramps 1 then 2. */
 mc_status_t mc_meshcast_race_ramp(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
-/* The last race of all: the winner with the trees that share their edges (channels) out of
- * phase, each set's j-th tree ramped j, all in one chunk count, 1, 2 and 4 times the set's most
- * (mc_sched_phased). */
+/* The winner with the trees that share their edges (channels) out of phase, each set's j-th
+ * tree ramped j, all in one chunk count (mc_sched_phased): its own sets at 1, 2 and 4 times their
+ * most chunks, then every tree cut into 2 or 4 channels first. */
 mc_status_t mc_meshcast_race_phased(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
-/* The winner with part of its pieces' bytes on side trees over its idlest links
- * (mc_sched_side), at the fraction that evens its busiest links and at half of it. */
+/* The last race of all: the winner with part of its pieces' bytes on side trees over its idlest
+ * links (mc_sched_side), half the fraction that evens its busiest links, in up to 4 rounds while
+ * each is faster. */
 mc_status_t mc_meshcast_race_side(run_t *r, mc_sched_t **s, verdict_t *v, mc_err_t *err);
 
 #endif

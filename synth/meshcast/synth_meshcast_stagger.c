@@ -82,7 +82,8 @@ void mc_sched_stagger(mc_sched_t *s, const mc_topo_t *topo, int spread, uint64_t
         for (int j = 1; j < m; j++) {
             mc_tree_t *t = &s->trees[k[a + j].tree];
             uint64_t n = mc_chunks_within((uint64_t)t->nchunks * (uint64_t)(m + spread * j) /
-                                           (uint64_t)m, t->bytes, min_chunk);
+                                              (uint64_t)m,
+                                          t->bytes, min_chunk);
             if (n > (uint64_t)t->nchunks && n <= MC_CHUNKS_MAX)
                 t->nchunks = (int)n;
         }
